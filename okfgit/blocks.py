@@ -1,0 +1,257 @@
+"""Managed blocks: the part of a person's file that okfgit owns.
+
+A block is the lines from ``<!-- okf:begin id=<scope> -->`` to ``<!-- okf:end -->``, each
+marker alone on its line. Everything outside our block is a person's bytes and is never
+changed; the only lines okfgit ever removes outside a well-formed block are marker lines
+that close or open nothing (stray markers), so a damaged file is repaired without losing a
+hand-written line. Blocks of other scopes (``id=global`` beside ``id=project``) are left
+alone.
+
+Pure functions: text in, text out. Writing the file is the caller's job.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from okfgit.errors import UsageError, ValidationError
+
+END_MARKER = "<!-- okf:end -->"
+_BEGIN = re.compile(r"<!-- okf:begin id=(\S+) -->")
+_SCOPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def begin_marker(scope: str) -> str:
+    """The begin sentinel for ``scope`` (no line ending)."""
+    _check_scope(scope)
+    return f"<!-- okf:begin id={scope} -->"
+
+
+@dataclass(frozen=True)
+class BlockResult:
+    """New file text, whether it differs from the old text, and what had to be repaired."""
+
+    text: str
+    changed: bool
+    warnings: tuple[str, ...] = ()
+
+
+def render_block(scope: str, content: str) -> str:
+    """The block for ``scope`` holding ``content``, LF line endings, ending in a newline.
+
+    Content ends with exactly one newline inside the block (an empty content gives a block
+    with nothing between its markers). A content line that is itself a marker would make the
+    block unreadable, so it is refused.
+    """
+    body = content.replace("\r\n", "\n").rstrip("\r\n")
+    for line in body.split("\n"):
+        if _marker_of(line) is not None:
+            raise ValidationError(
+                f"content for block id={scope} contains a managed-block marker line: {line!r}"
+            )
+    inner = body + "\n" if body else ""
+    return f"{begin_marker(scope)}\n{inner}{END_MARKER}\n"
+
+
+def read_block(existing: str, scope: str) -> str | None:
+    """Content of the block for ``scope`` (LF line endings), or None.
+
+    None when there is no block or when the markers for ``scope`` are broken (an unclosed
+    begin, or more than one block): a damaged block has no trustworthy content.
+    """
+    _check_scope(scope)
+    lines = _split_lines(existing)
+    scan = _scan(lines)
+    ours = scan.blocks_for(scope)
+    if len(ours) != 1 or scan.orphans_for(scope):
+        return None
+    begin, end = ours[0]
+    return "".join(_body(line) + "\n" for line in lines[begin + 1 : end])
+
+
+def upsert_block(existing: str | None, scope: str, content: str, filename: str) -> BlockResult:
+    """``existing`` with the block for ``scope`` set to ``content``.
+
+    One well-formed block: only its lines are replaced. No block: the block is appended after
+    one blank line. Broken markers: the stray marker lines are removed (the text around them
+    is kept), one fresh block goes where the first begin marker for ``scope`` was, and each
+    repair is reported in ``warnings`` naming ``filename``. The block takes the file's line
+    ending (CRLF when the file's first line ends in CRLF).
+    """
+    block = render_block(scope, content)
+    if not existing:
+        return BlockResult(block, changed=existing != block)
+    newline = _newline_of(existing)
+    block_lines = _split_lines(block.replace("\n", newline))
+    lines = _split_lines(existing)
+    plan = _plan(lines, scope, filename)
+
+    out: list[str] = []
+    for index, line in enumerate(lines):
+        if index == plan.insert_at:
+            out.extend(block_lines)
+        if index not in plan.removed:
+            out.append(line)
+    if plan.insert_at is None:
+        text = "".join(out)
+        if text:
+            if not text.endswith("\n"):
+                text += newline
+            text += newline
+        text += "".join(block_lines)
+    else:
+        if plan.chosen == (plan.insert_at, len(lines) - 1) and not lines[-1].endswith("\n"):
+            # The old block ended the file without a final newline; keep it that way so an
+            # unchanged block stays byte-identical.
+            out[-1] = _body(out[-1])
+        text = "".join(out)
+    return BlockResult(text, changed=text != existing, warnings=plan.warnings)
+
+
+def remove_block(existing: str, scope: str, filename: str) -> BlockResult:
+    """``existing`` without the block for ``scope`` and without stray markers.
+
+    When the block is the last thing in the file, the one blank line before it (the
+    separator ``upsert_block`` adds when appending) goes too. Text between broken markers is
+    kept, as in ``upsert_block``.
+    """
+    _check_scope(scope)
+    lines = _split_lines(existing)
+    plan = _plan(lines, scope, filename)
+    removed = set(plan.removed)
+    if plan.chosen is not None:
+        begin, end = plan.chosen
+        after = [i for i in range(end + 1, len(lines)) if i not in removed]
+        before = begin - 1
+        if not after and before >= 0 and before not in removed and _body(lines[before]) == "":
+            removed.add(before)
+    text = "".join(line for index, line in enumerate(lines) if index not in removed)
+    return BlockResult(text, changed=text != existing, warnings=plan.warnings)
+
+
+@dataclass
+class _Scan:
+    """Every marker in a file, paired in order: a begin closes at the next end."""
+
+    blocks: list[tuple[str, int, int]] = field(default_factory=list)
+    # (scope, line index, index of the begin that interrupted it or None at end of file)
+    orphans: list[tuple[str, int, int | None]] = field(default_factory=list)
+    stray_ends: list[int] = field(default_factory=list)
+
+    def blocks_for(self, scope: str) -> list[tuple[int, int]]:
+        return [(b, e) for s, b, e in self.blocks if s == scope]
+
+    def orphans_for(self, scope: str) -> list[tuple[int, int | None]]:
+        return [(i, by) for s, i, by in self.orphans if s == scope]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Which lines go, where the new block goes (None: append), and the repair notes."""
+
+    removed: frozenset[int]
+    insert_at: int | None
+    chosen: tuple[int, int] | None
+    warnings: tuple[str, ...]
+
+
+def _plan(lines: list[str], scope: str, filename: str) -> _Plan:
+    scan = _scan(lines)
+    blocks = scan.blocks_for(scope)
+    orphans = scan.orphans_for(scope)
+    removed: set[int] = set()
+    warnings: list[str] = []
+    marker = begin_marker(scope)
+
+    for index in scan.stray_ends:
+        removed.add(index)
+        warnings.append(
+            f"{filename}: line {index + 1}: removed a stray '{END_MARKER}' that closed no block"
+        )
+
+    # The first well-formed block is ours: its content is okfgit's and gets replaced. Any
+    # other marker for this scope is stray, and the text it enclosed may be a person's.
+    chosen = blocks[0] if blocks else None
+    if chosen is not None:
+        removed.update(range(chosen[0], chosen[1] + 1))
+    for begin, end in blocks[1:]:
+        removed.update((begin, end))
+        warnings.append(
+            f"{filename}: lines {begin + 1}-{end + 1}: removed the markers of a duplicate "
+            f"block id={scope}; the text between them was kept"
+        )
+    for index, interrupted_by in orphans:
+        removed.add(index)
+        if interrupted_by is None:
+            why = "no end marker follows it"
+        elif _marker_of(_body(lines[interrupted_by])) == scope:
+            why = f"nested: another begin for id={scope} at line {interrupted_by + 1} comes before any end"
+        else:
+            why = f"another begin marker at line {interrupted_by + 1} comes before any end"
+        warnings.append(
+            f"{filename}: line {index + 1}: removed an unclosed '{marker}' ({why}); "
+            "the text after it, up to the next marker, was kept"
+        )
+
+    begins = [b for b, _ in blocks] + [i for i, _ in orphans]
+    insert_at = min(begins) if begins else None
+    return _Plan(frozenset(removed), insert_at, chosen, tuple(warnings))
+
+
+def _scan(lines: list[str]) -> _Scan:
+    scan = _Scan()
+    open_begin: tuple[str, int] | None = None
+    for index, line in enumerate(lines):
+        kind = _marker_of(_body(line))
+        if kind is None:
+            continue
+        if kind == END_MARKER:
+            if open_begin is None:
+                scan.stray_ends.append(index)
+            else:
+                scan.blocks.append((open_begin[0], open_begin[1], index))
+                open_begin = None
+        else:
+            if open_begin is not None:
+                scan.orphans.append((open_begin[0], open_begin[1], index))
+            open_begin = (kind, index)
+    if open_begin is not None:
+        scan.orphans.append((open_begin[0], open_begin[1], None))
+    return scan
+
+
+def _marker_of(body: str) -> str | None:
+    """The scope a begin line opens, END_MARKER for an end line, None for any other line."""
+    if body == END_MARKER:
+        return END_MARKER
+    match = _BEGIN.fullmatch(body)
+    return match.group(1) if match else None
+
+
+def _split_lines(text: str) -> list[str]:
+    # Only "\n" ends a line: str.splitlines would also split on \x0b, \u2028 and friends,
+    # which no editor or agent treats as a line break in Markdown.
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def _body(line: str) -> str:
+    if line.endswith("\n"):
+        line = line[:-1]
+    if line.endswith("\r"):
+        line = line[:-1]
+    return line
+
+
+def _newline_of(text: str) -> str:
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
+def _check_scope(scope: str) -> None:
+    if not _SCOPE.fullmatch(scope):
+        raise UsageError(f"invalid managed-block id {scope!r}: use letters, digits, '.', '_' or '-'")

@@ -1,0 +1,104 @@
+"""The command line: parse, call one library function, print.
+
+Subcommands live one per module in ``okfgit.commands`` and are imported only when
+invoked, so a git hook that runs ``okfgit sync`` pays for what it uses and no more.
+Every OkfError is mapped to its exit code here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Any
+
+import click
+
+from okfgit import __version__
+from okfgit.errors import EXIT_INTEGRITY, OkfError
+
+# verb -> (module in okfgit.commands, one-line help shown by `okfgit --help`)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("init", "Bootstrap a tier: its repository, root index.md and first commit."),
+    "new": ("new", "Create a concept (and refresh its folder's index) as one commit."),
+    "index": ("index", "Regenerate every index.md from the tree at HEAD (--check to verify)."),
+    "doctor": ("doctor", "Check OKF conformance and okfgit's profile; exit 2 on errors."),
+    "ls": ("nav", "List concepts and folders at HEAD."),
+    "cat": ("nav", "Print a concept with its citation tier:path@oid."),
+    "links": ("nav", "Show a concept's outgoing links and backlinks."),
+    "search": ("nav", "Find concepts by type, tags and words in title/description."),
+    "adopt": ("adopt", "Bring an existing OKF bundle or markdown folder into a tier."),
+    "project": ("project", "Project the KB into Claude Code memory, CLAUDE.md and AGENTS.md."),
+    "capture": ("capture", "Capture facts agents wrote to Claude Code memory as commits."),
+    "sync": ("sync", "Capture, then project, under a lock (what the git hooks run)."),
+    "status": ("status", "Show what sync would do, without writing."),
+    "hooks": ("hooks", "Install, remove or inspect okfgit's git hooks and agent hooks."),
+    "run": ("run", "Start, inspect and end runs (the job tier)."),
+    "note": ("run", "Write a note into the active run."),
+    "log": ("run", "Add a dated entry to the active run's log.md."),
+    "promote": ("promote", "Promote a concept job -> project or project -> global."),
+    "review": ("review", "Review a branch's knowledge changes; verdict for a pull request."),
+}
+
+
+def _available() -> dict[str, tuple[str, str]]:
+    out = {}
+    for name, (module, help_) in COMMANDS.items():
+        if importlib.util.find_spec(f"okfgit.commands.{module}") is not None:
+            out[name] = (module, help_)
+    return out
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_available())
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        entry = _available().get(name)
+        if entry is None:
+            return None
+        module = importlib.import_module(f"okfgit.commands.{entry[0]}")
+        command = getattr(module, name.replace("-", "_") + "_cmd")
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_) for name, (_, help_) in sorted(_available().items())]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="okfgit")
+def cli() -> None:
+    """okfgit keeps one OKF knowledge base (global, project and job tiers, each a
+    Git repository) and projects it into every coding agent's native files.
+
+    Exit codes: 0 ok, 2 usage or validation error, 3 unwritable target or
+    integrity failure (nothing half-written).
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        result: Any = cli.main(args=argv, prog_name="okfgit", standalone_mode=False)
+    except OkfError as exc:
+        click.echo(f"okfgit: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("okfgit: aborted", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # an okfgit bug: fail closed, say so plainly
+        if os.environ.get("OKFGIT_DEBUG"):
+            raise
+        click.echo(f"okfgit: internal error: {type(exc).__name__}: {exc} (set OKFGIT_DEBUG=1 for a traceback)", err=True)
+        sys.exit(EXIT_INTEGRITY)
+    sys.exit(result if isinstance(result, int) else 0)

@@ -1,0 +1,1 @@
+"""One module per verb (or family of verbs); each exposes ``<verb>_cmd``."""

@@ -1,0 +1,59 @@
+"""Options and output helpers shared by the commands."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from okfgit.context import Context
+from okfgit.tiers import Workspace, open_workspace
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def repo_option(f: F) -> F:
+    return click.option(
+        "--repo", type=click.Path(file_okay=False, path_type=Path), default=None,
+        help="The project repository (default: the one containing the current folder).",
+    )(f)
+
+
+def run_option(f: F) -> F:
+    return click.option(
+        "--run", "run", default=None, metavar="SLUG",
+        help="The active run (default: $OKF_RUN, then `git config okf.run`).",
+    )(f)
+
+
+def json_option(f: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(f)
+
+
+def scope_option(default: str | None = "project", allow_all: bool = False) -> Callable[[F], F]:
+    choices = ["global", "project", "job"] + (["all"] if allow_all else [])
+
+    def deco(f: F) -> F:
+        return click.option(
+            "--scope", type=click.Choice(choices), default=default, show_default=default is not None,
+            help="Which tier: " + ", ".join(choices) + ".",
+        )(f)
+
+    return deco
+
+
+def workspace(repo: Path | None = None, run: str | None = None) -> tuple[Context, Workspace]:
+    ctx = Context.from_process()
+    return ctx, open_workspace(ctx, repo, run)
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False))
+
+
+def warn(messages: Iterable[str]) -> None:
+    for message in messages:
+        click.echo(f"okfgit: warning: {message}", err=True)

@@ -1,0 +1,412 @@
+"""Git plumbing: the only module that imports pygit2.
+
+Reads come from tree objects at a revision, never from the working tree. Writes are
+one commit built from an in-memory tree (HEAD tree + changed blobs); the branch ref
+moves by compare-and-swap on the old HEAD (``git update-ref <ref> <new> <old>``), and
+then exactly the written paths are updated in the working tree and the index, like
+``git commit --only <paths>``. Anything else the user had staged stays staged.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+from pygit2.enums import FileMode, RepositoryState
+
+from okfgit import fsutil
+from okfgit.context import Context
+from okfgit.errors import IntegrityError, RepoStateError, UsageError
+
+ZERO = "0" * 40
+_GIT_ENV_VARS = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY",
+                 "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_PREFIX")
+
+_STATE_NAMES = {
+    RepositoryState.MERGE: "a merge",
+    RepositoryState.REVERT: "a revert",
+    RepositoryState.REVERT_SEQUENCE: "a revert",
+    RepositoryState.CHERRYPICK: "a cherry-pick",
+    RepositoryState.CHERRYPICK_SEQUENCE: "a cherry-pick",
+    RepositoryState.BISECT: "a bisect",
+    RepositoryState.REBASE: "a rebase",
+    RepositoryState.REBASE_INTERACTIVE: "a rebase",
+    RepositoryState.REBASE_MERGE: "a rebase",
+    RepositoryState.APPLY_MAILBOX: "git am",
+    RepositoryState.APPLY_MAILBOX_OR_REBASE: "a rebase",
+}
+
+
+def blob_oid(data: bytes) -> str:
+    """The git blob OID of ``data`` (what ``git hash-object`` prints)."""
+    return str(pygit2.hash(data))
+
+
+def clean_git_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment without the variables a git hook sets for its own repository."""
+    return {k: v for k, v in environ.items() if k not in _GIT_ENV_VARS}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A blob in a tree: its OID and file mode (symlinks have mode 0o120000)."""
+
+    oid: str
+    mode: int
+
+    @property
+    def is_link(self) -> bool:
+        return self.mode == FileMode.LINK
+
+
+@dataclass(frozen=True)
+class Change:
+    """One path changed between two trees (``old``/``new`` None when added/removed)."""
+
+    path: str
+    old: str | None
+    new: str | None
+
+
+class Repo:
+    """A git repository with a working tree."""
+
+    def __init__(self, raw: pygit2.Repository) -> None:
+        self.raw = raw
+        if raw.workdir is None:
+            raise UsageError(f"{raw.path}: bare repositories are not supported")
+        self.workdir = Path(raw.workdir).resolve()
+        self.gitdir = Path(raw.path).resolve()
+
+    # -- opening --------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path) -> "Repo":
+        """The repository whose working tree root is exactly ``path``."""
+        try:
+            raw = pygit2.Repository(str(path), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
+        except pygit2.GitError as exc:
+            raise UsageError(f"{path}: not a git repository") from exc
+        return cls(raw)
+
+    @classmethod
+    def discover(cls, start: Path) -> "Repo | None":
+        """The repository containing ``start``, or None."""
+        found = pygit2.discover_repository(str(start))
+        if found is None:
+            return None
+        raw = pygit2.Repository(found)
+        if raw.workdir is None:
+            return None
+        return cls(raw)
+
+    @classmethod
+    def init(cls, path: Path) -> "Repo":
+        path.mkdir(parents=True, exist_ok=True)
+        raw = pygit2.init_repository(str(path), initial_head="main")
+        return cls(raw)
+
+    # -- identity of the repository ------------------------------------------------
+
+    @property
+    def common_dir(self) -> Path:
+        """The main repository's git dir (differs from ``gitdir`` in a linked worktree)."""
+        commondir = self.gitdir / "commondir"
+        if commondir.is_file():
+            target = commondir.read_text().strip()
+            return (self.gitdir / target).resolve()
+        return self.gitdir
+
+    @property
+    def main_workdir(self) -> Path:
+        """The main working tree's root: linked worktrees map to it."""
+        if self.common_dir == self.gitdir:
+            return self.workdir
+        common = self.common_dir
+        if common.name == ".git":
+            return common.parent.resolve()
+        return self.workdir
+
+    def config_get(self, key: str) -> str | None:
+        try:
+            value = self.raw.config[key]
+        except (KeyError, pygit2.GitError):
+            return None
+        return str(value)
+
+    # -- reading --------------------------------------------------------------------
+
+    def head_commit(self) -> str | None:
+        """The commit HEAD points at, or None for an unborn branch."""
+        if self.raw.head_is_unborn:
+            return None
+        return str(self.raw.head.target)
+
+    def head_branch(self) -> str | None:
+        """``refs/heads/<name>`` that HEAD names, or None when HEAD is detached."""
+        if self.raw.head_is_detached:
+            return None
+        ref = self.raw.references.get("HEAD")
+        if ref is None:
+            return None
+        target = ref.target
+        return str(target) if isinstance(target, str) else None
+
+    def resolve(self, rev: str) -> str:
+        """A revision to its commit OID; UsageError if it does not resolve."""
+        try:
+            obj = self.raw.revparse_single(rev)
+            commit = obj.peel(pygit2.Commit)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as exc:
+            raise UsageError(f"{rev!r} does not resolve to a commit in {self.workdir}") from exc
+        return str(commit.id)
+
+    def branch_exists(self, name: str) -> bool:
+        return f"refs/heads/{name}" in self.raw.references
+
+    def tree_oid(self, commit: str | None, prefix: str = "") -> str | None:
+        """The OID of the tree at ``prefix`` in ``commit``; None when absent."""
+        if commit is None:
+            return None
+        tree = self.raw[commit].peel(pygit2.Tree)
+        if not prefix:
+            return str(tree.id)
+        try:
+            entry = tree[prefix]
+        except KeyError:
+            return None
+        return str(entry.id) if entry.type_str == "tree" else None
+
+    def tree_entries(self, commit: str | None, prefix: str = "") -> dict[str, Entry]:
+        """Every blob under ``prefix`` at ``commit``, keyed by path relative to ``prefix``."""
+        if commit is None:
+            return {}
+        tree = self.raw[commit].peel(pygit2.Tree)
+        if prefix:
+            try:
+                sub = tree[prefix]
+            except KeyError:
+                return {}
+            if sub.type_str != "tree":
+                return {}
+            tree = self.raw[sub.id]
+        out: dict[str, Entry] = {}
+        self._walk(tree, "", out)
+        return out
+
+    def _walk(self, tree: pygit2.Tree, base: str, out: dict[str, Entry]) -> None:
+        for item in tree:
+            path = base + item.name
+            if item.type_str == "tree":
+                self._walk(self.raw[item.id], path + "/", out)
+            elif item.type_str == "blob":
+                out[path] = Entry(str(item.id), int(item.filemode))
+
+    def read_blob(self, oid: str) -> bytes:
+        return bytes(self.raw[oid].read_raw())
+
+    def diff_paths(self, old_tree: str | None, new_tree: str | None) -> list[Change]:
+        """Blob paths that differ between two trees (renames not detected)."""
+        empty = self.raw[self.raw.TreeBuilder().write()]
+        a = self.raw[old_tree] if old_tree else empty
+        b = self.raw[new_tree] if new_tree else empty
+        diff = a.diff_to_tree(b)
+        out: list[Change] = []
+        for patch_delta in diff.deltas:
+            old = None if patch_delta.old_file.id == pygit2.Oid(hex=ZERO) else str(patch_delta.old_file.id)
+            new = None if patch_delta.new_file.id == pygit2.Oid(hex=ZERO) else str(patch_delta.new_file.id)
+            path = patch_delta.new_file.path if new else patch_delta.old_file.path
+            out.append(Change(path, old, new))
+        return out
+
+    def log(self, base: str | None, head: str) -> Iterator[tuple[str, str, str]]:
+        """Commits reachable from ``head`` and not from ``base``: (oid, author, message)."""
+        walker = self.raw.walk(head, pygit2.enums.SortMode.TOPOLOGICAL)
+        if base:
+            walker.hide(base)
+        for commit in walker:
+            yield str(commit.id), f"{commit.author.name} <{commit.author.email}>", commit.message
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        found = self.raw.merge_base(a, b)
+        return str(found) if found else None
+
+    # -- writing --------------------------------------------------------------------
+
+    def check_writable_state(self) -> str:
+        """The branch ref a commit would move; RepoStateError when the repo is mid-operation."""
+        state = self.raw.state()
+        if state != RepositoryState.NONE:
+            what = _STATE_NAMES.get(state, "an operation")
+            raise RepoStateError(
+                f"{self.workdir} is in the middle of {what}; finish or abort it, then retry (nothing was changed)"
+            )
+        if (self.gitdir / "BISECT_LOG").exists():
+            raise RepoStateError(f"{self.workdir} is in the middle of a bisect; nothing was changed")
+        branch = self.head_branch()
+        if branch is None:
+            raise RepoStateError(
+                f"{self.workdir}: HEAD is detached; check out a branch first (nothing was changed)"
+            )
+        return branch
+
+    def dirty_paths(self, paths: Mapping[str, bytes | None], commit: str | None) -> list[str]:
+        """Paths among ``paths`` whose working-tree or staged content differs from ``commit``.
+
+        A file that already holds exactly the bytes to be written is not in the way.
+        """
+        head = {}
+        if commit is not None:
+            tree = self.raw[commit].peel(pygit2.Tree)
+            for path in paths:
+                try:
+                    head[path] = str(tree[path].id)
+                except KeyError:
+                    pass
+        index = self.raw.index
+        index.read(False)
+        dirty: list[str] = []
+        for path, new in paths.items():
+            want = blob_oid(new) if new is not None else None
+            at_head = head.get(path)
+            file = self.workdir / path
+            if file.is_symlink() or file.exists():
+                if file.is_dir() and not file.is_symlink():
+                    dirty.append(path)
+                    continue
+                current = blob_oid(os.readlink(file).encode() if file.is_symlink() else file.read_bytes())
+                if current not in (at_head, want):
+                    dirty.append(path)
+                    continue
+            elif at_head is not None:
+                dirty.append(path)  # deleted in the working tree but not committed
+                continue
+            staged = index[path].id if path in index else None
+            if (str(staged) if staged else None) not in (at_head, want):
+                dirty.append(path)
+        return dirty
+
+    def commit_paths(
+        self,
+        ctx: Context,
+        changes: Mapping[str, bytes | None],
+        message: str,
+        *,
+        branch: str | None = None,
+        new_branch: bool = False,
+    ) -> str:
+        """Commit ``changes`` (repo path -> bytes, None to delete) as one commit.
+
+        With ``branch`` the commit goes on that branch (created from HEAD with
+        ``new_branch``) and the working tree is not touched. Returns the new commit OID.
+        """
+        for path in changes:
+            fsutil.safe_relpath(path)
+        if branch is None:
+            ref = self.check_writable_state()
+            parent = self.head_commit()
+            update_worktree = True
+        else:
+            ref = f"refs/heads/{branch}"
+            if new_branch:
+                if self.branch_exists(branch):
+                    raise UsageError(f"branch {branch!r} already exists in {self.workdir}")
+                parent = self.head_commit()
+            else:
+                parent = self.resolve(ref)
+            update_worktree = False
+        if update_worktree:
+            dirty = self.dirty_paths(changes, parent)
+            if dirty:
+                raise RepoStateError(
+                    f"{self.workdir}: uncommitted edits in {', '.join(sorted(dirty))}; "
+                    "commit or stash them first (nothing was changed)"
+                )
+        tree = self._build_tree(parent, changes)
+        sig_author, sig_committer = self._signatures(ctx)
+        parents = [pygit2.Oid(hex=parent)] if parent else []
+        commit = self.raw.create_commit(None, sig_author, sig_committer, message, tree, parents)
+        self._cas_ref(ctx, ref, str(commit), parent or "", message)
+        if update_worktree:
+            self._update_worktree(changes)
+        return str(commit)
+
+    def _build_tree(self, parent: str | None, changes: Mapping[str, bytes | None]) -> pygit2.Oid:
+        index = pygit2.Index()
+        if parent is not None:
+            index.read_tree(self.raw[parent].peel(pygit2.Tree))
+        for path, data in sorted(changes.items()):
+            if data is None:
+                if path in index:
+                    index.remove(path)
+                continue
+            oid = self.raw.create_blob(data)
+            index.add(pygit2.IndexEntry(path, oid, FileMode.BLOB))
+        return index.write_tree(self.raw)
+
+    def _signatures(self, ctx: Context) -> tuple[pygit2.Signature, pygit2.Signature]:
+        env = ctx.environ
+
+        def one(kind: str) -> pygit2.Signature:
+            name = env.get(f"GIT_{kind}_NAME") or self.config_get("user.name") or "okfgit"
+            email = env.get(f"GIT_{kind}_EMAIL") or self.config_get("user.email") or "okfgit@localhost"
+            when, offset = _parse_git_date(env.get(f"GIT_{kind}_DATE"), ctx.now())
+            return pygit2.Signature(name, email, when, offset)
+
+        return one("AUTHOR"), one("COMMITTER")
+
+    def _cas_ref(self, ctx: Context, ref: str, new: str, old: str, message: str) -> None:
+        subject = message.split("\n", 1)[0]
+        proc = subprocess.run(
+            ["git", f"--git-dir={self.gitdir}", "update-ref", "-m", f"okfgit: {subject}", ref, new, old or ZERO],
+            env=clean_git_env(ctx.environ),
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            raise IntegrityError(
+                f"{self.workdir}: {ref} moved while okfgit was writing; nothing was changed "
+                f"({proc.stderr.strip()})"
+            )
+
+    def _update_worktree(self, changes: Mapping[str, bytes | None]) -> None:
+        index = self.raw.index
+        index.read(False)
+        for path, data in sorted(changes.items()):
+            file = self.workdir / path
+            if data is None:
+                if file.exists() or file.is_symlink():
+                    file.unlink()
+                    _prune_empty_dirs(file.parent, self.workdir)
+                if path in index:
+                    index.remove(path)
+                continue
+            fsutil.atomic_write(file, data, fsync=True)
+            index.add(path)
+        index.write()
+
+
+def _prune_empty_dirs(folder: Path, stop: Path) -> None:
+    while folder != stop and folder.is_relative_to(stop):
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
+
+
+def _parse_git_date(value: str | None, default: int) -> tuple[int, int]:
+    """``GIT_*_DATE`` as (epoch seconds, offset minutes); accepts ``@<epoch> [+hhmm]`` or ``<epoch> [+hhmm]``."""
+    if value:
+        parts = value.strip().lstrip("@").split()
+        if parts and parts[0].isdigit():
+            offset = 0
+            if len(parts) > 1 and len(parts[1]) == 5 and parts[1][0] in "+-" and parts[1][1:].isdigit():
+                sign = -1 if parts[1][0] == "-" else 1
+                offset = sign * (int(parts[1][1:3]) * 60 + int(parts[1][3:5]))
+            return int(parts[0]), offset
+    return default, 0

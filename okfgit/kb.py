@@ -1,0 +1,159 @@
+"""A tier's knowledge base as it stands in one tree: entries, concepts, citations.
+
+Reads come from the tree at HEAD (or a given revision). ``worktree_snapshot`` exists
+only for ``doctor --worktree``, which checks uncommitted files on purpose.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from okfgit import okf
+from okfgit.errors import OkfError, UsageError, ValidationError
+from okfgit.git import Entry, Repo, blob_oid
+from okfgit.tiers import Tier
+
+LINK_MODE = 0o120000
+
+
+@dataclass(frozen=True)
+class Concept:
+    """One concept file: where it is, its blob OID, its frontmatter and body bytes."""
+
+    tier: str
+    path: str
+    oid: str
+    meta: dict[str, Any]
+    body: bytes
+
+    @property
+    def okf_id(self) -> str | None:
+        value = self.meta.get("okf_id")
+        return value if isinstance(value, str) else None
+
+    @property
+    def title(self) -> str:
+        return okf.one_line(self.meta.get("title")) or okf.title_from_path(self.path)
+
+    @property
+    def description(self) -> str:
+        return okf.one_line(self.meta.get("description"))
+
+    @property
+    def type(self) -> str:
+        return okf.one_line(self.meta.get("type"))
+
+    @property
+    def tags(self) -> list[str]:
+        tags = self.meta.get("tags")
+        if isinstance(tags, list):
+            return [str(t) for t in tags]
+        if isinstance(tags, str):
+            return [tags]
+        return []
+
+    @property
+    def slug(self) -> str:
+        return self.path.rsplit("/", 1)[-1][:-3]
+
+    @property
+    def citation(self) -> str:
+        return f"{self.tier}:{self.path}@{self.oid[:7]}"
+
+
+@dataclass
+class Snapshot:
+    """The blobs of one tier at one commit (or in its working tree)."""
+
+    tier: Tier
+    commit: str | None
+    entries: dict[str, Entry]
+    _read: Callable[[str], bytes]
+    _concepts: dict[str, Concept] = field(default_factory=dict)
+    _problems: dict[str, str] = field(default_factory=dict)
+
+    def blob(self, path: str) -> bytes:
+        entry = self.entries.get(path)
+        if entry is None:
+            raise UsageError(f"{self.tier.label}:{path} does not exist")
+        return self._read(entry.oid if self.commit is not None else path)
+
+    def concept_paths(self) -> list[str]:
+        return sorted(p for p in self.entries if okf.is_concept_path(p))
+
+    def concept(self, path: str) -> Concept:
+        """The parsed concept at ``path``; ValidationError when it cannot be parsed."""
+        if path in self._concepts:
+            return self._concepts[path]
+        if path in self._problems:
+            raise ValidationError(self._problems[path])
+        entry = self.entries[path]
+        name = f"{self.tier.label}:{path}"
+        try:
+            if entry.mode == LINK_MODE:
+                raise ValidationError(f"{name}: is a symlink; okfgit never follows links in a tier")
+            parsed = okf.split(self.blob(path), name)
+            if not parsed.has_frontmatter:
+                raise ValidationError(f"{name}: missing YAML frontmatter")
+        except OkfError as exc:
+            self._problems[path] = str(exc)
+            raise ValidationError(str(exc)) from exc
+        concept = Concept(self.tier.label, path, entry.oid, parsed.meta, parsed.body)
+        self._concepts[path] = concept
+        return concept
+
+    def concepts(self) -> Iterator[Concept]:
+        """Every parseable concept, in path order (unparseable ones are in ``problems``)."""
+        for path in self.concept_paths():
+            try:
+                yield self.concept(path)
+            except ValidationError:
+                continue
+
+    def problems(self) -> dict[str, str]:
+        for _ in self.concepts():
+            pass
+        return dict(self._problems)
+
+
+def snapshot(tier: Tier, rev: str | None = None) -> Snapshot:
+    """The tier's KB at ``rev`` (default HEAD); empty when the repo or its commits are missing."""
+    if not tier.exists():
+        return Snapshot(tier, None, {}, _no_read)
+    repo = tier.open()
+    commit = repo.resolve(rev) if rev else repo.head_commit()
+    entries = repo.tree_entries(commit, tier.prefix)
+    return Snapshot(tier, commit, entries, repo.read_blob)
+
+
+def worktree_snapshot(tier: Tier) -> Snapshot:
+    """The tier's KB as files on disk (for ``doctor --worktree``); links are never followed."""
+    root = tier.root
+    entries: dict[str, Entry] = {}
+    data: dict[str, bytes] = {}
+    if root.is_dir():
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != ".git")
+            for name in files:
+                full = Path(folder) / name
+                rel = full.relative_to(root).as_posix()
+                if full.is_symlink():
+                    raw = os.readlink(full).encode()
+                    entries[rel] = Entry(blob_oid(raw), LINK_MODE)
+                else:
+                    raw = full.read_bytes()
+                    entries[rel] = Entry(blob_oid(raw), 0o100644)
+                data[rel] = raw
+    return Snapshot(tier, None, entries, lambda path: data[path])
+
+
+def _no_read(oid: str) -> bytes:
+    raise UsageError("the tier has no commits")
+
+
+def open_repo(tier: Tier) -> Repo:
+    return tier.open()

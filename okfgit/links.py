@@ -1,0 +1,107 @@
+"""Links inside concept bodies: markdown links (relative or bundle-absolute) and ``[[name]]``.
+
+Code spans and fenced code blocks are not links. URLs, ``mailto:`` and pure anchors are
+external and never checked.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
+_MD_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
+_REF_DEF = re.compile(r"^\s{0,3}\[(?!\^)[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$")
+_WIKI = re.compile(r"\[\[([^\[\]|#]+)(?:#[^\[\]|]*)?(?:\|[^\[\]]*)?\]\]")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+@dataclass(frozen=True)
+class Link:
+    """One link as written: ``kind`` is ``md`` or ``wiki``; ``line`` is 1-based in the body."""
+
+    kind: str
+    target: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a markdown link points inside the tier (``path`` None for external links)."""
+
+    path: str | None
+    external: bool = False
+    escapes: bool = False
+
+
+def extract(body: bytes | str) -> list[Link]:
+    """Every markdown and ``[[name]]`` link in a body, outside code."""
+    text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
+    out: list[Link] = []
+    fence: str | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        opened = _FENCE.match(line)
+        if fence:
+            if opened and opened.group(1) == fence:
+                fence = None
+            continue
+        if opened:
+            fence = opened.group(1)
+            continue
+        if line.startswith(("    ", "\t")) and not line.lstrip().startswith(("-", "*", "+")):
+            continue  # indented code block
+        plain = _CODE_SPAN.sub("", line)
+        for match in _MD_LINK.finditer(plain):
+            out.append(Link("md", match.group(1), number))
+        ref = _REF_DEF.match(plain)
+        if ref:
+            out.append(Link("md", ref.group(1), number))
+        for match in _WIKI.finditer(plain):
+            out.append(Link("wiki", match.group(1).strip(), number))
+    return out
+
+
+def resolve(source: str, target: str) -> Target:
+    """Resolve a markdown link target written in ``source`` (both KB-relative)."""
+    if _SCHEME.match(target) or target.startswith(("#", "//")):
+        return Target(None, external=True)
+    target = unquote(target.split("#", 1)[0].split("?", 1)[0])
+    if not target:
+        return Target(None, external=True)
+    if target.startswith("/"):
+        joined = target.lstrip("/")
+    else:
+        folder = posixpath.dirname(source)
+        joined = posixpath.join(folder, target) if folder else target
+    if target.endswith("/"):
+        joined = joined.rstrip("/") + "/index.md"
+    normal = posixpath.normpath(joined)
+    if normal == ".." or normal.startswith("../") or normal.startswith("/"):
+        return Target(None, escapes=True)
+    return Target("" if normal == "." else normal)
+
+
+def exists(path: str, entries: Iterable[str] | Mapping[str, object]) -> bool:
+    """A resolved path names a blob, or a folder that holds any (``x/index.md`` for a folder link)."""
+    paths = entries if isinstance(entries, (set, dict, frozenset)) else set(entries)
+    if path in paths:
+        return True
+    if path.endswith("/index.md") or path == "index.md":
+        folder = path[: -len("index.md")]
+        return any(str(p).startswith(folder) for p in paths)
+    return any(str(p).startswith(path.rstrip("/") + "/") for p in paths)
+
+
+def wiki_names(paths_and_names: Iterable[tuple[str, str | None]]) -> dict[str, str]:
+    """Map the names a ``[[name]]`` link can use (frontmatter ``name``, file stem) to a path."""
+    out: dict[str, str] = {}
+    for path, name in paths_and_names:
+        stem = posixpath.basename(path)[:-3] if path.endswith(".md") else posixpath.basename(path)
+        out.setdefault(stem, path)
+        if name:
+            out[name] = path
+    return out

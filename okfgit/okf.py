@@ -1,0 +1,270 @@
+"""Concept files: parse them safely and write them canonically.
+
+We parse frontmatter ourselves (PyYAML safe loading for the YAML part) instead of
+``frontmatter.loads`` because of its measured traps: it sorts keys, strips body
+whitespace, leaves a UTF-8 BOM in the body, converts CRLF, and eats the first section
+of a file that merely starts with a ``---`` horizontal rule. Here the body is the exact
+bytes after the closing fence, and a key edit touches only that key's lines.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from okfgit.errors import IntegrityError, ValidationError
+
+RESERVED = ("index.md", "log.md")
+SCOPES = ("global", "project", "job")
+BOM = b"\xef\xbb\xbf"
+MAX_CONCEPT_BYTES = 1024 * 1024
+
+# Canonical key order for files okfgit writes from scratch; other keys follow in
+# their original order.
+KEY_ORDER = (
+    "type", "title", "description", "tags", "scope", "okf_id", "okf_source", "name",
+    "okf_origin", "status", "supersedes", "superseded_by", "generated", "verified",
+    "stale_after", "sources", "resource",
+)
+
+_BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """Safe loader that keeps timestamps as the strings the author wrote."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    if "\n" in data:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data)
+
+
+_Dumper.add_representer(str, _str_presenter)
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A markdown file split into frontmatter and body, nothing re-encoded."""
+
+    meta: dict[str, Any]
+    body: bytes
+    has_frontmatter: bool
+    bom: bool
+    newline: str
+    fm_start: int  # byte offset of the first YAML line
+    fm_end: int  # byte offset of the closing fence line
+
+
+_FENCE_OPEN = re.compile(rb"\A---[ \t]*\r?\n")
+_FENCE_CLOSE = re.compile(rb"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
+
+
+def check_text(data: bytes, name: str) -> str:
+    """Decode ``data`` as UTF-8 text or raise a ValidationError naming ``name``."""
+    if len(data) > MAX_CONCEPT_BYTES:
+        raise ValidationError(f"{name}: file is over 1 MiB ({len(data)} bytes); not a concept")
+    if b"\x00" in data:
+        raise ValidationError(f"{name}: binary file (contains NUL bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{name}: not UTF-8 (byte {exc.start})") from exc
+
+
+def load_yaml(text: str, name: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a safe loader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ValidationError(f"{name}: invalid YAML frontmatter{where}: {problem}") from exc
+
+
+def split(data: bytes, name: str) -> Parsed:
+    """Split a markdown file into frontmatter and body. Raises ValidationError on bad input."""
+    check_text(data, name)
+    bom = data.startswith(BOM)
+    start = len(BOM) if bom else 0
+    newline = "\r\n" if b"\r\n" in data[: data.find(b"\n") + 1 or len(data)] else "\n"
+    opened = _FENCE_OPEN.match(data, start)
+    if not opened:
+        return Parsed({}, data[start:], False, bom, newline, start, start)
+    close = _FENCE_CLOSE.search(data, opened.end())
+    if not close:
+        return Parsed({}, data[start:], False, bom, newline, start, start)
+    fm_text = data[opened.end():close.start()].decode("utf-8")
+    meta = load_yaml(fm_text, name) if fm_text.strip() else {}
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        # A leading horizontal rule, not frontmatter: the whole file is body.
+        return Parsed({}, data[start:], False, bom, newline, start, start)
+    return Parsed(
+        meta={str(k): v for k, v in meta.items()},
+        body=data[close.end():],
+        has_frontmatter=True,
+        bom=bom,
+        newline=newline,
+        fm_start=opened.end(),
+        fm_end=close.start(),
+    )
+
+
+def is_reserved(path: str) -> bool:
+    return path.rsplit("/", 1)[-1] in RESERVED
+
+
+def is_concept_path(path: str) -> bool:
+    return path.endswith(".md") and not is_reserved(path)
+
+
+def ordered(meta: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: meta[k] for k in KEY_ORDER if k in meta}
+    out.update((k, v) for k, v in meta.items() if k not in out)
+    return out
+
+
+def dump_yaml(meta: Mapping[str, Any]) -> str:
+    if not meta:
+        return ""
+    text = yaml.dump(
+        dict(meta), Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+        default_flow_style=False, width=100000,
+    )
+    return str(text)
+
+
+def serialize(meta: Mapping[str, Any], body: bytes | str) -> bytes:
+    """A new concept file in canonical form: ordered keys, LF, body bytes verbatim."""
+    if isinstance(body, str):
+        body = body.encode("utf-8")
+    head = "---\n" + dump_yaml(ordered(meta)) + "---\n"
+    return head.encode("utf-8") + body
+
+
+def set_keys(data: bytes, name: str, updates: Mapping[str, Any], remove: tuple[str, ...] = ()) -> bytes:
+    """Set or remove top-level frontmatter keys, touching only those keys' lines.
+
+    Every other byte (other keys' formatting, comments, the body, BOM, CRLF) stays as
+    it was. The result is parsed again and checked; on any surprise nothing is returned.
+    """
+    parsed = split(data, name)
+    nl = parsed.newline
+    if not parsed.has_frontmatter:
+        head = ("---" + nl + dump_yaml(ordered(dict(updates))).replace("\n", nl) + "---" + nl)
+        prefix = BOM if parsed.bom else b""
+        out = prefix + head.encode("utf-8") + (nl.encode() if parsed.body[:1] not in (b"\n", b"\r") else b"") + parsed.body
+    else:
+        fm = data[parsed.fm_start:parsed.fm_end].decode("utf-8")
+        lines = fm.splitlines(keepends=True)
+        for key in list(updates) + list(remove):
+            lines = _drop_key(lines, key, replace_with=None)
+        if lines and not lines[-1].endswith(("\n", "\r")):
+            lines[-1] += nl
+        added = dump_yaml(dict(updates))
+        new_fm = "".join(lines) + added.replace("\n", nl)
+        out = data[: parsed.fm_start] + new_fm.encode("utf-8") + data[parsed.fm_end:]
+    check = split(out, name)
+    expected = {k: v for k, v in parsed.meta.items() if k not in remove}
+    expected.update(updates)
+    if check.meta != expected or check.body != parsed.body:
+        raise IntegrityError(f"{name}: editing frontmatter keys {sorted(updates)} would change other content")
+    return out
+
+
+def _drop_key(lines: list[str], key: str, replace_with: str | None) -> list[str]:
+    out: list[str] = []
+    i = 0
+    pattern = re.compile(rf"^(?:{re.escape(key)}|'{re.escape(key)}'|\"{re.escape(key)}\")[ \t]*:")
+    while i < len(lines):
+        line = lines[i]
+        if pattern.match(line):
+            i += 1
+            while i < len(lines) and (lines[i][:1] in (" ", "\t", "-") or not lines[i].strip()):
+                if lines[i][:1] == "-" and not lines[i].startswith("- ") and lines[i].strip() != "-":
+                    break
+                i += 1
+            if replace_with is not None:
+                out.append(replace_with)
+            continue
+        out.append(line)
+        i += 1
+    return out
+
+
+def new_okf_id() -> str:
+    return str(uuid.uuid4())
+
+
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def is_valid_okf_id(value: Any) -> bool:
+    return isinstance(value, str) and bool(_UUID.match(value))
+
+
+_SLUG = re.compile(r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$")
+
+
+def check_slug(slug: str) -> str:
+    """A concept slug: lower-case words joined by ``-``; never a path."""
+    if not slug or "/" in slug or "\\" in slug or "\x00" in slug or slug in (".", ".."):
+        raise ValidationError(f"invalid slug {slug!r}: a slug is a single name, not a path (use --dir for folders)")
+    if slug.endswith(".md"):
+        slug = slug[:-3]
+    if not _SLUG.match(slug):
+        raise ValidationError(f"invalid slug {slug!r}: use lower-case letters, digits and '-'")
+    if slug in ("index", "log"):
+        raise ValidationError(f"invalid slug {slug!r}: index.md and log.md are reserved by OKF")
+    return slug
+
+
+def slugify(text: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:60].strip("-") or "concept"
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of some markdown prose, for a derived description."""
+    for para in re.split(r"\n\s*\n", text):
+        stripped = para.strip()
+        if not stripped or stripped.startswith(("#", "```", "|", "<!--", "---")):
+            continue
+        flat = " ".join(stripped.split())
+        flat = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", flat)
+        match = re.match(r"(.+?[.!?])(?:\s|$)", flat)
+        sentence = match.group(1) if match else flat
+        return sentence[:300]
+    return ""
+
+
+def title_from_path(path: str) -> str:
+    stem = path.rsplit("/", 1)[-1]
+    if stem.endswith(".md"):
+        stem = stem[:-3]
+    words = re.split(r"[-_\s]+", stem)
+    return " ".join(w[:1].upper() + w[1:] for w in words if w) or stem
+
+
+def one_line(value: Any) -> str:
+    """A frontmatter value as one line of text (folded descriptions unfolded)."""
+    if value is None:
+        return ""
+    return " ".join(str(value).split())

@@ -1,0 +1,145 @@
+"""Plan, then apply: every write okfgit makes is first a ``Plan``.
+
+A plan holds tier commits (KB-relative path -> new bytes, or None to delete) and plain
+file writes (projection targets). ``--dry-run`` renders it; ``apply`` is the only place
+that carries one out.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from okfgit import TOOL, fsutil
+from okfgit.context import Context
+from okfgit.errors import OkfError
+from okfgit.git import Repo
+from okfgit.tiers import Tier
+from okfgit.trailers import Trailer, format_message
+
+
+@dataclass(frozen=True)
+class TierCommit:
+    """One commit to make in a tier's repository."""
+
+    tier: Tier
+    operation: str
+    subject: str
+    changes: dict[str, bytes | None]
+    trailers: tuple[Trailer, ...] = ()
+    body: str = ""
+    branch: str | None = None
+    new_branch: bool = False
+    old: dict[str, bytes | None] = field(default_factory=dict)
+
+    def message(self) -> str:
+        trailers = (("Okf-Operation", self.operation), ("Okf-Tool", TOOL)) + tuple(self.trailers)
+        return format_message(self.subject, trailers, self.body)
+
+
+@dataclass(frozen=True)
+class FileWrite:
+    """One file to write (``data``) or remove (None) outside any tier."""
+
+    path: Path
+    data: bytes | None
+    reason: str
+    fsync: bool
+    old: bytes | None = None
+
+
+@dataclass
+class Plan:
+    commits: list[TierCommit] = field(default_factory=list)
+    writes: list[FileWrite] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not any(c.changes for c in self.commits) and not self.writes
+
+
+@dataclass
+class Applied:
+    commits: list[tuple[TierCommit, str]] = field(default_factory=list)
+    written: list[FileWrite] = field(default_factory=list)
+    failed: list[tuple[FileWrite, str]] = field(default_factory=list)
+
+
+def apply(ctx: Context, plan: Plan) -> Applied:
+    """Carry out ``plan``: the commits first, in order, then the file writes.
+
+    A failed commit stops everything after it (an OkfError propagates). A failed file
+    write is recorded and the other writes still happen; the caller reports exit 3.
+    """
+    done = Applied()
+    for commit in plan.commits:
+        if not commit.changes:
+            continue
+        repo = ensure_repo(ctx, commit.tier)
+        changes = {commit.tier.repo_path_of(p): d for p, d in commit.changes.items()}
+        oid = repo.commit_paths(
+            ctx, changes, commit.message(), branch=commit.branch, new_branch=commit.new_branch
+        )
+        done.commits.append((commit, oid))
+    folders: set[Path] = set()
+    for write in plan.writes:
+        try:
+            if write.data is None:
+                if write.path.exists() or write.path.is_symlink():
+                    write.path.unlink()
+            else:
+                fsutil.atomic_write(write.path, write.data, fsync=write.fsync)
+            folders.add(write.path.parent)
+            done.written.append(write)
+        except OSError as exc:
+            done.failed.append((write, f"cannot write {write.path}: {exc.strerror or exc}"))
+        except OkfError as exc:
+            done.failed.append((write, str(exc)))
+    fsutil.fsync_dirs(folders)
+    return done
+
+
+def ensure_repo(ctx: Context, tier: Tier) -> Repo:
+    """The tier's repository; the global and job tiers' repos are created on first use."""
+    if tier.exists():
+        return tier.open()
+    return Repo.init(tier.repo_path)
+
+
+def render(plan: Plan) -> str:
+    """What ``plan`` would change, as unified diffs (the ``--dry-run`` output)."""
+    out: list[str] = []
+    for commit in plan.commits:
+        if not commit.changes:
+            continue
+        where = f" on branch {commit.branch}" if commit.branch else ""
+        out.append(f"# commit in {commit.tier.label} ({commit.tier.repo_path}){where}:")
+        out.extend("#   " + line for line in commit.message().rstrip("\n").split("\n"))
+        for path, data in sorted(commit.changes.items()):
+            out.append(unified(commit.tier.label + ":" + path, commit.old.get(path), data))
+    for write in plan.writes:
+        out.append(unified(str(write.path), write.old, write.data))
+    for warning in plan.warnings:
+        out.append(f"# warning: {warning}")
+    return "\n".join(x for x in out if x)
+
+
+def unified(name: str, old: bytes | None, new: bytes | None) -> str:
+    a = _lines(old)
+    b = _lines(new)
+    diff = difflib.unified_diff(
+        a, b, fromfile="/dev/null" if old is None else f"a/{name}", tofile="/dev/null" if new is None else f"b/{name}"
+    )
+    return "".join(diff).rstrip("\n")
+
+
+def _lines(data: bytes | None) -> list[str]:
+    if data is None:
+        return []
+    text = data.decode("utf-8", errors="replace")
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n\\ No newline at end of file\n"
+    return lines

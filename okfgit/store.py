@@ -1,0 +1,163 @@
+"""Writing knowledge: ``init`` a tier and create a ``new`` concept, each as one commit."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from okfgit import fsutil, index, okf
+from okfgit.context import Context
+from okfgit.errors import UsageError, ValidationError
+from okfgit.kb import snapshot
+from okfgit.plan import Plan, TierCommit, apply, ensure_repo
+from okfgit.tiers import RUNSTATE, Tier, Workspace
+
+Editor = Callable[[bytes], bytes]
+_TAG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+
+TIER_INTROS = {
+    "global": "Knowledge that holds for every project on this machine.",
+    "project": "Knowledge about this project, reviewed and versioned with its code.",
+    "job": "Working knowledge of one run: its state, its log and its notes.",
+}
+
+
+@dataclass(frozen=True)
+class Written:
+    tier: Tier
+    path: str
+    commit: str | None
+    okf_id: str | None = None
+    citation: str | None = None
+    message: str = ""
+
+
+def actor(ctx: Context, tier: Tier) -> str:
+    """``human:<id>`` for the person running okfgit (OKF actor convention)."""
+    who = ctx.environ.get("GIT_AUTHOR_EMAIL") or ctx.environ.get("GIT_AUTHOR_NAME")
+    if not who and tier.exists():
+        repo = tier.open()
+        who = repo.config_get("user.email") or repo.config_get("user.name")
+    return f"human:{who or ctx.environ.get('USER') or 'unknown'}"
+
+
+def root_index(tier: Tier) -> bytes:
+    title = {"global": "Global knowledge", "project": "Project knowledge", "job": f"Run {tier.run} knowledge"}[tier.name]
+    return f'{index.ROOT_FRONTMATTER}# {title}\n\n{TIER_INTROS[tier.name]}\n'.encode()
+
+
+def init_plan(ws: Workspace, scope: str) -> tuple[Tier, Plan]:
+    tier = ws.tier(scope)
+    snap = snapshot(tier)
+    plan = Plan()
+    if "index.md" in snap.entries:
+        return tier, plan
+    changes: dict[str, bytes | None] = {"index.md": root_index(tier)}
+    if snap.commit is not None:
+        changes.update(index.regenerate(snap, changes))
+    plan.commits.append(TierCommit(tier, "init", f"okf: initialise the {tier.label} tier", changes))
+    return tier, plan
+
+
+def init_tier(ctx: Context, ws: Workspace, scope: str) -> Written:
+    """Bootstrap a tier: its repository (global, job), its root ``index.md``, a first commit."""
+    tier, plan = init_plan(ws, scope)
+    if tier.name == "job":
+        exclude_runstate(ws)
+    if plan.empty:
+        ensure_repo(ctx, tier)
+        return Written(tier, "index.md", None, message=f"the {tier.label} tier is already initialised at {tier.root}")
+    done = apply(ctx, plan)
+    return Written(tier, "index.md", done.commits[-1][1], message=f"initialised the {tier.label} tier at {tier.root}")
+
+
+def exclude_runstate(ws: Workspace) -> None:
+    """Keep job tiers out of the project repository via ``.git/info/exclude``."""
+    if ws.project_repo is None:
+        return
+    repo = ws.tier("project").open()
+    exclude = repo.common_dir / "info" / "exclude"
+    line = f"/{RUNSTATE}/"
+    current = exclude.read_bytes() if exclude.exists() else b""
+    if line.encode() in current.splitlines():
+        return
+    sep = b"" if not current or current.endswith(b"\n") else b"\n"
+    fsutil.atomic_write(exclude, current + sep + line.encode() + b"\n", fsync=True)
+
+
+def check_tags(tags: Sequence[str]) -> list[str]:
+    out = []
+    for tag in tags:
+        if not _TAG.match(tag):
+            raise ValidationError(f"invalid tag {tag!r}: tags are kebab-case (lower-case words joined by '-')")
+        if tag not in out:
+            out.append(tag)
+    return out
+
+
+def new_plan(
+    ctx: Context,
+    ws: Workspace,
+    slug: str,
+    scope: str,
+    *,
+    type_: str = "Note",
+    title: str | None = None,
+    description: str | None = None,
+    tags: Sequence[str] = (),
+    folder: str | None = None,
+    editor: Editor | None = None,
+    extra: dict[str, object] | None = None,
+    body: str | None = None,
+) -> tuple[Tier, str, str, Plan]:
+    """Plan the commit that adds one concept and refreshes its folder's index."""
+    slug = okf.check_slug(slug)
+    tier = ws.tier(scope)
+    path = f"{fsutil.safe_relpath(folder, 'folder')}/{slug}.md" if folder else f"{slug}.md"
+    snap = snapshot(tier)
+    if path in snap.entries:
+        raise UsageError(f"{tier.label}:{path} already exists; pick another slug or edit that concept")
+    if description is not None and "\n" in description.strip():
+        raise ValidationError("--description is one sentence on one line")
+    okf_id = okf.new_okf_id()
+    meta: dict[str, object] = {
+        "type": (type_ or "Note").strip(),
+        "title": title or okf.title_from_path(slug),
+    }
+    if description:
+        meta["description"] = " ".join(description.split())
+    if tags:
+        meta["tags"] = check_tags(tags)
+    meta.update({"scope": tier.name, "okf_id": okf_id, "okf_source": "authored"})
+    meta["generated"] = {"by": actor(ctx, tier), "at": ctx.iso_now()}
+    if extra:
+        meta.update(extra)
+    text = body if body is not None else f"\n# {meta['title']}\n\n{meta.get('description', '')}\n".replace("\n\n\n", "\n\n")
+    data = okf.serialize(meta, text)
+    if editor is not None:
+        data = editor(data)
+        parsed = okf.split(data, path)
+        if not parsed.has_frontmatter or not okf.one_line(parsed.meta.get("type")):
+            raise ValidationError(f"{path}: the edited concept needs frontmatter with a non-empty type; nothing was written")
+        if parsed.meta.get("okf_id") != okf_id:
+            raise ValidationError(f"{path}: okf_id must not be changed while creating a concept; nothing was written")
+    changes: dict[str, bytes | None] = {path: data}
+    if "index.md" not in snap.entries:
+        changes["index.md"] = root_index(tier)
+    changes.update(index.regenerate(snap, changes, index.affected_folders([path])))
+    plan = Plan(commits=[TierCommit(
+        tier, "new", f"okf: add {path}", changes, trailers=(("Okf-Id", okf_id),),
+        old={p: (snap.blob(p) if p in snap.entries else None) for p in changes},
+    )])
+    return tier, path, okf_id, plan
+
+
+def new_concept(ctx: Context, ws: Workspace, slug: str, scope: str, **kwargs: object) -> Written:
+    tier, path, okf_id, plan = new_plan(ctx, ws, slug, scope, **kwargs)  # type: ignore[arg-type]
+    done = apply(ctx, plan)
+    commit = done.commits[-1][1]
+    after = snapshot(tier)
+    return Written(tier, path, commit, okf_id, after.concept(path).citation)
+

@@ -1,0 +1,144 @@
+"""The three tiers (global, project, job): where each lives and which run is active.
+
+| tier    | repository                          | KB root inside it |
+| global  | ``$XDG_DATA_HOME/okf`` (own repo)    | repo root         |
+| project | the project's own repo               | ``.okf/``         |
+| job     | ``<repo>/runstate/<slug>/okf/``      | repo root         |
+
+Precedence for one ``okf_id``: job over project over global.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from okfgit.context import Context
+from okfgit.errors import UsageError
+from okfgit.git import Repo
+
+TIER_NAMES = ("global", "project", "job")
+PRECEDENCE = ("job", "project", "global")  # most specific first
+PROJECT_PREFIX = ".okf"
+RUNSTATE = "runstate"
+
+_RUN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def check_scope(value: str, allow_all: bool = False) -> str:
+    allowed = TIER_NAMES + (("all",) if allow_all else ())
+    if value not in allowed:
+        raise UsageError(f"unknown scope {value!r}: use one of {', '.join(allowed)}")
+    return value
+
+
+def check_run(slug: str) -> str:
+    if not _RUN.match(slug) or ".." in slug:
+        raise UsageError(f"invalid run slug {slug!r}: letters, digits, '.', '_' and '-' only")
+    return slug
+
+
+@dataclass(frozen=True)
+class Tier:
+    """One tier: its name, the repository holding it and the KB root inside that repo."""
+
+    name: str
+    repo_path: Path
+    prefix: str = ""
+    run: str | None = None
+
+    @property
+    def root(self) -> Path:
+        return self.repo_path / self.prefix if self.prefix else self.repo_path
+
+    @property
+    def label(self) -> str:
+        return f"job/{self.run}" if self.name == "job" and self.run else self.name
+
+    def repo_path_of(self, kb_path: str) -> str:
+        """A KB-relative path as a path inside the tier's repository."""
+        return f"{self.prefix}/{kb_path}" if self.prefix else kb_path
+
+    def kb_path_of(self, repo_path: str) -> str | None:
+        if not self.prefix:
+            return repo_path
+        head = self.prefix + "/"
+        return repo_path[len(head):] if repo_path.startswith(head) else None
+
+    def exists(self) -> bool:
+        """The tier's repository exists (it may still have no commits)."""
+        if self.name == "project":
+            return (self.repo_path / ".git").exists()
+        return (self.repo_path / ".git").exists()
+
+    def open(self) -> Repo:
+        return Repo.open(self.repo_path)
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """The tiers visible from one place: the project repo (if any), the run, global."""
+
+    ctx: Context
+    project_repo: Path | None
+    run: str | None
+
+    def tier(self, name: str) -> Tier:
+        check_scope(name)
+        if name == "global":
+            return Tier("global", self.ctx.global_dir)
+        if self.project_repo is None:
+            raise UsageError(f"the {name} tier needs a git repository; run okfgit inside one or pass --repo")
+        if name == "project":
+            return Tier("project", self.project_repo, PROJECT_PREFIX)
+        if not self.run:
+            raise UsageError("no active run: pass --run SLUG, set $OKF_RUN, or run `okfgit run start SLUG`")
+        return Tier("job", self.project_repo / RUNSTATE / self.run / "okf", run=self.run)
+
+    def active(self) -> list[Tier]:
+        """Tiers in precedence order (job, project, global) whose repositories exist."""
+        out: list[Tier] = []
+        for name in PRECEDENCE:
+            if name == "job" and not self.run:
+                continue
+            if name != "global" and self.project_repo is None:
+                continue
+            tier = self.tier(name)
+            if tier.exists():
+                out.append(tier)
+        return out
+
+    def selected(self, scope: str) -> list[Tier]:
+        """``all`` → every active tier; otherwise just that tier (it must exist)."""
+        if scope == "all":
+            return self.active()
+        tier = self.tier(check_scope(scope))
+        if not tier.exists():
+            raise UsageError(f"the {tier.label} tier does not exist yet at {tier.root}; run `okfgit init --scope {scope}`")
+        return [tier]
+
+
+def open_workspace(ctx: Context, repo: Path | None = None, run: str | None = None) -> Workspace:
+    """Find the project repository and the active run (``--run`` > ``$OKF_RUN`` > ``okf.run``)."""
+    project: Repo | None
+    if repo is not None:
+        project = Repo.discover(repo)
+        if project is None:
+            raise UsageError(f"{repo}: not inside a git repository")
+    else:
+        project = Repo.discover(ctx.cwd)
+    if project is not None and _is_inner_tier(project.workdir):
+        # Inside a job or global tier repo: the project is the repo around it.
+        outer = Repo.discover(project.workdir.parent)
+        project = outer
+    if project is not None and project.workdir == ctx.global_dir.resolve():
+        project = None
+    active = run or ctx.environ.get("OKF_RUN") or (project.config_get("okf.run") if project else None)
+    if active:
+        check_run(active)
+    return Workspace(ctx, project.workdir if project else None, active or None)
+
+
+def _is_inner_tier(path: Path) -> bool:
+    return path.name == "okf" and path.parent.parent.name == RUNSTATE

@@ -1,0 +1,166 @@
+"""Test harness: real git repositories in temp folders, the real CLI, and a locked-out home.
+
+Every test runs with HOME, XDG_*, CLAUDE_CONFIG_DIR and CODEX_HOME pointed into its own
+temp folder, system and global git config ignored, and a pinned author and clock, so
+commit ids are reproducible and nothing can touch the real machine.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REAL_HOME = Path(os.path.expanduser("~")).resolve()
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
+BUNDLES = SHARED / "okf-bundles"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+EPOCH = "1764460800"  # 2025-11-30T00:00:00Z
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def __repr__(self) -> str:  # shown by pytest on failure
+        return f"Result(code={self.code}, out={self.out!r}, err={self.err!r})"
+
+
+def _git_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "OKF", "CLAUDE", "CODEX", "XDG_"))}
+    env.update(
+        HOME=str(home),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
+        CLAUDE_CONFIG_DIR=str(home / ".claude"),
+        CODEX_HOME=str(home / ".codex"),
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=str(home / ".gitconfig"),
+        GIT_AUTHOR_NAME="Test Author",
+        GIT_AUTHOR_EMAIL="author@example.com",
+        GIT_COMMITTER_NAME="Test Author",
+        GIT_COMMITTER_EMAIL="author@example.com",
+        GIT_AUTHOR_DATE=f"@{EPOCH} +0000",
+        GIT_COMMITTER_DATE=f"@{EPOCH} +0000",
+        SOURCE_DATE_EPOCH=EPOCH,
+        EDITOR="false",
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+    env.pop("CI", None)
+    return env
+
+
+@pytest.fixture(autouse=True)
+def locked_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Point every home-like variable into tmp_path, for in-process code too."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n[user]\n\tname = Test Author\n\temail = author@example.com\n")
+    for key in list(os.environ):
+        if key.startswith(("GIT_", "OKF", "CLAUDE", "CODEX", "XDG_")):
+            monkeypatch.delenv(key, raising=False)
+    for key, value in _git_env(home).items():
+        monkeypatch.setenv(key, value)
+    yield home
+    assert not (REAL_HOME / ".claude" / "projects" / tmp_path.name).exists()
+
+
+@pytest.fixture
+def env(locked_home: Path) -> dict[str, str]:
+    return _git_env(locked_home)
+
+
+@pytest.fixture
+def home(locked_home: Path) -> Path:
+    return locked_home
+
+
+Runner = Callable[..., Result]
+
+
+@pytest.fixture
+def okfgit(env: dict[str, str]) -> Runner:
+    """Run the real CLI in a subprocess: okfgit("new", "x", cwd=repo) -> Result."""
+
+    def run(*args: str, cwd: Path, input: str | None = None, extra_env: dict[str, str] | None = None,
+            expect: int | None = 0) -> Result:
+        full = dict(env)
+        if extra_env:
+            full.update(extra_env)
+        proc = subprocess.run(
+            [sys.executable, "-m", "okfgit", *args], cwd=cwd, env=full, input=input,
+            capture_output=True, text=True, timeout=120,
+        )
+        result = Result(proc.returncode, proc.stdout, proc.stderr)
+        if expect is not None:
+            assert proc.returncode == expect, result
+        return result
+
+    return run
+
+
+@pytest.fixture
+def git(env: dict[str, str]) -> Runner:
+    """Run real git: git("log", "--oneline", cwd=repo) -> Result (exit 0 expected)."""
+
+    def run(*args: str, cwd: Path, input: str | None = None, expect: int | None = 0,
+            extra_env: dict[str, str] | None = None) -> Result:
+        full = dict(env)
+        if extra_env:
+            full.update(extra_env)
+        proc = subprocess.run(["git", *args], cwd=cwd, env=full, input=input, capture_output=True, text=True,
+                              timeout=120)
+        result = Result(proc.returncode, proc.stdout, proc.stderr)
+        if expect is not None:
+            assert proc.returncode == expect, result
+        return result
+
+    return run
+
+
+@pytest.fixture
+def repo(tmp_path: Path, git: Runner) -> Path:
+    """A fresh project repository with one commit (a README)."""
+    path = tmp_path / "proj"
+    path.mkdir()
+    git("init", "-q", "-b", "main", cwd=path)
+    (path / "README.md").write_text("# proj\n")
+    git("add", "README.md", cwd=path)
+    git("commit", "-q", "-m", "initial", cwd=path)
+    return path
+
+
+@pytest.fixture
+def project(repo: Path, okfgit: Runner) -> Path:
+    """A project repository whose project tier is initialised."""
+    okfgit("init", "--scope", "project", cwd=repo)
+    return repo
+
+
+def trailers_by_git(git: Runner, cwd: Path, rev: str = "HEAD") -> list[tuple[str, str]]:
+    """Trailers of a commit as `git interpret-trailers --parse` reads them."""
+    message = git("log", "-1", "--format=%B", rev, cwd=cwd).out
+    parsed = git("interpret-trailers", "--parse", cwd=cwd, input=message).out
+    out = []
+    for line in parsed.splitlines():
+        key, _, value = line.partition(": ")
+        out.append((key, value))
+    return out
+
+
+def fsck(git: Runner, cwd: Path) -> None:
+    result = git("fsck", "--strict", "--no-progress", cwd=cwd)
+    assert "error" not in result.err.lower(), result
+
+
+def requires_bundles() -> pytest.MarkDecorator:
+    return pytest.mark.skipif(not BUNDLES.is_dir(), reason="../shared/okf-bundles is not present in this checkout")

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from okfgit import okf
+from tests.conftest import Runner, fsck, trailers_by_git
+
+
+def test_init_project_commits_root_index(repo: Path, okfgit: Runner, git: Runner) -> None:
+    result = okfgit("init", "--scope", "project", cwd=repo)
+    assert "initialised the project tier" in result.out
+    assert git("show", "HEAD:.okf/index.md", cwd=repo).out.startswith('---\nokf_version: "0.2"\n---\n\n# Project')
+    assert trailers_by_git(git, repo)[:1] == [("Okf-Operation", "init")]
+    again = okfgit("init", "--scope", "project", cwd=repo)
+    assert "already initialised" in again.out
+    fsck(git, repo)
+
+
+def test_new_is_one_commit_with_trailers_and_index(project: Path, okfgit: Runner, git: Runner) -> None:
+    before = git("rev-parse", "HEAD", cwd=project).out.strip()
+    result = okfgit("new", "cache-policy", "--type", "Decision", "--description", "We cache for a day.",
+                    "--tag", "perf", "--dir", "decisions", "--no-edit", cwd=project)
+    assert result.out.startswith("created project:decisions/cache-policy.md@")
+    assert git("rev-parse", "HEAD~1", cwd=project).out.strip() == before
+    changed = git("show", "--name-only", "--format=", "HEAD", cwd=project).out.split()
+    assert sorted(changed) == [".okf/decisions/cache-policy.md", ".okf/decisions/index.md", ".okf/index.md"]
+    trailers = trailers_by_git(git, project)
+    assert trailers[0] == ("Okf-Operation", "new")
+    assert trailers[1] == ("Okf-Tool", "okfgit 0.1.0")
+    assert trailers[2][0] == "Okf-Id" and okf.is_valid_okf_id(trailers[2][1])
+    index = git("show", "HEAD:.okf/decisions/index.md", cwd=project).out
+    assert "- [Cache Policy](cache-policy.md) \u2014 We cache for a day.\n" in index
+    assert git("status", "--porcelain", cwd=project).out == ""
+    fsck(git, project)
+
+
+def test_new_leaves_other_staged_work_staged(project: Path, okfgit: Runner, git: Runner) -> None:
+    (project / "app.py").write_text("print(1)\n")
+    git("add", "app.py", cwd=project)
+    okfgit("new", "x", "--description", "X.", "--no-edit", cwd=project)
+    assert git("diff", "--cached", "--name-only", cwd=project).out.split() == ["app.py"]
+    assert "app.py" not in git("show", "--name-only", "--format=", "HEAD", cwd=project).out
+
+
+def test_new_refuses_existing_slug_and_bad_names(project: Path, okfgit: Runner) -> None:
+    okfgit("new", "x", "--no-edit", cwd=project)
+    assert "already exists" in okfgit("new", "x", "--no-edit", cwd=project, expect=2).err
+    assert "not a path" in okfgit("new", "../evil", "--no-edit", cwd=project, expect=2).err
+    assert "inside the knowledge base" in okfgit("new", "y", "--dir", "../up", "--no-edit", cwd=project, expect=2).err
+    assert "must be relative" in okfgit("new", "y", "--dir", "/abs", "--no-edit", cwd=project, expect=2).err
+    assert "reserved" in okfgit("new", "index", "--no-edit", cwd=project, expect=2).err
+    assert okfgit("new", "y", "--scope", "nope", "--no-edit", cwd=project, expect=2).code == 2
+
+
+def test_new_refuses_mid_merge_and_uncommitted_edit(project: Path, okfgit: Runner, git: Runner) -> None:
+    okfgit("new", "x", "--no-edit", cwd=project)
+    (project / ".okf" / "index.md").write_text("# my unsaved words\n")
+    head = git("rev-parse", "HEAD", cwd=project).out
+    err = okfgit("new", "y", "--no-edit", cwd=project, expect=3).err
+    assert "uncommitted edits in .okf/index.md" in err
+    assert (project / ".okf" / "index.md").read_text() == "# my unsaved words\n"
+    assert git("rev-parse", "HEAD", cwd=project).out == head
+    git("checkout", "--", ".okf/index.md", cwd=project)
+    (project / ".git" / "MERGE_HEAD").write_text(head)
+    assert "middle of a merge" in okfgit("new", "y", "--no-edit", cwd=project, expect=3).err
+    (project / ".git" / "MERGE_HEAD").unlink()
+    git("checkout", "-q", "--detach", cwd=project)
+    assert "detached" in okfgit("new", "y", "--no-edit", cwd=project, expect=3).err
+
+
+def test_global_tier_created_on_first_use(repo: Path, okfgit: Runner, git: Runner, home: Path) -> None:
+    okfgit("new", "tabs", "--scope", "global", "--description", "Use tabs.", "--no-edit", cwd=repo)
+    root = home / ".local" / "share" / "okf"
+    assert (root / ".git").is_dir()
+    assert git("ls-tree", "-r", "--name-only", "HEAD", cwd=root).out.split() == ["index.md", "tabs.md"]
+    fsck(git, root)
