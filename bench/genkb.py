@@ -148,10 +148,6 @@ _DESC_LEADS: Final = {
     "Reference": "Summarises reference facts on",
     "Playbook": "Lists the steps for handling",
 }
-_AREA_THEMES: Final = (
-    "storage", "synchronisation", "review workflow", "tooling", "performance",
-    "testing", "security", "packaging", "onboarding", "operations",
-)
 
 _TITLE_SPACE: Final = len(_ADJECTIVES) * len(_NOUNS) * len(_CONTEXTS)
 _TITLE_STRIDE: Final = 7_919  # prime, coprime to _TITLE_SPACE -> bijection
@@ -311,6 +307,14 @@ def _index_text(heading: str, entries: list[str], *, root: bool) -> str:
     return f"{front}# {heading}\n\n" + "".join(e + "\n" for e in entries)
 
 
+def _folder_sentence(name: str) -> str:
+    # okfgit's index regeneration describes a subfolder by the first sentence of
+    # its index intro, else "Concepts under <name>/."; our sub-indexes have no
+    # intro, so using the same sentence makes a generated KB a fixed point of
+    # `okfgit index` (no rewrite on a no-op run).
+    return f"Concepts under {name}/."
+
+
 def _write(path: Path, text: str) -> None:
     path.write_bytes(text.encode("utf-8"))
 
@@ -348,18 +352,12 @@ def generate(root: Path, n: int, *, scope: str = "project", seed: int = 0) -> li
         areas.setdefault(area, []).append(topic)
 
     root_entries: list[str] = []
-    for a_idx, (area, topics) in enumerate(sorted(areas.items())):
-        theme = _AREA_THEMES[a_idx % len(_AREA_THEMES)]
+    for area, topics in sorted(areas.items()):
         topic_entries = []
         for topic in sorted(topics):
-            count = len(by_folder[f"{area}/{topic}"])
-            topic_entries.append(
-                f"- [{topic}]({topic}/index.md) — {count} concepts on {theme} in {area}."
-            )
+            topic_entries.append(f"- [{topic}]({topic}/index.md) — {_folder_sentence(topic)}")
         _write(root / area / "index.md", _index_text(area, topic_entries, root=False))
-        root_entries.append(
-            f"- [{area}]({area}/index.md) — {len(topics)} topic folders on {theme}."
-        )
+        root_entries.append(f"- [{area}]({area}/index.md) — {_folder_sentence(area)}")
     _write(root / "index.md", _index_text(ROOT_HEADING, root_entries, root=True))
     return [c.path for c in concepts]
 
