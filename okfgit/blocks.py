@@ -186,7 +186,10 @@ def _plan(lines: list[str], scope: str, filename: str) -> _Plan:
         if interrupted_by is None:
             why = "no end marker follows it"
         elif _marker_of(_body(lines[interrupted_by])) == scope:
-            why = f"nested: another begin for id={scope} at line {interrupted_by + 1} comes before any end"
+            why = (
+                f"nested: another begin for id={scope} at line {interrupted_by + 1} "
+                "comes before any end"
+            )
         else:
             why = f"another begin marker at line {interrupted_by + 1} comes before any end"
         warnings.append(
@@ -254,4 +257,6 @@ def _newline_of(text: str) -> str:
 
 def _check_scope(scope: str) -> None:
     if not _SCOPE.fullmatch(scope):
-        raise UsageError(f"invalid managed-block id {scope!r}: use letters, digits, '.', '_' or '-'")
+        raise UsageError(
+            f"invalid managed-block id {scope!r}: use letters, digits, '.', '_' or '-'"
+        )

@@ -1,0 +1,256 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from okfgit.claude_home import (
+    MemoryDirChoice,
+    claude_home,
+    codex_home,
+    encode_project_dir,
+    memory_dir,
+)
+
+
+def java_hash(path: str) -> int:
+    """Java's String.hashCode, computed independently of the code under test."""
+    data = path.encode("utf-16-le")
+    h = 0
+    for i in range(0, len(data), 2):
+        unit = data[i] | (data[i + 1] << 8)
+        h = (h * 31 + unit) % 2**32
+    return h - 2**32 if h >= 2**31 else h
+
+
+def base36(n: int) -> str:
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = "0123456789abcdefghijklmnopqrstuvwxyz"[r] + out
+        if n == 0:
+            return out
+
+
+# --- homes -------------------------------------------------------------------------------
+
+
+def test_claude_home_defaults_to_dot_claude(tmp_path):
+    assert claude_home({}, tmp_path) == tmp_path / ".claude"
+
+
+def test_claude_home_empty_env_means_unset(tmp_path):
+    assert claude_home({"CLAUDE_CONFIG_DIR": ""}, tmp_path) == tmp_path / ".claude"
+
+
+def test_claude_home_env(tmp_path):
+    assert claude_home({"CLAUDE_CONFIG_DIR": str(tmp_path / "cc")}, tmp_path) == tmp_path / "cc"
+
+
+def test_codex_home(tmp_path):
+    assert codex_home({}, tmp_path) == tmp_path / ".codex"
+    assert codex_home({"CODEX_HOME": ""}, tmp_path) == tmp_path / ".codex"
+    assert codex_home({"CODEX_HOME": str(tmp_path / "cx")}, tmp_path) == tmp_path / "cx"
+    # one agent's variable never moves the other's home
+    assert codex_home({"CLAUDE_CONFIG_DIR": "/x"}, tmp_path) == tmp_path / ".codex"
+    assert claude_home({"CODEX_HOME": "/x"}, tmp_path) == tmp_path / ".claude"
+
+
+# --- encode_project_dir: expected strings written by hand -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/home/user/repo", "-home-user-repo"),
+        ("/home/user/my.project_v2", "-home-user-my-project-v2"),
+        ("/home/user/My Projects/app", "-home-user-My-Projects-app"),
+        ("/home/user/already-dashed", "-home-user-already-dashed"),
+        ("/home/user/café", "-home-user-caf-"),  # é is one UTF-16 unit
+        ("/home/user/🚀app", "-home-user---app"),  # an emoji is two units
+        ("/home/user/a~b+c@d", "-home-user-a-b-c-d"),
+        ("C:\\Users\\me\\repo", "C--Users-me-repo"),
+        ("/", "-"),
+    ],
+)
+def test_encode_short_paths(path, expected):
+    assert encode_project_dir(path) == expected
+
+
+def test_encode_exactly_200_is_not_hashed():
+    path = "/tmp/" + "a" * 195
+    assert len(path) == 200
+    assert encode_project_dir(path) == "-tmp-" + "a" * 195
+
+
+def test_encode_201_is_cut_and_hashed():
+    path = "/tmp/" + "a" * 196
+    expected = "-tmp-" + "a" * 195 + "-" + base36(abs(java_hash(path)))
+    assert encode_project_dir(path) == expected
+    assert expected.endswith("-r0traf")  # checked with node's sanitizePath algorithm
+
+
+def test_encode_long_path_negative_hash():
+    path = "/srv/repos/" + "deep-folder/" * 20 + "kb"
+    assert java_hash(path) < 0
+    # value of the abs hash checked with jshell: Long.toString(Math.abs((long) s.hashCode()), 36)
+    assert base36(abs(java_hash(path))) == "m7fqok"
+    expected = ("-srv-repos-" + "deep-folder-" * 20)[:200] + "-m7fqok"
+    assert encode_project_dir(path) == expected
+
+
+def test_encode_long_path_counts_utf16_units():
+    # 103 code points but 203 UTF-16 units: Claude Code (JavaScript) sees it as too long
+    path = "/x/" + "🚀" * 100
+    assert len(path) == 103
+    expected = "-x-" + "-" * 197 + "-" + base36(abs(java_hash(path)))
+    assert encode_project_dir(path) == expected
+
+
+def test_encode_long_non_ascii_path():
+    path = "/srv/" + "é" * 210
+    expected = "-srv-" + "-" * 195 + "-" + base36(abs(java_hash(path)))
+    assert encode_project_dir(path) == expected
+    assert expected.endswith("-opquxz")  # checked with node
+
+
+def test_encode_hash_is_of_the_original_path_not_the_encoded_one():
+    a = "/r/" + "x" * 200 + ".a"
+    b = "/r/" + "x" * 200 + "_a"
+    # same encoded prefix, different originals -> different names
+    assert encode_project_dir(a) != encode_project_dir(b)
+
+
+# --- memory_dir -------------------------------------------------------------------------
+
+
+REPO = Path("/work/my.repo")
+
+
+def write_settings(home: Path, content: str | bytes) -> Path:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        settings.write_bytes(content)
+    else:
+        settings.write_text(content, encoding="utf-8")
+    return settings
+
+
+def default_dir(home: Path) -> Path:
+    return home / ".claude" / "projects" / "-work-my-repo" / "memory"
+
+
+def test_memory_dir_default(tmp_path):
+    assert memory_dir(REPO, {}, tmp_path) == MemoryDirChoice(default_dir(tmp_path), ())
+
+
+def test_memory_dir_follows_claude_config_dir(tmp_path):
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "cfg")}
+    choice = memory_dir(REPO, env, tmp_path)
+    assert choice.path == tmp_path / "cfg" / "projects" / "-work-my-repo" / "memory"
+    assert choice.warnings == ()
+
+
+def test_memory_dir_settings_in_claude_config_dir(tmp_path):
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "settings.json").write_text(json.dumps({"autoMemoryDirectory": str(tmp_path / "m")}))
+    # a settings.json in ~/.claude is not the one Claude Code reads here
+    write_settings(tmp_path, json.dumps({"autoMemoryDirectory": "/elsewhere"}))
+    choice = memory_dir(REPO, {"CLAUDE_CONFIG_DIR": str(cfg)}, tmp_path)
+    assert choice.path == tmp_path / "m"
+
+
+def test_memory_dir_absolute_override(tmp_path):
+    write_settings(tmp_path, json.dumps({"model": "x", "autoMemoryDirectory": "/data/mem/"}))
+    assert memory_dir(REPO, {}, tmp_path) == MemoryDirChoice(Path("/data/mem"), ())
+
+
+def test_memory_dir_override_is_normalised(tmp_path):
+    write_settings(tmp_path, json.dumps({"autoMemoryDirectory": "/data/x/../mem//"}))
+    assert memory_dir(REPO, {}, tmp_path).path == Path("/data/mem")
+
+
+def test_memory_dir_tilde_override(tmp_path):
+    write_settings(tmp_path, json.dumps({"autoMemoryDirectory": "~/notes/memory"}))
+    assert memory_dir(REPO, {}, tmp_path) == MemoryDirChoice(tmp_path / "notes" / "memory", ())
+
+
+@pytest.mark.parametrize("value", ["~", "~/", "~/.", "~/..", "~/a/../.."])
+def test_memory_dir_tilde_to_home_or_parent_is_ignored(tmp_path, value):
+    settings = write_settings(tmp_path, json.dumps({"autoMemoryDirectory": value}))
+    choice = memory_dir(REPO, {}, tmp_path)
+    assert choice.path == default_dir(tmp_path)
+    assert len(choice.warnings) == 1 and str(settings) in choice.warnings[0]
+
+
+@pytest.mark.parametrize("value", ["memory", "./mem", "../mem", "~user/mem"])
+def test_memory_dir_relative_override_is_ignored_like_claude_code(tmp_path, value):
+    # Claude Code's validateMemoryPath rejects a relative autoMemoryDirectory and keeps the
+    # default folder; okfgit must follow, or it would project memory where Claude never reads.
+    settings = write_settings(tmp_path, json.dumps({"autoMemoryDirectory": value}))
+    choice = memory_dir(REPO, {}, tmp_path)
+    assert choice.path == default_dir(tmp_path)
+    assert len(choice.warnings) == 1
+    assert str(settings) in choice.warnings[0] and repr(value) in choice.warnings[0]
+
+
+@pytest.mark.parametrize("value", ["/", "/a", "//server/share"])
+def test_memory_dir_root_like_override_is_ignored(tmp_path, value):
+    write_settings(tmp_path, json.dumps({"autoMemoryDirectory": value}))
+    choice = memory_dir(REPO, {}, tmp_path)
+    assert choice.path == default_dir(tmp_path)
+    assert len(choice.warnings) == 1
+
+
+def test_memory_dir_invalid_json_warns(tmp_path):
+    settings = write_settings(tmp_path, '{"autoMemoryDirectory": "/x",')
+    choice = memory_dir(REPO, {}, tmp_path)
+    assert choice.path == default_dir(tmp_path)
+    assert len(choice.warnings) == 1
+    assert str(settings) in choice.warnings[0] and "not valid JSON" in choice.warnings[0]
+
+
+def test_memory_dir_json_not_an_object_warns(tmp_path):
+    settings = write_settings(tmp_path, '["/x"]')
+    choice = memory_dir(REPO, {}, tmp_path)
+    assert choice.path == default_dir(tmp_path)
+    assert choice.warnings == (f"{settings}: not a JSON object; using {default_dir(tmp_path)}",)
+
+
+def test_memory_dir_not_utf8_warns(tmp_path):
+    settings = write_settings(tmp_path, b'{"autoMemoryDirectory": "/caf\xe9"}')
+    choice = memory_dir(REPO, {}, tmp_path)
+    assert choice.path == default_dir(tmp_path)
+    assert len(choice.warnings) == 1
+    assert str(settings) in choice.warnings[0] and "UTF-8" in choice.warnings[0]
+
+
+def test_memory_dir_settings_is_a_folder_warns(tmp_path):
+    (tmp_path / ".claude" / "settings.json").mkdir(parents=True)
+    choice = memory_dir(REPO, {}, tmp_path)
+    assert choice.path == default_dir(tmp_path)
+    assert len(choice.warnings) == 1 and "settings.json" in choice.warnings[0]
+
+
+def test_memory_dir_non_string_setting_warns(tmp_path):
+    write_settings(tmp_path, json.dumps({"autoMemoryDirectory": 42}))
+    choice = memory_dir(REPO, {}, tmp_path)
+    assert choice.path == default_dir(tmp_path)
+    assert len(choice.warnings) == 1 and "not a string" in choice.warnings[0]
+
+
+@pytest.mark.parametrize(
+    "content", ["{}", '{"autoMemoryDirectory": null}', '{"autoMemoryDirectory": ""}']
+)
+def test_memory_dir_unset_setting_is_silent(tmp_path, content):
+    write_settings(tmp_path, content)
+    assert memory_dir(REPO, {}, tmp_path) == MemoryDirChoice(default_dir(tmp_path), ())
+
+
+def test_memory_dir_encodes_repo_root(tmp_path):
+    choice = memory_dir(Path("/home/u/Mes Projets/café_kb"), {}, tmp_path)
+    expected = tmp_path / ".claude" / "projects" / "-home-u-Mes-Projets-caf--kb" / "memory"
+    assert choice.path == expected
