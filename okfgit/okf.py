@@ -71,7 +71,7 @@ class Parsed:
     fm_end: int  # byte offset of the closing fence line
 
 
-_FENCE_OPEN = re.compile(rb"\A---[ \t]*\r?\n")
+_FENCE_OPEN = re.compile(rb"---[ \t]*\r?\n")  # used with .match(data, pos)
 _FENCE_CLOSE = re.compile(rb"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
 
 
@@ -170,7 +170,7 @@ def set_keys(data: bytes, name: str, updates: Mapping[str, Any], remove: tuple[s
     if not parsed.has_frontmatter:
         head = ("---" + nl + dump_yaml(ordered(dict(updates))).replace("\n", nl) + "---" + nl)
         prefix = BOM if parsed.bom else b""
-        out = prefix + head.encode("utf-8") + (nl.encode() if parsed.body[:1] not in (b"\n", b"\r") else b"") + parsed.body
+        out = prefix + head.encode("utf-8") + parsed.body
     else:
         fm = data[parsed.fm_start:parsed.fm_end].decode("utf-8")
         lines = fm.splitlines(keepends=True)

@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from okfgit import okf
+from okfgit.errors import IntegrityError, ValidationError
+
+
+def test_body_bytes_kept_exactly_with_bom_and_crlf() -> None:
+    data = b"\xef\xbb\xbf---\r\ntype: Note\r\ntitle: T\r\n---\r\n\r\n  body  \r\n\r\n"
+    parsed = okf.split(data, "x.md")
+    assert parsed.bom and parsed.newline == "\r\n"
+    assert parsed.meta == {"type": "Note", "title": "T"}
+    assert parsed.body == b"\r\n  body  \r\n\r\n"
+    edited = okf.set_keys(data, "x.md", {"okf_id": "abc"})
+    assert edited == b"\xef\xbb\xbf---\r\ntype: Note\r\ntitle: T\r\nokf_id: abc\r\n---\r\n\r\n  body  \r\n\r\n"
+
+
+def test_leading_horizontal_rule_is_not_frontmatter() -> None:
+    data = b"---\n# Heading\n\nSome text.\n\n---\n\nMore.\n"
+    parsed = okf.split(data, "x.md")
+    assert not parsed.has_frontmatter
+    assert parsed.body == data
+
+
+def test_keys_keep_their_order_and_timestamps_stay_strings() -> None:
+    data = b"---\nzeta: 1\ntype: T\ngenerated: {by: human:a, at: 2026-06-20T22:53:05Z}\nstale_after: 2026-09-23\n---\nbody\n"
+    meta = okf.split(data, "x.md").meta
+    assert list(meta) == ["zeta", "type", "generated", "stale_after"]
+    assert meta["generated"]["at"] == "2026-06-20T22:53:05Z"
+    assert meta["stale_after"] == "2026-09-23"
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"---\ntype: [unclosed\n---\n", "invalid YAML frontmatter"),
+    (b"---\ntype: !!python/object/apply:os.system ['true']\n---\n", "invalid YAML frontmatter"),
+    (b"---\ntype: caf\xe9\n---\n", "not UTF-8"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00", "binary file"),
+])
+def test_bad_input_names_the_file(data: bytes, message: str) -> None:
+    with pytest.raises(ValidationError) as err:
+        okf.split(data, "notes/bad.md")
+    assert str(err.value).startswith("notes/bad.md: ")
+    assert message in str(err.value)
+
+
+def test_serialize_is_canonical_and_deterministic() -> None:
+    meta = {"okf_id": "i", "custom": 1, "type": "Decision", "title": "T", "tags": ["a-b"], "scope": "project"}
+    out = okf.serialize(meta, "\n# T\n")
+    assert out == b"---\ntype: Decision\ntitle: T\ntags:\n- a-b\nscope: project\nokf_id: i\ncustom: 1\n---\n\n# T\n"
+
+
+def test_set_keys_replaces_only_that_key() -> None:
+    data = b"---\ntype: Note\nscope: job\ntags:\n- a\n- b\ndescription: folded\n  over lines\n---\nbody\n"
+    out = okf.set_keys(data, "x.md", {"scope": "project"})
+    assert out == b"---\ntype: Note\ntags:\n- a\n- b\ndescription: folded\n  over lines\nscope: project\n---\nbody\n"
+    out = okf.set_keys(data, "x.md", {"tags": ["c"]})
+    assert okf.split(out, "x").meta["tags"] == ["c"]
+    assert b"description: folded\n  over lines\n" in out
+
+
+def test_set_keys_adds_frontmatter_to_a_plain_note() -> None:
+    out = okf.set_keys(b"# Title\n\nText.\n", "n.md", {"type": "Note"})
+    assert out == b"---\ntype: Note\n---\n# Title\n\nText.\n"
+
+
+def test_set_keys_fails_closed_when_result_would_differ() -> None:
+    # an anchor used later cannot be dropped line-wise without changing another key
+    data = b"---\ntype: &t Note\nkind: *t\n---\n"
+    with pytest.raises((IntegrityError, ValidationError)):
+        okf.set_keys(data, "x.md", {"type": "Other"})
+
+
+@pytest.mark.parametrize("slug", ["../x", "a/b", "", "index", "log", "UPPER", "with space", "x\x00"])
+def test_bad_slugs_are_refused(slug: str) -> None:
+    with pytest.raises(ValidationError):
+        okf.check_slug(slug)
+
+
+_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=80)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.dictionaries(st.from_regex(r"\A[a-z_]{1,10}\Z", fullmatch=True), _text, max_size=5), _text,
+       st.from_regex(r"\A[a-z_]{1,10}\Z", fullmatch=True), _text)
+def test_set_keys_preserves_every_other_key_and_the_body(meta: dict[str, str], body: str, key: str, value: str) -> None:
+    data = okf.serialize({"type": "Note", **meta}, body)
+    out = okf.set_keys(data, "x.md", {key: value})
+    parsed = okf.split(out, "x.md")
+    expected = {"type": "Note", **meta}
+    expected[key] = value
+    assert parsed.meta == expected
+    assert parsed.body == body.encode()
