@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -330,7 +331,8 @@ class Repo:
         sig_author, sig_committer = self._signatures(ctx)
         parents = [pygit2.Oid(hex=parent)] if parent else []
         commit = self.raw.create_commit(None, sig_author, sig_committer, message, tree, parents)
-        self._cas_ref(ctx, ref, str(commit), parent or "", message)
+        expected = "" if new_branch else (parent or "")
+        self._cas_ref(ctx, ref, str(commit), expected, message)
         if update_worktree:
             self._update_worktree(changes)
         return str(commit)
@@ -387,7 +389,22 @@ class Repo:
                 continue
             fsutil.atomic_write(file, data, fsync=True)
             index.add(path)
-        index.write()
+        _write_index(index, self.workdir)
+
+
+def _write_index(index: pygit2.Index, workdir: Path) -> None:
+    """Write the index; another git process may hold index.lock for a moment, so retry briefly."""
+    for attempt in range(50):
+        try:
+            index.write()
+            return
+        except pygit2.GitError as exc:
+            if "lock" not in str(exc).lower() or attempt == 49:
+                raise IntegrityError(
+                    f"{workdir}: the commit landed but the index could not be updated ({exc}); "
+                    "run `git reset --mixed` to resync it"
+                ) from exc
+            time.sleep(0.1)
 
 
 def _prune_empty_dirs(folder: Path, stop: Path) -> None:
