@@ -1,0 +1,240 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Runner
+
+ID_A = "11111111-1111-4111-8111-111111111111"
+ID_SHARED = "22222222-2222-4222-8222-222222222222"
+
+
+def concept(type_: str, title: str, description: str, body: str = "", **extra: str) -> str:
+    lines = ["---", f"type: {type_}", f"title: {title}", f"description: {description}"]
+    lines += [f"{k}: {v}" for k, v in extra.items()]
+    return "\n".join(lines) + "\n---\n\n" + body
+
+
+def commit_files(git: Runner, repo: Path, files: dict[str, str], message: str = "hand-written knowledge") -> None:
+    for path, text in files.items():
+        target = repo / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(text.encode("utf-8"))
+    git("add", *files, cwd=repo)
+    git("commit", "-q", "-m", message, cwd=repo)
+
+
+def oid7(git: Runner, repo: Path, path: str) -> str:
+    return git("rev-parse", f"HEAD:{path}", cwd=repo).out.strip()[:7]
+
+
+def global_repo(home: Path) -> Path:
+    return home / ".local" / "share" / "okf"
+
+
+@pytest.fixture
+def kb(project: Path, okfgit: Runner, git: Runner, home: Path) -> Path:
+    """A project tier with decisions and links, and a global tier sharing one okf_id."""
+    okfgit("new", "cache-policy", "--type", "Decision", "--title", "Cache policy",
+           "--description", "We cache responses for a day.", "--tag", "perf", "--tag", "http",
+           "--dir", "decisions", "--no-edit", cwd=project)
+    okfgit("new", "tabs", "--scope", "global", "--description", "Indent with tabs, see [[cache-policy]].",
+           "--no-edit", cwd=project)
+    glob = global_repo(home)
+    commit_files(git, glob, {
+        "shared.md": concept("Note", "Shared rule", "The global wording.", "Global body.\n",
+                             scope="global", okf_id=ID_SHARED),
+        "linker.md": concept("Note", "Linker", "Links by name.", "See [[cache-policy]] for caching.\n",
+                             scope="global", okf_id="33333333-3333-4333-8333-333333333333"),
+    })
+    commit_files(git, project, {
+        ".okf/shared.md": concept("Note", "Shared rule", "The project wording.", "Project body.\n",
+                                  scope="project", okf_id=ID_SHARED),
+        ".okf/decisions/storage.md": concept(
+            "Decision", "Storage engine", "We store blobs in sqlite for caching speed.",
+            "Relative [policy](cache-policy.md), absolute [again](/decisions/cache-policy.md),\n"
+            "wiki [[cache-policy]], external [site](https://example.com), missing [gone](nope.md).\n",
+            scope="project", okf_id=ID_A, tags="[storage, perf]", name="storage-engine"),
+        ".okf/notes/a/x.md": concept("Note", "X in a", "First x."),
+        ".okf/notes/b/x.md": concept("Note", "X in b", "Second x."),
+    })
+    return project
+
+
+def test_cat_prints_blob_and_cites_by_slug_id_path_and_tier_path(kb: Path, okfgit: Runner, git: Runner) -> None:
+    blob = git("show", "HEAD:.okf/decisions/storage.md", cwd=kb).out
+    cite = f"citation: project:decisions/storage.md@{oid7(git, kb, '.okf/decisions/storage.md')}\n"
+    for ref in ("storage", "storage-engine", ID_A, "decisions/storage.md", "/decisions/storage.md",
+                "project:decisions/storage.md", "project:storage", cite.split(": ")[1].strip()):
+        result = okfgit("cat", ref, cwd=kb)
+        assert result.out == blob, ref
+        assert result.err == cite, ref
+
+
+def test_cat_keeps_bytes_exactly_and_folder_means_its_index(kb: Path, okfgit: Runner, git: Runner,
+                                                             env: dict[str, str]) -> None:
+    raw = b"\xef\xbb\xbf---\r\ntype: Note\r\ntitle: Crlf\r\n---\r\n\r\nLine one.\r\n\r\n"
+    (kb / ".okf" / "crlf.md").write_bytes(raw)
+    git("add", ".okf/crlf.md", cwd=kb)
+    git("commit", "-q", "-m", "crlf", cwd=kb)
+    proc = subprocess.run([sys.executable, "-m", "okfgit", "cat", "crlf"], cwd=kb, env=env, capture_output=True)
+    assert proc.returncode == 0 and proc.stdout == raw
+    index = okfgit("cat", "project:decisions/", cwd=kb)
+    assert index.out == git("show", "HEAD:.okf/decisions/index.md", cwd=kb).out
+    assert index.err.startswith("citation: project:decisions/index.md@")
+
+
+def test_cat_ambiguous_and_not_found_exit_2(kb: Path, okfgit: Runner, git: Runner) -> None:
+    err = okfgit("cat", "x", cwd=kb, expect=2).err
+    a = oid7(git, kb, ".okf/notes/a/x.md")
+    b = oid7(git, kb, ".okf/notes/b/x.md")
+    assert err == (
+        "okfgit: error: 'x' is ambiguous: 2 matches; name one by tier:path or okf_id:\n"
+        f"  project:notes/a/x.md@{a}\n  project:notes/b/x.md@{b}\n"
+    )
+    assert okfgit("cat", "notes/b/x.md", cwd=kb).out.startswith("---\ntype: Note\ntitle: X in b")
+    both = okfgit("cat", "index.md", cwd=kb, expect=2).err
+    assert "project:index.md@" in both and "global:index.md@" in both
+    missing = okfgit("cat", "cache-polcy", cwd=kb, expect=2)
+    assert missing.out == ""
+    assert missing.err.startswith("okfgit: error: no concept or file matches 'cache-polcy' in the tiers in view "
+                                  "(project, global); did you mean: cache-policy (project:decisions/cache-policy.md@")
+    assert "not in view" in okfgit("cat", "job:x", cwd=kb, expect=2).err
+
+
+def test_precedence_project_shadows_global_by_okf_id(kb: Path, okfgit: Runner, git: Runner, home: Path) -> None:
+    g = f"global:shared.md@{oid7(git, global_repo(home), 'shared.md')}"
+    p = f"project:shared.md@{oid7(git, kb, '.okf/shared.md')}"
+    shown = okfgit("cat", ID_SHARED, cwd=kb)
+    assert "Project body." in shown.out
+    assert shown.err == f"citation: {p}\nshadows: {g}\n"
+    assert okfgit("cat", "shared", cwd=kb).err.startswith(f"citation: {p}\n")
+    assert okfgit("cat", "shared.md", cwd=kb).err.startswith(f"citation: {p}\n")
+    assert "Global body." in okfgit("cat", "global:shared", cwd=kb).out
+    assert "Global body." in okfgit("cat", ID_SHARED, "--scope", "global", cwd=kb).out
+    root = okfgit("ls", cwd=kb).out.splitlines()
+    assert f"{p}  [Note] Shared rule \u2014 The project wording.  (shadows {g})" in root
+    assert not any(line.startswith(g) for line in root)
+    assert f"{g}  [Note] Shared rule \u2014 The global wording.  (shadowed by {p})" in \
+        okfgit("ls", "global:", cwd=kb).out.splitlines()
+    hits = json.loads(okfgit("search", "shared", "--json", cwd=kb).out)
+    assert [h["citation"] for h in hits] == [p]
+    assert hits[0]["shadows"] == [g]
+
+
+def test_ls_root_and_folder_text_and_json(kb: Path, okfgit: Runner, git: Runner) -> None:
+    root = okfgit("ls", cwd=kb).out.splitlines()
+    assert root[0] == "# /  (tiers: project, global)"
+    assert "decisions/  2 concepts  [project]  Concepts under decisions/." in root
+    assert "notes/  2 concepts  [project]  Concepts under notes/." in root
+    assert any(line.startswith("global:tabs.md@") for line in root)
+    listing = json.loads(okfgit("ls", "decisions", "--json", cwd=kb).out)
+    assert listing["path"] == "decisions" and listing["tier"] is None and listing["folders"] == []
+    storage = listing["concepts"][1]
+    assert storage == {
+        "citation": f"project:decisions/storage.md@{oid7(git, kb, '.okf/decisions/storage.md')}",
+        "tier": "project", "path": "decisions/storage.md",
+        "oid": git("rev-parse", "HEAD:.okf/decisions/storage.md", cwd=kb).out.strip(),
+        "okf_id": ID_A, "type": "Decision", "title": "Storage engine",
+        "description": "We store blobs in sqlite for caching speed.", "tags": ["storage", "perf"], "shadows": [],
+    }
+    notes = json.loads(okfgit("ls", "project:notes", "--json", cwd=kb).out)
+    assert notes["tier"] == "project"
+    assert notes["folders"] == [
+        {"path": "notes/a", "tiers": ["project"], "description": "Concepts under a/.", "concepts": 1},
+        {"path": "notes/b", "tiers": ["project"], "description": "Concepts under b/.", "concepts": 1},
+    ]
+    err = okfgit("ls", "decisons", cwd=kb, expect=2).err
+    assert err.startswith("okfgit: error: no concept or file matches 'decisons'")
+
+
+def test_links_outgoing_and_backlinks_across_tiers(kb: Path, okfgit: Runner, git: Runner, home: Path) -> None:
+    storage = f"project:decisions/storage.md@{oid7(git, kb, '.okf/decisions/storage.md')}"
+    policy = f"project:decisions/cache-policy.md@{oid7(git, kb, '.okf/decisions/cache-policy.md')}"
+    out = okfgit("links", "storage", cwd=kb).out
+    assert out == (
+        f"# {storage}\n"
+        "outgoing (5):\n"
+        f"  line 11  cache-policy.md  -> {policy}\n"
+        f"  line 11  /decisions/cache-policy.md  -> {policy}\n"
+        "  line 12  https://example.com  -> external\n"
+        "  line 12  nope.md  -> decisions/nope.md dangling\n"
+        f"  line 12  [[cache-policy]]  -> {policy}\n"
+        "backlinks (0):\n"
+    )
+    report = json.loads(okfgit("links", "cache-policy", "--json", cwd=kb).out)
+    assert report["concept"]["citation"] == policy
+    linker = f"global:linker.md@{oid7(git, global_repo(home), 'linker.md')}"
+    tabs = f"global:tabs.md@{oid7(git, global_repo(home), 'tabs.md')}"
+    assert [(b["citation"], b["kind"], b["target"]) for b in report["backlinks"]] == [
+        (storage, "md", "cache-policy.md"),
+        (storage, "md", "/decisions/cache-policy.md"),
+        (storage, "wiki", "cache-policy"),
+        (linker, "wiki", "cache-policy"),
+        (tabs, "wiki", "cache-policy"),
+    ]
+    gone = json.loads(okfgit("links", ID_A, "--json", cwd=kb).out)["outgoing"][3]
+    assert gone == {"kind": "md", "target": "nope.md", "line": 12, "status": "dangling",
+                    "path": "decisions/nope.md", "citation": None}
+
+
+def test_search_filters_and_ranking(kb: Path, okfgit: Runner, git: Runner) -> None:
+    def cites(*args: str) -> list[str]:
+        return [h["path"] for h in json.loads(okfgit("search", *args, "--json", cwd=kb).out)]
+
+    assert cites("--type", "decision") == ["decisions/cache-policy.md", "decisions/storage.md"]
+    assert cites("--tag", "perf") == ["decisions/cache-policy.md", "decisions/storage.md"]
+    assert cites("--tag", "perf", "--tag", "storage") == ["decisions/storage.md"]
+    assert cites("--tag", "nope") == []
+    commit_files(git, kb, {".okf/zz/caching.md": concept("Note", "Caching layer", "How responses are kept.")})
+    # Title hits first (by path), then description-only hits (by path).
+    assert cites("CACH") == ["decisions/cache-policy.md", "zz/caching.md", "decisions/storage.md", "tabs.md"]
+    assert cites("cach", "respons") == ["decisions/cache-policy.md", "zz/caching.md"]
+    assert cites("cach", "sqlite") == ["decisions/storage.md"]
+    assert cites("body") == []  # no full-text search
+    assert cites("x") == ["notes/a/x.md", "notes/b/x.md"]
+    text = okfgit("search", "storage", cwd=kb)
+    assert text.out == (f"project:decisions/storage.md@{oid7(git, kb, '.okf/decisions/storage.md')}  "
+                        "[Decision] Storage engine \u2014 We store blobs in sqlite for caching speed.\n")
+    none = okfgit("search", "zebra", cwd=kb)
+    assert none.out == "" and none.err == "no matching concepts\n"
+
+
+def test_reads_come_from_head_not_the_working_tree(kb: Path, okfgit: Runner, git: Runner) -> None:
+    committed = git("show", "HEAD:.okf/decisions/storage.md", cwd=kb).out
+    (kb / ".okf" / "decisions" / "storage.md").write_text(committed.replace("Storage engine", "Unsaved title"))
+    (kb / ".okf" / "draft.md").write_text(concept("Note", "Draft", "Not committed yet."))
+    git("add", ".okf/draft.md", cwd=kb)  # staged is still not committed
+    assert okfgit("cat", "storage", cwd=kb).out == committed
+    assert "Unsaved" not in okfgit("search", "unsaved", cwd=kb).out
+    assert okfgit("cat", "draft", cwd=kb, expect=2).code == 2
+    assert "draft" not in okfgit("ls", cwd=kb).out
+
+
+def test_unparseable_concept_listed_and_cat_by_path(kb: Path, okfgit: Runner, git: Runner) -> None:
+    commit_files(git, kb, {".okf/notes/bad.md": "---\ntype: [unclosed\n---\nbody\n"})
+    listing = okfgit("ls", "notes", cwd=kb).out
+    assert f"project:notes/bad.md@{oid7(git, kb, '.okf/notes/bad.md')}  unreadable: project:notes/bad.md: invalid YAML" \
+        in listing
+    shown = okfgit("cat", "notes/bad.md", cwd=kb)
+    assert shown.out == "---\ntype: [unclosed\n---\nbody\n"
+    assert "okfgit: warning: project:notes/bad.md: invalid YAML frontmatter" in shown.err
+    assert "invalid YAML" in okfgit("links", "notes/bad.md", cwd=kb, expect=2).err
+
+
+def test_job_tier_wins_and_run_option(kb: Path, okfgit: Runner, git: Runner) -> None:
+    okfgit("init", "--scope", "job", "--run", "r1", cwd=kb)
+    job = kb / "runstate" / "r1" / "okf"
+    commit_files(git, job, {"shared.md": concept("Note", "Shared rule", "The job wording.", "Job body.\n",
+                                                 scope="job", okf_id=ID_SHARED)})
+    shown = okfgit("cat", ID_SHARED, "--run", "r1", cwd=kb)
+    assert "Job body." in shown.out
+    assert shown.err.splitlines()[0].startswith("citation: job/r1:shared.md@")
+    assert [line.split("@")[0] for line in shown.err.splitlines()[1:]] == ["shadows: project:shared.md",
+                                                                           "shadows: global:shared.md"]
+    assert "Project body." in okfgit("cat", ID_SHARED, cwd=kb).out  # no run: no job tier
+    assert "Job body." in okfgit("cat", "job:shared", "--run", "r1", cwd=kb).out
