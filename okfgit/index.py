@@ -2,7 +2,11 @@
 
 An index is the hand-written intro (everything above the first entry line, with a
 heading added if it has none) followed by one generated list: the folder's concepts by
-filename, then its subfolders, each ``- [Title](path) — one sentence``.
+filename, then its subfolders, each ``- [Title](path) — one sentence``. A concept's
+entry comes from its frontmatter; a subfolder's entry keeps the description it already
+has (folders have no frontmatter, so that sentence may be a person's), else the first
+sentence of the subfolder index's intro. ``<stem>.needs-merge.md`` siblings are
+unresolved conflicts, never listed. The root index always declares ``okf_version``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,85 @@ ENTRY = re.compile(r"^\s*[-*+]\s+\[([^\]]*)\]\(([^)\s]*)\)(.*)$")
 HEADING = re.compile(r"^#{1,6}\s+\S")
 ROOT_FRONTMATTER = '---\nokf_version: "0.2"\n---\n\n'
 DASH = "\u2014"
+NEEDS_MERGE_SUFFIX = ".needs-merge.md"
+
+# Any top-level list item, and one that starts with a standard markdown link (OKF §8).
+_ITEM = re.compile(r"^ ?(?:[-*+]|\d{1,9}[.)])[ \t]+(.*)$")
+_LINK_ITEM = re.compile(
+    r"^ ?(?:[-*+]|\d{1,9}[.)])[ \t]+\[((?:[^\[\]]|\[[^\]]*\])*)\]"
+    r"\(\s*<?([^)\s>]*)>?(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)(.*)$"
+)
+# okfgit's own entry shape, exactly: "- [Title](path) — one sentence" (or no sentence).
+_STRICT = re.compile(r"^- \[([^\[\]]*)\]\(([^()\s]+)\)(?: \u2014 (\S(?:.*\S)?))?$")
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+_SEPARATOR = re.compile(r"^\s*(?:\u2014|\u2013|-|:)?\s*")
+
+
+def is_needs_merge(path: str) -> bool:
+    """``<stem>.needs-merge.md``: an agent's variant of ``<stem>.md`` kept for a person to merge."""
+    return path.endswith(NEEDS_MERGE_SUFFIX)
+
+
+def needs_merge_path(path: str) -> str:
+    """The needs-merge sibling of concept ``path`` (``a/b.md`` -> ``a/b.needs-merge.md``)."""
+    return path[:-3] + NEEDS_MERGE_SUFFIX if path.endswith(".md") else path + NEEDS_MERGE_SUFFIX
+
+
+@dataclass(frozen=True)
+class Line:
+    """One top-level list item of an index's entry list, as written.
+
+    ``target`` is None when the item does not start with a markdown link; ``strict`` is
+    True when it has okfgit's exact shape.
+    """
+
+    number: int
+    text: str
+    title: str | None
+    target: str | None
+    description: str
+    strict: bool
+
+
+def entry_lines(text: str) -> list[Line]:
+    """The entry list of an index: every top-level list item from the first one that
+    starts with a link (markdown or ``[[name]]``) on; items above it belong to the intro."""
+    out: list[Line] = []
+    started = False
+    fence: str | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        opened = _FENCE.match(line)
+        if fence:
+            if opened and opened.group(1) == fence:
+                fence = None
+            continue
+        if opened:
+            fence = opened.group(1)
+            continue
+        item = _ITEM.match(line)
+        if item is None:
+            continue
+        if not started and not item.group(1).startswith("["):
+            continue
+        started = True
+        out.append(_line(number, line))
+    return out
+
+
+def _line(number: int, line: str) -> Line:
+    strict = _STRICT.match(line)
+    if strict:
+        return Line(number, line, strict.group(1), strict.group(2), strict.group(3) or "", True)
+    link = _LINK_ITEM.match(line)
+    if link:
+        description = _SEPARATOR.sub("", link.group(3), count=1).strip()
+        return Line(number, line, link.group(1), link.group(2), description, False)
+    return Line(number, line, None, None, "", False)
+
+
+def expected_entry(title: str, target: str, description: str) -> str:
+    """The exact entry line okfgit writes for a concept."""
+    return _entry(_escape_title(title), target, description)
 
 
 @dataclass(frozen=True)
@@ -63,7 +146,7 @@ def _escape_title(title: str) -> str:
 
 def split_intro(text: str) -> str:
     """The hand-written part of an index: every line above the first entry line."""
-    lines = text.splitlines()
+    lines = text.lstrip("\ufeff").splitlines()
     intro: list[str] = []
     for line in lines:
         if ENTRY.match(line):
@@ -114,7 +197,23 @@ def _entry(title: str, target: str, description: str) -> str:
 def describe_folder(intro: str, name: str) -> str:
     """One sentence for a subfolder's entry: its index intro's first sentence, else a stock one."""
     sentence = okf.first_sentence("\n".join(_body_lines(intro)))
-    return sentence or f"Concepts under {name}/."
+    return sentence or _stock_sentence(name)
+
+
+def _stock_sentence(name: str) -> str:
+    return f"Concepts under {name}/."
+
+
+def _subfolder_name(folder: str, target: str) -> str | None:
+    """The direct subfolder of ``folder`` an entry links to (``sub/``, ``sub/index.md``), or None."""
+    target = target.split("#", 1)[0]
+    for suffix in ("/index.md", "/"):
+        if target.endswith(suffix):
+            name = target[: -len(suffix)]
+            if name.startswith("./"):
+                name = name[2:]
+            return name if name and "/" not in name and name not in (".", "..") else None
+    return None
 
 
 def regenerate(
@@ -140,7 +239,13 @@ def regenerate(
                 return None
         return None
 
-    concept_paths = sorted(p for p in paths if okf.is_concept_path(p))
+    def listable(path: str) -> bool:
+        if not okf.is_concept_path(path) or is_needs_merge(path):
+            return False
+        entry = snapshot.entries.get(path)
+        return path in changes or entry is None or not entry.is_link  # a symlink is never followed
+
+    concept_paths = sorted(p for p in paths if listable(p))
     all_folders = folders_of(concept_paths)
     wanted = set(folders) & all_folders if folders is not None else all_folders
     if folders is not None:
@@ -159,10 +264,22 @@ def regenerate(
         if folder not in intros:
             raw = read(index_path(folder))
             text = raw.decode("utf-8", errors="replace") if raw else ""
-            if not text and folder == "":
-                text = ROOT_FRONTMATTER
-            intros[folder] = split_intro(text)
+            intro = split_intro(text)
+            if folder == "" and not intro.startswith("---\n"):
+                intro = ROOT_FRONTMATTER + intro
+            intros[folder] = intro
         return intros[folder]
+
+    def kept_descriptions(folder: str) -> dict[str, str]:
+        raw = read(index_path(folder))
+        if not raw:
+            return {}
+        out: dict[str, str] = {}
+        for line in entry_lines(raw.decode("utf-8", errors="replace")):
+            name = _subfolder_name(folder, line.target) if line.target else None
+            if name and line.description and line.description != _stock_sentence(name):
+                out.setdefault(name, line.description)
+        return out
 
     out: dict[str, bytes] = {}
     for folder in sorted(wanted):
@@ -170,9 +287,11 @@ def regenerate(
         for name, path in by_folder[folder].items():
             data = read(path)
             items[name] = item_of(data or b"", path)
-        subfolders = {
-            sub.rsplit("/", 1)[-1]: describe_folder(intro_of(sub), sub.rsplit("/", 1)[-1]) for sub in subs[folder]
-        }
+        kept = kept_descriptions(folder) if subs[folder] else {}
+        subfolders = {}
+        for sub in subs[folder]:
+            name = sub.rsplit("/", 1)[-1]
+            subfolders[name] = kept.get(name) or describe_folder(intro_of(sub), name)
         text = render(folder, intro_of(folder), items, subfolders)
         if read(index_path(folder)) != text:
             out[index_path(folder)] = text

@@ -118,6 +118,31 @@ class Workspace:
             raise UsageError(f"the {tier.label} tier does not exist yet at {tier.root}; run `okfgit init --scope {scope}`")
         return [tier]
 
+    def present(self, scope: str) -> tuple[list[Tier], list[str]]:
+        """Like ``selected``, but a tier whose repository is missing is skipped with a note.
+
+        ``all`` notes a missing global or project tier (not the job tier when no run is
+        active); a named scope that cannot exist at all (no repository, no run) is a
+        UsageError as before.
+        """
+        notes: list[str] = []
+        names = PRECEDENCE if scope == "all" else (check_scope(scope),)
+        out: list[Tier] = []
+        for name in names:
+            if scope == "all" and name == "job" and not self.run:
+                continue
+            if scope == "all" and name == "project" and self.project_repo is None:
+                notes.append("project tier skipped: not inside a git repository (pass --repo)")
+                continue
+            if scope == "all" and name == "job" and self.project_repo is None:
+                continue
+            tier = self.tier(name)
+            if tier.exists():
+                out.append(tier)
+            else:
+                notes.append(f"{tier.label} tier skipped: it does not exist yet at {tier.root}")
+        return out, notes
+
 
 def open_workspace(ctx: Context, repo: Path | None = None, run: str | None = None) -> Workspace:
     """Find the project repository and the active run (``--run`` > ``$OKF_RUN`` > ``okf.run``)."""

@@ -1,0 +1,712 @@
+"""Doctor: check each tier against OKF v0.2 conformance and against okfgit's profile.
+
+Findings come in two groups, reported apart, so a plain OKF bundle is never called
+"invalid OKF" for lacking okfgit's keys:
+
+- ``okf``: OKF v0.2 §11 (frontmatter with a non-empty ``type`` on every non-reserved
+  ``.md``; ``index.md`` and ``log.md`` structure) plus input okfgit cannot read at all
+  (invalid YAML, refused YAML tags, not UTF-8, binary, symlinks).
+- ``profile``: what okfgit's operations rely on (profile keys, ``okf_id`` identity,
+  indexes that list every concept, links that resolve, no leftover needs-merge
+  siblings, sizes that Claude's recall shows whole).
+
+Every code and its severity is listed in spec/okf-format.md. Reads come from the tree at
+HEAD (``worktree=True`` checks the files on disk instead). Each blob is read, decoded and
+parsed exactly once; the index and link checks work from those parsed files.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from okfgit import index, links, okf
+from okfgit.context import Context
+from okfgit.errors import ValidationError
+from okfgit.kb import Snapshot, snapshot, worktree_snapshot
+from okfgit.tiers import Tier, Workspace
+
+OKF = "okf"
+PROFILE = "profile"
+ERROR = "error"
+WARNING = "warning"
+RECALL_BYTES = 4096  # Claude Code's recall shows only the first 4 KB of a memory file
+PROFILE_KEYS = ("title", "description", "okf_id", "scope", "okf_source")
+STATUSES = ("draft", "stable", "deprecated")
+NEEDS_MERGE_STATUS = "needs-merge"
+
+_TAG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_LOG_GROUP = re.compile(r"^##[ \t]+(.*?)[ \t#]*$")
+_ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,9}[.)])\s+\S")
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+_SETEXT = re.compile(r"^\s{0,3}=+\s*$")
+# "one sentence": a sentence end followed by another sentence; common abbreviations and
+# initials ("e.g. X", "J. Smith") are not sentence ends.
+_SENTENCE_END = re.compile(r"(?<![A-Z])(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)(?<!\bcf)[.!?]\s+[A-Z0-9\"'(\[`]")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem in one file. ``line`` is 1-based in the file, None when not known."""
+
+    group: str
+    code: str
+    severity: str
+    file: str
+    message: str
+    line: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "severity": self.severity, "file": self.file, "line": self.line,
+                "message": self.message}
+
+    def sort_key(self) -> tuple[str, int, str, str]:
+        return (self.file, self.line or 0, self.code, self.message)
+
+
+@dataclass
+class TierReport:
+    """Findings for one tier, at one commit (or its working tree)."""
+
+    tier: Tier
+    commit: str | None
+    worktree: bool
+    concepts: int
+    findings: list[Finding] = field(default_factory=list)
+
+    def group(self, name: str) -> list[Finding]:
+        return sorted((f for f in self.findings if f.group == name), key=Finding.sort_key)
+
+    @property
+    def conformant(self) -> bool:
+        """OKF v0.2 conformant: no error in the OKF group."""
+        return not any(f.severity == ERROR for f in self.findings if f.group == OKF)
+
+    def count(self, severity: str) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "tier": self.tier.label,
+            "commit": self.commit,
+            "worktree": self.worktree,
+            "root": str(self.tier.root),
+            "concepts": self.concepts,
+            "okf": {"conformant": self.conformant, "findings": [f.as_dict() for f in self.group(OKF)]},
+            "profile": {"findings": [f.as_dict() for f in self.group(PROFILE)]},
+        }
+
+
+@dataclass
+class Report:
+    """Every checked tier, and the tiers skipped with the reason."""
+
+    tiers: list[TierReport]
+    skipped: list[str]
+
+    @property
+    def errors(self) -> int:
+        return sum(t.count(ERROR) for t in self.tiers)
+
+    @property
+    def warnings(self) -> int:
+        return sum(t.count(WARNING) for t in self.tiers)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"tiers": [t.as_dict() for t in self.tiers], "skipped": self.skipped,
+                "errors": self.errors, "warnings": self.warnings}
+
+
+# -- reading each file once ------------------------------------------------------------
+
+
+@dataclass
+class Doc:
+    """A readable markdown file: its text split once into frontmatter and body."""
+
+    path: str
+    data: bytes
+    meta: dict[str, Any]
+    has_frontmatter: bool
+    body: bytes
+    body_line: int  # file line where the body starts
+
+    def key_line(self, key: str) -> int | None:
+        """The file line of a top-level frontmatter key, for pointing at it."""
+        pattern = re.compile(rf"^['\"]?{re.escape(key)}['\"]?[ \t]*:")
+        for number, line in enumerate(self.data.decode("utf-8").lstrip("\ufeff").splitlines()[1:], start=2):
+            if number >= self.body_line:
+                return None
+            if pattern.match(line):
+                return number
+        return None
+
+
+class Scan:
+    """A tier's files read once: readable markdown as ``Doc``s, plus the reading findings."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.snap = snap
+        self.findings: list[Finding] = []
+        self.docs: dict[str, Doc] = {}
+        self._names: dict[str, str] | None = None
+        for path, entry in sorted(snap.entries.items()):
+            if entry.is_link:
+                self._add(OKF, "symlink", path, "is a symlink; okfgit never follows links in a tier "
+                          "(commit the file itself instead)")
+            elif path.endswith(".md"):
+                doc = self._read(path, snap.blob(path))
+                if doc is not None:
+                    self.docs[path] = doc
+
+    def _add(self, group: str, code: str, path: str, message: str, line: int | None = None,
+             severity: str = ERROR) -> None:
+        self.findings.append(Finding(group, code, severity, path, message, line))
+
+    def _read(self, path: str, data: bytes) -> Doc | None:
+        if len(data) > okf.MAX_CONCEPT_BYTES:
+            self._add(PROFILE, "too-large", path, f"is {len(data)} bytes, over okfgit's 1 MiB limit; "
+                      "okfgit does not read it (its OKF conformance was not checked)")
+            return None
+        if b"\x00" in data:
+            self._add(OKF, "binary", path, "is a binary file (contains NUL bytes), not UTF-8 markdown")
+            return None
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            self._add(OKF, "not-utf8", path, f"is not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}",
+                      line)
+            return None
+        if okf.is_reserved(path) and not path.endswith("index.md"):
+            return Doc(path, data, {}, False, data, 1)  # log.md: no frontmatter to read
+        try:
+            parsed = okf.split(data, path)
+        except ValidationError as exc:
+            self._yaml_finding(path, exc)
+            return None
+        head = len(data) - len(parsed.body)
+        return Doc(path, data, parsed.meta, parsed.has_frontmatter, parsed.body, data[:head].count(b"\n") + 1)
+
+    def _yaml_finding(self, path: str, exc: ValidationError) -> None:
+        cause = exc.__cause__
+        mark = getattr(cause, "problem_mark", None)
+        line = mark.line + 2 if mark is not None else None  # +1 for 1-based, +1 for the opening fence
+        if isinstance(cause, yaml.constructor.ConstructorError):
+            tag = re.search(r"'([^']+)'", str(cause.problem or ""))
+            what = f"the YAML tag {tag.group(1)!r}" if tag else "a YAML tag"
+            self._add(OKF, "yaml-tag", path, f"frontmatter uses {what}, which okfgit refuses "
+                      "(YAML is loaded safely: no Python or custom tags)", line)
+        else:
+            problem = getattr(cause, "problem", None) or str(exc)
+            self._add(OKF, "yaml-invalid", path, f"frontmatter is not valid YAML: {problem}", line)
+
+    def names(self) -> dict[str, str]:
+        """What a ``[[name]]`` link may use here: frontmatter ``name`` and file stems."""
+        if self._names is None:
+            pairs = []
+            for path in self.snap.entries:
+                if okf.is_concept_path(path):
+                    doc = self.docs.get(path)
+                    name = doc.meta.get("name") if doc else None
+                    pairs.append((path, name if isinstance(name, str) else None))
+            self._names = links.wiki_names(pairs)
+        return self._names
+
+
+# -- the checks ------------------------------------------------------------------------
+
+
+class Checker:
+    """Runs every check over one scanned tier and collects the findings."""
+
+    def __init__(self, scan: Scan, today: dt.date, wiki_elsewhere: Callable[[str], bool]) -> None:
+        self.scan = scan
+        self.tier = scan.snap.tier
+        self.entries = scan.snap.entries
+        self.docs = scan.docs
+        self.today = today
+        self.wiki_elsewhere = wiki_elsewhere
+        self.findings = list(scan.findings)
+
+    def add(self, group: str, code: str, path: str, message: str, line: int | None = None,
+            severity: str = ERROR) -> None:
+        self.findings.append(Finding(group, code, severity, path, message, line))
+
+    def run(self) -> list[Finding]:
+        concepts = [d for p, d in sorted(self.docs.items()) if not okf.is_reserved(p)]
+        for doc in concepts:
+            self.concept(doc)
+        self.duplicate_ids(concepts)
+        for path, doc in sorted(self.docs.items()):
+            if path.rsplit("/", 1)[-1] == "log.md":
+                self.log(doc)
+            elif path.rsplit("/", 1)[-1] == "index.md":
+                self.index_structure(doc)
+        IndexCheck(self).run()
+        return self.findings
+
+    # concepts ---------------------------------------------------------------------
+
+    def concept(self, doc: Doc) -> None:
+        path = doc.path
+        if index.is_needs_merge(path):
+            stem = path[: -len(index.NEEDS_MERGE_SUFFIX)] + ".md"
+            self.add(PROFILE, "needs-merge", path, f"unresolved needs-merge sibling of {stem}: merge what "
+                     f"matters into {stem}, then delete this file")
+        if not doc.has_frontmatter:
+            starts = doc.data.lstrip(okf.BOM).startswith(b"---")
+            why = ("starts with '---' but no YAML mapping closed by '---' follows" if starts else
+                   "has no YAML frontmatter (a '---' line, keys such as type, a closing '---')")
+            self.add(OKF, "frontmatter-missing", path, why, 1)
+            self.links(doc)
+            return
+        meta = doc.meta
+        kind = meta.get("type")
+        if kind is None or (isinstance(kind, str) and not kind.strip()):
+            self.add(OKF, "type-missing", path, "frontmatter has no non-empty type", doc.key_line("type") or 1)
+        elif not isinstance(kind, str):
+            self.add(OKF, "type-invalid", path, f"type must be a string, not {_kind(kind)}", doc.key_line("type"))
+        self.profile_keys(doc)
+        self.lifecycle(doc)
+        if len(doc.data) > RECALL_BYTES:
+            self.add(PROFILE, "over-4kb", path, f"is {len(doc.data)} bytes; Claude's recall shows only the first "
+                     "4 KB of a memory file (split it, or keep the essentials first)", severity=WARNING)
+        self.links(doc)
+
+    def profile_keys(self, doc: Doc) -> None:
+        meta, path = doc.meta, doc.path
+        missing = [k for k in PROFILE_KEYS if _blank(meta.get(k))]
+        if missing:
+            self.add(PROFILE, "profile-keys-missing", path, f"missing okfgit profile keys: {', '.join(missing)} "
+                     "(`okfgit adopt` adds them)", 1)
+        for key in ("title", "description", "scope", "okf_source", "name"):
+            value = meta.get(key)
+            if not _blank(value) and not isinstance(value, str):
+                self.add(PROFILE, "profile-key-invalid", path, f"{key} must be a string, not {_kind(value)}",
+                         doc.key_line(key))
+        scope = meta.get("scope")
+        if isinstance(scope, str) and scope.strip() and scope != self.tier.name:
+            self.add(PROFILE, "scope-mismatch", path, f"scope is {scope!r} but the file is in the "
+                     f"{self.tier.name} tier", doc.key_line("scope"))
+        okf_id = meta.get("okf_id")
+        if not _blank(okf_id) and not okf.is_valid_okf_id(okf_id):
+            self.add(PROFILE, "okf-id-malformed", path, f"okf_id {okf_id!r} is not a lower-case UUID "
+                     "(8-4-4-4-12 hex digits)", doc.key_line("okf_id"))
+        self.tags(doc)
+        description = meta.get("description")
+        if isinstance(description, str) and _SENTENCE_END.search(okf.one_line(description)):
+            self.add(PROFILE, "description-not-one-sentence", path, "description should be one sentence",
+                     doc.key_line("description"), WARNING)
+
+    def tags(self, doc: Doc) -> None:
+        tags = doc.meta.get("tags")
+        if tags is None:
+            return
+        if not isinstance(tags, list):
+            self.add(PROFILE, "tags-invalid", doc.path, f"tags must be a list of kebab-case words, not "
+                     f"{_kind(tags)}", doc.key_line("tags"))
+            return
+        bad = [t for t in tags if not isinstance(t, str) or not _TAG.match(t)]
+        if bad:
+            shown = ", ".join(repr(t) for t in bad)
+            self.add(PROFILE, "tags-invalid", doc.path, f"tags are kebab-case (lower-case words joined by '-'): "
+                     f"{shown}", doc.key_line("tags"))
+
+    def lifecycle(self, doc: Doc) -> None:
+        status = doc.meta.get("status")
+        if status == NEEDS_MERGE_STATUS:
+            self.add(PROFILE, "needs-merge", doc.path, "status: needs-merge; resolve the conflict, then set "
+                     "status to draft, stable or deprecated", doc.key_line("status"))
+        elif status is not None and status not in STATUSES:
+            self.add(PROFILE, "status-invalid", doc.path, f"status {status!r} is not one of "
+                     f"{', '.join(STATUSES)}", doc.key_line("status"), WARNING)
+        stale = doc.meta.get("stale_after")
+        if stale is None:
+            return
+        try:
+            day = dt.date.fromisoformat(str(stale)) if _ISO_DAY.match(str(stale)) else None
+        except ValueError:
+            day = None
+        if day is None:
+            self.add(PROFILE, "stale-after-invalid", doc.path, f"stale_after {stale!r} is not a YYYY-MM-DD date",
+                     doc.key_line("stale_after"), WARNING)
+        elif day <= self.today:
+            self.add(PROFILE, "stale", doc.path, f"stale since {day.isoformat()} (stale_after); re-verify it or "
+                     "move the date", doc.key_line("stale_after"), WARNING)
+
+    def duplicate_ids(self, concepts: list[Doc]) -> None:
+        owners: dict[str, list[str]] = {}
+        for doc in concepts:
+            okf_id = doc.meta.get("okf_id")
+            if (isinstance(okf_id, str) and okf_id and not index.is_needs_merge(doc.path)
+                    and doc.meta.get("status") != NEEDS_MERGE_STATUS):
+                owners.setdefault(okf_id, []).append(doc.path)
+        for okf_id, paths in owners.items():
+            if len(paths) < 2:
+                continue
+            for path in paths:
+                others = ", ".join(p for p in paths if p != path)
+                self.add(PROFILE, "duplicate-okf-id", path, f"okf_id {okf_id} is also used by {others} in this tier",
+                         self.docs[path].key_line("okf_id"))
+
+    # links ------------------------------------------------------------------------
+
+    def links(self, doc: Doc, skip_lines: Iterable[int] = ()) -> None:
+        skip = set(skip_lines)
+        for link in links.extract(doc.body):
+            line = doc.body_line + link.line - 1
+            if line in skip:
+                continue
+            if link.kind == "wiki":
+                if not self.wiki_resolves(link.target):
+                    self.add(PROFILE, "dangling-wiki-link", doc.path, f"[[{link.target}]] matches no concept "
+                             "name or file name in the active tiers", line)
+                continue
+            target = links.resolve(doc.path, link.target)
+            if target.external:
+                continue
+            if target.escapes:
+                self.add(PROFILE, "link-outside-kb", doc.path, f"link to {link.target} leaves the knowledge base",
+                         line, WARNING)
+            elif not links.exists(target.path or "index.md", self.entries):
+                self.add(PROFILE, "dangling-link", doc.path, f"link to {link.target}: {target.path or 'index.md'} "
+                         "does not exist in the tier", line)
+
+    def wiki_resolves(self, name: str) -> bool:
+        name = name.strip()
+        if name.endswith(".md"):
+            name = name[:-3]
+        if name in self.scan.names() or f"{name.lstrip('/')}.md" in self.entries:
+            return True
+        return self.wiki_elsewhere(name)
+
+    # reserved files -----------------------------------------------------------------
+
+    def index_structure(self, doc: Doc) -> None:
+        path = doc.path
+        if doc.has_frontmatter:
+            extra = sorted(k for k in doc.meta if k != "okf_version")
+            if path != "index.md":
+                self.add(OKF, "index-frontmatter", path, "index.md has frontmatter; only the root index.md may, "
+                         "and only okf_version", 1)
+            elif extra:
+                self.add(OKF, "index-frontmatter", path, f"the root index.md may carry only okf_version in its "
+                         f"frontmatter, not {', '.join(extra)}", 1)
+            version = doc.meta.get("okf_version")
+            if path == "index.md" and version is not None and str(version) != "0.2":
+                self.add(OKF, "okf-version", path, f"declares okf_version {version!r}; okfgit checks OKF 0.2",
+                         doc.key_line("okf_version"), WARNING)
+        text = _text(doc.body)
+        if not _has_heading(text):
+            self.add(OKF, "index-no-heading", path, "index.md has no section heading (e.g. '# Concepts')")
+        for line in index.entry_lines(text):
+            if line.target is None:
+                self.add(OKF, "index-entry-not-link", path, f"entry is not a markdown link: {line.text.strip()!r}",
+                         doc.body_line + line.number - 1)
+
+    def log(self, doc: Doc) -> None:
+        seen: dict[dt.date, int] = {}
+        previous: dt.date | None = None
+        groups = 0
+        for number, line in _outside_code(_text(doc.body)):
+            group = _LOG_GROUP.match(line)
+            if group is None:
+                if groups == 0 and _LIST_ITEM.match(line):
+                    self.add(OKF, "log-entry-undated", doc.path, "log entry above the first '## YYYY-MM-DD' heading",
+                             number)
+                continue
+            groups += 1
+            day = _iso_day(group.group(1))
+            if day is None:
+                self.add(OKF, "log-date-invalid", doc.path, f"log heading {group.group(1)!r} is not a valid "
+                         "YYYY-MM-DD date", number)
+                continue
+            if day in seen:
+                self.add(OKF, "log-date-duplicate", doc.path, f"{day.isoformat()} already has a group at line "
+                         f"{seen[day]}; add entries there", number)
+            elif previous is not None and day > previous:
+                self.add(OKF, "log-order", doc.path, f"{day.isoformat()} comes after {previous.isoformat()}; "
+                         "groups are newest first", number)
+            seen.setdefault(day, number)
+            previous = day
+
+
+class IndexCheck:
+    """Index files against the tree: every concept listed, every entry true, all reachable."""
+
+    def __init__(self, checker: Checker) -> None:
+        self.c = checker
+        self.entries = checker.entries
+        docs = checker.docs
+        # Files with a reading finding (symlink, binary...) already have their own error.
+        self.concepts = sorted(p for p in docs if okf.is_concept_path(p) and not index.is_needs_merge(p))
+        self.indexes = {p: d for p, d in docs.items() if p.rsplit("/", 1)[-1] == "index.md"}
+        self.listed: dict[str, set[str]] = {}
+        self.edges: dict[str, set[str]] = {}
+
+    def run(self) -> None:
+        for path, doc in sorted(self.indexes.items()):
+            self.read_index(path, doc)
+        omitted = self.omissions()
+        self.orphans(omitted)
+
+    def read_index(self, path: str, doc: Doc) -> None:
+        folder = index.parent(path)
+        text = _text(doc.body)
+        lines = index.entry_lines(text)
+        listed = self.listed.setdefault(folder, set())
+        edges = self.edges.setdefault(path, set())
+        for line in lines:
+            if line.target is None:
+                continue
+            number = doc.body_line + line.number - 1
+            target = links.resolve(path, line.target)
+            if target.external:
+                continue
+            if target.escapes:
+                self.c.add(PROFILE, "link-outside-kb", path, f"entry links to {line.target}, outside the knowledge "
+                           "base", number, WARNING)
+                continue
+            resolved = target.path or "index.md"
+            if not links.exists(resolved, self.entries):
+                self.c.add(PROFILE, "index-entry-dangling", path, f"entry links to {line.target}: "
+                           f"{resolved} does not exist", number)
+                continue
+            if resolved not in self.entries:  # a folder link, "sub/" or "sub"
+                resolved = index.index_path(resolved.removesuffix("/index.md").rstrip("/"))
+            edges.add(resolved)
+            if index.parent(resolved) == folder:
+                listed.add(resolved)
+            self.entry_shape(path, line, number, resolved)
+        # Links in the intro also lead on from here, and must resolve like any link.
+        self.c.links(doc, skip_lines=[doc.body_line + line.number - 1 for line in lines])
+        for link in links.extract(doc.body):
+            if link.kind == "md":
+                target = links.resolve(path, link.target)
+                if target.path is not None and not target.escapes:
+                    edges.add(target.path if target.path in self.entries
+                              else index.index_path(target.path.removesuffix("/index.md").rstrip("/")))
+
+    def entry_shape(self, path: str, line: index.Line, number: int, resolved: str) -> None:
+        if not line.strict:
+            self.c.add(PROFILE, "index-entry-malformed", path, f"entry is not in okfgit's shape "
+                       f"'- [Title](path) \u2014 one sentence': {line.text.strip()!r}", number)
+            return
+        doc = self.c.docs.get(resolved)
+        if doc is None or not doc.has_frontmatter or okf.is_reserved(resolved):
+            return
+        title = okf.one_line(doc.meta.get("title")) or okf.title_from_path(resolved)
+        want = index.expected_entry(title, line.target or "", okf.one_line(doc.meta.get("description")))
+        have = index.expected_entry(line.title or "", line.target or "", line.description)
+        if want != have:
+            self.c.add(PROFILE, "index-entry-stale", path, f"entry for {resolved} differs from its frontmatter "
+                       f"(expected {want!r}; run `okfgit index`)", number)
+
+    def omissions(self) -> set[str]:
+        """Concepts their folder's index does not list, and folders with no index at all."""
+        omitted: set[str] = set()
+        for folder in sorted(index.folders_of(self.concepts)):
+            if index.index_path(folder) not in self.entries:
+                self.c.add(PROFILE, "index-missing", index.index_path(folder), f"folder {folder or '(root)'}/ has "
+                           "concepts but no index.md (run `okfgit index`)")
+        for path in self.concepts:
+            folder = index.parent(path)
+            if index.index_path(folder) in self.indexes and path not in self.listed.get(folder, set()):
+                omitted.add(path)
+                self.c.add(PROFILE, "index-omission", index.index_path(folder), f"does not list "
+                           f"{path.rsplit('/', 1)[-1]} (run `okfgit index`)")
+        return omitted
+
+    def orphans(self, omitted: set[str]) -> None:
+        """Index files and concepts no chain of index links from the root index reaches.
+
+        Reported where the chain breaks: an unreached index whose parent index is
+        reached; a concept only when nothing above already explains it.
+        """
+        reached: set[str] = set()
+        todo = ["index.md"] if "index.md" in self.indexes else []
+        while todo:
+            path = todo.pop()
+            if path in reached:
+                continue
+            reached.add(path)
+            todo.extend(t for t in self.edges.get(path, ()) if t in self.indexes and t not in reached)
+            reached.update(t for t in self.edges.get(path, ()) if t not in self.indexes)
+        for path in sorted(self.indexes):
+            if path in reached or path == "index.md":
+                continue
+            folder = index.parent(path)
+            above = index.index_path(index.parent(folder))
+            if above in reached:
+                self.c.add(PROFILE, "orphan", path, f"not reachable from the root index: {above} has no entry "
+                           f"for {folder.rsplit('/', 1)[-1]}/ (run `okfgit index`)")
+        for path in self.concepts:
+            own = index.index_path(index.parent(path))
+            if path not in reached and path not in omitted and own in reached:
+                self.c.add(PROFILE, "orphan", path, "not reachable from the root index through index links")
+
+
+# -- running it ------------------------------------------------------------------------
+
+
+def check_snapshot(snap: Snapshot, today: dt.date, wiki_elsewhere: Callable[[str], bool] | None = None,
+                   worktree: bool = False) -> TierReport:
+    """Every finding for one tier's snapshot."""
+    scan = Scan(snap)
+    return _report(scan, today, wiki_elsewhere or (lambda name: False), worktree)
+
+
+def _report(scan: Scan, today: dt.date, wiki_elsewhere: Callable[[str], bool], worktree: bool) -> TierReport:
+    findings = Checker(scan, today, wiki_elsewhere).run()
+    concepts = sum(1 for p in scan.snap.entries if okf.is_concept_path(p))
+    return TierReport(scan.snap.tier, scan.snap.commit, worktree, concepts, findings)
+
+
+def run(ctx: Context, ws: Workspace, scope: str = "all", worktree: bool = False) -> Report:
+    """Check the selected tiers (``all``: every one that exists) at HEAD or in the working tree."""
+    tiers, skipped = ws.present(scope)
+    read = worktree_snapshot if worktree else snapshot
+    scans: dict[str, Scan] = {}
+    for tier in tiers:
+        snap = read(tier)
+        if not snap.entries:
+            where = "in its working tree" if worktree else "at HEAD"
+            skipped.append(f"{tier.label} tier skipped: no knowledge base {where} in {tier.root}")
+            continue
+        scans[tier.label] = Scan(snap)
+    elsewhere = _Elsewhere(ws, scans, read)
+    today = dt.date.fromisoformat(ctx.today())
+    reports = [_report(scan, today, elsewhere.lookup(label), worktree) for label, scan in scans.items()]
+    return Report(reports, skipped)
+
+
+class _Elsewhere:
+    """``[[name]]`` resolution across the other active tiers, each scanned only if needed."""
+
+    def __init__(self, ws: Workspace, scans: dict[str, Scan], read: Callable[[Tier], Snapshot]) -> None:
+        self.ws = ws
+        self.scans = dict(scans)
+        self.read = read
+        self._active: list[Tier] | None = None
+
+    def lookup(self, label: str) -> Callable[[str], bool]:
+        def found(name: str) -> bool:
+            for tier in self.active():
+                if tier.label != label and name in self.scan(tier).names():
+                    return True
+            return False
+
+        return found
+
+    def active(self) -> list[Tier]:
+        if self._active is None:
+            self._active = self.ws.active()
+        return self._active
+
+    def scan(self, tier: Tier) -> Scan:
+        if tier.label not in self.scans:
+            self.scans[tier.label] = Scan(self.read(tier))
+        return self.scans[tier.label]
+
+
+# -- text output -----------------------------------------------------------------------
+
+
+def render_text(report: Report) -> str:
+    """The human report: findings by tier, then by group, then a one-line summary."""
+    out: list[str] = []
+    for tier in report.tiers:
+        where = "working tree" if tier.worktree else f"HEAD {tier.commit[:7] if tier.commit else '(none)'}"
+        out.append(f"{tier.tier.label} tier: {tier.tier.root} ({where}, {tier.concepts} concepts)")
+        okf_findings = tier.group(OKF)
+        verdict = "conformant" if tier.conformant else "NOT conformant"
+        out.append(f"  OKF v0.2 conformance: {verdict}{_counts(okf_findings)}")
+        out.extend(_finding_line(f) for f in okf_findings)
+        profile = tier.group(PROFILE)
+        out.append(f"  okfgit profile: {'ok' if not profile else _counts(profile).strip(' ()')}")
+        out.extend(_finding_line(f) for f in profile)
+    out.extend(f"note: {note}" for note in report.skipped)
+    out.append(summary(report))
+    return "\n".join(out)
+
+
+def summary(report: Report) -> str:
+    checked = len(report.tiers)
+    conformant = sum(1 for t in report.tiers if t.conformant)
+    tiers = f"{checked} tier{'s' if checked != 1 else ''}"
+    return (f"{_plural(report.errors, 'error')}, {_plural(report.warnings, 'warning')} in {tiers}; "
+            f"OKF v0.2 conformant: {conformant} of {checked}")
+
+
+def _finding_line(f: Finding) -> str:
+    where = f"{f.file}:{f.line}" if f.line else f.file
+    return f"    {where}: {f.severity}: {f.code}: {f.message}"
+
+
+def _counts(findings: list[Finding]) -> str:
+    errors = sum(1 for f in findings if f.severity == ERROR)
+    warnings = len(findings) - errors
+    parts = [_plural(n, w) for n, w in ((errors, "error"), (warnings, "warning")) if n]
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+# -- small helpers ---------------------------------------------------------------------
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip()) or value == [] or value == {}
+
+
+def _kind(value: Any) -> str:
+    return {list: "a list", dict: "a mapping", bool: "a boolean", int: "a number", float: "a number"}.get(
+        type(value), type(value).__name__)
+
+
+def _text(body: bytes) -> str:
+    return body.decode("utf-8").lstrip("\ufeff")
+
+
+def _outside_code(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) for every line outside fenced code blocks."""
+    fence: str | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        opened = _FENCE.match(line)
+        if fence is not None:
+            if opened and opened.group(1) == fence:
+                fence = None
+        elif opened:
+            fence = opened.group(1)
+        else:
+            yield number, line
+
+
+def _has_heading(text: str) -> bool:
+    """An ATX heading (``# x``) or a setext one (a line underlined with ``===``)."""
+    previous = (0, "")
+    for number, line in _outside_code(text):
+        if index.HEADING.match(line):
+            return True
+        if _SETEXT.match(line) and previous[0] == number - 1 and previous[1].strip():
+            return True
+        previous = (number, line)
+    return False
+
+
+def _iso_day(text: str) -> dt.date | None:
+    if not _ISO_DAY.match(text):
+        return None
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        return None

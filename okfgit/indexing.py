@@ -1,0 +1,76 @@
+"""The ``index`` verb: regenerate every ``index.md`` of the selected tiers from HEAD.
+
+One commit per tier whose indexes are out of date (operation ``index``), built through
+plan/apply like every other write; a tier already up to date gets no commit. ``check``
+plans the same work and writes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from okfgit import index
+from okfgit.context import Context
+from okfgit.kb import snapshot
+from okfgit.plan import Plan, TierCommit, apply
+from okfgit.tiers import Tier, Workspace
+
+
+@dataclass
+class TierIndex:
+    """One tier's index work: which index files are stale, and the commit made (if any)."""
+
+    tier: Tier
+    base: str | None
+    stale: list[str]
+    commit: str | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"tier": self.tier.label, "base": self.base, "stale": self.stale, "commit": self.commit}
+
+
+@dataclass
+class IndexRun:
+    tiers: list[TierIndex]
+    skipped: list[str]
+    plan: Plan = field(default_factory=Plan)
+
+    @property
+    def stale(self) -> int:
+        return sum(len(t.stale) for t in self.tiers)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"tiers": [t.as_dict() for t in self.tiers], "skipped": self.skipped, "stale": self.stale}
+
+
+def plan_index(ws: Workspace, scope: str) -> IndexRun:
+    """Plan one commit per selected tier whose index files differ from what the tree implies."""
+    tiers, skipped = ws.present(scope)
+    run = IndexRun([], skipped)
+    for tier in tiers:
+        snap = snapshot(tier)
+        if snap.commit is None or not snap.entries:
+            run.skipped.append(f"{tier.label} tier skipped: no knowledge base at HEAD in {tier.root}")
+            continue
+        changes = index.regenerate(snap)
+        stale = sorted(changes)
+        run.tiers.append(TierIndex(tier, snap.commit, stale))
+        if not changes:
+            continue
+        listed = "\n".join(f"- {path}" for path in stale)
+        run.plan.commits.append(TierCommit(
+            tier, "index", f"okf: regenerate {len(stale)} index file{'s' if len(stale) != 1 else ''}",
+            dict(changes), body=f"Regenerated from the tree at {snap.commit[:12]}:\n\n{listed}",
+            old={p: (snap.blob(p) if p in snap.entries else None) for p in changes},
+        ))
+    return run
+
+
+def regenerate_indexes(ctx: Context, ws: Workspace, scope: str) -> IndexRun:
+    """Regenerate and commit; returns what was done (``commit`` set on each tier written)."""
+    run = plan_index(ws, scope)
+    done = apply(ctx, run.plan)
+    by_tier = {commit.tier.label: oid for commit, oid in done.commits}
+    for item in run.tiers:
+        item.commit = by_tier.get(item.tier.label)
+    return run
