@@ -1,0 +1,301 @@
+"""``adopt``: bring existing knowledge (an OKF bundle, a folder of notes) into a tier.
+
+Adopting only *adds* what okfgit's profile needs and is missing: ``okf_id``, ``scope``,
+``title`` (from the filename), ``description`` (the body's first sentence),
+``okf_source: authored``, and ``type: Note`` where OKF's required ``type`` is missing.
+Every other key keeps its value and its formatting, and every body byte stays, because
+keys are added with ``okf.set_keys``. Missing ``index.md`` files are written; existing
+ones are kept byte for byte. It all lands as one commit, or nothing does: any unreadable
+or unfit input is reported, with every problem listed, before anything is written.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from okfgit import fsutil, index, okf, store
+from okfgit.context import Context
+from okfgit.errors import OkfError, UsageError, ValidationError
+from okfgit.kb import LINK_MODE, Snapshot, snapshot
+from okfgit.plan import Plan, TierCommit, apply
+from okfgit.tiers import Tier, Workspace
+
+TREE = "tree"
+
+
+@dataclass
+class Adoption:
+    """What adopting would do (or did): the plan plus a report of it."""
+
+    tier: Tier
+    folder: str
+    source: str
+    adopted: list[str] = field(default_factory=list)  # concept files added or given keys
+    copied: list[str] = field(default_factory=list)  # other files copied byte for byte
+    indexes: list[str] = field(default_factory=list)  # index.md files written
+    skipped: list[str] = field(default_factory=list)  # hidden source files left out
+    notes: list[str] = field(default_factory=list)
+    plan: Plan = field(default_factory=Plan)
+    commit: str | None = None
+
+
+@dataclass(frozen=True)
+class _Source:
+    """One file to adopt: where it lands in the tier, how to name it in messages, its bytes."""
+
+    dest: str
+    name: str
+    data: bytes
+
+
+def adopt_plan(ws: Workspace, src: Path | None, scope: str, folder: str | None = None) -> Adoption:
+    """Plan adopting ``src`` (or, when None, what is already committed in the tier) into ``scope``."""
+    tier = ws.tier(scope)
+    region = fsutil.safe_relpath(folder, "--dir") if folder else ""
+    snap = snapshot(tier)
+    problems: list[str] = []
+    if src is None:
+        adoption = Adoption(tier, region, TREE)
+        files = list(_tree_files(snap, region, problems))
+    else:
+        source = _check_source(tier, src)
+        adoption = Adoption(tier, region, str(source))
+        files = list(_source_files(source, region, adoption, problems))
+    changes = _concept_changes(tier, snap, files, adoption, problems)
+    if problems:
+        lines = "\n".join(f"  {p}" for p in problems)
+        raise ValidationError(f"cannot adopt into {tier.label}: {len(problems)} problem(s), nothing was written:\n{lines}")
+    _add_indexes(tier, snap, region, changes, adoption)
+    if changes:
+        where = f"{region}/" if region else "the root"
+        what = "the tier's own files" if src is None else src.name or str(src)
+        adoption.plan.commits.append(TierCommit(
+            tier, "adopt", f"okf: adopt {len(adoption.adopted)} concepts from {what} into {where}", changes,
+            trailers=(("Okf-Adopted", str(len(adoption.adopted))), ("Okf-Source", adoption.source)),
+            old={p: (snap.blob(p) if p in snap.entries else None) for p in changes},
+        ))
+    return adoption
+
+
+def adopt(ctx: Context, ws: Workspace, src: Path | None, scope: str, folder: str | None = None) -> Adoption:
+    """Adopt as one commit (see ``adopt_plan``); no commit when there is nothing to add."""
+    adoption = adopt_plan(ws, src, scope, folder)
+    if adoption.plan.empty:
+        return adoption
+    if adoption.tier.name == "job":
+        store.exclude_runstate(ws)
+    done = apply(ctx, adoption.plan)
+    adoption.commit = done.commits[-1][1]
+    return adoption
+
+
+# -- reading the input --------------------------------------------------------------
+
+
+def _check_source(tier: Tier, src: Path) -> Path:
+    if not src.exists():
+        raise UsageError(f"{src}: no such folder")
+    if not src.is_dir():
+        raise UsageError(f"{src}: not a folder; adopt takes a folder of markdown files (an OKF bundle or notes)")
+    source = src.resolve()
+    if "\n" in str(source) or "\r" in str(source):
+        raise UsageError(f"{src!r}: a source path must be one line")
+    inside = fsutil.is_inside(source, tier.root)
+    around = tier.root.exists() and fsutil.is_inside(tier.root, source) and not _hidden_below(tier.root, source)
+    if inside or around:
+        raise UsageError(
+            f"{src}: overlaps the {tier.label} tier at {tier.root}; commit the files there and run "
+            f"`okfgit adopt --scope {tier.name} [--dir SUBDIR]` without SRC to adopt them in place"
+        )
+    return source
+
+
+def _hidden_below(inner: Path, outer: Path) -> bool:
+    """``inner`` sits under a hidden folder of ``outer`` (like ``.okf/``), which adopt skips anyway."""
+    rel = inner.resolve().relative_to(outer)
+    return any(part.startswith(".") for part in rel.parts)
+
+
+def _source_files(source: Path, region: str, adoption: Adoption, problems: list[str]) -> Iterator[_Source]:
+    """Every regular file under ``source``; symlinks are problems, hidden entries are skipped."""
+    for folder, dirs, names in os.walk(source):
+        base = Path(folder)
+        keep = []
+        for name in sorted(dirs):
+            full = base / name
+            rel = full.relative_to(source).as_posix()
+            if full.is_symlink():
+                problems.append(f"{full}: is a symlink; okfgit never follows links out of the source")
+            elif name.startswith("."):
+                adoption.skipped.append(rel + "/")
+            else:
+                keep.append(name)
+        dirs[:] = keep
+        for name in sorted(names):
+            full = base / name
+            rel = full.relative_to(source).as_posix()
+            if name.startswith("."):
+                adoption.skipped.append(rel)
+                continue
+            mode = full.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                problems.append(f"{full}: is a symlink; okfgit never follows links out of the source")
+                continue
+            if not stat.S_ISREG(mode):
+                problems.append(f"{full}: not a regular file")
+                continue
+            try:
+                dest = fsutil.safe_relpath(f"{region}/{rel}" if region else rel)
+                data = full.read_bytes()
+            except (OSError, UsageError) as exc:
+                problems.append(f"{full}: cannot be read ({getattr(exc, 'strerror', None) or exc})")
+                continue
+            yield _Source(dest, str(full), data)
+
+
+def _tree_files(snap: Snapshot, region: str, problems: list[str]) -> Iterator[_Source]:
+    """The markdown files already committed under ``region`` in the tier."""
+    prefix = f"{region}/" if region else ""
+    paths = [p for p in sorted(snap.entries) if p.startswith(prefix)]
+    if region and not paths:
+        raise UsageError(f"{snap.tier.label}:{region}/ has no committed files to adopt")
+    for path in paths:
+        if not path.endswith(".md"):
+            continue  # other files are left exactly as they are
+        name = f"{snap.tier.label}:{path}"
+        if snap.entries[path].mode == LINK_MODE:
+            problems.append(f"{name}: is a symlink; okfgit never follows links in a tier")
+        else:
+            yield _Source(path, name, snap.blob(path))
+
+
+# -- what changes -------------------------------------------------------------------
+
+
+def _concept_changes(tier: Tier, snap: Snapshot, files: list[_Source], adoption: Adoption,
+                     problems: list[str]) -> dict[str, bytes | None]:
+    """New bytes per path for every file that needs writing; problems collected, not raised."""
+    changes: dict[str, bytes | None] = {}
+    in_place = {f.dest for f in files if f.dest in snap.entries and snap.blob(f.dest) == f.data}
+    taken = _ids_in_tier(snap, in_place)
+    for file in files:
+        existing = snap.blob(file.dest) if file.dest in snap.entries else None
+        if existing is not None and existing != file.data:
+            problems.append(f"{file.name}: would overwrite {tier.label}:{file.dest}, which differs; "
+                            "adopt into another --dir or remove that file first")
+            continue
+        if not file.dest.endswith(".md"):
+            if existing is None:
+                changes[file.dest] = file.data
+                adoption.copied.append(file.dest)
+            continue
+        try:
+            parsed = okf.split(file.data, file.name)
+            if not okf.is_concept_path(file.dest):
+                new = file.data
+            else:
+                new = _with_profile(tier, file, parsed, taken, adoption.notes)
+        except OkfError as exc:
+            problems.append(str(exc))
+            continue
+        if new != existing:
+            changes[file.dest] = new
+            if okf.is_concept_path(file.dest):
+                adoption.adopted.append(file.dest)
+            else:
+                adoption.copied.append(file.dest)
+    return changes
+
+
+def _ids_in_tier(snap: Snapshot, in_place: set[str]) -> dict[str, str]:
+    """okf_id -> path for the tier's concepts, but those being adopted (checked as they come)."""
+    out: dict[str, str] = {}
+    for concept in snap.concepts():
+        if concept.okf_id and concept.path not in in_place:
+            out.setdefault(concept.okf_id, concept.path)
+    return out
+
+
+def _with_profile(tier: Tier, file: _Source, parsed: okf.Parsed, taken: dict[str, str], notes: list[str]) -> bytes:
+    """The file with the missing profile keys added (and only those); ValidationError when unfit."""
+    meta = parsed.meta
+    updates: dict[str, Any] = {}
+    if "type" not in meta:
+        updates["type"] = "Note"
+        if parsed.has_frontmatter:
+            notes.append(f"{file.dest}: had frontmatter without the type OKF requires; added type: Note")
+    elif not okf.one_line(meta["type"]) or not isinstance(meta["type"], str):
+        raise ValidationError(f"{file.name}: type is empty or not text; give it a value by hand")
+    if "title" not in meta:
+        updates["title"] = okf.title_from_path(file.dest)
+    if "description" not in meta:
+        sentence = okf.first_sentence(parsed.body.decode("utf-8"))
+        if sentence:
+            updates["description"] = sentence
+    if "scope" not in meta:
+        updates["scope"] = tier.name
+    elif meta["scope"] != tier.name:
+        raise ValidationError(f"{file.name}: scope is {meta['scope']!r} but the target tier is {tier.name}")
+    okf_id = meta.get("okf_id")
+    if okf_id is None:
+        okf_id = updates["okf_id"] = okf.new_okf_id()
+    elif not okf.is_valid_okf_id(okf_id):
+        raise ValidationError(f"{file.name}: okf_id {okf_id!r} is not a lower-case UUID")
+    if okf_id in taken and taken[okf_id] != file.dest:
+        raise ValidationError(f"{file.name}: okf_id {okf_id} is already used by {tier.label}:{taken[okf_id]}")
+    taken[okf_id] = file.dest
+    if "okf_source" not in meta:
+        updates["okf_source"] = "authored"
+    if not updates:
+        return file.data
+    return okf.set_keys(file.data, file.name, updates)
+
+
+def _add_indexes(tier: Tier, snap: Snapshot, region: str, changes: dict[str, bytes | None],
+                 adoption: Adoption) -> None:
+    """Write the index.md files missing under ``region`` and refresh okfgit's own ones.
+
+    An existing index in any other shape (a bundle's own) is kept byte for byte. The
+    folders above ``--dir`` are refreshed as ``okfgit new`` does, so the adopted folder
+    is reachable from the root index.
+    """
+    present = set(snap.entries) | {p for p, d in changes.items() if d is not None}
+    concepts = [p for p in present if okf.is_concept_path(p)]
+    if not concepts:
+        return
+    new_root = "index.md" not in present
+    if new_root:
+        changes["index.md"] = store.root_index(tier)
+    wanted = set()
+    for folder in index.folders_of(p for p in concepts if _in_region(p, region)):
+        path = index.index_path(folder)
+        if not _in_region_folder(folder, region) or path not in present or _okfgit_shaped(path, snap, changes):
+            wanted.add(folder)
+    written = index.regenerate(snap, changes, wanted)
+    changes.update(written)
+    adoption.indexes.extend(sorted(set(written) | ({"index.md"} if new_root else set())))
+
+
+_OKFGIT_ENTRY = re.compile(r"^- \[[^\[\]]*\]\([^()\s]+\)(?: \u2014 \S.*)?$")
+
+
+def _okfgit_shaped(path: str, snap: Snapshot, changes: dict[str, bytes | None]) -> bool:
+    """Every entry of this index has okfgit's exact shape, so regenerating only adds entries."""
+    data = changes.get(path) if path in changes else snap.blob(path)
+    text = (data or b"").decode("utf-8", errors="replace")
+    entries = [line for line in text.splitlines() if index.ENTRY.match(line)]
+    return all(_OKFGIT_ENTRY.match(line) for line in entries)
+
+
+def _in_region(path: str, region: str) -> bool:
+    return not region or path.startswith(region + "/")
+
+
+def _in_region_folder(folder: str, region: str) -> bool:
+    return not region or folder == region or folder.startswith(region + "/")
