@@ -1,0 +1,237 @@
+"""Claude Code hooks in ``<claude home>/settings.json`` that keep sessions current.
+
+``SessionStart`` projects the knowledge base; ``SessionEnd`` and ``PreCompact`` sync, so
+what an agent learnt is captured before the session or its context goes away. Entries are
+recognised by their exact command strings: install adds only what is missing, uninstall
+removes only those entries, and every other setting and hook keeps its place and value.
+A settings file okfgit cannot read with certainty is never rewritten (exit 3).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from okfgit import plan as plan_mod
+from okfgit.claude_home import claude_home
+from okfgit.context import Context
+from okfgit.errors import IntegrityError
+
+# Claude Code treats exit status 2 as "block" for some events (PreCompact can veto a
+# compaction) while okfgit uses 2 for usage errors; `|| exit 1` turns any failure into
+# Claude Code's non-blocking error, whose stderr the user sees.
+COMMANDS: dict[str, str] = {
+    "SessionStart": "okfgit project || exit 1",
+    "SessionEnd": "okfgit sync || exit 1",
+    "PreCompact": "okfgit sync || exit 1",
+}
+MATCHER = "*"  # every source / reason / trigger of the event
+
+
+def settings_path(ctx: Context) -> Path:
+    """``<claude home>/settings.json`` (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``)."""
+    return claude_home(ctx.environ, ctx.home) / "settings.json"
+
+
+@dataclass(frozen=True)
+class AgentChange:
+    """What install or uninstall does to settings.json: the events touched and the bytes."""
+
+    path: Path  # the file written (a symlinked settings.json's target)
+    old: bytes | None
+    new: bytes | None
+    events: tuple[str, ...]  # events whose okfgit entry is added (install) or removed (uninstall)
+
+    @property
+    def changed(self) -> bool:
+        return self.new is not None and self.new != self.old
+
+    @property
+    def reformats(self) -> bool:
+        """Writing changes the layout of the person's own settings too (not only okfgit's
+        entries): their file was not in the 2-space layout Claude Code itself writes."""
+        return self.changed and self.old is not None and _dump(_parse(self.path, self.old)) != self.old
+
+    def render(self) -> str:
+        return plan_mod.unified(str(self.path), self.old, self.new) if self.changed else ""
+
+
+def plan_install(ctx: Context) -> AgentChange:
+    """The settings.json with okfgit's three hooks added where missing."""
+    path, old, settings = _load(settings_path(ctx))
+    hooks = _hooks_object(path, settings, create=True)
+    added: list[str] = []
+    for event, command in COMMANDS.items():
+        groups = _event_groups(path, hooks, event, create=True)
+        if not any(_is_ours(entry, command) for group in groups for entry in _entries(path, event, group)):
+            groups.append({"matcher": MATCHER, "hooks": [{"type": "command", "command": command}]})
+            added.append(event)
+    return AgentChange(path, old, _dump(settings) if added else old, tuple(added))
+
+
+def plan_uninstall(ctx: Context) -> AgentChange:
+    """The settings.json without okfgit's entries; containers left empty by that go too."""
+    path, old, settings = _load(settings_path(ctx))
+    if old is None:
+        return AgentChange(path, None, None, ())
+    hooks = _hooks_object(path, settings, create=False)
+    removed: list[str] = []
+    for event, command in COMMANDS.items():
+        if hooks is not None and event in hooks and _remove_ours(path, hooks, event, command):
+            removed.append(event)
+    if hooks is not None and not hooks and removed:
+        del settings["hooks"]
+    return AgentChange(path, old, _dump(settings) if removed else old, tuple(removed))
+
+
+def _remove_ours(path: Path, hooks: dict[str, Any], event: str, command: str) -> bool:
+    """Drop okfgit's entries from ``hooks[event]``; a group or event list left empty by
+    that goes too (one that was empty before stays). True when anything was removed."""
+    groups = _event_groups(path, hooks, event, create=False)
+    kept_groups = []
+    removed = False
+    for group in groups:
+        entries = _entries(path, event, group)
+        kept = [e for e in entries if not _is_ours(e, command)]
+        if len(kept) < len(entries):
+            removed = True
+            if not kept:
+                continue  # the group held only okfgit's entry
+            group["hooks"] = kept
+        kept_groups.append(group)
+    if not removed:
+        return False
+    if kept_groups:
+        hooks[event] = kept_groups
+    else:
+        del hooks[event]
+    return True
+
+
+def apply(ctx: Context, change: AgentChange) -> None:
+    """Write the planned settings.json: temp file, fsync, rename (it holds a person's bytes)."""
+    if not change.changed or change.new is None:
+        return
+    write = plan_mod.FileWrite(change.path, change.new, "claude hooks", fsync=True, old=change.old)
+    done = plan_mod.apply(ctx, plan_mod.Plan(writes=[write]))
+    if done.failed:
+        raise IntegrityError(done.failed[0][1])
+
+
+@dataclass(frozen=True)
+class AgentStatus:
+    path: Path
+    installed: dict[str, bool]  # event -> okfgit's entry present
+    problem: str | None  # why the file cannot be read, if it cannot
+
+    @property
+    def state(self) -> str:
+        if self.problem:
+            return "unreadable"
+        found = sum(self.installed.values())
+        return "installed" if found == len(COMMANDS) else "partial" if found else "absent"
+
+    def to_json(self) -> dict[str, object]:
+        return {"agent": "claude", "settings": str(self.path), "state": self.state,
+                "events": self.installed, "problem": self.problem}
+
+
+def status(ctx: Context) -> AgentStatus:
+    """Which of okfgit's Claude Code hooks are in settings.json; never raises for a bad file."""
+    try:
+        path, _, settings = _load(settings_path(ctx))
+        hooks = _hooks_object(path, settings, create=False) or {}
+        installed = {}
+        for event, command in COMMANDS.items():
+            groups = _event_groups(path, hooks, event, create=False) if event in hooks else []
+            installed[event] = any(_is_ours(e, command) for g in groups for e in _entries(path, event, g))
+    except IntegrityError as exc:
+        return AgentStatus(settings_path(ctx), {e: False for e in COMMANDS}, str(exc))
+    return AgentStatus(path, installed, None)
+
+
+# -- reading settings.json with certainty ---------------------------------------------
+
+
+def _load(path: Path) -> tuple[Path, bytes | None, dict[str, Any]]:
+    """(file to write, its bytes or None, parsed object). A symlinked settings.json is
+    followed so a dotfiles link stays a link."""
+    target = path.resolve() if path.is_symlink() else path
+    try:
+        data = target.read_bytes()
+    except FileNotFoundError:
+        return target, None, {}
+    except OSError as exc:
+        raise IntegrityError(f"{path}: cannot read ({exc.strerror or exc}); nothing was changed") from exc
+    return target, data, _parse(path, data)
+
+
+def _parse(path: Path, data: bytes) -> dict[str, Any]:
+    try:
+        text = data.decode("utf-8")
+        parsed = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except UnicodeDecodeError:
+        raise IntegrityError(f"{path}: not UTF-8; not rewriting it (nothing was changed)") from None
+    except json.JSONDecodeError as exc:
+        raise IntegrityError(
+            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+            "not rewriting it (nothing was changed)"
+        ) from None
+    except ValueError as exc:
+        raise IntegrityError(f"{path}: {exc}; not rewriting it (nothing was changed)") from None
+    if not isinstance(parsed, dict):
+        raise IntegrityError(f"{path}: not a JSON object; not rewriting it (nothing was changed)")
+    return parsed
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # Rewriting would silently drop all but one value of a repeated key.
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"key {key!r} appears twice")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _hooks_object(path: Path, settings: dict[str, Any], *, create: bool) -> dict[str, Any] | None:
+    hooks = settings.get("hooks")
+    if hooks is None:
+        if not create:
+            return None
+        hooks = settings["hooks"] = {}
+    if not isinstance(hooks, dict):
+        raise IntegrityError(f"{path}: \"hooks\" is not an object; not rewriting it (nothing was changed)")
+    return hooks
+
+
+def _event_groups(path: Path, hooks: dict[str, Any], event: str, *, create: bool) -> list[Any]:
+    if event not in hooks and create:
+        hooks[event] = []
+    groups = hooks[event]
+    if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
+        raise IntegrityError(f"{path}: hooks.{event} is not a list of objects; not rewriting it (nothing was changed)")
+    return groups
+
+
+def _entries(path: Path, event: str, group: Mapping[str, Any]) -> list[Any]:
+    entries = group.get("hooks", [])
+    if not isinstance(entries, list):
+        raise IntegrityError(f"{path}: a hooks.{event} entry's \"hooks\" is not a list; not rewriting it (nothing was changed)")
+    return entries
+
+
+def _is_ours(entry: Any, command: str) -> bool:
+    return isinstance(entry, dict) and entry.get("type") == "command" and entry.get("command") == command
+
+
+def _dump(settings: dict[str, Any]) -> bytes:
+    # Claude Code writes settings.json the same way: 2-space indent, non-ASCII kept.
+    return (json.dumps(settings, indent=2, ensure_ascii=False) + "\n").encode("utf-8")

@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from okfgit import agent_hooks, hooks
+from okfgit.commands._common import emit_json, json_option, repo_option, warn, workspace
+from okfgit.context import Context
+from okfgit.errors import UsageError
+
+agent_option = click.option(
+    "--agent", type=click.Choice(["claude"]), default=None,
+    help="Act on an agent's hooks instead of git's: claude = <claude home>/settings.json.",
+)
+dry_run_option = click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+
+
+@click.group("hooks")
+def hooks_cmd() -> None:
+    """Install, remove or inspect the hooks that keep the knowledge base and every
+    agent's files current.
+
+    Git hooks (post-checkout, post-merge, post-commit, post-rewrite) go into the folder
+    git runs hooks from (core.hooksPath respected) and run `okfgit sync` after git has
+    finished; they never make a git command fail. With --agent claude, Claude Code's
+    SessionStart, SessionEnd and PreCompact hooks are added to its settings.json.
+    """
+
+
+@hooks_cmd.command("install")
+@agent_option
+@dry_run_option
+@repo_option
+@json_option
+def install_cmd(agent: str | None, dry_run: bool, repo: Path | None, as_json: bool) -> None:
+    """Install okfgit's hooks. Running it again changes nothing; a hook that was already
+    there is kept as <hook>.legacy and still runs first."""
+    if agent:
+        _agent(agent_hooks.plan_install, dry_run, as_json, "added")
+        return
+    root = _repo_root(repo)
+    where, actions = hooks.install(root, Context.from_process().environ, dry_run=dry_run)
+    _report(where, actions, dry_run, as_json)
+
+
+@hooks_cmd.command("uninstall")
+@agent_option
+@dry_run_option
+@repo_option
+@json_option
+def uninstall_cmd(agent: str | None, dry_run: bool, repo: Path | None, as_json: bool) -> None:
+    """Remove okfgit's hooks and restore exactly what was there before (each
+    <hook>.legacy back under its name). Hooks that are not okfgit's are left alone."""
+    if agent:
+        _agent(agent_hooks.plan_uninstall, dry_run, as_json, "removed")
+        return
+    root = _repo_root(repo)
+    where, actions = hooks.uninstall(root, Context.from_process().environ, dry_run=dry_run)
+    _report(where, actions, dry_run, as_json)
+
+
+@hooks_cmd.command("status")
+@repo_option
+@json_option
+def status_cmd(repo: Path | None, as_json: bool) -> None:
+    """Per hook: ours, chained (ours, running a kept <hook>.legacy), foreign or absent;
+    the folder git runs hooks from; the last hook error logged; Claude Code's hooks."""
+    ctx, ws = workspace(repo)
+    git_status = hooks.status(ws.project_repo, ctx.environ) if ws.project_repo else None
+    agent = agent_hooks.status(ctx)
+    if as_json:
+        emit_json({"git": git_status.to_json() if git_status else None, "agents": [agent.to_json()]})
+        return
+    if git_status is None:
+        click.echo("git hooks: not in a git repository")
+    else:
+        where = git_status.where
+        configured = f" (core.hooksPath = {where.configured})" if where.configured else ""
+        click.echo(f"git hooks in {where.path}{configured}")
+        for h in git_status.hooks:
+            note = " (outdated: run `okfgit hooks install`)" if h.state in ("ours", "chained") and not h.current else ""
+            if h.state in ("absent", "foreign") and h.legacy:
+                note = f" ({h.name}{hooks.LEGACY_SUFFIX} present)"
+            click.echo(f"  {h.name:<14} {h.state}{note}")
+        if git_status.last_error:
+            click.echo(f"last hook error ({where.log}): {git_status.last_error}")
+    click.echo(f"claude hooks in {agent.path}: {agent.state}")
+    for event, present in agent.installed.items():
+        click.echo(f"  {event:<14} {'installed' if present else 'absent'}")
+    if agent.problem:
+        warn([agent.problem])
+
+
+def _repo_root(repo: Path | None) -> Path:
+    _, ws = workspace(repo)
+    if ws.project_repo is None:
+        raise UsageError("git hooks need a git repository: run inside one or pass --repo (or use --agent claude)")
+    return ws.project_repo
+
+
+def _report(where: hooks.HooksDir, actions: list[hooks.Action], dry_run: bool, as_json: bool) -> None:
+    notes = []
+    if where.configured:
+        notes.append(f"core.hooksPath is {where.configured!r}: hooks in {where.path} run for every repository "
+                     "that uses that folder")
+    if where.in_worktree:
+        notes.append(f"{where.path} is inside the working tree: git status shows files okfgit adds there")
+    if as_json:
+        emit_json({"hooks_path": str(where.path), "dry_run": dry_run, "actions": [a.to_json() for a in actions],
+                   "warnings": notes})
+        return
+    click.echo(f"{'would change' if dry_run else 'hooks in'} {where.path}:")
+    for a in actions:
+        click.echo(f"  {a.hook:<14} {a.action:<12} {a.detail}")
+    warn(notes)
+
+
+def _agent(planner: Callable[[Context], agent_hooks.AgentChange], dry_run: bool, as_json: bool, verb: str) -> None:
+    ctx = Context.from_process()
+    change = planner(ctx)
+    if not dry_run:
+        agent_hooks.apply(ctx, change)
+    if as_json:
+        emit_json({"agent": "claude", "settings": str(change.path), "dry_run": dry_run, "changed": change.changed,
+                   verb: list(change.events)})
+    elif dry_run:
+        click.echo(change.render() or f"{change.path}: nothing to change")
+    elif change.changed:
+        click.echo(f"{change.path}: {verb} {', '.join(change.events)} hook{'s' if len(change.events) > 1 else ''}")
+    if change.reformats:
+        warn([f"{change.path} {'would be' if dry_run else 'was'} rewritten in Claude Code's own layout (2-space "
+              "JSON); every setting keeps its value and place"])
+    else:
+        click.echo(f"{change.path}: nothing to change")
