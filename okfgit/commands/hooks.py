@@ -129,8 +129,8 @@ def _agent(planner: Callable[[Context], agent_hooks.AgentChange], dry_run: bool,
         click.echo(change.render() or f"{change.path}: nothing to change")
     elif change.changed:
         click.echo(f"{change.path}: {verb} {', '.join(change.events)} hook{'s' if len(change.events) > 1 else ''}")
+    else:
+        click.echo(f"{change.path}: nothing to change")
     if change.reformats:
         warn([f"{change.path} {'would be' if dry_run else 'was'} rewritten in Claude Code's own layout (2-space "
               "JSON); every setting keeps its value and place"])
-    else:
-        click.echo(f"{change.path}: nothing to change")
