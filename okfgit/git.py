@@ -199,6 +199,20 @@ class Repo:
         self._walk(tree, "", out)
         return out
 
+    def entry_at(self, commit: str | None, path: str) -> Entry | None:
+        """The tree entry at ``path`` in ``commit`` (blob, tree, link or submodule), or None.
+
+        One lookup, no walk: for reading a single settings file on every sync.
+        """
+        if commit is None:
+            return None
+        tree = self.raw[commit].peel(pygit2.Tree)
+        try:
+            item = tree[path]
+        except KeyError:
+            return None
+        return Entry(str(item.id), int(item.filemode))
+
     def _walk(self, tree: pygit2.Tree, base: str, out: dict[str, Entry]) -> None:
         for item in tree:
             path = base + item.name

@@ -1,0 +1,143 @@
+"""The capture switch: whether okfgit may capture agents' memories in this repository.
+
+Capturing what an agent wrote into a shared repository is a privacy decision, so two
+parties must agree and either can say no:
+
+- the machine: ``git config okf.capture on|off`` (any git boolean; unset means on), read
+  the way git reads it (local, then global and system config, includes honoured);
+- the project, for everyone who clones it: ``capture = "off"`` in ``.okf/okfgit.toml``,
+  read from the tree at HEAD. A machine's ``on`` cannot override it.
+
+When the project's setting exists but cannot be read with certainty (not a regular
+file, not UTF-8, not TOML, an unknown key or value, or uncommitted edits to it), capture
+is off: okfgit does not guess in the direction of sharing. ``spec/okf-hooks.md`` pins it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from okfgit.context import Context
+from okfgit.git import Entry, Repo, blob_oid, clean_git_env
+from okfgit.tiers import PROJECT_PREFIX, Workspace
+
+CONFIG_KEY = "okf.capture"
+SETTINGS_NAME = "okfgit.toml"
+SETTINGS_PATH = f"{PROJECT_PREFIX}/{SETTINGS_NAME}"  # in the project repo
+_KNOWN_KEYS = {"capture"}
+_VALUES = {"on": "on", "off": "off", True: "on", False: "off"}
+_MAX_BYTES = 64 * 1024
+_REGULAR = (0o100644, 0o100755)
+_TREE = 0o040000
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Effective capture, and both parties' say.
+
+    ``machine``: ``on`` | ``off`` | ``unset`` (default on) | ``invalid`` (counts as off).
+    ``project``: ``on`` | ``off`` | ``unset`` | ``unreadable`` (counts as off).
+    """
+
+    enabled: bool
+    reason: str
+    machine: str
+    project: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"enabled": self.enabled, "reason": self.reason, "machine": self.machine, "project": self.project}
+
+
+def capture_decision(ctx: Context, ws: Workspace) -> Decision:
+    """Whether capture is on for ``ws``'s project repository, and why."""
+    machine, machine_why = machine_setting(ctx, ws.project_repo)
+    project, project_why = project_setting(ws.project_repo)
+    enabled = machine in ("on", "unset") and project in ("on", "unset")
+    if enabled:
+        reason = f"capture is on: {machine_why}; {project_why}"
+    elif project in ("off", "unreadable"):
+        reason = f"capture is off: {project_why}"  # the project's word is final
+    else:
+        reason = f"capture is off: {machine_why}"
+    return Decision(enabled, reason, machine, project)
+
+
+def machine_setting(ctx: Context, repo_root: Path | None) -> tuple[str, str]:
+    """(``on``|``off``|``unset``|``invalid``, why) from ``git config --type=bool okf.capture``."""
+    cwd = repo_root if repo_root is not None else ctx.cwd
+    try:
+        proc = subprocess.run(
+            ["git", "config", "--type=bool", "--get", CONFIG_KEY], cwd=cwd,
+            env=clean_git_env(ctx.environ), capture_output=True, text=True,
+        )
+    except OSError as exc:
+        return "invalid", f"cannot run git to read {CONFIG_KEY} ({exc.strerror or exc}), so off"
+    value = proc.stdout.strip()
+    if proc.returncode == 1 and not value:
+        return "unset", f"git config {CONFIG_KEY} is not set (default on)"
+    if proc.returncode == 0 and value in ("true", "false"):
+        word = "on" if value == "true" else "off"
+        return word, f"git config {CONFIG_KEY} is {word}"
+    detail = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
+    return "invalid", f"git config {CONFIG_KEY} is not a boolean ({detail}), so off"
+
+
+def project_setting(repo_root: Path | None) -> tuple[str, str]:
+    """(``on``|``off``|``unset``|``unreadable``, why) from ``.okf/okfgit.toml`` at HEAD."""
+    if repo_root is None:
+        return "unset", "no project repository"
+    repo = Repo.open(repo_root)
+    head = repo.head_commit()
+    okf_dir = repo.entry_at(head, PROJECT_PREFIX)
+    if okf_dir is not None and okf_dir.mode != _TREE:
+        return "unreadable", f"{PROJECT_PREFIX} at HEAD is not a folder, so the project's setting cannot be read"
+    entry = repo.entry_at(head, SETTINGS_PATH) if okf_dir is not None else None
+    if entry is not None and entry.mode not in _REGULAR:
+        return "unreadable", f"{SETTINGS_PATH} at HEAD is not a regular file (a symlink, folder or submodule)"
+    if _uncommitted(repo, entry):
+        return "unreadable", f"{SETTINGS_PATH} has uncommitted changes; capture stays off until they are committed"
+    if entry is None:
+        return "unset", f"the project has no {SETTINGS_PATH} at HEAD"
+    return _parse(repo.read_blob(entry.oid))
+
+
+def _uncommitted(repo: Repo, entry: Entry | None) -> bool:
+    """The working tree's settings file differs from HEAD's (added, edited or removed).
+
+    Someone who just wrote ``capture = "off"`` means it now; until the edit is committed
+    the project's word is uncertain, so capture is off."""
+    file = repo.workdir / SETTINGS_PATH
+    if file.is_symlink():
+        return True
+    try:
+        data = file.read_bytes()
+    except FileNotFoundError:
+        return entry is not None
+    except OSError:
+        return True
+    return entry is None or entry.oid != blob_oid(data)
+
+
+def _parse(data: bytes) -> tuple[str, str]:
+    where = f"{SETTINGS_PATH} at HEAD"
+    if len(data) > _MAX_BYTES:
+        return "unreadable", f"{where} is larger than {_MAX_BYTES} bytes"
+    try:
+        parsed = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "unreadable", f"{where} is not UTF-8"
+    except tomllib.TOMLDecodeError as exc:
+        return "unreadable", f"{where} is not valid TOML ({exc})"
+    unknown = sorted(set(parsed) - _KNOWN_KEYS)
+    if unknown:
+        return "unreadable", f"{where} has unknown keys ({', '.join(unknown)}), so its intent is uncertain"
+    if "capture" not in parsed:
+        return "unset", f"{where} does not set capture"
+    value = parsed["capture"]
+    word = _VALUES.get(value) if isinstance(value, (str, bool)) else None
+    if word is None:
+        return "unreadable", f"{where} has capture = {value!r}; use \"on\" or \"off\""
+    return word, f"{where} says capture = \"{word}\""
