@@ -139,6 +139,18 @@ class Repo:
             return None
         return str(value)
 
+    def config_set(self, key: str, value: str) -> None:
+        """Set ``key`` in the repository's own config (like ``git config KEY VALUE``)."""
+        self.raw.config[key] = value
+
+    def config_unset(self, key: str) -> bool:
+        """Remove ``key`` from the repository's own config; False when it was not set."""
+        try:
+            del self.raw.config[key]
+        except (KeyError, pygit2.GitError):
+            return False
+        return True
+
     # -- reading --------------------------------------------------------------------
 
     def head_commit(self) -> str | None:
@@ -168,6 +180,15 @@ class Repo:
 
     def branch_exists(self, name: str) -> bool:
         return f"refs/heads/{name}" in self.raw.references
+
+    @staticmethod
+    def valid_branch_name(name: str) -> bool:
+        """``name`` is a branch name git accepts (``git check-ref-format --branch``)."""
+        return not name.startswith("-") and pygit2.reference_is_valid_name(f"refs/heads/{name}")
+
+    def parents(self, commit: str) -> list[str]:
+        """The parent commit OIDs of ``commit``, first parent first."""
+        return [str(p) for p in self.raw[commit].peel(pygit2.Commit).parent_ids]
 
     def tree_oid(self, commit: str | None, prefix: str = "") -> str | None:
         """The OID of the tree at ``prefix`` in ``commit``; None when absent."""

@@ -1,0 +1,447 @@
+"""Promotion: re-home concepts job -> project (or project -> global) as two commits.
+
+Everything is checked before the first commit (fail-closed): the references, the
+route, both repositories' states, uncommitted edits in the way, an ``okf_id`` the
+destination already has, links that would dangle there. Then the destination commit
+lands (on the checked-out branch, or on a new ``--branch`` without touching the
+checkout), then the source commit removes the concepts and names where they went.
+With ``--branch`` the run's copy is removed too; the branch holds the concept until
+the pull request is merged, and ``git revert`` of the source commit brings it back
+into the run if the pull request is closed.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from difflib import get_close_matches
+
+from okfgit import TOOL, index, links, okf, runs
+from okfgit.context import Context
+from okfgit.errors import IntegrityError, OkfError, RepoStateError, UnwritableError, UsageError, ValidationError
+from okfgit.fsutil import safe_relpath
+from okfgit.git import Repo, blob_oid, clean_git_env
+from okfgit.kb import Concept, Snapshot, snapshot
+from okfgit.plan import Plan, TierCommit, apply, render
+from okfgit.store import root_index
+from okfgit.tiers import Tier, Workspace
+
+ROUTES = (("job", "project"), ("project", "global"))
+HARVEST_VERSION = 1
+LABEL = "okf-harvest"
+PENDING = "<destination commit>"
+
+
+@dataclass(frozen=True)
+class Item:
+    """One concept being promoted: where it was, where it goes, its new bytes."""
+
+    okf_id: str
+    source_path: str
+    path: str
+    data: bytes
+    title: str
+    type: str
+    description: str
+    minted: bool = False
+
+    @property
+    def oid(self) -> str:
+        return blob_oid(self.data)
+
+
+@dataclass
+class PromotionPlan:
+    """A validated promotion: the destination commit and what the source commit will remove."""
+
+    source: Tier
+    destination: Tier
+    source_head: str
+    items: list[Item]
+    branch: str | None
+    destination_commit: TierCommit
+    source_snapshot: Snapshot
+    warnings: list[str] = field(default_factory=list)
+
+    def source_commit(self, destination_oid: str, today: str) -> TierCommit:
+        """The source-side commit, once the destination commit's OID is known."""
+        return _source_commit(self, destination_oid, today)
+
+
+@dataclass(frozen=True)
+class Promotion:
+    plan: PromotionPlan
+    destination_oid: str
+    source_oid: str
+
+    @property
+    def run(self) -> str | None:
+        return self.plan.source.run
+
+
+# -- planning (all validation happens here) -------------------------------------------
+
+
+def plan_promotion(
+    ctx: Context,
+    ws: Workspace,
+    refs: Sequence[str],
+    from_: str,
+    to: str,
+    *,
+    branch: str | None = None,
+    folder: str | None = None,
+) -> PromotionPlan:
+    """Resolve and check everything a promotion needs; raise before anything is written."""
+    if (from_, to) not in ROUTES:
+        raise UsageError(f"cannot promote {from_} -> {to}: promotion goes job -> project or project -> global")
+    if not refs:
+        raise UsageError("name at least one concept to promote (a path, slug, title or okf_id)")
+    source = runs.job_tier(ws) if from_ == "job" else _existing(ws.tier(from_))
+    destination = ws.tier(to)
+    src_repo = source.open()
+    src_snap = snapshot(source)
+    if src_snap.commit is None:
+        raise UsageError(f"the {source.label} tier has no commits; nothing to promote")
+    src_repo.check_writable_state()
+    dst_snap = snapshot(destination)
+    dst_repo = destination.open() if destination.exists() else None
+    _check_destination_ref(dst_repo, branch)
+
+    concepts = _unique([resolve_ref(src_snap, ref) for ref in refs])
+    dest_folder = safe_relpath(folder, "--dir") if folder is not None else None
+    items = [_item(src_snap, c, to, dest_folder) for c in concepts]
+    _check_items(items, dst_snap)
+    _check_links(items, dst_snap)
+
+    changes: dict[str, bytes | None] = {i.path: i.data for i in items}
+    if "index.md" not in dst_snap.entries:
+        changes["index.md"] = root_index(destination)
+    changes.update(index.regenerate(dst_snap, changes, index.affected_folders(list(changes))))
+    dest_commit = TierCommit(
+        destination, "promote", _subject(items, f"from {source.label}"), changes,
+        trailers=tuple(t for i in items for t in (
+            ("Okf-Id", i.okf_id), ("Okf-Promoted-From", f"{source.label}@{src_snap.commit}:{i.source_path}"))),
+        branch=branch, new_branch=branch is not None,
+        old={p: (dst_snap.blob(p) if p in dst_snap.entries else None) for p in changes},
+    )
+    pp = PromotionPlan(source, destination, src_snap.commit, items, branch, dest_commit, src_snap)
+    pp.warnings.extend(_backlink_warnings(pp))
+    # The source commit is fully known except the destination OID: check its paths now.
+    draft = pp.source_commit(PENDING, ctx.today())
+    _check_dirty(src_repo, source, draft.changes, src_snap.commit)
+    if branch is None and dst_repo is not None:
+        dst_repo.check_writable_state()
+        _check_dirty(dst_repo, destination, changes, dst_snap.commit)
+    return pp
+
+
+def _existing(tier: Tier) -> Tier:
+    if not tier.exists():
+        raise UsageError(f"the {tier.label} tier does not exist yet at {tier.root}")
+    return tier
+
+
+def _check_destination_ref(repo: Repo | None, branch: str | None) -> None:
+    if branch is None:
+        return
+    if not Repo.valid_branch_name(branch):
+        raise UsageError(f"{branch!r} is not a valid branch name")
+    if repo is not None and repo.branch_exists(branch):
+        raise UsageError(f"branch {branch!r} already exists in {repo.workdir}; pick a new name (nothing was written)")
+
+
+def resolve_ref(snap: Snapshot, ref: str) -> Concept:
+    """A concept by path (with or without ``.md``), ``okf_id``, slug, title or a slug prefix.
+
+    The first rule that matches decides; several matches are ambiguous (exit 2, candidates listed).
+    """
+    concepts = list(snap.concepts())
+    wanted = ref.strip().lstrip("/")
+    for matcher in (
+        lambda c: c.path in (wanted, wanted + ".md"),
+        lambda c: c.okf_id == wanted,
+        lambda c: c.slug == wanted,
+        lambda c: c.title.casefold() == wanted.casefold(),
+        lambda c: c.slug.startswith(wanted),
+    ):
+        found = [c for c in concepts if matcher(c)]
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            listed = "; ".join(f"{c.path} ({c.okf_id or 'no okf_id'})" for c in found)
+            raise UsageError(f"{ref!r} is ambiguous in the {snap.tier.label} tier; candidates: {listed}")
+    names = [c.path for c in concepts] + [c.slug for c in concepts]
+    close = get_close_matches(wanted, names, n=5, cutoff=0.5)
+    paths = sorted({c.path for c in concepts if c.path in close or c.slug in close})
+    hint = f"; did you mean: {', '.join(paths)}" if paths else ""
+    raise UsageError(f"no concept {ref!r} in the {snap.tier.label} tier{hint}")
+
+
+def _unique(concepts: list[Concept]) -> list[Concept]:
+    seen: dict[str, Concept] = {}
+    for concept in concepts:
+        seen.setdefault(concept.path, concept)
+    return list(seen.values())
+
+
+def _item(snap: Snapshot, concept: Concept, to: str, folder: str | None) -> Item:
+    if concept.path == runs.STATE and concept.tier.startswith("job"):
+        raise UsageError(f"{concept.citation} is the run's state, not a lesson; it stays in the run")
+    if runs.generalizes_of(concept) == "no":
+        raise ValidationError(f"{concept.citation} says `generalizes: no` (true only in this run); "
+                              "change that line in the run first if it does hold beyond it")
+    name = concept.path.rsplit("/", 1)[-1]
+    path = f"{folder}/{name}" if folder else concept.path
+    if any(ch.isspace() for ch in concept.path + path):
+        raise ValidationError(f"{concept.citation}: a path with spaces cannot be named in a provenance trailer; "
+                              "rename the file first")
+    raw = concept.meta
+    okf_id = concept.okf_id
+    minted = not okf.is_valid_okf_id(okf_id)
+    if okf_id is not None and minted:
+        raise ValidationError(f"{concept.citation}: okf_id {okf_id!r} is not a UUID; fix it before promoting")
+    updates: dict[str, object] = {"scope": to}
+    if okf_id is None:
+        okf_id = okf.new_okf_id()
+        updates["okf_id"] = okf_id
+    data = okf.set_keys(snap.blob(concept.path), concept.citation, updates)
+    return Item(okf_id, concept.path, path, data, concept.title, concept.type, okf.one_line(raw.get("description")),
+                minted)
+
+
+def _check_items(items: list[Item], dst: Snapshot) -> None:
+    paths: dict[str, Item] = {}
+    for item in items:
+        if item.path in paths:
+            raise UsageError(f"{paths[item.path].source_path} and {item.source_path} would both land at "
+                             f"{dst.tier.label}:{item.path}; promote them separately with --dir")
+        paths[item.path] = item
+        if item.path in dst.entries:
+            raise UsageError(f"{dst.tier.label}:{item.path} already exists; pass --dir to choose another folder "
+                             "(nothing was written)")
+    by_id = {c.okf_id: c for c in dst.concepts() if c.okf_id}
+    for item in items:
+        if item.okf_id in by_id:
+            raise UsageError(f"the {dst.tier.label} tier already has okf_id {item.okf_id} at "
+                             f"{by_id[item.okf_id].citation}; nothing was written")
+
+
+def _check_links(items: list[Item], dst: Snapshot) -> None:
+    """Refuse when a promoted concept links to something the destination will not have."""
+    entries = set(dst.entries) | {i.path for i in items}
+    names = links.wiki_names([(c.path, _name(c.meta)) for c in dst.concepts()]
+                             + [(i.path, _name(okf.split(i.data, i.path).meta)) for i in items])
+    dangling: list[str] = []
+    for item in items:
+        body = okf.split(item.data, item.path).body
+        for link in links.extract(body):
+            if link.kind == "wiki":
+                ok = link.target in names
+            else:
+                target = links.resolve(item.path, link.target)
+                ok = target.external or (target.path is not None and links.exists(target.path, entries))
+            if not ok:
+                dangling.append(f"  {item.source_path} line {link.line}: {_shown(link)}")
+    if dangling:
+        raise ValidationError(f"links that would not exist in the {dst.tier.label} tier (promote their targets "
+                              "too, or fix the links first; nothing was written):\n" + "\n".join(dangling))
+
+
+def _shown(link: links.Link) -> str:
+    return f"[[{link.target}]]" if link.kind == "wiki" else f"({link.target})"
+
+
+def _name(meta: dict[str, object]) -> str | None:
+    value = meta.get("name")
+    return value if isinstance(value, str) else None
+
+
+def _check_dirty(repo: Repo, tier: Tier, changes: dict[str, bytes | None], head: str | None) -> None:
+    dirty = repo.dirty_paths({tier.repo_path_of(p): d for p, d in changes.items()}, head)
+    if dirty:
+        raise RepoStateError(f"{repo.workdir}: uncommitted edits in {', '.join(sorted(dirty))}; "
+                             "commit or stash them first (nothing was changed)")
+
+
+def _subject(items: list[Item], where: str) -> str:
+    what = items[0].path if len(items) == 1 else f"{len(items)} concepts"
+    return f"okf: promote {what} {where}"
+
+
+# -- the source side -----------------------------------------------------------------
+
+
+def _source_commit(pp: PromotionPlan, destination_oid: str, today: str) -> TierCommit:
+    snap = pp.source_snapshot
+    removed = {i.source_path for i in pp.items}
+    changes: dict[str, bytes | None] = {p: None for p in removed}
+    changes.update(index.regenerate(snap, changes, index.affected_folders(removed)))
+    changes.update(_emptied_indexes(snap, changes))
+    if pp.source.name == "job":
+        where = f"{pp.destination.label}" + (f" branch {pp.branch}" if pp.branch else "")
+        old_log = snap.blob(runs.LOG) if runs.LOG in snap.entries else None
+        text = "**Promotion**: " + ", ".join(i.source_path for i in pp.items) + f" to {where} ({destination_oid if destination_oid == PENDING else destination_oid[:12]})"
+        changes[runs.LOG] = runs.add_log_entry(old_log, today, text, runs.log_title(pp.source))
+    trailer_list = [t for i in pp.items for t in (
+        ("Okf-Id", i.okf_id), ("Okf-Promoted-To", f"{pp.destination.label}@{destination_oid}:{i.path}"))]
+    if pp.branch:
+        trailer_list.append(("Okf-Promoted-Branch", pp.branch))
+    return TierCommit(
+        pp.source, "promote", _subject(pp.items, f"to {pp.destination.label}"), changes,
+        trailers=tuple(trailer_list),
+        old={p: (snap.blob(p) if p in snap.entries else None) for p in changes},
+    )
+
+
+def _emptied_indexes(snap: Snapshot, changes: dict[str, bytes | None]) -> dict[str, bytes]:
+    """Folders left without concepts keep their index.md, with its intro and no entries."""
+    remaining = {p for p in snap.entries if changes.get(p, b"") is not None and okf.is_concept_path(p)}
+    live = index.folders_of(remaining)
+    out: dict[str, bytes] = {}
+    for path in changes:
+        folder = index.parent(path)
+        idx = index.index_path(folder)
+        if folder in live or idx in changes or idx not in snap.entries:
+            continue
+        intro = index.split_intro(snap.blob(idx).decode("utf-8", errors="replace"))
+        text = index.render(folder, intro, {}, {})
+        if text != snap.blob(idx):
+            out[idx] = text
+    return out
+
+
+def _backlink_warnings(pp: PromotionPlan) -> list[str]:
+    moved = {i.source_path for i in pp.items}
+    out = []
+    for concept in pp.source_snapshot.concepts():
+        if concept.path in moved:
+            continue
+        for link in links.extract(concept.body):
+            target = links.resolve(concept.path, link.target) if link.kind == "md" else None
+            if target is not None and target.path in moved:
+                out.append(f"{concept.citation} line {link.line} links to {target.path}, which moves to "
+                           f"{pp.destination.label}")
+    return out
+
+
+# -- applying ------------------------------------------------------------------------
+
+
+def promote(ctx: Context, pp: PromotionPlan) -> Promotion:
+    """Commit into the destination, then remove from the source (both checked beforehand)."""
+    destination_oid = apply(ctx, Plan(commits=[pp.destination_commit])).commits[-1][1]
+    try:
+        source_oid = apply(ctx, Plan(commits=[pp.source_commit(destination_oid, ctx.today())])).commits[-1][1]
+    except OkfError as exc:
+        paths = " ".join(shlex.quote(pp.source.repo_path_of(i.source_path)) for i in pp.items)
+        raise IntegrityError(
+            f"promoted into {pp.destination.label} at {destination_oid[:12]}, but the {pp.source.label} commit "
+            f"failed: {exc}. The concept is in both tiers; remove it from the source with "
+            f"`git -C {shlex.quote(str(pp.source.repo_path))} rm {paths}` and commit"
+        ) from exc
+    return Promotion(pp, destination_oid, source_oid)
+
+
+def dry_run(ctx: Context, pp: PromotionPlan) -> str:
+    """The two commits a promotion would make, as unified diffs."""
+    preview = Plan(commits=[pp.destination_commit, pp.source_commit(PENDING, ctx.today())], warnings=pp.warnings)
+    return render(preview)
+
+
+# -- the pull request ------------------------------------------------------------------
+
+
+def harvest(p: Promotion) -> dict[str, object]:
+    """The ``okf-harvest`` provenance block: what was promoted, from where, by what."""
+    pp = p.plan
+    return {
+        "version": HARVEST_VERSION,
+        "run": pp.source.run,
+        "source": {"tier": pp.source.name, "run": pp.source.run, "commit": pp.source_head},
+        "destination": {"tier": pp.destination.name, "branch": pp.branch, "commit": p.destination_oid},
+        "concepts": [{"okf_id": i.okf_id, "path": i.path, "oid": i.oid, "from": i.source_path} for i in pp.items],
+        "tool": TOOL,
+    }
+
+
+def pr_title(p: Promotion) -> str:
+    return f"okf-harvest: {p.run or p.plan.source.label}"
+
+
+def pr_body(p: Promotion) -> str:
+    """Prose for a reviewer, then the fenced ``okf-harvest`` JSON block."""
+    pp = p.plan
+    origin = f"run `{pp.source.run}`" if pp.source.run else f"the {pp.source.label} tier"
+    where = "the project knowledge base (`.okf/`)" if pp.destination.name == "project" else \
+        f"the {pp.destination.label} knowledge base"
+    count = "1 concept" if len(pp.items) == 1 else f"{len(pp.items)} concepts"
+    lines = [f"Promotes {count} learned in {origin} into {where}.", "",
+             "| concept | type | path | claim |", "|---|---|---|---|"]
+    for i in pp.items:
+        lines.append(f"| {_cell(i.title)} | {_cell(i.type)} | `{i.path}` | {_cell(i.description)} |")
+    lines += [
+        "",
+        f"Each concept keeps its `okf_id`; only its `scope` changed (now `{pp.destination.name}`). "
+        f"The {pp.source.label} copy was removed in commit `{p.source_oid[:12]}`, whose `Okf-Promoted-To` "
+        "trailer points here; if this pull request is closed, reverting that commit brings it back.",
+        "",
+        "Check it with `okfgit review` before merging.",
+        "",
+        "```" + LABEL,
+        json.dumps(harvest(p), indent=2, ensure_ascii=False),
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ") or " "
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    """How the pull request was (or can be) opened: the commands, and gh's output when it ran."""
+
+    commands: list[list[str]]
+    ran: bool
+    output: str = ""
+
+    def shell(self) -> str:
+        return "\n".join(shlex.join(c) for c in self.commands)
+
+
+def pr_commands(p: Promotion, remote: str = "origin") -> list[list[str]]:
+    pp = p.plan
+    if pp.branch is None:
+        raise UsageError("--open-pr needs --branch: the pull request is opened from that branch")
+    repo = pp.destination.open()
+    base = (repo.head_branch() or "").removeprefix("refs/heads/")
+    create = ["gh", "pr", "create", "--head", pp.branch]
+    if base:
+        create += ["--base", base]
+    create += ["--title", pr_title(p), "--body", pr_body(p), "--label", LABEL]
+    return [["git", "push", "--set-upstream", remote, pp.branch], create]
+
+
+def open_pr(ctx: Context, p: Promotion, remote: str = "origin") -> PullRequest:
+    """Push the branch and run ``gh pr create``; without ``gh`` on PATH, only say what to run."""
+    commands = pr_commands(p, remote)
+    if shutil.which("gh", path=ctx.environ.get("PATH")) is None:
+        return PullRequest(commands, ran=False)
+    env = clean_git_env(ctx.environ)
+    output = ""
+    for command in commands:
+        proc = subprocess.run(command, cwd=p.plan.destination.repo_path, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise UnwritableError(
+                f"`{shlex.join(command[:3])} ...` failed ({proc.stderr.strip() or proc.returncode}); the branch "
+                f"{p.plan.branch} is committed locally, run the rest yourself:\n" + PullRequest(commands, False).shell()
+            )
+        output = proc.stdout.strip()
+    return PullRequest(commands, ran=True, output=output)

@@ -1,0 +1,578 @@
+"""Review: the knowledge diff of a branch, checked, with a verdict for its pull request.
+
+Reads two trees of the project tier (``.okf/`` at the base and at the head of a range),
+never the working tree. Concepts are matched by ``okf_id`` so a move is a rename, not a
+removal plus an addition. Doctor runs on both trees and only the findings the branch
+introduces count; then the review rules (spec/okf-runs-promote-review.md) apply:
+
+- one canonical home: one ``okf_id`` per tier, one title per folder;
+- supersession is explicit: a Decision is never removed or rewritten in place; the old
+  one gets ``status: deprecated`` and ``superseded_by``, the new one ``supersedes``;
+- a human-reviewed concept (a ``verified`` entry by a ``human:`` actor, OKF §5.3) is never
+  changed, removed or superseded without a person: verdict ``needs-human``;
+- a leftover ``needs-merge`` sibling blocks (doctor's ``needs-merge`` finding).
+
+Verdict: ``request-changes`` when any error, else ``needs-human`` when any, else ``merge``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from okfgit import TOOL, doctor, index, okf, trailers
+from okfgit.context import Context
+from okfgit.errors import UsageError, ValidationError
+from okfgit.git import Repo
+from okfgit.kb import Concept, Snapshot, snapshot
+from okfgit.tiers import Tier, Workspace
+
+ERROR = "error"
+HUMAN = "needs-human"
+WARNING = "warning"
+MERGE = "merge"
+REQUEST_CHANGES = "request-changes"
+REVIEW_VERSION = 1
+DEFAULT_BASES = ("@{upstream}", "main", "origin/main")
+# Keys whose change rewrites what a concept claims (a Decision must not be rewritten in place).
+CLAIM_KEYS = ("title", "description")
+_HARVEST_FENCE = re.compile(r"^(`{3,}|~{3,})[ \t]*okf-harvest[ \t]*$")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem the branch introduces. ``severity``: error, needs-human or warning."""
+
+    severity: str
+    rule: str
+    path: str
+    message: str
+    line: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"severity": self.severity, "rule": self.rule, "path": self.path, "line": self.line,
+                "message": self.message}
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    key: str
+    change: str  # added | removed | changed
+    old: Any = None
+    new: Any = None
+
+
+@dataclass(frozen=True)
+class ConceptChange:
+    """One concept added, modified, removed or renamed (matched by ``okf_id``)."""
+
+    change: str
+    path: str
+    old_path: str | None
+    okf_id: str | None
+    type: str
+    title: str
+    description: str
+    oid: str | None
+    old_oid: str | None
+    fields: tuple[FieldChange, ...] = ()
+    body_diff: str = ""
+
+    def summary(self) -> dict[str, Any]:
+        return {"change": self.change, "path": self.path, "old_path": self.old_path, "okf_id": self.okf_id,
+                "oid": self.oid}
+
+    def as_dict(self) -> dict[str, Any]:
+        out = self.summary()
+        out.update(type=self.type, title=self.title, description=self.description, old_oid=self.old_oid,
+                   fields=[{"key": f.key, "change": f.change, "old": f.old, "new": f.new} for f in self.fields],
+                   body_diff=self.body_diff)
+        return out
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """A commit in the range that touched ``.okf/``, and who made it."""
+
+    oid: str
+    subject: str
+    author: str
+    trailers: tuple[tuple[str, str], ...]
+
+    @property
+    def operation(self) -> str | None:
+        found = trailers.values(self.trailers, "Okf-Operation")
+        return found[0] if found else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"commit": self.oid, "subject": self.subject, "author": self.author,
+                "by": "okfgit" if self.operation else "person", "operation": self.operation,
+                "trailers": [[k, v] for k, v in self.trailers if k.lower().startswith("okf-")]}
+
+
+@dataclass
+class Review:
+    base: str
+    head: str
+    range: str
+    concepts: list[ConceptChange] = field(default_factory=list)
+    files: list[tuple[str, str]] = field(default_factory=list)  # (change, path) of index.md, log.md, others
+    findings: list[Finding] = field(default_factory=list)
+    commits: list[CommitInfo] = field(default_factory=list)
+    preexisting: int = 0
+    harvest: dict[str, Any] | None = None
+
+    @property
+    def verdict(self) -> str:
+        severities = {f.severity for f in self.findings}
+        if ERROR in severities:
+            return REQUEST_CHANGES
+        if HUMAN in severities:
+            return HUMAN
+        return MERGE
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.verdict == MERGE else 2
+
+    def counts(self) -> dict[str, int]:
+        out = {"added": 0, "modified": 0, "removed": 0, "renamed": 0}
+        for c in self.concepts:
+            out[c.change] += 1
+        return out
+
+    def block(self) -> dict[str, Any]:
+        """The ``okf-review`` block: verdict, findings and concepts, for a PR comment."""
+        return {"version": REVIEW_VERSION, "verdict": self.verdict, "base": self.base, "head": self.head,
+                "findings": [f.as_dict() for f in self.findings],
+                "concepts": [c.summary() for c in self.concepts], "tool": TOOL}
+
+    def as_dict(self) -> dict[str, Any]:
+        out = self.block()
+        out.update(range=self.range, counts=self.counts(), concepts=[c.as_dict() for c in self.concepts],
+                   files=[{"change": c, "path": p} for c, p in self.files],
+                   commits=[c.as_dict() for c in self.commits], preexisting_findings=self.preexisting,
+                   harvest=self.harvest)
+        return out
+
+
+# -- the range -------------------------------------------------------------------------
+
+
+def resolve_range(repo: Repo, spec: str | None) -> tuple[str, str, str]:
+    """(base commit, head commit, label) for ``BASE...HEAD``, ``BASE..HEAD`` or ``BASE``.
+
+    ``A...B`` and a bare ``A`` compare against the merge base, like ``git diff A...B``;
+    without a range, the base is the merge base of HEAD with its upstream, else ``main``,
+    else ``origin/main``.
+    """
+    if spec is None:
+        head = repo.resolve("HEAD")
+        for candidate in DEFAULT_BASES:
+            try:
+                other = repo.resolve(candidate)
+            except UsageError:
+                continue
+            return _merge_base(repo, other, head, candidate, "HEAD"), head, f"{candidate}...HEAD"
+        raise UsageError("no upstream branch and no main branch to compare with; pass a range, e.g. "
+                         "`okfgit review origin/main...HEAD`")
+    if "..." in spec:
+        a, b = spec.split("...", 1)
+        a, b = a or "HEAD", b or "HEAD"
+        head = repo.resolve(b)
+        return _merge_base(repo, repo.resolve(a), head, a, b), head, f"{a}...{b}"
+    if ".." in spec:
+        a, b = spec.split("..", 1)
+        a, b = a or "HEAD", b or "HEAD"
+        return repo.resolve(a), repo.resolve(b), f"{a}..{b}"
+    head = repo.resolve("HEAD")
+    return _merge_base(repo, repo.resolve(spec), head, spec, "HEAD"), head, f"{spec}...HEAD"
+
+
+def _merge_base(repo: Repo, a: str, b: str, a_name: str, b_name: str) -> str:
+    found = repo.merge_base(a, b)
+    if found is None:
+        raise UsageError(f"{a_name} and {b_name} have no common ancestor; pass BASE..HEAD to compare them directly")
+    return found
+
+
+# -- the review ------------------------------------------------------------------------
+
+
+def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | None = None) -> Review:
+    """Review the project tier's changes in ``spec`` (see ``resolve_range``)."""
+    tier = ws.tier("project")
+    repo = tier.open()
+    base, head, label = resolve_range(repo, spec)
+    old = snapshot(tier, base)
+    new = snapshot(tier, head)
+    out = Review(base, head, label)
+    out.concepts = diff_concepts(old, new)
+    out.files = _other_files(old, new)
+    today = dt.date.fromisoformat(ctx.today())
+    introduced, out.preexisting = _doctor_findings(old, new, today)
+    out.findings = introduced + rules(old, new, out.concepts)
+    if pr_body is not None:
+        out.harvest, found = check_harvest(pr_body, new)
+        out.findings += found
+    out.findings = _sorted(_dedupe(out.findings))
+    out.commits = provenance(repo, tier, base, head)
+    return out
+
+
+def diff_concepts(old: Snapshot, new: Snapshot) -> list[ConceptChange]:
+    """Concepts added, modified, removed, and renamed (an ``okf_id`` that changed path)."""
+    before = {p: e.oid for p, e in old.entries.items() if okf.is_concept_path(p)}
+    after = {p: e.oid for p, e in new.entries.items() if okf.is_concept_path(p)}
+    added = sorted(set(after) - set(before))
+    removed = sorted(set(before) - set(after))
+    renames: dict[str, str] = {}
+    ids_added: dict[str, str] = {}
+    for path in added:
+        okf_id = _okf_id(new, path)
+        if okf_id:
+            ids_added.setdefault(okf_id, path)
+    for path in removed:
+        okf_id = _okf_id(old, path)
+        if okf_id and okf_id in ids_added and ids_added[okf_id] not in renames.values():
+            renames[path] = ids_added[okf_id]
+    out: list[ConceptChange] = []
+    for path in sorted(set(before) & set(after)):
+        if before[path] != after[path]:
+            out.append(_change("modified", old, new, path, path))
+    for path in added:
+        if path not in renames.values():
+            out.append(_change("added", old, new, None, path))
+    for path in removed:
+        if path in renames:
+            out.append(_change("renamed", old, new, path, renames[path]))
+        else:
+            out.append(_change("removed", old, new, path, None))
+    return sorted(out, key=lambda c: (c.path or c.old_path or ""))
+
+
+def _okf_id(snap: Snapshot, path: str) -> str | None:
+    concept = _concept(snap, path)
+    return concept.okf_id if concept else None
+
+
+def _concept(snap: Snapshot, path: str | None) -> Concept | None:
+    if path is None or path not in snap.entries:
+        return None
+    try:
+        return snap.concept(path)
+    except ValidationError:
+        return None
+
+
+def _change(kind: str, old: Snapshot, new: Snapshot, old_path: str | None, path: str | None) -> ConceptChange:
+    a = _concept(old, old_path)
+    b = _concept(new, path)
+    shown = b or a
+    fields: tuple[FieldChange, ...] = ()
+    body = ""
+    if kind in ("modified", "renamed"):
+        if a is not None and b is not None:
+            fields = field_changes(a.meta, b.meta)
+            body = unified(a.body, b.body)
+        else:
+            body = unified(old.blob(old_path or ""), new.blob(path or ""))
+    return ConceptChange(
+        kind, path or old_path or "", old_path if kind in ("renamed",) else None,
+        shown.okf_id if shown else None, shown.type if shown else "", shown.title if shown else (path or ""),
+        shown.description if shown else "",
+        new.entries[path].oid if path else None, old.entries[old_path].oid if old_path else None, fields, body,
+    )
+
+
+def field_changes(old: dict[str, Any], new: dict[str, Any]) -> tuple[FieldChange, ...]:
+    """Frontmatter keys added, removed or changed, in okfgit's key order."""
+    keys = list(okf.ordered({**old, **new}))
+    out = []
+    for key in keys:
+        if key not in old:
+            out.append(FieldChange(key, "added", None, new[key]))
+        elif key not in new:
+            out.append(FieldChange(key, "removed", old[key], None))
+        elif old[key] != new[key]:
+            out.append(FieldChange(key, "changed", old[key], new[key]))
+    return tuple(out)
+
+
+def unified(old: bytes, new: bytes) -> str:
+    """The hunks of a unified diff (no file header lines); empty when equal."""
+    a = old.decode("utf-8", errors="replace").splitlines()
+    b = new.decode("utf-8", errors="replace").splitlines()
+    lines = list(difflib.unified_diff(a, b, lineterm="", n=3))
+    return "\n".join(lines[2:])
+
+
+def _other_files(old: Snapshot, new: Snapshot) -> list[tuple[str, str]]:
+    out = []
+    for path in sorted(set(old.entries) | set(new.entries)):
+        if okf.is_concept_path(path):
+            continue
+        a, b = old.entries.get(path), new.entries.get(path)
+        if a is None:
+            out.append(("added", path))
+        elif b is None:
+            out.append(("removed", path))
+        elif a.oid != b.oid:
+            out.append(("modified", path))
+    return out
+
+
+# -- doctor: only what the branch introduces ----------------------------------------------
+
+
+def _doctor_findings(old: Snapshot, new: Snapshot, today: dt.date) -> tuple[list[Finding], int]:
+    """Doctor findings at the head that were not on the base (lines may move; messages do not)."""
+    def keyed(snap: Snapshot) -> list[doctor.Finding]:
+        return doctor.check_snapshot(snap, today).findings if snap.entries else []
+
+    before = {(f.code, f.file, f.message) for f in keyed(old)}
+    introduced: list[Finding] = []
+    kept = 0
+    for f in keyed(new):
+        if (f.code, f.file, f.message) in before:
+            kept += 1
+            continue
+        severity = ERROR if f.severity == doctor.ERROR else WARNING
+        introduced.append(Finding(severity, f.code, f.file, f.message, f.line))
+    return introduced, kept
+
+
+# -- the review rules ---------------------------------------------------------------------
+
+
+def rules(old: Snapshot, new: Snapshot, changes: list[ConceptChange]) -> list[Finding]:
+    """Canonical home, explicit supersession, human-reviewed concepts, identity."""
+    out: list[Finding] = []
+    for change in changes:
+        before = _concept(old, change.old_path or change.path) if change.change != "added" else None
+        after = _concept(new, change.path) if change.change != "removed" else None
+        out += _human_reviewed(change, before)
+        out += _decision(change, before, after)
+        if before and after and before.okf_id and after.okf_id != before.okf_id:
+            out.append(Finding(ERROR, "okf-id-changed", change.path, f"okf_id changed from {before.okf_id} to "
+                               f"{after.okf_id}; an okf_id is the concept's identity and never changes"))
+        if after is not None:
+            out += _supersession(after, old, new)
+    out += _duplicate_titles(new, changes)
+    return out
+
+
+def human_reviewed(concept: Concept) -> list[str]:
+    """The ``human:`` actors in the concept's ``verified`` (a bare mapping is a one-element list)."""
+    verified = concept.meta.get("verified")
+    entries = [verified] if isinstance(verified, dict) else verified if isinstance(verified, list) else []
+    return [str(e.get("by")) for e in entries if isinstance(e, dict) and str(e.get("by", "")).startswith("human:")]
+
+
+def _human_reviewed(change: ConceptChange, before: Concept | None) -> list[Finding]:
+    if before is None or change.change == "added":
+        return []
+    people = human_reviewed(before)
+    if not people:
+        return []
+    who = ", ".join(people)
+    if change.change == "removed":
+        return [Finding(HUMAN, "human-reviewed-removed", change.path, f"removes a concept reviewed by {who}; "
+                        "a person must approve this")]
+    if change.oid != change.old_oid:
+        return [Finding(HUMAN, "human-reviewed-changed", change.path, f"changes a concept reviewed by {who}; "
+                        "a person must approve this (and re-verify it)")]
+    return []
+
+
+def is_decision(concept: Concept) -> bool:
+    return concept.type.casefold() == "decision"
+
+
+def _decision(change: ConceptChange, before: Concept | None, after: Concept | None) -> list[Finding]:
+    if before is None or not is_decision(before):
+        return []
+    if change.change == "removed":
+        return [Finding(ERROR, "decision-removed", change.path, "removes a Decision; keep it, with status: deprecated "
+                        "and superseded_by naming the decision that replaces it (if one does)")]
+    if after is None:
+        return []
+    rewritten = before.body != after.body or any(before.meta.get(k) != after.meta.get(k) for k in CLAIM_KEYS)
+    if rewritten and not (after.meta.get("status") == "deprecated" and after.meta.get("superseded_by")):
+        return [Finding(ERROR, "decision-rewritten", change.path, "rewrites a Decision in place; write the new "
+                        "decision as its own concept with supersedes, and mark this one status: deprecated with "
+                        "superseded_by")]
+    return []
+
+
+def _refs(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [str(v) for v in value if isinstance(v, (str, int))]
+    return []
+
+
+def _matches(concept: Concept, ref: str) -> bool:
+    ref = ref.strip()
+    path = ref.lstrip("/")
+    return ref == concept.okf_id or path == concept.path or path + ".md" == concept.path
+
+
+def _find(snap: Snapshot, ref: str) -> Concept | None:
+    for concept in snap.concepts():
+        if _matches(concept, ref):
+            return concept
+    return None
+
+
+def _supersession(concept: Concept, old: Snapshot, new: Snapshot) -> list[Finding]:
+    out: list[Finding] = []
+    for ref in _refs(concept.meta.get("supersedes")):
+        target = _find(new, ref)
+        if target is None:
+            gone = " (it was removed: keep it, deprecated)" if _find(old, ref) else ""
+            out.append(Finding(ERROR, "supersession", concept.path, f"supersedes {ref}, which is not in the "
+                               f"knowledge base{gone}"))
+            continue
+        missing = []
+        if target.meta.get("status") != "deprecated":
+            missing.append("status: deprecated")
+        if not any(_matches(concept, r) for r in _refs(target.meta.get("superseded_by"))):
+            missing.append(f"superseded_by: {concept.okf_id or concept.path}")
+        if missing:
+            out.append(Finding(ERROR, "supersession", concept.path, f"supersedes {target.path}, which needs "
+                               f"{' and '.join(missing)}"))
+        if human_reviewed(target) and _find(old, ref) is not None:
+            out.append(Finding(HUMAN, "human-reviewed-superseded", concept.path, f"supersedes {target.path}, "
+                               f"reviewed by {', '.join(human_reviewed(target))}; a person must approve this"))
+    successors = _refs(concept.meta.get("superseded_by"))
+    if successors and concept.meta.get("status") != "deprecated":
+        out.append(Finding(ERROR, "supersession", concept.path, "has superseded_by but not status: deprecated"))
+    for ref in successors:
+        target = _find(new, ref)
+        if target is None:
+            out.append(Finding(ERROR, "supersession", concept.path, f"superseded_by names {ref}, which is not in "
+                               "the knowledge base"))
+        elif not any(_matches(concept, r) for r in _refs(target.meta.get("supersedes"))):
+            out.append(Finding(ERROR, "supersession", concept.path, f"superseded_by names {target.path}, which "
+                               f"does not say supersedes: {concept.okf_id or concept.path}"))
+    return out
+
+
+def _duplicate_titles(new: Snapshot, changes: list[ConceptChange]) -> list[Finding]:
+    touched = {c.path for c in changes if c.change != "removed"}
+    by_title: dict[tuple[str, str], list[str]] = {}
+    for concept in new.concepts():
+        if index.is_needs_merge(concept.path):
+            continue
+        by_title.setdefault((index.parent(concept.path), concept.title.casefold()), []).append(concept.path)
+    out = []
+    for (_, _), paths in sorted(by_title.items()):
+        if len(paths) > 1 and touched & set(paths):
+            for path in sorted(touched & set(paths)):
+                others = ", ".join(p for p in paths if p != path)
+                out.append(Finding(ERROR, "duplicate-title", path, f"has the same title as {others} in its folder; "
+                                   "one concept, one canonical home"))
+    return out
+
+
+# -- the okf-harvest block of a pull request body ------------------------------------------
+
+
+def harvest_block(text: str) -> str | None:
+    """The contents of the first fenced ``okf-harvest`` block, or None."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    for i, line in enumerate(lines):
+        opened = _HARVEST_FENCE.match(line.strip())
+        if not opened:
+            continue
+        fence = opened.group(1)
+        body = []
+        for inner in lines[i + 1:]:
+            if inner.strip().startswith(fence[0] * len(fence)) and not inner.strip().strip(fence[0]):
+                return "\n".join(body)
+            body.append(inner)
+        return "\n".join(body)
+    return None
+
+
+def check_harvest(text: str, new: Snapshot) -> tuple[dict[str, Any] | None, list[Finding]]:
+    """Validate a PR body's ``okf-harvest`` block against the head tree (its OIDs must be there)."""
+    where = "--pr-body"
+    raw = harvest_block(text)
+    if raw is None:
+        return None, [Finding(WARNING, "harvest-block", where, "has no ```okf-harvest block; nothing to check")]
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return None, [Finding(ERROR, "harvest-block", where, f"okf-harvest block is not valid JSON: {exc.msg} "
+                              f"(line {exc.lineno}, column {exc.colno})")]
+    if not isinstance(data, dict) or not isinstance(data.get("concepts"), list):
+        return None, [Finding(ERROR, "harvest-block", where, "okf-harvest block must be an object with a "
+                              "concepts list")]
+    out: list[Finding] = []
+    if data.get("version") != 1:
+        out.append(Finding(ERROR, "harvest-block", where, f"okf-harvest version {data.get('version')!r} is not 1"))
+    for number, item in enumerate(data["concepts"], start=1):
+        out += _check_claim(number, item, new)
+    return data, out
+
+
+def _check_claim(number: int, item: Any, new: Snapshot) -> list[Finding]:
+    where = "--pr-body"
+    if not isinstance(item, dict) or not all(isinstance(item.get(k), str) for k in ("okf_id", "path", "oid")):
+        return [Finding(ERROR, "harvest-block", where, f"okf-harvest concept {number} needs okf_id, path and oid "
+                        "strings")]
+    path, oid = item["path"].lstrip("/"), item["oid"]
+    entry = new.entries.get(path)
+    if entry is None:
+        return [Finding(ERROR, "harvest-mismatch", path, f"the okf-harvest block claims {path}, which is not in "
+                        "the tree at the head")]
+    out = []
+    if entry.oid != oid:
+        out.append(Finding(ERROR, "harvest-mismatch", path, f"the okf-harvest block claims blob {oid}, but the "
+                           f"tree at the head has {entry.oid}"))
+    concept = _concept(new, path)
+    if concept is not None and concept.okf_id != item["okf_id"]:
+        out.append(Finding(ERROR, "harvest-mismatch", path, f"the okf-harvest block claims okf_id "
+                           f"{item['okf_id']}, but the concept has {concept.okf_id}"))
+    return out
+
+
+# -- provenance ---------------------------------------------------------------------------
+
+
+def provenance(repo: Repo, tier: Tier, base: str, head: str) -> list[CommitInfo]:
+    """Commits in ``base..head`` that changed the tier, oldest first, with their okfgit trailers."""
+    out = []
+    for oid, author, message in repo.log(base, head):
+        parents = repo.parents(oid)
+        before = repo.tree_oid(parents[0], tier.prefix) if parents else None
+        if before == repo.tree_oid(oid, tier.prefix):
+            continue
+        subject = message.split("\n", 1)[0].strip()
+        out.append(CommitInfo(oid, subject, author, tuple(trailers.parse_trailers(message))))
+    return list(reversed(out))
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _dedupe(findings: Iterable[Finding]) -> list[Finding]:
+    seen: dict[tuple[str, str, str, str], Finding] = {}
+    for f in findings:
+        seen.setdefault((f.severity, f.rule, f.path, f.message), f)
+    return list(seen.values())
+
+
+_ORDER = {ERROR: 0, HUMAN: 1, WARNING: 2}
+
+
+def _sorted(findings: list[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (_ORDER.get(f.severity, 3), f.path, f.line or 0, f.rule, f.message))

@@ -1,0 +1,395 @@
+"""Runs: the job tier as the working knowledge of one run of work.
+
+A run is ``<repo>/runstate/<slug>/okf/``, its own git repository, kept out of the
+project repository by ``.git/info/exclude``. ``start`` scaffolds it as one commit:
+``STATE.md`` (the current task picture), ``log.md`` (OKF §9: dated groups, newest
+first, entries never edited) and ``notes/`` (one insight per file). ``note`` and
+``log`` write into the active run as commits; ``status`` and ``end`` say what the
+run learned and what has not been promoted yet.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+
+from okfgit import index, okf, store, trailers
+from okfgit.context import Context
+from okfgit.errors import UsageError, ValidationError
+from okfgit.git import Repo
+from okfgit.kb import Concept, snapshot
+from okfgit.plan import Plan, TierCommit, apply
+from okfgit.tiers import Tier, Workspace, check_run
+
+NOTE_TYPES = ("Decision", "Rejected", "Discovery", "Limitation", "Conclusion", "Lesson", "Blocker")
+GENERALIZES = ("yes", "no", "unsure")
+STATE = "STATE.md"
+LOG = "log.md"
+NOTES = "notes"
+ACTIVE_KEY = "okf.run"
+
+NOTES_INTRO = (
+    "# Notes\n\n"
+    "What this run learned, one insight per file.\n\n"
+    "Each note is a Decision, Rejected option, Discovery, Limitation, Conclusion, Lesson or Blocker\n"
+    "with its claim, why, evidence and whether it holds beyond this run (`generalizes`).\n"
+)
+_DATE_HEADING = re.compile(r"^##[ \t]+(\d{4}-\d{2}-\d{2})[ \t]*$")
+_ITEM = re.compile(r"^[ \t]{0,3}[-*+][ \t]")
+
+
+@dataclass(frozen=True)
+class RunChange:
+    """What a run verb did: the tier, the concept or file it wrote, the commit."""
+
+    tier: Tier
+    path: str
+    commit: str | None
+    message: str
+    okf_id: str | None = None
+
+
+@dataclass(frozen=True)
+class RunConcept:
+    """A concept of the run and whether it is a candidate for promotion."""
+
+    concept: Concept
+    generalizes: str
+    promotable: bool
+
+
+@dataclass(frozen=True)
+class Promoted:
+    """A promotion already made out of the run, read back from the job repo's trailers."""
+
+    okf_id: str
+    destination: str
+    commit: str
+
+
+@dataclass
+class RunStatus:
+    tier: Tier
+    active: bool
+    state: str
+    concepts: list[RunConcept] = field(default_factory=list)
+    promoted: list[Promoted] = field(default_factory=list)
+    problems: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def pending(self) -> list[RunConcept]:
+        """Promotable concepts still in the run."""
+        return [c for c in self.concepts if c.promotable]
+
+
+# -- promotability ----------------------------------------------------------------
+
+
+def generalizes_of(concept: Concept) -> str:
+    """The concept's ``generalizes`` value; absent or unknown reads as ``unsure``."""
+    value = concept.meta.get("generalizes")
+    if value is True:  # YAML 1.1 reads a bare `yes` as true
+        return "yes"
+    if value is False:
+        return "no"
+    text = okf.one_line(value).lower()
+    return text if text in GENERALIZES else "unsure"
+
+
+def is_promotable(concept: Concept) -> bool:
+    """A lesson worth offering to the project: anything but the run's state and ``generalizes: no``."""
+    return concept.path != STATE and generalizes_of(concept) != "no"
+
+
+# -- the job tier of a workspace ---------------------------------------------------
+
+
+def job_tier(ws: Workspace) -> Tier:
+    """The active run's tier; UsageError when there is no active run or it was never started."""
+    tier = ws.tier("job")
+    if not tier.exists():
+        raise UsageError(f"run {tier.run!r} has not been started (no repository at {tier.root}); "
+                         f"run `okfgit run start {tier.run}`")
+    return tier
+
+
+def project_repo(ws: Workspace) -> Repo:
+    if ws.project_repo is None:
+        raise UsageError("runs live inside a project repository; run okfgit inside one or pass --repo")
+    return Repo.open(ws.project_repo)
+
+
+# -- run start ----------------------------------------------------------------------
+
+
+def start_plan(ctx: Context, ws: Workspace, task: str | None = None) -> tuple[Tier, Plan]:
+    """Plan the one commit that scaffolds the run (empty when it is already scaffolded)."""
+    tier = ws.tier("job")
+    snap = snapshot(tier)
+    plan = Plan()
+    if STATE in snap.entries:
+        return tier, plan
+    today = ctx.today()
+    changes: dict[str, bytes | None] = {}
+    if "index.md" not in snap.entries:
+        changes["index.md"] = root_index(tier)
+    changes[STATE] = state_file(ctx, tier, task)
+    if LOG not in snap.entries:
+        changes[LOG] = add_log_entry(None, today, f"**Start**: run {tier.run} started.", log_title(tier))
+    if f"{NOTES}/index.md" not in snap.entries:
+        changes[f"{NOTES}/index.md"] = NOTES_INTRO.encode()
+    changes.update(index.regenerate(snap, changes, index.affected_folders([STATE])))
+    plan.commits.append(TierCommit(
+        tier, "run", f"okf: start run {tier.run}", changes, trailers=(("Okf-Run", tier.run or ""),),
+        old={p: None for p in changes},
+    ))
+    return tier, plan
+
+
+def start(ctx: Context, ws: Workspace, task: str | None = None) -> RunChange:
+    """Create the run's repository and scaffold (one commit) and make it the active run."""
+    repo = project_repo(ws)
+    tier, plan = start_plan(ctx, ws, task)
+    store.exclude_runstate(ws)
+    commit = None
+    if not plan.empty:
+        commit = apply(ctx, plan).commits[-1][1]
+    repo.config_set(ACTIVE_KEY, tier.run or "")
+    if commit is None:
+        return RunChange(tier, STATE, None, f"run {tier.run} already exists at {tier.root}; it is the active run again")
+    return RunChange(tier, STATE, commit, f"started run {tier.run} at {tier.root}")
+
+
+def root_index(tier: Tier) -> bytes:
+    """The run's root index; its intro links the scaffold, so ``notes/`` is reachable while still empty."""
+    return (f"{index.ROOT_FRONTMATTER}# Run {tier.run} knowledge\n\n"
+            f"Working knowledge of one run: its [state]({STATE}), its [log]({LOG}) and its [notes]({NOTES}/index.md).\n"
+            ).encode()
+
+
+def state_file(ctx: Context, tier: Tier, task: str | None) -> bytes:
+    title = f"Run {tier.run} state"
+    task_line = " ".join(task.split()) if task else ""
+    meta: dict[str, object] = {
+        "type": "Run State",
+        "title": title,
+        "description": okf.first_sentence(task_line) or f"The current task picture of run {tier.run}.",
+        "scope": "job",
+        "okf_id": okf.new_okf_id(),
+        "okf_source": "authored",
+        "generated": {"by": store.actor(ctx, tier), "at": ctx.iso_now()},
+    }
+    task_text = task_line or "_What this run is for, in a sentence or two._"
+    body = (
+        f"\n# {title}\n\n"
+        f"## Task\n\n{task_text}\n\n"
+        f"## Where it stands\n\nStarted on {ctx.today()}.\n\n"
+        "## Next steps\n\n- _None yet._\n\n"
+        "## Open questions\n\n- _None yet._\n"
+    )
+    return okf.serialize(meta, body)
+
+
+def log_title(tier: Tier) -> str:
+    return f"# Run {tier.run} log"
+
+
+# -- log.md -------------------------------------------------------------------------
+
+
+def add_log_entry(data: bytes | None, day: str, text: str, title: str) -> bytes:
+    """``data`` with ``- text`` added as the newest entry of the ``## day`` group.
+
+    Only bytes are inserted: every existing entry keeps its bytes. The group is created
+    where date order (newest first) puts it when it does not exist yet.
+    """
+    entry = " ".join(text.split())
+    if not entry:
+        raise UsageError("a log entry needs some text")
+    if data is None:
+        return f"{title}\n\n## {day}\n- {entry}\n".encode()
+    okf.check_text(data, LOG)
+    text_in = data.decode("utf-8")
+    nl = "\r\n" if "\r\n" in text_in else "\n"
+    lines = text_in.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line.encode("utf-8")))
+    groups = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _DATE_HEADING.match(line.rstrip("\r\n")))]
+    for i, date in groups:
+        if date == day:
+            return _insert(data, offsets[_first_item(lines, i)], f"- {entry}{nl}")
+    later = [i for i, date in groups if date < day]
+    if later:
+        return _insert(data, offsets[later[0]], f"## {day}{nl}- {entry}{nl}{nl}")
+    return data + f"{_separator(data, nl)}## {day}{nl}- {entry}{nl}".encode()
+
+
+def _separator(data: bytes, nl: str) -> str:
+    """What goes between existing text and an appended group: one blank line."""
+    if not data or data.endswith((b"\n\n", b"\r\n\r\n")):
+        return ""
+    return nl if data.endswith(b"\n") else nl + nl
+
+
+def _first_item(lines: list[str], heading: int) -> int:
+    """Where a new entry goes in the group under ``heading``: before its first item."""
+    i = heading + 1
+    while i < len(lines) and not _DATE_HEADING.match(lines[i].rstrip("\r\n")):
+        if _ITEM.match(lines[i]):
+            return i
+        i += 1
+    return heading + 1
+
+
+def _insert(data: bytes, at: int, text: str) -> bytes:
+    return data[:at] + text.encode("utf-8") + data[at:]
+
+
+def log_plan(ctx: Context, ws: Workspace, text: str) -> tuple[Tier, Plan]:
+    """Plan the commit that adds one entry to the active run's ``log.md``."""
+    tier = job_tier(ws)
+    snap = snapshot(tier)
+    old = snap.blob(LOG) if LOG in snap.entries else None
+    new = add_log_entry(old, ctx.today(), text, log_title(tier))
+    changes: dict[str, bytes | None] = {LOG: new}
+    summary = " ".join(text.split())
+    subject = f"okf: log {summary[:60]}" + ("..." if len(summary) > 60 else "")
+    return tier, Plan(commits=[TierCommit(tier, "log", subject, changes, old={LOG: old})])
+
+
+def log(ctx: Context, ws: Workspace, text: str) -> RunChange:
+    tier, plan = log_plan(ctx, ws, text)
+    commit = apply(ctx, plan).commits[-1][1]
+    return RunChange(tier, LOG, commit, f"logged in {tier.label}:{LOG}")
+
+
+# -- notes --------------------------------------------------------------------------
+
+
+def check_note_type(value: str) -> str:
+    for name in NOTE_TYPES:
+        if value.strip().lower() == name.lower():
+            return name
+    raise UsageError(f"unknown note type {value!r}: use one of {', '.join(NOTE_TYPES)}")
+
+
+def check_generalizes(value: str) -> str:
+    if value.strip().lower() not in GENERALIZES:
+        raise UsageError(f"--generalizes must be one of {', '.join(GENERALIZES)}, not {value!r}")
+    return value.strip().lower()
+
+
+def note_body(title: str, claim: str, why: str | None, evidence: str | None) -> str:
+    def section(text: str | None) -> str:
+        return text.strip() if text and text.strip() else "_Not recorded._"
+
+    return (f"\n# {title}\n\n{claim}\n\n"
+            f"## Why\n\n{section(why)}\n\n"
+            f"## Evidence\n\n{section(evidence)}\n")
+
+
+def note_plan(
+    ctx: Context,
+    ws: Workspace,
+    type_: str,
+    title: str,
+    *,
+    claim: str | None = None,
+    why: str | None = None,
+    evidence: str | None = None,
+    generalizes: str = "unsure",
+    tags: tuple[str, ...] = (),
+    slug: str | None = None,
+) -> tuple[Tier, str, str, Plan]:
+    """Plan the commit that adds ``notes/<slug>.md``, its index and a log entry."""
+    tier = job_tier(ws)
+    type_ = check_note_type(type_)
+    generalizes = check_generalizes(generalizes)
+    title = " ".join(title.split())
+    if not title:
+        raise ValidationError("a note needs a title")
+    sentence = " ".join((claim or title).split())
+    if claim is not None and "\n" in claim.strip():
+        raise ValidationError("--claim is one sentence on one line")
+    name = okf.check_slug(slug) if slug else okf.slugify(title)
+    _, path, okf_id, plan = store.new_plan(
+        ctx, ws, name, "job", type_=type_, title=title, description=sentence, tags=tags,
+        folder=NOTES, extra={"generalizes": generalizes}, body=note_body(title, sentence, why, evidence),
+    )
+    commit = plan.commits[0]
+    snap = snapshot(tier)
+    old_log = snap.blob(LOG) if LOG in snap.entries else None
+    entry = f"**{type_}**: [{title}]({path})" + (f": {sentence}" if sentence != title else "")
+    changes = dict(commit.changes)
+    changes[LOG] = add_log_entry(old_log, ctx.today(), entry, log_title(tier))
+    old = dict(commit.old)
+    old[LOG] = old_log
+    plan.commits[0] = dataclasses.replace(
+        commit, operation="note", subject=f"okf: note {type_.lower()} {path}", changes=changes, old=old,
+    )
+    return tier, path, okf_id, plan
+
+
+def note(ctx: Context, ws: Workspace, type_: str, title: str, **kwargs: object) -> RunChange:
+    tier, path, okf_id, plan = note_plan(ctx, ws, type_, title, **kwargs)  # type: ignore[arg-type]
+    commit = apply(ctx, plan).commits[-1][1]
+    cited = snapshot(tier).concept(path).citation
+    return RunChange(tier, path, commit, f"noted {cited}", okf_id)
+
+
+# -- status and end -----------------------------------------------------------------
+
+
+def status(ws: Workspace) -> RunStatus:
+    """The run's concepts (which are promotable) and the promotions already made."""
+    tier = job_tier(ws)
+    repo = project_repo(ws)
+    snap = snapshot(tier)
+    out = RunStatus(tier, repo.config_get(ACTIVE_KEY) == tier.run, "")
+    for concept in snap.concepts():
+        if concept.path == STATE:
+            out.state = concept.description
+        out.concepts.append(RunConcept(concept, generalizes_of(concept), is_promotable(concept)))
+    out.problems = snap.problems()
+    out.promoted = promotions(tier)
+    return out
+
+
+def promotions(tier: Tier) -> list[Promoted]:
+    """Promotions out of this tier, oldest first, from its commits' ``Okf-Promoted-To`` trailers."""
+    repo = tier.open()
+    head = repo.head_commit()
+    if head is None:
+        return []
+    found: list[Promoted] = []
+    for oid, _, message in repo.log(None, head):
+        parsed = trailers.parse_trailers(message)
+        if trailers.values(parsed, "Okf-Operation") != ["promote"]:
+            continue
+        for okf_id, where in zip(trailers.values(parsed, "Okf-Id"), trailers.values(parsed, "Okf-Promoted-To")):
+            found.append(Promoted(okf_id, where, oid))
+    return list(reversed(found))
+
+
+@dataclass(frozen=True)
+class Ended:
+    tier: Tier
+    cleared: bool
+    still_active_by: str | None
+    pending: list[RunConcept]
+
+
+def end(ws: Workspace) -> Ended:
+    """Clear the active run (``git config --unset okf.run``); report what was not promoted.
+
+    The run's repository stays where it is: it is the run's history.
+    """
+    tier = job_tier(ws)
+    repo = project_repo(ws)
+    current = repo.config_get(ACTIVE_KEY)
+    cleared = current == tier.run and repo.config_unset(ACTIVE_KEY)
+    env_run = ws.ctx.environ.get("OKF_RUN")
+    still = "$OKF_RUN" if env_run == tier.run else None
+    return Ended(tier, cleared, still, status(ws).pending)
