@@ -49,7 +49,10 @@ class View:
     def __init__(self, snapshots: Sequence[Snapshot]) -> None:
         self.snapshots = list(snapshots)
         self._by_label = {s.tier.label: s for s in self.snapshots}
+        self._rank = {label: i for i, label in enumerate(self._by_label)}
         self._names: dict[str | None, dict[str, Concept]] = {}
+        self._tier_concepts: dict[str, list[Concept]] = {}
+        self._tier_ids: dict[str, dict[str, list[Concept]]] = {}
 
     @property
     def labels(self) -> list[str]:
@@ -60,51 +63,56 @@ class View:
 
     def rank(self, label: str) -> int:
         """0 for the most specific tier in the view."""
-        return self.labels.index(label)
+        return self._rank[label]
 
     @cached_property
     def all_concepts(self) -> list[Concept]:
         """Every parseable concept of every tier, shadowed ones included (tier order, then path)."""
-        return [c for snap in self.snapshots for c in snap.concepts()]
+        return [c for label in self.labels for c in self.in_tier(label)]
 
-    @cached_property
-    def _winner_tier(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for concept in self.all_concepts:
-            if concept.okf_id:
-                out.setdefault(concept.okf_id, concept.tier)
-        return out
+    def in_tier(self, label: str) -> list[Concept]:
+        """Every parseable concept of one tier, by path (parsed once, on first use)."""
+        if label not in self._tier_concepts:
+            self._tier_concepts[label] = list(self._by_label[label].concepts())
+        return self._tier_concepts[label]
+
+    def _ids(self, label: str) -> dict[str, list[Concept]]:
+        if label not in self._tier_ids:
+            out: dict[str, list[Concept]] = {}
+            for concept in self.in_tier(label):
+                if concept.okf_id:
+                    out.setdefault(concept.okf_id, []).append(concept)
+            self._tier_ids[label] = out
+        return self._tier_ids[label]
+
+    # Precedence only needs the tiers on one side of a concept's own, so a lookup in the
+    # most specific tier (the common case) never parses the others.
+
+    def _same_id(self, concept: Concept, more_specific: bool) -> list[Concept]:
+        if not concept.okf_id:
+            return []
+        at = self.rank(concept.tier)
+        labels = self.labels[:at] if more_specific else self.labels[at + 1:]
+        return [c for label in labels for c in self._ids(label).get(concept.okf_id, [])]
 
     def is_visible(self, concept: Concept) -> bool:
-        return concept.okf_id is None or self._winner_tier[concept.okf_id] == concept.tier
+        return not self._same_id(concept, more_specific=True)
 
     @cached_property
     def concepts(self) -> list[Concept]:
         """The visible concepts: each okf_id once, from its most specific tier."""
         return [c for c in self.all_concepts if self.is_visible(c)]
 
-    def in_tier(self, label: str) -> list[Concept]:
-        return [c for c in self.all_concepts if c.tier == label]
-
-    @cached_property
-    def _same_id(self) -> dict[str, list[Concept]]:
-        out: dict[str, list[Concept]] = {}
-        for concept in self.all_concepts:
-            if concept.okf_id:
-                out.setdefault(concept.okf_id, []).append(concept)
-        return out
-
     def shadows(self, concept: Concept) -> list[Concept]:
         """Concepts with the same okf_id in less specific tiers (when ``concept`` is visible)."""
-        if not concept.okf_id or not self.is_visible(concept):
+        if not self.is_visible(concept):
             return []
-        return [c for c in self._same_id[concept.okf_id] if c.tier != concept.tier]
+        return self._same_id(concept, more_specific=False)
 
     def shadowed_by(self, concept: Concept) -> Concept | None:
         """The visible concept that hides ``concept``, if any."""
-        if not concept.okf_id or concept.okf_id not in self._same_id or self.is_visible(concept):
-            return None
-        return next(c for c in self._same_id[concept.okf_id] if self.is_visible(c))
+        above = self._same_id(concept, more_specific=True)
+        return above[0] if above else None
 
     def names(self, label: str | None) -> dict[str, Concept]:
         """What a ``[[name]]`` can mean in tier ``label`` (None: every visible concept).
