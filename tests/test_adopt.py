@@ -306,3 +306,30 @@ def test_adopt_refuses_bad_dir_and_source(project: Path, okfgit: Runner, git: Ru
     assert "overlaps the project tier" in err and "without SRC" in err
     assert okfgit("adopt", str(src), "--scope", "nope", cwd=project, expect=2).code == 2
     assert len(git("log", "--format=%H", cwd=project).out.split()) == 2
+
+
+def test_adopt_identical_file_in_place_and_root_index_clash(project: Path, okfgit: Runner, git: Runner,
+                                                            env: dict[str, str], tmp_path: Path) -> None:
+    write(project / ".okf", {"kb/a.md": "Alpha.\n"})
+    git("add", ".okf", cwd=project)
+    git("commit", "-q", "-m", "by hand", cwd=project)
+    src = tmp_path / "kb"
+    write(src, {"a.md": "Alpha.\n", "b.md": "Beta.\n"})
+    out = json.loads(okfgit("adopt", str(src), "--dir", "kb", "--json", cwd=project).out)
+    assert out["adopted"] == ["kb/a.md", "kb/b.md"]
+    assert okf.split(blob(git, project, ".okf/kb/a.md", env), "a").body == b"Alpha.\n"
+    write(src, {"index.md": "# Mine\n"})
+    err = okfgit("adopt", str(src), cwd=project, expect=2).err
+    assert f"{src / 'index.md'}: would overwrite project:index.md, which differs" in err
+
+
+def test_adopt_into_job_tier_creates_it(project: Path, okfgit: Runner, git: Runner, tmp_path: Path) -> None:
+    src = tmp_path / "n"
+    write(src, {"a.md": "Alpha.\n"})
+    okfgit("adopt", str(src), "--scope", "job", "--run", "r1", cwd=project)
+    job = project / "runstate" / "r1" / "okf"
+    assert git("ls-tree", "-r", "--name-only", "HEAD", cwd=job).out.split() == ["a.md", "index.md"]
+    assert "scope: job\n" in git("show", "HEAD:a.md", cwd=job).out
+    assert git("status", "--porcelain", cwd=project).out == ""  # runstate/ is excluded
+    assert okfgit("cat", "a", "--run", "r1", cwd=project).err.startswith("citation: job/r1:a.md@")
+    fsck(git, job)
