@@ -1,0 +1,252 @@
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.conftest import FIXTURES, Runner
+
+REVIEW = FIXTURES / "review"
+FORMATS = {"text": "txt", "markdown": "md", "json": "json"}
+# Read at import: the autouse home fixture clears every OKF* variable before a test runs.
+REGEN = os.environ.get("OKFGIT_REGEN_GOLDEN") == "1"
+VERDICTS = {
+    "clean-addition": "merge",
+    "dangling-link": "request-changes",
+    "human-reviewed-edit": "needs-human",
+    "decision-removed": "request-changes",
+    "rename": "merge",
+}
+
+
+def _builder() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("review_fixture_build", REVIEW / "build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+build = _builder()
+
+
+def _stable(out: str) -> str:
+    # The tool version is the only thing that changes between releases.
+    return re.sub(r'"tool": "okfgit [^"]*"', '"tool": "okfgit <version>"', out)
+
+
+def _golden(path: Path, actual: str) -> None:
+    if REGEN:
+        path.write_text(actual, encoding="utf-8")
+    assert path.exists(), f"{path} is missing; run with OKFGIT_REGEN_GOLDEN=1 to create it"
+    assert actual == path.read_text(encoding="utf-8"), f"{path} differs (OKFGIT_REGEN_GOLDEN=1 regenerates)"
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+@pytest.mark.parametrize("case", sorted(VERDICTS))
+def test_golden_review(case: str, fmt: str, tmp_path: Path, okfgit: Runner, env: dict[str, str]) -> None:
+    repo = build.build(case, tmp_path / case, env)
+    args = ["review", "main...feature", "--format", fmt]
+    if (REVIEW / case / "pr-body.md").exists():
+        args += ["--pr-body", str(REVIEW / case / "pr-body.md")]
+    result = okfgit(*args, cwd=repo, expect=None)
+    assert result.code == (0 if VERDICTS[case] == "merge" else 2), result
+    assert result.err == ""
+    _golden(REVIEW / case / f"expected.{FORMATS[fmt]}", _stable(result.out))
+    if fmt == "markdown":
+        block = result.out.rsplit("```okf-review\n", 1)[1]
+        assert result.out.endswith("```\n")
+        assert json.loads(block[: -len("```\n")])["verdict"] == VERDICTS[case]
+
+
+def test_rename_is_matched_by_okf_id(tmp_path: Path, okfgit: Runner, env: dict[str, str]) -> None:
+    repo = build.build("rename", tmp_path / "r", env)
+    data = json.loads(okfgit("review", "main...feature", "--format", "json", cwd=repo).out)
+    assert data["counts"] == {"added": 0, "modified": 0, "removed": 0, "renamed": 1}
+    [concept] = data["concepts"]
+    assert (concept["old_path"], concept["path"]) == ("guides/local-setup.md", "guides/dev-setup.md")
+    assert concept["okf_id"] == "44444444-4444-4444-8444-444444444444"
+
+
+def test_default_base_is_main_and_bad_ranges_exit_2(tmp_path: Path, okfgit: Runner, env: dict[str, str]) -> None:
+    repo = build.build("dangling-link", tmp_path / "r", env)
+    default = okfgit("review", "--format", "json", cwd=repo, expect=2)
+    explicit = okfgit("review", "main...feature", "--format", "json", cwd=repo, expect=2)
+    assert json.loads(default.out)["findings"] == json.loads(explicit.out)["findings"]
+    assert json.loads(default.out)["range"] == "main...HEAD"
+    bad = okfgit("review", "nope...feature", cwd=repo, expect=2)
+    assert bad.out == "" and "'nope' does not resolve to a commit" in bad.err
+    assert "does not resolve" in okfgit("review", "main..nope", cwd=repo, expect=2).err
+
+
+def test_upstream_is_preferred_over_main(tmp_path: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:
+    repo = build.build("clean-addition", tmp_path / "r", env)
+    git("branch", "-q", "--set-upstream-to=main", cwd=repo)
+    git("checkout", "-q", "-b", "later", cwd=repo)
+    git("branch", "-q", "--set-upstream-to=feature", cwd=repo)
+    data = json.loads(okfgit("review", "--format", "json", cwd=repo).out)
+    assert data["range"] == "@{upstream}...HEAD" and data["concepts"] == []
+
+
+def _commit(repo: Path, git: Runner, files: dict[str, str | None], message: str) -> None:
+    for path, text in files.items():
+        full = repo / ".okf" / path
+        if text is None:
+            git("rm", "-q", f".okf/{path}", cwd=repo)
+            continue
+        full.parent.mkdir(parents=True, exist_ok=True)
+        full.write_text(text)
+        git("add", f".okf/{path}", cwd=repo)
+    git("commit", "-q", "-m", message, cwd=repo)
+
+
+def _review(okfgit: Runner, repo: Path, *extra: str, expect: int) -> dict:
+    return json.loads(okfgit("review", "main...feature", "--format", "json", *extra, cwd=repo, expect=expect).out)
+
+
+def _rules(data: dict) -> list[tuple[str, str, str]]:
+    return [(f["severity"], f["rule"], f["path"]) for f in data["findings"]]
+
+
+def _base(tmp_path: Path, env: dict[str, str]) -> Path:
+    return build.build_base(tmp_path / "r", env)
+
+
+def _read(repo: Path, path: str) -> str:
+    return (repo / ".okf" / path).read_text()
+
+
+DECISION = """---
+type: Decision
+title: {title}
+description: {description}
+scope: project
+okf_id: {okf_id}
+okf_source: authored
+{extra}---
+
+# {title}
+
+{description}
+"""
+
+
+def test_explicit_supersession_merges(tmp_path: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:
+    repo = _base(tmp_path, env)
+    new = DECISION.format(title="Use CockroachDB", description="All services store state in CockroachDB.",
+                          okf_id="77777777-7777-4777-8777-777777777777",
+                          extra="supersedes: 11111111-1111-4111-8111-111111111111\n")
+    old = _read(repo, "decisions/use-postgres.md").replace(
+        "okf_source: authored\n",
+        "okf_source: authored\nstatus: deprecated\nsuperseded_by: 77777777-7777-4777-8777-777777777777\n")
+    index = _read(repo, "decisions/index.md").replace(
+        "- [Trunk", "- [Use CockroachDB](use-cockroach.md) \u2014 All services store state in CockroachDB.\n- [Trunk")
+    _commit(repo, git, {"decisions/use-cockroach.md": new, "decisions/use-postgres.md": old,
+                        "decisions/index.md": index}, "Supersede the Postgres decision")
+    data = _review(okfgit, repo, expect=0)
+    assert data["verdict"] == "merge", data["findings"]
+    fields = {f["key"]: f for f in data["concepts"][1]["fields"]}
+    assert fields["status"] == {"key": "status", "change": "added", "old": None, "new": "deprecated"}
+
+
+def test_half_done_supersession_and_rewrite(tmp_path: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:
+    repo = _base(tmp_path, env)
+    new = DECISION.format(title="Use CockroachDB", description="All services store state in CockroachDB.",
+                          okf_id="77777777-7777-4777-8777-777777777777",
+                          extra="supersedes: decisions/use-postgres.md\n")
+    rewritten = _read(repo, "decisions/trunk-based.md").replace("at least daily", "weekly")
+    index = _read(repo, "decisions/index.md").replace("at least daily", "weekly").replace(
+        "- [Trunk", "- [Use CockroachDB](use-cockroach.md) \u2014 All services store state in CockroachDB.\n- [Trunk")
+    _commit(repo, git, {"decisions/use-cockroach.md": new, "decisions/trunk-based.md": rewritten,
+                        "decisions/index.md": index}, "Change two decisions")
+    data = _review(okfgit, repo, expect=2)
+    assert data["verdict"] == "request-changes"
+    assert _rules(data) == [("error", "decision-rewritten", "decisions/trunk-based.md"),
+                            ("error", "supersession", "decisions/use-cockroach.md")]
+    assert data["findings"][1]["message"] == ("supersedes decisions/use-postgres.md, which needs status: deprecated "
+                                              "and superseded_by: 77777777-7777-4777-8777-777777777777")
+
+
+def test_human_reviewed_removed_needs_human(tmp_path: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:
+    repo = _base(tmp_path, env)
+    index = "\n".join(line for line in _read(repo, "guides/index.md").split("\n") if "deploy.md" not in line)
+    _commit(repo, git, {"guides/deploy.md": None, "guides/index.md": index}, "Remove the deploy guide")
+    data = _review(okfgit, repo, expect=2)
+    assert _rules(data) == [("needs-human", "human-reviewed-removed", "guides/deploy.md")]
+    assert data["verdict"] == "needs-human"
+
+
+def test_errors_outrank_needs_human(tmp_path: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:
+    repo = _base(tmp_path, env)
+    deploy = _read(repo, "guides/deploy.md").replace("ten minutes", "[five](soak.md) minutes")
+    _commit(repo, git, {"guides/deploy.md": deploy}, "Link the soak time")
+    data = _review(okfgit, repo, expect=2)
+    assert data["verdict"] == "request-changes"
+    assert {r for _, r, _ in _rules(data)} == {"dangling-link", "human-reviewed-changed"}
+
+
+def test_needs_merge_sibling_blocks(tmp_path: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:
+    repo = _base(tmp_path, env)
+    sibling = _read(repo, "guides/local-setup.md").replace("fifteen", "ten")
+    _commit(repo, git, {"guides/local-setup.needs-merge.md": sibling}, "okf: capture with a conflict")
+    data = _review(okfgit, repo, expect=2)
+    assert ("error", "needs-merge", "guides/local-setup.needs-merge.md") in _rules(data)
+
+
+def test_duplicate_title_and_okf_id(tmp_path: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:
+    repo = _base(tmp_path, env)
+    twin = _read(repo, "guides/local-setup.md").replace("fifteen", "ten")
+    index = _read(repo, "guides/index.md") + \
+        "- [Local setup](local-setup-2.md) \u2014 Getting a development machine ready in ten minutes.\n"
+    _commit(repo, git, {"guides/local-setup-2.md": twin, "guides/index.md": index}, "Copy the setup guide")
+    rules = {(r, p) for _, r, p in _rules(_review(okfgit, repo, expect=2))}
+    assert ("duplicate-title", "guides/local-setup-2.md") in rules
+    assert ("duplicate-okf-id", "guides/local-setup-2.md") in rules
+
+
+def test_findings_already_on_the_base_do_not_count(tmp_path: Path, okfgit: Runner, git: Runner,
+                                                   env: dict[str, str]) -> None:
+    repo = _base(tmp_path, env)
+    git("checkout", "-q", "main", cwd=repo)
+    broken = _read(repo, "guides/local-setup.md").replace("[why](../decisions/use-postgres.md)", "[why](gone.md)")
+    _commit(repo, git, {"guides/local-setup.md": broken}, "A broken link on main")
+    git("checkout", "-q", "-B", "feature", cwd=repo)
+    new = DECISION.format(title="Use UTC", description="Servers and logs use UTC.",
+                          okf_id="88888888-8888-4888-8888-888888888888", extra="")
+    index = _read(repo, "decisions/index.md") + "- [Use UTC](use-utc.md) — Servers and logs use UTC.\n"
+    _commit(repo, git, {"decisions/use-utc.md": new, "decisions/index.md": index}, "Decide on UTC")
+    data = _review(okfgit, repo, expect=0)
+    assert data["verdict"] == "merge" and data["preexisting_findings"] == 1
+
+
+def test_pr_body_problems_are_findings(tmp_path: Path, okfgit: Runner, env: dict[str, str]) -> None:
+    repo = build.build("clean-addition", tmp_path / "r", env)
+    good = (REVIEW / "clean-addition" / "pr-body.md").read_text()
+    wrong = tmp_path / "wrong.md"
+    wrong.write_text(good.replace("80c5c7185fcab90e77771c8c2943b88eff5b0909", "0" * 40))
+    data = _review(okfgit, repo, "--pr-body", str(wrong), expect=2)
+    [finding] = data["findings"]
+    assert finding["rule"] == "harvest-mismatch" and finding["path"] == "lessons/warm-cache.md"
+    assert "the tree at the head has 80c5c7185fcab90e77771c8c2943b88eff5b0909" in finding["message"]
+    invalid = tmp_path / "invalid.md"
+    invalid.write_text("Harvest\n\n```okf-harvest\n{\"version\": 1,\n```\n")
+    data = _review(okfgit, repo, "--pr-body", str(invalid), expect=2)
+    assert _rules(data) == [("error", "harvest-block", "--pr-body")]
+    assert data["findings"][0]["message"].startswith("okf-harvest block is not valid JSON: ")
+    missing = tmp_path / "missing.md"
+    missing.write_text(good.replace("lessons/warm-cache.md\", \"oid", "lessons/cold.md\", \"oid"))
+    data = _review(okfgit, repo, "--pr-body", str(missing), expect=2)
+    assert data["findings"][0]["message"] == "the okf-harvest block claims lessons/cold.md, which is not in the tree at the head"
+    stdin = okfgit("review", "main...feature", "--pr-body", "-", cwd=repo, input=good)
+    assert "every claim matches the head tree" in stdin.out
+
+
+def test_review_reads_trees_not_the_working_tree(tmp_path: Path, okfgit: Runner, env: dict[str, str]) -> None:
+    repo = build.build("rename", tmp_path / "r", env)
+    (repo / ".okf" / "guides" / "dev-setup.md").write_text("---\n: broken yaml [\n---\n")
+    assert okfgit("review", "main...feature", "--format", "json", cwd=repo).code == 0
