@@ -29,8 +29,9 @@ def adopt_cmd(src: Path | None, scope: str, folder: str | None, dry_run: bool, r
     Only missing keys are added (okf_id, scope, title from the filename,
     description from the first sentence, okf_source: authored, and type: Note when
     there is none); every other key and every body byte stays as it was. Missing
-    index.md files are written, existing ones kept. Non-markdown files are copied
-    byte for byte; hidden files and folders are skipped. Unreadable input (invalid
+    index.md files are written; a bundle's own index.md is kept byte for byte,
+    okfgit's are refreshed (so the root index links SUBDIR). Non-markdown files
+    are copied byte for byte; hidden files and folders are skipped. Unreadable input (invalid
     YAML, not UTF-8, binary, symlinks, a file that would overwrite a different
     one) is listed and nothing is written (exit 2)."""
     ctx, ws = workspace(repo, run)
