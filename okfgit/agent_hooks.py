@@ -63,6 +63,7 @@ def plan_install(ctx: Context) -> AgentChange:
     """The settings.json with okfgit's three hooks added where missing."""
     path, old, settings = _load(settings_path(ctx))
     hooks = _hooks_object(path, settings, create=True)
+    assert hooks is not None  # create=True makes one
     added: list[str] = []
     for event, command in COMMANDS.items():
         groups = _event_groups(path, hooks, event, create=True)
