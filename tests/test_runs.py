@@ -1,0 +1,159 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from okfgit import okf
+from okfgit.errors import UsageError
+from okfgit.runs import add_log_entry
+from tests.conftest import EPOCH, Runner, fsck, trailers_by_git
+
+NEXT_DAY = str(int(EPOCH) + 86400)  # 2025-12-01
+
+
+def _job(repo: Path, run: str = "r1") -> Path:
+    return repo / "runstate" / run / "okf"
+
+
+def _files(git: Runner, root: Path) -> list[str]:
+    return git("ls-tree", "-r", "--name-only", "HEAD", cwd=root).out.split()
+
+
+def test_run_start_scaffolds_one_commit_and_sets_the_active_run(project: Path, okfgit: Runner, git: Runner) -> None:
+    result = okfgit("run", "start", "r1", "--task", "Make the cache faster.", cwd=project)
+    job = _job(project)
+    assert result.out.startswith(f"started run r1 at {job} (")
+    assert git("config", "okf.run", cwd=project).out == "r1\n"
+    assert "/runstate/\n" in (project / ".git" / "info" / "exclude").read_text()
+    assert git("status", "--porcelain", cwd=project).out == ""
+    assert git("rev-list", "--count", "HEAD", cwd=job).out == "1\n"
+    assert _files(git, job) == ["STATE.md", "index.md", "log.md", "notes/index.md"]
+    assert trailers_by_git(git, job) == [("Okf-Operation", "run"), ("Okf-Tool", "okfgit 0.1.0"), ("Okf-Run", "r1")]
+    assert (job / "log.md").read_text() == "# Run r1 log\n\n## 2025-11-30\n- **Start**: run r1 started.\n"
+    state = okf.split((job / "STATE.md").read_bytes(), "STATE.md")
+    assert state.meta["type"] == "Run State" and state.meta["scope"] == "job"
+    assert state.meta["description"] == "Make the cache faster."
+    assert b"## Task\n\nMake the cache faster.\n" in state.body
+    assert okfgit("doctor", "--scope", "job", cwd=project).code == 0
+    assert okfgit("index", "--check", "--scope", "job", cwd=project).code == 0
+    fsck(git, job)
+
+
+def test_run_start_again_writes_nothing(project: Path, okfgit: Runner, git: Runner) -> None:
+    okfgit("run", "start", "r1", cwd=project)
+    okfgit("run", "end", cwd=project)
+    head = git("rev-parse", "HEAD", cwd=_job(project)).out
+    again = okfgit("run", "start", "r1", cwd=project)
+    assert "already exists" in again.out and "active run again" in again.out
+    assert git("rev-parse", "HEAD", cwd=_job(project)).out == head
+    assert git("config", "okf.run", cwd=project).out == "r1\n"
+    assert okfgit("run", "start", "../x", cwd=project, expect=2).err.startswith("okfgit: error: invalid run slug")
+
+
+def test_note_is_one_commit_with_index_and_log(project: Path, okfgit: Runner, git: Runner) -> None:
+    okfgit("run", "start", "r1", cwd=project)
+    out = okfgit("note", "--type", "lesson", "Warm the cache first", "--claim", "Cold runs vary threefold.",
+                 "--why", "The first run reads from disk.", "--evidence", "bench/cache.py", "--generalizes", "yes",
+                 "--tag", "perf", cwd=project).out
+    job = _job(project)
+    assert out.startswith("noted job/r1:notes/warm-the-cache-first.md@")
+    changed = git("show", "--name-only", "--format=", "HEAD", cwd=job).out.split()
+    assert changed == ["index.md", "log.md", "notes/index.md", "notes/warm-the-cache-first.md"]
+    trailers = trailers_by_git(git, job)
+    assert trailers[0] == ("Okf-Operation", "note") and trailers[2][0] == "Okf-Id"
+    data = (job / "notes" / "warm-the-cache-first.md").read_bytes()
+    meta = okf.split(data, "n").meta
+    assert meta["okf_id"] == trailers[2][1]
+    assert {k: meta[k] for k in ("type", "title", "description", "tags", "scope", "generalizes")} == {
+        "type": "Lesson", "title": "Warm the cache first", "description": "Cold runs vary threefold.",
+        "tags": ["perf"], "scope": "job", "generalizes": "yes"}
+    assert okf.split(data, "n").body == (b"\n# Warm the cache first\n\nCold runs vary threefold.\n\n## Why\n\n"
+                                         b"The first run reads from disk.\n\n## Evidence\n\nbench/cache.py\n")
+    log = (job / "log.md").read_text()
+    assert log.split("\n")[3] == ("- **Lesson**: [Warm the cache first](notes/warm-the-cache-first.md): "
+                                  "Cold runs vary threefold.")
+    assert "- [Warm the cache first](warm-the-cache-first.md) \u2014 Cold runs vary threefold.\n" in \
+        (job / "notes" / "index.md").read_text()
+    assert okfgit("doctor", "--scope", "job", cwd=project).code == 0
+    fsck(git, job)
+
+
+def test_note_bad_input(project: Path, okfgit: Runner) -> None:
+    assert "no active run" in okfgit("note", "--type", "Lesson", "x", cwd=project, expect=2).err
+    okfgit("run", "start", "r1", cwd=project)
+    err = okfgit("note", "--type", "Idea", "x", cwd=project, expect=2).err
+    assert err == ("okfgit: error: unknown note type 'Idea': use one of Decision, Rejected, Discovery, Limitation, "
+                   "Conclusion, Lesson, Blocker\n")
+    assert "--generalizes must be one of yes, no, unsure" in \
+        okfgit("note", "--type", "Lesson", "x", "--generalizes", "maybe", cwd=project, expect=2).err
+    okfgit("note", "--type", "Lesson", "Same title", cwd=project)
+    assert "already exists" in okfgit("note", "--type", "Lesson", "Same title", cwd=project, expect=2).err
+    assert "run 'r9' has not been started" in okfgit("note", "--type", "Lesson", "x", "--run", "r9", cwd=project,
+                                                     expect=2).err
+
+
+def test_log_adds_newest_first_and_never_edits_past_entries(project: Path, okfgit: Runner, git: Runner) -> None:
+    okfgit("run", "start", "r1", cwd=project)
+    okfgit("log", "Tried lru_cache; no gain.", cwd=project)
+    job = _job(project)
+    before = (job / "log.md").read_text()
+    assert before == "# Run r1 log\n\n## 2025-11-30\n- Tried lru_cache; no gain.\n- **Start**: run r1 started.\n"
+    okfgit("log", "Switched", "to", "redis.", cwd=project, extra_env={"SOURCE_DATE_EPOCH": NEXT_DAY})
+    after = (job / "log.md").read_text()
+    assert after == "# Run r1 log\n\n## 2025-12-01\n- Switched to redis.\n\n" + before[len("# Run r1 log\n\n"):]
+    assert trailers_by_git(git, job)[0] == ("Okf-Operation", "log")
+    assert git("log", "-1", "--format=%s", cwd=job).out == "okf: log Switched to redis.\n"
+    assert okfgit("doctor", "--scope", "job", cwd=project).code == 0
+
+
+def test_add_log_entry_only_inserts_bytes() -> None:
+    hand = b"# Log\n\nSome intro.\n\n## 2025-11-30\n\n* old entry\n  continued\n\n## 2025-11-01\n* older\n"
+    same_day = add_log_entry(hand, "2025-11-30", "new", "# Log")
+    assert same_day == hand.replace(b"* old entry", b"- new\n* old entry")
+    new_day = add_log_entry(hand, "2025-12-02", "new", "# Log")
+    assert new_day == hand.replace(b"## 2025-11-30", b"## 2025-12-02\n- new\n\n## 2025-11-30")
+    # a clock behind the newest group: the group goes where date order puts it
+    between = add_log_entry(hand, "2025-11-15", "late", "# Log")
+    assert between == hand.replace(b"## 2025-11-01", b"## 2025-11-15\n- late\n\n## 2025-11-01")
+    assert add_log_entry(b"# Log", "2025-11-30", "x", "# Log") == b"# Log\n\n## 2025-11-30\n- x\n"
+    crlf = add_log_entry(b"# Log\r\n\r\n## 2025-11-30\r\n- a\r\n", "2025-11-30", "b", "# Log")
+    assert crlf == b"# Log\r\n\r\n## 2025-11-30\r\n- b\r\n- a\r\n"
+    assert add_log_entry(None, "2025-11-30", "first\nline", "# T") == b"# T\n\n## 2025-11-30\n- first line\n"
+    with pytest.raises(UsageError):
+        add_log_entry(hand, "2025-11-30", "  ", "# Log")
+
+
+def test_status_and_end(project: Path, okfgit: Runner, git: Runner) -> None:
+    okfgit("run", "start", "r1", cwd=project)
+    okfgit("note", "--type", "Lesson", "Keep", "--generalizes", "yes", cwd=project)
+    okfgit("note", "--type", "Blocker", "Local only", "--generalizes", "no", cwd=project)
+    okfgit("note", "--type", "Discovery", "Maybe", cwd=project)
+    status = json.loads(okfgit("run", "status", "--json", cwd=project).out)
+    assert status["active"] is True
+    assert [(c["path"], c["generalizes"], c["promotable"]) for c in status["concepts"]] == [
+        ("STATE.md", "unsure", False), ("notes/keep.md", "yes", True), ("notes/local-only.md", "no", False),
+        ("notes/maybe.md", "unsure", True)]
+    text = okfgit("run", "status", cwd=project).out
+    assert "  promotable  job/r1:notes/keep.md@" in text and "  stays       job/r1:STATE.md@" in text
+    ended = okfgit("run", "end", cwd=project).out.split("\n")
+    assert ended[0] == "ended run r1"
+    assert ended[1] == "not promoted (2); promote with `okfgit promote REF --from job --to project --run r1`:"
+    assert ended[2].startswith("  job/r1:notes/keep.md@") and ended[3].startswith("  job/r1:notes/maybe.md@")
+    assert git("config", "okf.run", cwd=project, expect=1).out == ""
+    assert _job(project).is_dir()  # the run's history stays
+    assert "no active run" in okfgit("run", "end", cwd=project, expect=2).err
+    env_run = okfgit("run", "end", cwd=project, extra_env={"OKF_RUN": "r1"}).out
+    assert "still selected by $OKF_RUN" in env_run
+
+
+def test_dry_runs_write_nothing(project: Path, okfgit: Runner, git: Runner) -> None:
+    shown = okfgit("run", "start", "r1", "--dry-run", cwd=project).out
+    assert "# commit in job/r1" in shown and "+++ b/job/r1:STATE.md" in shown
+    assert not (project / "runstate").exists()
+    okfgit("run", "start", "r1", cwd=project)
+    head = git("rev-parse", "HEAD", cwd=_job(project)).out
+    assert "+++ b/job/r1:notes/x.md" in okfgit("note", "--type", "Lesson", "x", "--dry-run", cwd=project).out
+    assert "\n+- hello\n" in okfgit("log", "hello", "--dry-run", cwd=project).out
+    assert git("rev-parse", "HEAD", cwd=_job(project)).out == head
