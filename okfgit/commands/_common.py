@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from okfgit.context import Context
-from okfgit.tiers import Workspace, open_workspace
+
+if TYPE_CHECKING:  # importing tiers loads pygit2: commands with a fast path import it only when used
+    from okfgit.tiers import Workspace
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -46,6 +48,8 @@ def scope_option(default: str | None = "project", allow_all: bool = False) -> Ca
 
 
 def workspace(repo: Path | None = None, run: str | None = None) -> tuple[Context, Workspace]:
+    from okfgit.tiers import open_workspace
+
     ctx = Context.from_process()
     return ctx, open_workspace(ctx, repo, run)
 
