@@ -1,0 +1,160 @@
+"""What projection needs to know about each concept of a tier, kept up to date by tree diffs.
+
+A ``Fact`` is a pure function of one blob (and its path): its OID, ``okf_id``, origin
+filename, title and one-line hook. A tier's catalog maps every concept path of its KB
+tree to its fact. It is cached in ``<git common dir>/okf/catalog.json`` keyed by the tree
+OID, so when one concept changed, only that blob is read and parsed again (a tree diff
+between the cached tree and the new one), which keeps projection's cost proportional to
+the change and not to the KB (DESIGN.md rule 4). The cache can be deleted at any time.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from okfgit import TOOL, fsutil, okf
+from okfgit.errors import OkfError, ValidationError
+from okfgit.git import Entry, Repo
+from okfgit.tiers import Tier
+
+VERSION = 1
+CATALOG_FILE = "catalog.json"
+LINK_MODE = 0o120000
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One concept as projection sees it."""
+
+    oid: str
+    okf_id: str | None
+    origin: str | None
+    title: str
+    hook: str
+
+
+@dataclass
+class TierCatalog:
+    """Every concept of one tier's KB tree: facts, and the paths that could not be read."""
+
+    tree: str
+    facts: dict[str, Fact] = field(default_factory=dict)
+    problems: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (oid, why)
+
+
+def fact_of(label: str, path: str, entry: Entry, data: bytes) -> Fact:
+    """The fact for the blob at ``path``; ValidationError naming ``label:path`` when it is not a concept."""
+    name = f"{label}:{path}"
+    if entry.mode == LINK_MODE:
+        raise ValidationError(f"{name}: is a symlink; okfgit never follows links in a tier")
+    parsed = okf.split(data, name)
+    if not parsed.has_frontmatter:
+        raise ValidationError(f"{name}: missing YAML frontmatter")
+    meta = parsed.meta
+    okf_id = meta.get("okf_id")
+    origin = meta.get("okf_origin")
+    hook = okf.one_line(meta.get("description"))
+    if not hook:
+        hook = okf.first_sentence(parsed.body.decode("utf-8", errors="replace"))
+    return Fact(
+        oid=entry.oid,
+        okf_id=okf_id if isinstance(okf_id, str) and okf_id else None,
+        origin=origin if isinstance(origin, str) and origin else None,
+        title=okf.one_line(meta.get("title")) or okf.title_from_path(path),
+        hook=hook,
+    )
+
+
+def build(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog | None,
+          blobs: dict[str, bytes] | None = None) -> TierCatalog:
+    """The catalog of ``tier`` at ``commit`` (whose KB tree is ``tree``).
+
+    Reuses ``cached`` as is when its tree is ``tree``, updates it from a tree diff when it
+    is another tree still in the repository, and reads the whole tree otherwise. Every
+    blob read on the way is added to ``blobs`` (OID -> bytes), so a projection that goes
+    on to write the files does not read them twice.
+    """
+    blobs = {} if blobs is None else blobs
+    if cached is not None and cached.tree == tree:
+        return cached
+    if cached is not None:
+        try:
+            changes = repo.diff_paths(cached.tree, tree)
+        except Exception:  # noqa: BLE001 - a cached tree gc'd away (or any diff failure): read it all
+            changes = None
+        if changes is not None:
+            return _updated(repo, tier, commit, tree, cached, [c.path for c in changes], blobs)
+    return _full(repo, tier, commit, tree, blobs)
+
+
+def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes]) -> TierCatalog:
+    out = TierCatalog(tree)
+    entries = repo.tree_entries(commit, tier.prefix)
+    for path in sorted(entries):
+        if okf.is_concept_path(path):
+            _add(out, repo, tier, path, entries[path], blobs)
+    return out
+
+
+def _updated(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog, paths: list[str],
+             blobs: dict[str, bytes]) -> TierCatalog:
+    out = TierCatalog(tree, dict(cached.facts), dict(cached.problems))
+    for path in paths:
+        out.facts.pop(path, None)
+        out.problems.pop(path, None)
+        if not okf.is_concept_path(path):
+            continue
+        entry = repo.entry_at(commit, tier.repo_path_of(path))
+        if entry is not None and entry.mode != 0o040000:
+            _add(out, repo, tier, path, entry, blobs)
+    return out
+
+
+def _add(out: TierCatalog, repo: Repo, tier: Tier, path: str, entry: Entry, blobs: dict[str, bytes]) -> None:
+    try:
+        data = repo.read_blob(entry.oid) if entry.mode != LINK_MODE else b""
+        blobs[entry.oid] = data
+        out.facts[path] = fact_of(tier.label, path, entry, data)
+    except OkfError as exc:
+        out.problems[path] = (entry.oid, str(exc))
+
+
+def path_of(common_dir: Path) -> Path:
+    return common_dir / "okf" / CATALOG_FILE
+
+
+def load(common_dir: Path) -> dict[str, TierCatalog]:
+    """The cached catalogs by tier label; empty when missing, stale or damaged (it is a cache)."""
+    try:
+        data = json.loads(path_of(common_dir).read_bytes())
+        if data.get("version") != VERSION or data.get("tool") != TOOL:
+            return {}
+        out: dict[str, TierCatalog] = {}
+        for label, raw in data["tiers"].items():
+            facts = {p: Fact(v[0], v[1], v[2], v[3], v[4]) for p, v in raw["facts"].items()}
+            problems = {p: (v[0], v[1]) for p, v in raw["problems"].items()}
+            out[label] = TierCatalog(raw["tree"], facts, problems)
+        return out
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+        return {}
+
+
+def save(common_dir: Path, catalogs: dict[str, TierCatalog]) -> None:
+    """Write the cache (no fsync: it is rebuilt from git whenever it is missing)."""
+    data: dict[str, Any] = {
+        "version": VERSION,
+        "tool": TOOL,
+        "tiers": {
+            label: {
+                "tree": cat.tree,
+                "facts": {p: [f.oid, f.okf_id, f.origin, f.title, f.hook] for p, f in cat.facts.items()},
+                "problems": {p: list(v) for p, v in cat.problems.items()},
+            }
+            for label, cat in sorted(catalogs.items())
+        },
+    }
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    fsutil.atomic_write(path_of(common_dir), text.encode("utf-8"), fsync=False)

@@ -1,0 +1,103 @@
+"""``okfgit project``: parse, try the fast path, else call ``projection.project``, print.
+
+Only click and ``okfgit.fastpath`` are imported at module level: a no-op must cost about
+a process start, so pygit2, YAML and the projection code load only when there is work.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from okfgit import fastpath
+from okfgit.commands._common import emit_json, json_option, repo_option, run_option, warn
+
+if TYPE_CHECKING:
+    from okfgit.projection import Report
+
+NOTHING_TO_DO = "nothing to do: the knowledge at HEAD and every target are as okfgit left them"
+
+
+@click.command("project")
+@click.option("--scope", type=click.Choice(["global", "project", "job", "all"]), default="all", show_default=True,
+              help="Which tiers to project. The memory folder mirrors exactly the tiers selected.")
+@click.option("--target", type=click.Choice(["claude", "agents", "all"]), default="all", show_default=True,
+              help="claude: the memory folder and ~/.claude/CLAUDE.md; agents: <repo>/AGENTS.md and "
+                   "$CODEX_HOME/AGENTS.md.")
+@click.option("--dry-run", is_flag=True, help="Print a unified diff of every file that would change; write nothing.")
+@repo_option
+@run_option
+@json_option
+def project_cmd(scope: str, target: str, dry_run: bool, repo: Path | None, run: str | None, as_json: bool) -> int:
+    """Project the knowledge at HEAD into each agent's own files.
+
+    Merges the tiers by okf_id (job over project over global) and writes each concept
+    verbatim into Claude Code's memory folder for this repository, with a MEMORY.md
+    index inside Claude Code's budget; a managed block (navigation protocol and index
+    pointers) in ~/.claude/CLAUDE.md, $CODEX_HOME/AGENTS.md and <repo>/AGENTS.md.
+
+    Only files okfgit wrote are ever overwritten or removed; text around a managed
+    block is never changed. When nothing changed since the last run, nothing is read
+    beyond a few stats and nothing is written. Exit 3 when a target could not be
+    written (the others still are).
+    """
+    if not dry_run and not as_json and fastpath.check(
+        os.environ, os.getcwd(), repo=str(repo) if repo else None, scope=scope, target=target, run=run
+    ):
+        click.echo(NOTHING_TO_DO)
+        return 0
+    from okfgit import projection
+    from okfgit.commands._common import workspace
+
+    ctx, ws = workspace(repo, run)
+    report = projection.project(ctx, ws, scope=scope, target=target, dry_run=dry_run, run_arg=run)
+    warn(report.warnings)
+    warn(f"{o.path}: {o.reason}" for o in report.outcomes if o.action in ("skipped", "failed"))
+    if as_json:
+        emit_json(_as_json(report))
+    elif dry_run:
+        if report.diff:
+            click.echo(report.diff)
+        click.echo(_summary(report, dry_run=True))
+    else:
+        click.echo(_summary(report, dry_run=False))
+    return 3 if report.failed else 0
+
+
+def _summary(report: Report, dry_run: bool) -> str:
+    counts = {a: len(report.of(a)) for a in ("written", "unchanged", "removed", "skipped", "failed")}
+    verb = "would be " if dry_run else ""
+    if not any(counts[a] for a in ("written", "removed", "skipped", "failed")):
+        head = "nothing to do: every target is up to date" if report.outcomes else "nothing to project"
+    else:
+        parts = [f"{n} {verb}{a}" for a, n in counts.items() if n]
+        head = "projected: " + ", ".join(parts)
+    lines = [head]
+    tiers = ", ".join(f"{t.label}@{t.commit[:7]}" for t in report.tiers) or "none"
+    lines.append(f"  tiers: {tiers}")
+    if report.memory_dir is not None:
+        lines.append(f"  memory folder: {report.memory_dir}")
+    for o in report.outcomes:
+        if o.target != "claude-memory" and o.action != "unchanged":
+            lines.append(f"  {o.action}: {o.path}")
+    return "\n".join(lines)
+
+
+def _as_json(report: Report) -> dict[str, Any]:
+    def rows(action: str) -> list[dict[str, str]]:
+        return [{"path": str(o.path), "target": o.target, "reason": o.reason} for o in report.of(action)]
+
+    return {
+        "dry_run": report.dry_run,
+        "tiers": [{"tier": t.label, "commit": t.commit, "tree": t.tree} for t in report.tiers],
+        "memory_dir": str(report.memory_dir) if report.memory_dir else None,
+        "written": rows("written"),
+        "unchanged": rows("unchanged"),
+        "removed": rows("removed"),
+        "skipped": rows("skipped"),
+        "failed": rows("failed"),
+        "warnings": report.warnings,
+    }

@@ -1,0 +1,321 @@
+"""Projection: the tiers at HEAD, merged by ``okf_id``, into each agent's native files.
+
+Reads only tree objects at HEAD (DESIGN.md rule 1). The targets (``okfgit.targets``)
+turn the merged knowledge into items; this module turns the items into one ``Plan`` of
+file writes, lets ``plan.apply`` carry it out, then records what was written in the
+state (``okfgit.state``) and leaves a stamp for the no-op fast path (``okfgit.fastpath``).
+
+Per-concept work is proportional to what changed: each tier's concepts are cached by KB
+tree OID (``okfgit.catalog``) and updated from a tree diff, and when the inputs, the
+memory folder and ``MEMORY.md`` are all as okfgit left them, no concept is looked at.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from okfgit import catalog, fastpath, fsutil, state
+from okfgit.catalog import TierCatalog
+from okfgit.claude_home import claude_home
+from okfgit.context import Context
+from okfgit.errors import OkfError, UsageError
+from okfgit.git import Repo
+from okfgit.plan import FileWrite, Plan, apply, render
+from okfgit.targets import TARGETS
+from okfgit.targets.base import FAIL, REMOVE, SKIP, UNCHANGED, WRITE, Item, Merged, Projected, TierInfo, View
+from okfgit.tiers import PRECEDENCE, Tier, Workspace
+
+TARGET_CHOICES = ("claude", "agents", "all")
+
+
+def nav_protocol() -> str:
+    """The navigation protocol, verbatim from package data (spec/okf-nav-protocol.md)."""
+    return resources.files("okfgit").joinpath("data/nav-protocol.md").read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened (or, in a dry run, would happen) to one file."""
+
+    target: str
+    path: Path
+    action: str  # written | unchanged | removed | skipped | failed
+    reason: str
+
+
+@dataclass
+class Report:
+    tiers: list[TierInfo] = field(default_factory=list)
+    memory_dir: Path | None = None
+    outcomes: list[Outcome] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    diff: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return any(o.action == "failed" for o in self.outcomes)
+
+    def of(self, action: str) -> list[Outcome]:
+        return [o for o in self.outcomes if o.action == action]
+
+
+@dataclass
+class _Inputs:
+    """The tiers taking part, with their open repositories."""
+
+    infos: list[TierInfo]
+    repos: dict[str, Repo]
+    dotgits: list[str]
+
+
+def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "all", dry_run: bool = False,
+            run_arg: str | None = None) -> Report:
+    """Project the selected tiers into the selected targets (``--target claude|agents|all``)."""
+    if target not in TARGET_CHOICES:
+        raise UsageError(f"unknown target {target!r}: use one of {', '.join(TARGET_CHOICES)}")
+    report = Report(dry_run=dry_run)
+    inputs = _select(ws, scope, report.warnings)
+    report.tiers = inputs.infos
+    repo = Repo.open(ws.project_repo) if ws.project_repo is not None else None
+    st = state.load(repo.gitdir) if repo is not None else state.State(Path(os.devnull))
+    report.warnings.extend(st.warnings)
+    cache: dict[str, bytes] = {}
+    view = View(
+        ctx=ctx, tiers=inputs.infos,
+        worktree=repo.workdir if repo else None, main_root=repo.main_workdir if repo else None,
+        state=st, merge=lambda: _merge(inputs, st.common_dir if repo else None, cache),
+        read=lambda oid: _read(oid, cache, inputs.repos), nav_protocol=nav_protocol(),
+    )
+    planned: list[tuple[str, Item]] = []
+    memory_dir: Path | None = None
+    memory_ran = False
+    for tgt in TARGETS:
+        if target not in ("all", tgt.group):
+            continue
+        tp = tgt.plan(view)
+        report.warnings.extend(tp.warnings)
+        planned.extend((tgt.name, item) for item in tp.items)
+        if tp.memory_dir is not None:
+            memory_dir, memory_ran = tp.memory_dir, True
+    report.memory_dir = memory_dir
+    plan = Plan(writes=[_file_write(item) for _, item in planned if item.action in (WRITE, REMOVE)])
+    if dry_run:
+        report.diff = render(plan)
+        report.outcomes = [_outcome(name, item, None) for name, item in planned]
+        return report
+    done = apply(ctx, plan)
+    failures = {w.path: why for w, why in done.failed}
+    report.outcomes = [_outcome(name, item, failures.get(item.path)) for name, item in planned]
+    if repo is not None:
+        _record(ctx, st, repo, planned, failures, memory_dir if memory_ran else None, inputs, report,
+                scope=scope, target=target, run_arg=run_arg)
+    return report
+
+
+# -- inputs -----------------------------------------------------------------------------------
+
+
+def _select(ws: Workspace, scope: str, warnings: list[str]) -> _Inputs:
+    """The tiers in precedence order that exist and have a KB at HEAD; the rest are skipped."""
+    out = _Inputs([], {}, [])
+    for name in PRECEDENCE:
+        if scope not in ("all", name):
+            continue
+        try:
+            tier = ws.tier(name)
+        except UsageError as exc:
+            if scope == name:
+                raise
+            if name == "project" or ws.run:
+                warnings.append(str(exc))
+            continue
+        out.dotgits.append(str(tier.repo_path / ".git"))
+        info = _tier_info(tier, warnings, explicit=scope == name)
+        if info is not None:
+            out.infos.append(info[0])
+            out.repos[tier.label] = info[1]
+    return out
+
+
+def _tier_info(tier: Tier, warnings: list[str], explicit: bool) -> tuple[TierInfo, Repo] | None:
+    if not tier.exists():
+        if explicit:
+            warnings.append(f"the {tier.label} tier does not exist yet at {tier.root}; skipped")
+        return None
+    repo = tier.open()
+    commit = repo.head_commit()
+    if commit is None:
+        warnings.append(f"the {tier.label} tier's repository {tier.repo_path} has no commits yet; skipped")
+        return None
+    tree = repo.tree_oid(commit, tier.prefix)
+    if tree is None:
+        if explicit or tier.name != "project":
+            warnings.append(f"the {tier.label} tier has no knowledge base at HEAD ({tier.root}); skipped")
+        return None
+    return TierInfo(tier, commit, tree), repo
+
+
+def _merge(inputs: _Inputs, common_dir: Path | None, cache: dict[str, bytes]) -> Merged:
+    """Every tier's concepts merged by ``okf_id``: the most specific tier wins."""
+    cached = catalog.load(common_dir) if common_dir is not None else {}
+    catalogs: dict[str, TierCatalog] = {}
+    for info in inputs.infos:
+        repo = inputs.repos[info.label]
+        catalogs[info.label] = catalog.build(repo, info.tier, info.commit, info.tree, cached.get(info.label), cache)
+    if common_dir is not None and any(cached.get(k) is not v for k, v in catalogs.items()):
+        keep = {k: v for k, v in cached.items() if k not in catalogs}
+        catalog.save(common_dir, {**keep, **catalogs})
+    warnings: list[str] = []
+    seen: dict[str, Projected] = {}
+    for info in inputs.infos:
+        cat = catalogs[info.label]
+        for path in sorted(cat.problems):
+            warnings.append(f"skipped a concept that cannot be read: {cat.problems[path][1]}")
+        for path in sorted(cat.facts):
+            fact = cat.facts[path]
+            key = fact.okf_id or f"{info.label}:{path}"
+            first = seen.get(key)
+            if first is None:
+                seen[key] = Projected(key, info.label, path, fact)
+            elif first.tier == info.label:
+                warnings.append(f"{info.label}:{path} has the same okf_id as {info.label}:{first.path}; "
+                                f"projected only {first.path}")
+    return Merged(list(seen.values()), warnings)
+
+
+def _read(oid: str, cache: dict[str, bytes], repos: dict[str, Repo]) -> bytes:
+    data = cache.get(oid)
+    if data is not None:
+        return data
+    for repo in repos.values():
+        try:
+            return repo.read_blob(oid)
+        except (KeyError, ValueError):
+            continue
+    raise UsageError(f"blob {oid} is in none of the tiers' repositories")
+
+
+# -- plan and outcomes ------------------------------------------------------------------------
+
+
+def _file_write(item: Item) -> FileWrite:
+    return FileWrite(item.path, item.data if item.action == WRITE else None, item.reason, item.fsync, item.old)
+
+
+_PAST = {WRITE: "written", REMOVE: "removed", UNCHANGED: "unchanged", SKIP: "skipped", FAIL: "failed"}
+
+
+def _outcome(target: str, item: Item, failure: str | None) -> Outcome:
+    if failure is not None:
+        return Outcome(target, item.path, "failed", failure)
+    return Outcome(target, item.path, _PAST[item.action], item.reason)
+
+
+# -- state and stamp ----------------------------------------------------------------------------
+
+
+def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str, Item]], failures: dict[Path, str],
+            memory_dir: Path | None, inputs: _Inputs, report: Report, *, scope: str, target: str,
+            run_arg: str | None) -> None:
+    """Write the new state (when it changed) and the fast-path stamp (when all went well)."""
+    new = state.State(old.common_dir, old.memory_dir, old.memory_dir_mtime_ns, dict(old.inputs), dict(old.targets),
+                      dict(old.memory_files))
+    memory_failed = False
+    for _, item in planned:
+        failed = item.path in failures or item.action == FAIL
+        if item.memory_name is not None:
+            memory_failed |= failed
+            _record_memory(new, old, item, failed, memory_dir)
+        else:
+            _record_target(new, item, failed)
+    if memory_dir is not None:
+        # A record without an item is a file that is already gone.
+        names = {item.memory_name for _, item in planned if item.memory_name is not None}
+        new.memory_files = {n: m for n, m in new.memory_files.items() if n in names}
+        new.memory_dir = memory_dir
+        stat = fastpath.stat_token(str(memory_dir))
+        new.memory_dir_mtime_ns = stat[1] if stat else None
+        new.inputs = {} if memory_failed or report.failed else {
+            t.label: state.TierInput(str(t.tier.repo_path), t.commit, t.tree) for t in inputs.infos
+        }
+    data = state.dumps(new)
+    try:
+        unchanged = new.path.read_bytes() == data
+    except OSError:
+        unchanged = False
+    if not unchanged:
+        state.save(new, data)
+    stamp_file = Path(fastpath.stamp_path(str(repo.gitdir)))
+    if report.failed:
+        stamp_file.unlink(missing_ok=True)  # the next run must retry in full
+        return
+    watched = [str(item.path) for _, item in planned if item.memory_name is None]
+    if memory_dir is not None:
+        watched.append(str(memory_dir))
+    watched += [str(claude_home(ctx.environ, ctx.home) / "settings.json"), str(new.path), fastpath.NAV_PROTOCOL]
+    watched += fastpath.config_files(ctx.environ, str(repo.gitdir))
+    invocation = fastpath.key(ctx.environ, gitdir=str(repo.gitdir), scope=scope, target=target, run=run_arg)
+    stamp = fastpath.make_stamp(invocation, inputs.dotgits, watched)
+    try:
+        fsutil.atomic_write(stamp_file, stamp, fsync=False)
+    except OkfError:
+        pass  # the stamp is only a cache; the next run takes the full path
+
+
+def _stat_record(path: Path, oid: str) -> state.FileRecord | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return state.FileRecord(oid, st.st_size, st.st_mtime_ns)
+
+
+def _record_target(new: state.State, item: Item, failed: bool) -> None:
+    key = os.path.abspath(item.path)
+    if failed or item.action == SKIP:
+        return
+    if item.action == REMOVE:
+        new.targets.pop(key, None)
+        return
+    assert item.oid is not None
+    current = new.targets.get(key)
+    if item.action == UNCHANGED and current is not None and current.oid == item.oid:
+        try:
+            if current.matches(os.lstat(item.path)):
+                return
+        except OSError:
+            pass
+    record = _stat_record(item.path, item.oid)
+    if record is not None:
+        new.targets[key] = record
+
+
+def _record_memory(new: state.State, old: state.State, item: Item, failed: bool, memory_dir: Path | None) -> None:
+    name = item.memory_name
+    assert name is not None
+    if failed:
+        return
+    if item.action == REMOVE or (item.action == SKIP and not item.keep_record):
+        new.memory_files.pop(name, None)
+        return
+    if item.action == SKIP:
+        return
+    concept = item.concept
+    if concept is None:  # unchanged and not even looked at: the record stands
+        return
+    assert item.oid is not None
+    current = old.memory_files.get(name) if old.memory_dir == memory_dir else None
+    if item.action == UNCHANGED and current is not None and current.oid == item.oid:
+        if (current.okf_id, current.tier, current.path) == (concept.fact.okf_id, concept.tier, concept.path):
+            return
+        new.memory_files[name] = state.MemoryFile(concept.fact.okf_id, concept.tier, concept.path, item.oid,
+                                                  current.size, current.mtime_ns)
+        return
+    record = _stat_record(item.path, item.oid)
+    if record is not None:
+        new.memory_files[name] = state.MemoryFile(concept.fact.okf_id, concept.tier, concept.path, item.oid,
+                                                  record.size, record.mtime_ns)

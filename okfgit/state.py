@@ -1,0 +1,266 @@
+"""The projection state: what okfgit last wrote outside the tiers, and from which inputs.
+
+It lives at ``<git common dir>/okf/state.json`` of the project repository, so linked
+worktrees share it exactly as they share Claude Code's memory folder. It is the
+ownership record (DESIGN.md, "Ownership"): okfgit overwrites or deletes a file only when
+the file's current blob OID is the one recorded here, and capture skips any memory file
+whose OID is recorded here (the loop guard, rule 3).
+
+Recorded: a format version; the memory folder; per tier label the HEAD commit and the KB
+tree used; per target file (absolute path) the blob OID okfgit wrote with its size and
+``mtime_ns`` right after writing; and per projected memory file (path relative to the
+memory folder) the concept it came from (``okf_id``, tier, KB path, blob OID).
+
+Pure Python and JSON only, so capture and the hooks can read it cheaply.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from collections.abc import Mapping
+from typing import Any
+
+from okfgit import TOOL, fsutil
+from okfgit.errors import IntegrityError
+
+VERSION = 1
+STATE_DIR = "okf"
+STATE_FILE = "state.json"
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """A file okfgit wrote: the blob OID of its bytes, its size and mtime right after."""
+
+    oid: str
+    size: int
+    mtime_ns: int
+
+    def matches(self, st: os.stat_result) -> bool:
+        """The file still has the size and mtime it had when okfgit wrote it."""
+        return st.st_size == self.size and st.st_mtime_ns == self.mtime_ns
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    """A projected memory file: the concept it holds, verbatim, and the file's stat."""
+
+    okf_id: str | None
+    tier: str
+    path: str
+    oid: str
+    size: int
+    mtime_ns: int
+
+    @property
+    def record(self) -> FileRecord:
+        return FileRecord(self.oid, self.size, self.mtime_ns)
+
+    @property
+    def citation(self) -> str:
+        return f"{self.tier}:{self.path}@{self.oid[:7]}"
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Mapping-style access to a field (``record.get("oid")``), as in the JSON file."""
+        return getattr(self, key, default) if key in _MEMORY_FIELDS else default
+
+
+_MEMORY_FIELDS = ("okf_id", "tier", "path", "oid", "size", "mtime_ns")
+
+
+@dataclass(frozen=True)
+class TierInput:
+    """The input one tier gave: its repository, HEAD commit and KB tree."""
+
+    repo: str
+    commit: str
+    tree: str
+
+
+@dataclass
+class State:
+    """The ownership record of one project repository (see the module docstring)."""
+
+    common_dir: Path
+    memory_dir: Path | None = None
+    memory_dir_mtime_ns: int | None = None
+    inputs: dict[str, TierInput] = field(default_factory=dict)
+    targets: dict[str, FileRecord] = field(default_factory=dict)
+    memory_files: dict[str, MemoryFile] = field(default_factory=dict)
+    tool: str = TOOL
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def path(self) -> Path:
+        return self.common_dir / STATE_DIR / STATE_FILE
+
+    def memory_path(self, name: str) -> Path:
+        """The absolute path of the memory file recorded as ``name``."""
+        if self.memory_dir is None:
+            raise IntegrityError("the projection state records no memory folder")
+        return self.memory_dir / name
+
+    def memory_name(self, path: str | Path) -> str | None:
+        """``path`` relative to the recorded memory folder (POSIX), or None outside it."""
+        if self.memory_dir is None:
+            return None
+        try:
+            rel = Path(os.path.abspath(path)).relative_to(self.memory_dir)
+        except ValueError:
+            return None
+        return rel.as_posix() if rel.parts else None
+
+    def memory_file(self, path: str | Path) -> MemoryFile | None:
+        """The projected memory file at ``path``: absolute, or relative to the memory folder."""
+        name = self.memory_name(path) if os.path.isabs(path) else Path(path).as_posix()
+        return self.memory_files.get(name) if name is not None else None
+
+    def record(self, path: str | Path) -> FileRecord | None:
+        """What okfgit last wrote at ``path`` (a memory file name relative to the memory
+        folder, or an absolute path of any target file)."""
+        found = self.memory_file(path)
+        if found is not None:
+            return found.record
+        return self.targets.get(os.path.abspath(path)) if os.path.isabs(path) else None
+
+    def wrote(self, path: str | Path, oid: str) -> bool:
+        """True when okfgit itself wrote the bytes with blob OID ``oid`` at ``path``
+        (relative to the memory folder, or absolute).
+
+        Capture's loop guard: a file for which this is true is okfgit's projection, not
+        something an agent wrote, and must be skipped.
+        """
+        found = self.record(path)
+        return found is not None and found.oid == oid
+
+    def projected(self, okf_id: str) -> list[tuple[str, MemoryFile]]:
+        """Memory files (name, record) that hold the concept with ``okf_id``."""
+        return [(n, m) for n, m in self.memory_files.items() if m.okf_id == okf_id]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": VERSION,
+            "tool": self.tool,
+            "memory_dir": str(self.memory_dir) if self.memory_dir is not None else None,
+            "memory_dir_mtime_ns": self.memory_dir_mtime_ns,
+            "inputs": {k: {"repo": v.repo, "commit": v.commit, "tree": v.tree} for k, v in sorted(self.inputs.items())},
+            "targets": {k: _record_json(v) for k, v in sorted(self.targets.items())},
+            "memory_files": {
+                k: {"okf_id": m.okf_id, "tier": m.tier, "path": m.path, "oid": m.oid, "size": m.size,
+                    "mtime_ns": m.mtime_ns}
+                for k, m in sorted(self.memory_files.items())
+            },
+        }
+
+
+def _record_json(record: FileRecord) -> dict[str, Any]:
+    return {"oid": record.oid, "size": record.size, "mtime_ns": record.mtime_ns}
+
+
+def common_dir_of(gitdir: Path) -> Path:
+    """The repository's common git dir: ``gitdir`` itself, or what its ``commondir`` names."""
+    commondir = gitdir / "commondir"
+    try:
+        target = commondir.read_text(encoding="utf-8").strip()
+    except (FileNotFoundError, NotADirectoryError):
+        return Path(os.path.abspath(gitdir))
+    return Path(os.path.abspath(gitdir / target))
+
+
+def load(gitdir: Path) -> State:
+    """The projection state of the repository whose git dir is ``gitdir``.
+
+    A linked worktree's git dir works too: the state lives in the common dir. A missing
+    file gives an empty state (okfgit owns nothing yet); a damaged one gives an empty
+    state and a warning; one written by a newer okfgit raises IntegrityError, because
+    overwriting it would lose ownership records that okfgit cannot read.
+    """
+    common = common_dir_of(gitdir)
+    state = State(common)
+    try:
+        raw = state.path.read_bytes()
+    except FileNotFoundError:
+        return state
+    except OSError as exc:
+        raise IntegrityError(f"cannot read {state.path}: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(raw)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        version = data.get("version")
+        if isinstance(version, int) and version > VERSION:
+            raise IntegrityError(
+                f"{state.path} was written by a newer okfgit (format {version}); upgrade okfgit"
+            )
+        if version != VERSION:
+            raise ValueError(f"unknown format {version!r}")
+        return _parse(common, data)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        state.warnings.append(
+            f"{state.path} is damaged ({exc}); treating every target file as not written by okfgit"
+        )
+        return state
+
+
+def _parse(common: Path, data: dict[str, Any]) -> State:
+    memory_dir = data.get("memory_dir")
+    mtime = data.get("memory_dir_mtime_ns")
+    return State(
+        common_dir=common,
+        memory_dir=Path(memory_dir) if isinstance(memory_dir, str) else None,
+        memory_dir_mtime_ns=int(mtime) if mtime is not None else None,
+        inputs={str(k): TierInput(str(v["repo"]), str(v["commit"]), str(v["tree"]))
+                for k, v in data.get("inputs", {}).items()},
+        targets={str(k): FileRecord(str(v["oid"]), int(v["size"]), int(v["mtime_ns"]))
+                 for k, v in data.get("targets", {}).items()},
+        memory_files={
+            str(k): MemoryFile(
+                str(v["okf_id"]) if v.get("okf_id") is not None else None, str(v["tier"]), str(v["path"]),
+                str(v["oid"]), int(v["size"]), int(v["mtime_ns"]),
+            )
+            for k, v in data.get("memory_files", {}).items()
+        },
+        tool=str(data.get("tool", "")),
+    )
+
+
+def dumps(state: State) -> bytes:
+    """The bytes ``save`` writes (compact JSON: the file can hold 10,000 records)."""
+    return json.dumps(state.to_json(), separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
+
+
+def save(state: State, data: bytes | None = None) -> None:
+    """Write the state atomically and durably (it is the only record of what okfgit owns)."""
+    fsutil.atomic_write(state.path, data if data is not None else dumps(state), fsync=True)
+
+
+def record_captured(gitdir: Path, files: Mapping[str, str], memory_dir: Path | None = None) -> None:
+    """Mark memory files (name relative to the memory folder -> blob OID) as okfgit's.
+
+    Capture calls this once the agent's bytes are in a commit: from then on the file is a
+    copy of knowledge in the KB, so the next projection may replace it with the concept.
+    Ownership is by OID, so a file that changed again since capture read it stays the
+    agent's. ``memory_dir`` is used when no projection has recorded a folder yet.
+    """
+    if not files:
+        return
+    current = load(gitdir)
+    if current.memory_dir is None:
+        if memory_dir is None:
+            return
+        current.memory_dir = Path(os.path.abspath(memory_dir))
+    for name, oid in files.items():
+        path = current.memory_dir / name
+        try:
+            st = path.lstat()
+        except OSError:
+            continue
+        old = current.memory_files.get(name)
+        current.memory_files[name] = MemoryFile(
+            old.okf_id if old else None, old.tier if old else "", old.path if old else "", oid,
+            st.st_size, st.st_mtime_ns,
+        )
+    save(current)

@@ -1,0 +1,176 @@
+"""The one interface every projection target implements, and what it is given.
+
+A target turns the merged knowledge (a ``View``) into ``Item``s: one per file it owns or
+manages, each saying what should happen to that file and why. It reads the disk to
+decide (is the file there, is it ours, is it a symlink) but never writes: projection turns
+the items into a plan, and ``plan.apply`` is the only writer. A new agent format is one
+new module with one class that has ``name``, ``group`` and ``plan``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from okfgit import blocks
+from okfgit.catalog import Fact
+from okfgit.context import Context
+from okfgit.git import blob_oid
+from okfgit.state import State
+from okfgit.tiers import Tier
+
+WRITE = "write"
+REMOVE = "remove"
+UNCHANGED = "unchanged"
+SKIP = "skip"
+FAIL = "fail"
+
+
+@dataclass(frozen=True)
+class TierInfo:
+    """One tier that takes part in the projection: it exists and has a KB at HEAD."""
+
+    tier: Tier
+    commit: str
+    tree: str
+
+    @property
+    def label(self) -> str:
+        return self.tier.label
+
+    @property
+    def index(self) -> Path:
+        """The tier's root index in its working tree (where an agent can open it)."""
+        return self.tier.root / "index.md"
+
+
+@dataclass(frozen=True)
+class Projected:
+    """A concept that won the merge: which tier and KB path it comes from, and its fact."""
+
+    key: str  # okf_id, or "<tier>:<path>" for a concept without one
+    tier: str
+    path: str
+    fact: Fact
+
+    @property
+    def citation(self) -> str:
+        return f"{self.tier}:{self.path}@{self.fact.oid[:7]}"
+
+
+@dataclass(frozen=True)
+class Merged:
+    """Every concept to project, most specific tier first, then by KB path."""
+
+    concepts: list[Projected]
+    warnings: list[str]
+
+
+@dataclass
+class View:
+    """What targets are given: the tiers in precedence order, where the repo is, the state."""
+
+    ctx: Context
+    tiers: list[TierInfo]
+    worktree: Path | None  # the project repo's working tree (a linked worktree's own)
+    main_root: Path | None  # the canonical repo root (a linked worktree maps to the main one)
+    state: State
+    merge: Callable[[], Merged]
+    read: Callable[[str], bytes]  # a blob's bytes by OID, from whichever tier holds it
+    nav_protocol: str
+    _merged: Merged | None = None
+
+    def tier(self, name: str) -> TierInfo | None:
+        return next((t for t in self.tiers if t.tier.name == name), None)
+
+    def merged(self) -> Merged:
+        """The merged concepts (computed on first use: block targets never need them)."""
+        if self._merged is None:
+            self._merged = self.merge()
+        return self._merged
+
+
+@dataclass(frozen=True)
+class Item:
+    """What should happen to one file, and why.
+
+    ``oid`` is the blob OID of ``data`` (write) or of the file's bytes (unchanged).
+    ``memory_name`` and ``concept`` are set for projected memory files; ``keep_record``
+    says whether okfgit still owns the file afterwards when it is left alone.
+    """
+
+    path: Path
+    action: str
+    reason: str
+    data: bytes | None = None
+    old: bytes | None = None
+    fsync: bool = False
+    oid: str | None = None
+    memory_name: str | None = None
+    concept: Projected | None = None
+    keep_record: bool = True
+
+
+@dataclass
+class TargetPlan:
+    items: list[Item] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    memory_dir: Path | None = None  # set by the memory target: the folder it projected into
+    memory_dir_watch: bool = False  # the folder's own mtime goes into the state
+
+
+class Target(Protocol):
+    """A projection target: a kind of file some coding agent reads."""
+
+    name: str  # shown in reports: claude-memory, claude-md, agents-md, codex-agents
+    group: str  # what --target selects it by: claude or agents
+
+    def plan(self, view: View) -> TargetPlan:
+        """Items for every file this target manages; reads the disk, writes nothing."""
+        ...
+
+
+def plan_block(path: Path, scope: str, content: str, why: str) -> TargetPlan:
+    """The item for a managed block in the person's file at ``path``.
+
+    The file holds a person's bytes: outside the block nothing changes; a symlink, a
+    folder or a file that is not UTF-8 is refused (``fail``) and left untouched.
+    """
+    out = TargetPlan()
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        out.items.append(Item(path, FAIL, f"cannot read it: {exc.strerror or exc}"))
+        return out
+    old: bytes | None = None
+    if st is not None:
+        if os.path.islink(path):
+            out.items.append(Item(path, FAIL, "is a symlink; okfgit does not replace links (nothing was changed)"))
+            return out
+        if not os.path.isfile(path):
+            out.items.append(Item(path, FAIL, "is not a regular file (nothing was changed)"))
+            return out
+        try:
+            old = path.read_bytes()
+        except OSError as exc:
+            out.items.append(Item(path, FAIL, f"cannot read it: {exc.strerror or exc}"))
+            return out
+    try:
+        text = old.decode("utf-8") if old is not None else None
+    except UnicodeDecodeError as exc:
+        out.items.append(Item(path, FAIL, f"is not UTF-8 (byte {exc.start}); nothing was changed"))
+        return out
+    result = blocks.upsert_block(text, scope, content, str(path))
+    out.warnings.extend(result.warnings)
+    new = result.text.encode("utf-8")
+    if old is not None and new == old:
+        out.items.append(Item(path, UNCHANGED, why, oid=blob_oid(old)))
+    else:
+        reason = f"{why} (file created)" if old is None else f"{why} (block id={scope} updated)"
+        out.items.append(Item(path, WRITE, reason, data=new, old=old, fsync=True, oid=blob_oid(new)))
+    return out

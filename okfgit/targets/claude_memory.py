@@ -1,0 +1,270 @@
+"""Claude Code's memory folder: one file per concept, verbatim, and ``MEMORY.md``.
+
+The folder is ``<claude home>/projects/<enc>/memory/`` for the canonical repo root (or
+``autoMemoryDirectory``), see ``claude_home``. Each concept that won the merge becomes a
+file whose bytes are its blob, so the file's ``git hash-object`` is the tree entry's OID
+(the loop guard of DESIGN.md rule 3). Files are flat in the folder, named by the
+concept's ``okf_origin`` (the file capture took it from) when that is a safe relative
+name, else by its KB file name; when two concepts want one name the first in order keeps
+it (concepts with an origin first, then most specific tier first, then by KB path) and
+the others get ``<stem>-<first 8 hex of okf_id>.md``. Names are compared case-folded, so
+the folder works on case-insensitive file systems too.
+
+Ownership: a file is overwritten or removed only when its current OID is the one okfgit
+recorded writing there (or it already holds exactly the bytes wanted); anything else is
+left for capture and reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from okfgit import claude_home, okf
+from okfgit.git import blob_oid
+from okfgit.state import MemoryFile, TierInput
+from okfgit.targets import memory_index
+from okfgit.targets.base import REMOVE, SKIP, UNCHANGED, WRITE, Item, Projected, TargetPlan, View
+
+INDEX_NAME = "MEMORY.md"
+_MAX_COMPONENT = 255
+
+
+class ClaudeMemory:
+    """The memory folder Claude Code reads for this repository."""
+
+    name = "claude-memory"
+    group = "claude"
+
+    def plan(self, view: View) -> TargetPlan:
+        out = TargetPlan()
+        if view.main_root is None:
+            return out
+        choice = claude_home.memory_dir(view.main_root, view.ctx.environ, view.ctx.home)
+        out.warnings.extend(choice.warnings)
+        folder = Path(os.path.abspath(choice.path))
+        out.memory_dir = folder
+        out.memory_dir_watch = True
+        if not view.tiers and not view.state.memory_files:
+            return out  # nothing projected before, nothing to project now
+        if _untouched(view, folder):
+            out.items.extend(_unchanged(view, folder))
+            return out
+        merged = view.merged()
+        out.warnings.extend(merged.warnings)
+        names, warnings = assign_names(merged.concepts)
+        out.warnings.extend(warnings)
+        trust = _folder_unchanged(view, folder)
+        out.items.extend(_reconcile(view, folder, names, trust))
+        out.items.append(_index_item(view, folder, names, merged.concepts, out))
+        return out
+
+
+# -- when nothing needs looking at ---------------------------------------------------------
+
+
+def _folder_unchanged(view: View, folder: Path) -> bool:
+    """No file was added, removed or renamed in the folder since okfgit last wrote it."""
+    state = view.state
+    if state.memory_dir != folder or state.memory_dir_mtime_ns is None:
+        return False
+    try:
+        return os.stat(folder).st_mtime_ns == state.memory_dir_mtime_ns
+    except OSError:
+        return False
+
+
+def _untouched(view: View, folder: Path) -> bool:
+    """Same inputs, same folder, same MEMORY.md as last time: no per-concept work at all."""
+    state = view.state
+    inputs = {t.label: TierInput(str(t.tier.repo_path), t.commit, t.tree) for t in view.tiers}
+    if state.inputs != inputs or not _folder_unchanged(view, folder):
+        return False
+    record = state.targets.get(str(folder / INDEX_NAME))
+    if record is None:
+        return False
+    try:
+        return record.matches(os.lstat(folder / INDEX_NAME))
+    except OSError:
+        return False
+
+
+def _unchanged(view: View, folder: Path) -> Iterator[Item]:
+    for name, rec in sorted(view.state.memory_files.items()):
+        yield Item(folder / name, UNCHANGED, f"holds {rec.citation}", oid=rec.oid, memory_name=name)
+    record = view.state.targets[str(folder / INDEX_NAME)]
+    yield Item(folder / INDEX_NAME, UNCHANGED, "index of the memory folder", oid=record.oid)
+
+
+# -- names ------------------------------------------------------------------------------------
+
+
+def assign_names(concepts: list[Projected]) -> tuple[dict[str, Projected], list[str]]:
+    """File name (relative to the memory folder) for each concept; warnings for bad origins."""
+    warnings: list[str] = []
+    wanted: list[tuple[str, Projected]] = []
+    for concept in concepts:
+        origin = concept.fact.origin
+        if origin is not None:
+            why = origin_problem(origin)
+            if why is None:
+                wanted.append((origin, concept))
+                continue
+            warnings.append(f"{concept.citation}: okf_origin {origin!r} {why}; projected under its own file name")
+    with_origin = {id(c) for _, c in wanted}
+    for concept in concepts:
+        if id(concept) not in with_origin:
+            wanted.append((_own_name(concept), concept))
+    taken: set[str] = {INDEX_NAME.casefold()}
+    out: dict[str, Projected] = {}
+    for name, concept in wanted:
+        chosen = name
+        if chosen.casefold() in taken:
+            stem = name[:-3]
+            chosen = f"{stem}-{_suffix(concept)}.md"
+            n = 2
+            while chosen.casefold() in taken:
+                chosen = f"{stem}-{_suffix(concept)}-{n}.md"
+                n += 1
+        taken.add(chosen.casefold())
+        out[chosen] = concept
+    return out, warnings
+
+
+def origin_problem(origin: str) -> str | None:
+    """Why ``origin`` cannot be a file name in the memory folder, or None when it can."""
+    if "\x00" in origin or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in origin):
+        return "contains NUL or control characters"
+    if origin.startswith("/") or "\\" in origin or (len(origin) > 1 and origin[1] == ":"):
+        return "is not a relative path"
+    parts = origin.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return "tries to leave the memory folder"
+    if any(p.startswith(".") for p in parts):
+        return "names a hidden file or folder"
+    if any(len(p.encode("utf-8")) > _MAX_COMPONENT for p in parts):
+        return "has a name too long for the file system"
+    if not origin.endswith(".md") or len(origin) <= 3:
+        return "is not a .md file name"
+    if origin.casefold() == INDEX_NAME.casefold():
+        return "is MEMORY.md, which is the folder's index"
+    return None
+
+
+def _own_name(concept: Projected) -> str:
+    name = concept.path.rsplit("/", 1)[-1]
+    if origin_problem(name) is None:
+        return name
+    return f"concept-{_suffix(concept)}.md"
+
+
+def _suffix(concept: Projected) -> str:
+    if okf.is_valid_okf_id(concept.fact.okf_id):
+        return str(concept.fact.okf_id).replace("-", "")[:8]
+    return hashlib.sha1(concept.key.encode("utf-8")).hexdigest()[:8]
+
+
+# -- files ------------------------------------------------------------------------------------
+
+
+def _current(path: Path) -> tuple[str, bytes | None]:
+    """("missing"|"file"|"other", bytes of a regular file)."""
+    try:
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            return "other", None
+        return "file", path.read_bytes()
+    except FileNotFoundError:
+        return "missing", None
+    except OSError:
+        return "other", None
+
+
+def _reconcile(view: View, folder: Path, names: dict[str, Projected], trust: bool) -> Iterator[Item]:
+    state = view.state
+    same_folder = state.memory_dir == folder
+    for name in sorted(names):
+        concept = names[name]
+        path = folder / name
+        rec = state.memory_files.get(name) if same_folder else None
+        why = f"holds {concept.citation}"
+        if rec is not None and trust and rec.oid == concept.fact.oid:
+            yield Item(path, UNCHANGED, why, oid=rec.oid, memory_name=name, concept=concept)
+            continue
+        kind, data = _current(path)
+        if kind == "missing":
+            yield Item(path, WRITE, f"{why} (new)", data=view.read(concept.fact.oid), oid=concept.fact.oid,
+                       memory_name=name, concept=concept)
+        elif kind == "other":
+            yield Item(path, SKIP, "is a symlink or a folder, not a file okfgit wrote; left alone",
+                       memory_name=name, concept=concept)
+        else:
+            assert data is not None
+            current = blob_oid(data)
+            if current == concept.fact.oid:
+                yield Item(path, UNCHANGED, why, oid=current, memory_name=name, concept=concept)
+            elif rec is not None and current == rec.oid:
+                yield Item(path, WRITE, f"{why} (updated)", data=view.read(concept.fact.oid), old=data,
+                           oid=concept.fact.oid, memory_name=name, concept=concept)
+            else:
+                yield Item(path, SKIP, f"was not written by okfgit (or was edited since); left for capture, "
+                           f"so {concept.citation} is not projected there", memory_name=name, concept=concept)
+    old_folder = state.memory_dir
+    if old_folder is None:
+        return
+    for name, rec in sorted(state.memory_files.items()):
+        if same_folder and name in names:
+            continue
+        yield from _removal(old_folder / name, name, rec, same_folder)
+
+
+def _removal(path: Path, name: str, rec: MemoryFile, same_folder: bool) -> Iterator[Item]:
+    kind, data = _current(path)
+    where = "no longer in the knowledge base" if same_folder else "the memory folder moved"
+    if kind == "missing":
+        return
+    if kind == "file" and data is not None and blob_oid(data) == rec.oid:
+        yield Item(path, REMOVE, f"held {rec.citation}, {where}", old=data, memory_name=name)
+    else:
+        yield Item(path, SKIP, f"held {rec.citation}, {where}, but was edited since okfgit wrote it; "
+                   "left for capture", memory_name=name, keep_record=False)
+
+
+# -- MEMORY.md --------------------------------------------------------------------------------
+
+
+def _index_item(view: View, folder: Path, names: dict[str, Projected], concepts: list[Projected],
+                out: TargetPlan) -> Item:
+    path = folder / INDEX_NAME
+    kind, old = _current(path)
+    if kind == "other":
+        return Item(path, SKIP, "is a symlink or a folder; MEMORY.md was not regenerated")
+    projected = {i.memory_name for i in out.items if i.action in (WRITE, UNCHANGED) and i.memory_name}
+    managed = projected | {i.memory_name for i in out.items if i.action == REMOVE and i.memory_name}
+    kept, other = memory_index.kept_lines(old, managed, lambda name: (folder / name).is_file())
+    record = view.state.targets.get(str(path))
+    if old is not None and other and (record is None or record.oid != blob_oid(old)):
+        out.warnings.append(
+            f"{path}: was edited since okfgit wrote it; kept {len(kept)} line(s) linking to memory files "
+            f"okfgit does not manage and regenerated the rest ({other} other line(s) dropped)"
+        )
+    name_of = {c.key: n for n, c in names.items()}
+    order = [name_of[c.key] for c in concepts if name_of[c.key] in projected]
+    total: dict[str, int] = {}
+    for name in order:
+        total[names[name].tier] = total.get(names[name].tier, 0) + 1
+    entries = (memory_index.Entry(n, names[n].fact.title, names[n].fact.hook, names[n].tier) for n in order)
+    pointers = [memory_index.Pointer(t.label, t.index) for t in view.tiers]
+    rendered = memory_index.render(kept, entries, pointers, total)
+    if rendered.left_out:
+        missing = sum(rendered.left_out.values())
+        out.warnings.append(
+            f"{path}: listed {rendered.listed} of {rendered.listed + missing} concepts (Claude Code reads only "
+            f"the first {memory_index.MAX_LINES} lines and {memory_index.MAX_BYTES:,} bytes); {missing} left "
+            "out, reachable through the tier indexes it points to"
+        )
+    data = rendered.data
+    if old == data:
+        return Item(path, UNCHANGED, "index of the memory folder", oid=blob_oid(data))
+    return Item(path, WRITE, "index of the memory folder", data=data, old=old, oid=blob_oid(data))

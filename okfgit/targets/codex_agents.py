@@ -1,0 +1,22 @@
+"""``$CODEX_HOME/AGENTS.md``: the global tier's managed block for Codex.
+
+Codex reads it in every session before the project's own AGENTS.md, and loads at most
+32 KiB of such files in total, so the block is the same small text as in CLAUDE.md.
+"""
+
+from __future__ import annotations
+
+from okfgit import claude_home
+from okfgit.targets.base import TargetPlan, View, plan_block
+from okfgit.targets.claude_md import SCOPE, global_block
+
+
+class CodexAgents:
+    name = "codex-agents"
+    group = "agents"
+
+    def plan(self, view: View) -> TargetPlan:
+        if view.tier("global") is None:
+            return TargetPlan()
+        path = claude_home.codex_home(view.ctx.environ, view.ctx.home) / "AGENTS.md"
+        return plan_block(path, SCOPE, global_block(view), "global knowledge protocol for Codex")
