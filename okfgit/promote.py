@@ -48,6 +48,7 @@ class Item:
     type: str
     description: str
     minted: bool = False
+    body_line: int = 1  # the source file's line where the body starts, for messages
 
     @property
     def oid(self) -> str:
@@ -133,6 +134,7 @@ def plan_promotion(
     pp.warnings.extend(_backlink_warnings(pp))
     # The source commit is fully known except the destination OID: check its paths now.
     draft = pp.source_commit(PENDING, ctx.today())
+    pp.warnings.extend(_kept_indexes(pp, draft.changes))
     _check_dirty(src_repo, source, draft.changes, src_snap.commit)
     if branch is None and dst_repo is not None:
         dst_repo.check_writable_state()
@@ -209,9 +211,10 @@ def _item(snap: Snapshot, concept: Concept, to: str, folder: str | None) -> Item
     if okf_id is None:
         okf_id = okf.new_okf_id()
         updates["okf_id"] = okf_id
-    data = okf.set_keys(snap.blob(concept.path), concept.citation, updates)
+    blob = snap.blob(concept.path)
+    data = okf.set_keys(blob, concept.citation, updates)
     return Item(okf_id, concept.path, path, data, concept.title, concept.type, okf.one_line(raw.get("description")),
-                minted)
+                minted, _body_line(blob, concept.body))
 
 
 def _check_items(items: list[Item], dst: Snapshot) -> None:
@@ -246,10 +249,15 @@ def _check_links(items: list[Item], dst: Snapshot) -> None:
                 target = links.resolve(item.path, link.target)
                 ok = target.external or (target.path is not None and links.exists(target.path, entries))
             if not ok:
-                dangling.append(f"  {item.source_path} line {link.line}: {_shown(link)}")
+                dangling.append(f"  {item.source_path} line {item.body_line + link.line - 1}: {_shown(link)}")
     if dangling:
         raise ValidationError(f"links that would not exist in the {dst.tier.label} tier (promote their targets "
                               "too, or fix the links first; nothing was written):\n" + "\n".join(dangling))
+
+
+def _body_line(data: bytes, body: bytes) -> int:
+    """The 1-based line of ``data`` where ``body`` (its tail) starts."""
+    return data[: len(data) - len(body)].count(b"\n") + 1
 
 
 def _shown(link: links.Link) -> str:
@@ -298,20 +306,46 @@ def _source_commit(pp: PromotionPlan, destination_oid: str, today: str) -> TierC
     )
 
 
-def _emptied_indexes(snap: Snapshot, changes: dict[str, bytes | None]) -> dict[str, bytes]:
-    """Folders left without concepts keep their index.md, with its intro and no entries."""
+def _emptied_indexes(snap: Snapshot, changes: dict[str, bytes | None]) -> dict[str, bytes | None]:
+    """Index files of folders the promotion leaves without concepts.
+
+    An index holding nothing but okfgit's own heading goes with its folder; one with a
+    person's intro keeps that intro and loses its entries.
+    """
     remaining = {p for p in snap.entries if changes.get(p, b"") is not None and okf.is_concept_path(p)}
     live = index.folders_of(remaining)
-    out: dict[str, bytes] = {}
-    for path in changes:
-        folder = index.parent(path)
+    removed = [p for p, d in changes.items() if d is None]
+    out: dict[str, bytes | None] = {}
+    for folder in sorted(index.folders_of(removed) - live):
         idx = index.index_path(folder)
-        if folder in live or idx in changes or idx not in snap.entries:
+        if idx in changes or idx not in snap.entries:
             continue
         intro = index.split_intro(snap.blob(idx).decode("utf-8", errors="replace"))
         text = index.render(folder, intro, {}, {})
-        if text != snap.blob(idx):
+        if text == index.render(folder, "", {}, {}):
+            out[idx] = None
+        elif text != snap.blob(idx):
             out[idx] = text
+    return out
+
+
+def _kept_indexes(pp: PromotionPlan, changes: dict[str, bytes | None]) -> list[str]:
+    """Warnings for emptied folders whose index stays because a person wrote its intro."""
+    out = []
+    for path, data in sorted(changes.items()):
+        if data is None or not path.endswith("index.md") or path == "index.md":
+            continue
+        folder = index.parent(path)
+        if any(okf.is_concept_path(p) and p.startswith(folder + "/") and changes.get(p, b"") is not None
+               for p in pp.source_snapshot.entries):
+            continue
+        parent = index.index_path(index.parent(folder))
+        above = changes.get(parent) or (pp.source_snapshot.blob(parent) if parent in pp.source_snapshot.entries
+                                        else b"")
+        name = folder.rsplit("/", 1)[-1]
+        if f"({name}/index.md)".encode() not in above and f"({name}/)".encode() not in above:
+            out.append(f"{pp.source.label}:{folder}/ has no concepts left; its index.md keeps a hand-written intro, "
+                       "so it stays (doctor reports it unreachable until you remove it or add a concept)")
     return out
 
 
@@ -321,10 +355,11 @@ def _backlink_warnings(pp: PromotionPlan) -> list[str]:
     for concept in pp.source_snapshot.concepts():
         if concept.path in moved:
             continue
+        start = _body_line(pp.source_snapshot.blob(concept.path), concept.body)
         for link in links.extract(concept.body):
             target = links.resolve(concept.path, link.target) if link.kind == "md" else None
             if target is not None and target.path in moved:
-                out.append(f"{concept.citation} line {link.line} links to {target.path}, which moves to "
+                out.append(f"{concept.citation} line {start + link.line - 1} links to {target.path}, which moves to "
                            f"{pp.destination.label}")
     return out
 

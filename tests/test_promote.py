@@ -1,0 +1,270 @@
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from okfgit import okf
+from tests.conftest import Runner, fsck, trailers_by_git
+
+NOTE = "notes/warm-the-cache.md"
+
+
+def _job(repo: Path, run: str = "r1") -> Path:
+    return repo / "runstate" / run / "okf"
+
+
+def _head(git: Runner, where: Path, rev: str = "HEAD") -> str:
+    return git("rev-parse", rev, cwd=where).out.strip()
+
+
+def _run_with_notes(project: Path, okfgit: Runner) -> None:
+    okfgit("run", "start", "r1", cwd=project)
+    okfgit("note", "--type", "Lesson", "Warm the cache", "--claim", "Benchmarks warm the cache first.",
+           "--why", "Cold runs vary threefold.", "--generalizes", "yes", cwd=project)
+    okfgit("note", "--type", "Blocker", "Runner lacks redis", "--generalizes", "no", cwd=project)
+
+
+def _harvest(text: str) -> dict:
+    return json.loads(text.split("```okf-harvest\n", 1)[1].split("\n```", 1)[0])
+
+
+def test_promote_job_to_project_end_to_end(project: Path, okfgit: Runner, git: Runner) -> None:
+    _run_with_notes(project, okfgit)
+    job = _job(project)
+    source_head = _head(git, job)
+    job_blob = (job / NOTE).read_bytes()
+    okf_id = okf.split(job_blob, NOTE).meta["okf_id"]
+    out = okfgit("promote", "warm", cwd=project).out
+    assert out.split("\n")[0] == f"promoted job/r1:{NOTE} -> project:{NOTE}"
+
+    dest = trailers_by_git(git, project)
+    assert dest == [("Okf-Operation", "promote"), ("Okf-Tool", "okfgit 0.1.0"), ("Okf-Id", okf_id),
+                    ("Okf-Promoted-From", f"job/r1@{source_head}:{NOTE}")]
+    src = trailers_by_git(git, job)
+    assert src == [("Okf-Operation", "promote"), ("Okf-Tool", "okfgit 0.1.0"), ("Okf-Id", okf_id),
+                   ("Okf-Promoted-To", f"project@{_head(git, project)}:{NOTE}")]
+
+    promoted = (project / ".okf" / NOTE).read_bytes()
+    assert okf.split(promoted, NOTE).meta["okf_id"] == okf_id
+    # only the scope line changed
+    assert sorted(set(job_blob.split(b"\n")) ^ set(promoted.split(b"\n"))) == [b"scope: job", b"scope: project"]
+    assert sorted(git("show", "--name-only", "--format=", "HEAD", cwd=project).out.split()) == [
+        ".okf/index.md", ".okf/notes/index.md", f".okf/{NOTE}"]
+    assert "- [Warm the cache](warm-the-cache.md) \u2014 Benchmarks warm the cache first.\n" in \
+        (project / ".okf" / "notes" / "index.md").read_text()
+    assert not (job / NOTE).exists()
+    assert "warm-the-cache" not in (job / "notes" / "index.md").read_text()
+    assert "- **Promotion**: notes/warm-the-cache.md to project (" in (job / "log.md").read_text()
+    assert git("status", "--porcelain", cwd=project).out == ""
+    assert git("status", "--porcelain", cwd=job).out == ""
+    assert okfgit("doctor", "--scope", "all", cwd=project).code == 0
+    assert okfgit("index", "--check", "--scope", "all", cwd=project).code == 0
+    fsck(git, project)
+    fsck(git, job)
+    status = json.loads(okfgit("run", "status", "--json", cwd=project).out)
+    assert status["promoted"] == [{"okf_id": okf_id, "to": f"project@{_head(git, project)}:{NOTE}",
+                                   "commit": _head(git, job)}]
+    assert "nothing left to promote" in okfgit("run", "end", cwd=project).out
+
+
+def test_promote_on_a_branch_leaves_the_checkout_alone(project: Path, okfgit: Runner, git: Runner,
+                                                       tmp_path: Path) -> None:
+    _run_with_notes(project, okfgit)
+    (project / "app.py").write_text("print(1)\n")
+    git("add", "app.py", cwd=project)
+    head, branch = _head(git, project), git("symbolic-ref", "HEAD", cwd=project).out
+    status = git("status", "--porcelain", cwd=project).out
+    result = okfgit("promote", NOTE, "--branch", "okf/harvest-r1", cwd=project)
+    assert _head(git, project) == head and git("symbolic-ref", "HEAD", cwd=project).out == branch
+    assert git("status", "--porcelain", cwd=project).out == status == "A  app.py\n"
+    assert not (project / ".okf" / "notes").exists()
+    tip = _head(git, project, "okf/harvest-r1")
+    assert _head(git, project, "okf/harvest-r1~1") == head
+    job_trailers = trailers_by_git(git, _job(project))
+    assert ("Okf-Promoted-To", f"project@{tip}:{NOTE}") in job_trailers
+    assert job_trailers[-1] == ("Okf-Promoted-Branch", "okf/harvest-r1")
+
+    assert "\nPR title: okf-harvest: r1\n" in result.out
+    body = result.out.split("PR body:\n\n", 1)[1]
+    harvest = _harvest(body)
+    assert harvest["version"] == 1 and harvest["run"] == "r1" and harvest["tool"] == "okfgit 0.1.0"
+    assert harvest["source"] == {"tier": "job", "run": "r1", "commit": harvest["source"]["commit"]}
+    assert harvest["destination"] == {"tier": "project", "branch": "okf/harvest-r1", "commit": tip}
+    [concept] = harvest["concepts"]
+    assert concept["oid"] == _head(git, project, f"okf/harvest-r1:.okf/{NOTE}")
+    assert concept["path"] == NOTE
+
+    # the reviewer's side: the branch reviews clean and the PR body's claims hold
+    (tmp_path / "body.md").write_text(body)
+    git("checkout", "-q", "okf/harvest-r1", cwd=project)
+    review = okfgit("review", "main...okf/harvest-r1", "--format", "markdown", "--pr-body",
+                    str(tmp_path / "body.md"), cwd=project)
+    assert review.out.startswith("## okfgit review: merge\n")
+    assert "1 concept claimed; every claim matches the head tree" in review.out
+    fsck(git, project)
+
+
+def test_branch_json_and_dry_run(project: Path, okfgit: Runner, git: Runner) -> None:
+    _run_with_notes(project, okfgit)
+    heads = (_head(git, project), _head(git, _job(project)))
+    shown = okfgit("promote", "warm", "--branch", "harvest", "--dry-run", cwd=project).out
+    assert "# commit in project (" in shown and ") on branch harvest:" in shown
+    assert "Okf-Promoted-To: project@<destination commit>:notes/warm-the-cache.md" in shown
+    assert (_head(git, project), _head(git, _job(project))) == heads
+    assert git("branch", "--list", "harvest", cwd=project).out == ""
+    data = json.loads(okfgit("promote", "warm", "--branch", "harvest", "--json", cwd=project).out)
+    assert data["destination"]["branch"] == "harvest"
+    assert data["pr"]["title"] == "okf-harvest: r1"
+    assert _harvest(data["pr"]["body"]) == data["pr"]["harvest"]
+
+
+def _nothing_changed(git: Runner, project: Path, heads: tuple[str, str]) -> None:
+    assert (_head(git, project), _head(git, _job(project))) == heads
+    assert git("status", "--porcelain", cwd=project).out == ""
+
+
+def test_bad_references(project: Path, okfgit: Runner, git: Runner) -> None:
+    _run_with_notes(project, okfgit)
+    okfgit("note", "--type", "Lesson", "Warm the disks", cwd=project)
+    heads = (_head(git, project), _head(git, _job(project)))
+    err = okfgit("promote", "nothing-like-it", cwd=project, expect=2).err
+    assert err == "okfgit: error: no concept 'nothing-like-it' in the job/r1 tier\n"
+    err = okfgit("promote", "warm", cwd=project, expect=2).err
+    assert err == ("okfgit: error: 'warm' is ambiguous in the job/r1 tier; candidates: "
+                   f"notes/warm-the-cache.md ({okf.split((_job(project) / NOTE).read_bytes(), 'x').meta['okf_id']}); "
+                   f"notes/warm-the-disks.md ("
+                   f"{okf.split((_job(project) / 'notes/warm-the-disks.md').read_bytes(), 'x').meta['okf_id']})\n")
+    err = okfgit("promote", "warm-the-cahce", cwd=project, expect=2).err
+    assert err.endswith("in the job/r1 tier; did you mean: notes/warm-the-cache.md, notes/warm-the-disks.md\n")
+    assert "says `generalizes: no`" in okfgit("promote", "runner-lacks-redis", cwd=project, expect=2).err
+    assert "is the run's state" in okfgit("promote", "STATE.md", cwd=project, expect=2).err
+    assert "cannot promote job -> global" in okfgit("promote", "warm-the-cache", "--to", "global", cwd=project,
+                                                    expect=2).err
+    _nothing_changed(git, project, heads)
+
+
+def test_destination_already_has_the_okf_id(project: Path, okfgit: Runner, git: Runner) -> None:
+    _run_with_notes(project, okfgit)
+    twin = project / ".okf" / "lessons" / "twin.md"
+    twin.parent.mkdir()
+    twin.write_bytes((_job(project) / NOTE).read_bytes().replace(b"scope: job", b"scope: project"))
+    git("add", ".okf", cwd=project)
+    git("commit", "-q", "-m", "a twin", cwd=project)
+    heads = (_head(git, project), _head(git, _job(project)))
+    err = okfgit("promote", NOTE, cwd=project, expect=2).err
+    assert "the project tier already has okf_id" in err and "project:lessons/twin.md@" in err
+    assert err.endswith("nothing was written\n")
+    _nothing_changed(git, project, heads)
+
+
+def test_existing_branch_and_dangling_links_write_nothing(project: Path, okfgit: Runner, git: Runner) -> None:
+    _run_with_notes(project, okfgit)
+    git("branch", "taken", cwd=project)
+    okfgit("note", "--type", "Discovery", "Linked", "--evidence", "See [the blocker](runner-lacks-redis.md) and "
+           "[[warm-the-cache]] and [docs](https://example.com).", cwd=project)
+    heads = (_head(git, project), _head(git, _job(project)))
+    err = okfgit("promote", "warm-the-cache", "--branch", "taken", cwd=project, expect=2).err
+    assert err == f"okfgit: error: branch 'taken' already exists in {project}; pick a new name (nothing was written)\n"
+    assert "not a valid branch name" in okfgit("promote", "warm-the-cache", "--branch", "a..b", cwd=project,
+                                               expect=2).err
+    err = okfgit("promote", "linked", cwd=project, expect=2).err
+    assert err == ("okfgit: error: links that would not exist in the project tier (promote their targets too, or "
+                   "fix the links first; nothing was written):\n"
+                   "  notes/linked.md line 24: (runner-lacks-redis.md)\n"
+                   "  notes/linked.md line 24: [[warm-the-cache]]\n")
+    _nothing_changed(git, project, heads)
+    # promoting the wiki-link target together clears that one; the blocker is still missing
+    err = okfgit("promote", "linked", "warm-the-cache", cwd=project, expect=2).err
+    assert "[[warm-the-cache]]" not in err and "(runner-lacks-redis.md)" in err
+
+
+def test_uncommitted_edits_in_either_repo_stop_it(project: Path, okfgit: Runner, git: Runner) -> None:
+    _run_with_notes(project, okfgit)
+    (project / ".okf" / "index.md").write_text("# my words\n")
+    heads = (_head(git, project), _head(git, _job(project)))
+    err = okfgit("promote", "warm-the-cache", cwd=project, expect=3).err
+    assert "uncommitted edits in .okf/index.md" in err
+    assert (project / ".okf" / "index.md").read_text() == "# my words\n"
+    git("checkout", "--", ".okf/index.md", cwd=project)
+    (_job(project) / "log.md").write_text("# mine\n")
+    assert "uncommitted edits in log.md" in okfgit("promote", "warm-the-cache", cwd=project, expect=3).err
+    assert (_head(git, project), _head(git, _job(project))) == heads
+    assert (_job(project) / NOTE).exists()
+
+
+def test_promote_project_to_global(project: Path, okfgit: Runner, git: Runner, home: Path) -> None:
+    okfgit("new", "tabs", "--type", "Convention", "--description", "Indent with tabs.", "--dir", "style", "--no-edit",
+           cwd=project)
+    okf_id = okf.split((project / ".okf" / "style" / "tabs.md").read_bytes(), "x").meta["okf_id"]
+    source_head = _head(git, project)
+    okfgit("promote", "tabs", "--from", "project", "--to", "global", cwd=project)
+    root = home / ".local" / "share" / "okf"
+    assert git("ls-tree", "-r", "--name-only", "HEAD", cwd=root).out.split() == [
+        "index.md", "style/index.md", "style/tabs.md"]
+    assert okf.split((root / "style" / "tabs.md").read_bytes(), "x").meta["scope"] == "global"
+    assert trailers_by_git(git, root)[3] == ("Okf-Promoted-From", f"project@{source_head}:style/tabs.md")
+    assert trailers_by_git(git, project)[3] == ("Okf-Promoted-To", f"global@{_head(git, root)}:style/tabs.md")
+    assert trailers_by_git(git, project)[2] == ("Okf-Id", okf_id)
+    assert not (project / ".okf" / "style" / "tabs.md").exists()
+    assert okfgit("doctor", "--scope", "all", cwd=project).code == 0
+    fsck(git, root)
+
+
+def test_open_pr_without_gh_prints_the_commands(project: Path, okfgit: Runner, git: Runner, tmp_path: Path) -> None:
+    _run_with_notes(project, okfgit)
+    bare = tmp_path / "nogh"
+    bare.mkdir()
+    (bare / "git").symlink_to(shutil.which("git") or "/usr/bin/git")
+    out = okfgit("promote", "warm-the-cache", "--branch", "harvest", "--open-pr", cwd=project,
+                 extra_env={"PATH": str(bare)}).out
+    tail = out.split(f"gh is not on PATH; to open the pull request, run in {project}:\n", 1)[1]
+    assert tail.startswith("git push --set-upstream origin harvest\ngh pr create --head harvest --base main "
+                           "--title 'okf-harvest: r1' --body ")
+    assert tail.rstrip().endswith("--label okf-harvest")
+    assert "--open-pr needs --branch" in okfgit("promote", "x", "--open-pr", cwd=project, expect=2).err
+
+
+def test_open_pr_with_gh_pushes_and_creates(project: Path, okfgit: Runner, git: Runner, tmp_path: Path) -> None:
+    _run_with_notes(project, okfgit)
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", str(remote), cwd=tmp_path)
+    git("remote", "add", "origin", str(remote), cwd=project)
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    record = tmp_path / "gh-args"
+    gh = tools / "gh"
+    gh.write_text(f"#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n--\\n' \"$a\"; done > {record}\n"
+                  "echo https://example.com/pull/7\n")
+    gh.chmod(0o755)
+    out = okfgit("promote", "warm-the-cache", "--branch", "harvest", "--open-pr", cwd=project,
+                 extra_env={"PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}).out
+    assert out.rstrip().endswith("opened the pull request: https://example.com/pull/7")
+    assert git("ls-remote", "--heads", str(remote), cwd=tmp_path).out.split() == [
+        _head(git, project, "harvest"), "refs/heads/harvest"]
+    args = record.read_text().split("\n--\n")
+    assert args[:8] == ["pr", "create", "--head", "harvest", "--base", "main", "--title", "okf-harvest: r1"]
+    assert args[8] == "--body" and "```okf-harvest\n" in args[9]
+    assert args[10:12] == ["--label", "okf-harvest"]
+
+
+def test_emptied_folders(project: Path, okfgit: Runner, git: Runner) -> None:
+    okfgit("run", "start", "r1", cwd=project)
+    okfgit("note", "--type", "Lesson", "Only one", cwd=project)
+    result = okfgit("promote", "only-one", cwd=project)
+    assert result.err == ""  # notes/ keeps its intro and stays linked from the run's root index
+    job = _job(project)
+    assert (job / "notes" / "index.md").read_text().startswith("# Notes\n\nWhat this run learned")
+    assert "(notes/index.md)" in (job / "index.md").read_text()
+    # a folder whose index is only okfgit's heading goes with its last concept
+    okfgit("promote", "only-one", "--from", "project", "--to", "global", cwd=project)
+    assert not (project / ".okf" / "notes").exists()
+    assert "notes/" not in (project / ".okf" / "index.md").read_text()
+    # one with a person's intro stays, with a warning
+    okfgit("new", "tabs", "--dir", "style", "--no-edit", cwd=project)
+    (project / ".okf" / "style" / "index.md").write_text("# Style\n\nHow we write code.\n\n- [Tabs](tabs.md)\n")
+    git("commit", "-q", "-am", "intro", cwd=project)
+    result = okfgit("promote", "tabs", "--from", "project", "--to", "global", cwd=project)
+    assert "project:style/ has no concepts left; its index.md keeps a hand-written intro" in result.err
+    assert (project / ".okf" / "style" / "index.md").read_text() == "# Style\n\nHow we write code.\n"
