@@ -493,7 +493,7 @@ def harvest_block(text: str) -> str | None:
         if not opened:
             continue
         fence = opened.group(1)
-        body = []
+        body: list[str] = []
         for inner in lines[i + 1:]:
             if inner.strip().startswith(fence[0] * len(fence)) and not inner.strip().strip(fence[0]):
                 return "\n".join(body)

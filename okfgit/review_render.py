@@ -144,7 +144,8 @@ def _md_commits(review: Review) -> list[str]:
 
 def _harvest_line(review: Review) -> str:
     harvest = review.harvest or {}
-    claims = harvest.get("concepts") if isinstance(harvest.get("concepts"), list) else []
+    listed = harvest.get("concepts")
+    claims = listed if isinstance(listed, list) else []
     bad = sum(1 for f in review.findings if f.rule.startswith("harvest-"))
     run = harvest.get("run")
     origin = f" from run {run}" if isinstance(run, str) else ""
