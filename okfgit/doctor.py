@@ -196,7 +196,8 @@ class Scan:
 
     def _yaml_finding(self, path: str, exc: ValidationError) -> None:
         cause = exc.__cause__
-        mark = getattr(cause, "problem_mark", None)
+        # Where the construct began says more than where the parser gave up (often the end).
+        mark = getattr(cause, "context_mark", None) or getattr(cause, "problem_mark", None)
         line = mark.line + 2 if mark is not None else None  # +1 for 1-based, +1 for the opening fence
         if isinstance(cause, yaml.constructor.ConstructorError):
             tag = re.search(r"'([^']+)'", str(cause.problem or ""))
@@ -205,7 +206,9 @@ class Scan:
                       "(YAML is loaded safely: no Python or custom tags)", line)
         else:
             problem = getattr(cause, "problem", None) or str(exc)
-            self._add(OKF, "yaml-invalid", path, f"frontmatter is not valid YAML: {problem}", line)
+            context = getattr(cause, "context", None)
+            self._add(OKF, "yaml-invalid", path, f"frontmatter is not valid YAML: "
+                      f"{context + ': ' if context else ''}{problem}", line)
 
     def names(self) -> dict[str, str]:
         """What a ``[[name]]`` link may use here: frontmatter ``name`` and file stems."""
@@ -358,26 +361,31 @@ class Checker:
 
     # links ------------------------------------------------------------------------
 
-    def links(self, doc: Doc, skip_lines: Iterable[int] = ()) -> None:
-        skip = set(skip_lines)
+    def links(self, doc: Doc) -> None:
         for link in links.extract(doc.body):
-            line = doc.body_line + link.line - 1
-            if line in skip:
-                continue
-            if link.kind == "wiki":
-                if not self.wiki_resolves(link.target):
-                    self.add(PROFILE, "dangling-wiki-link", doc.path, f"[[{link.target}]] matches no concept "
-                             "name or file name in the active tiers", line)
-                continue
-            target = links.resolve(doc.path, link.target)
-            if target.external:
-                continue
-            if target.escapes:
-                self.add(PROFILE, "link-outside-kb", doc.path, f"link to {link.target} leaves the knowledge base",
-                         line, WARNING)
-            elif not links.exists(target.path or "index.md", self.entries):
-                self.add(PROFILE, "dangling-link", doc.path, f"link to {link.target}: {target.path or 'index.md'} "
-                         "does not exist in the tier", line)
+            self.link(doc, link)
+
+    def link(self, doc: Doc, link: links.Link) -> str | None:
+        """Check one link; the tier path it leads to when it resolves inside the tier."""
+        line = doc.body_line + link.line - 1
+        if link.kind == "wiki":
+            if not self.wiki_resolves(link.target):
+                self.add(PROFILE, "dangling-wiki-link", doc.path, f"[[{link.target}]] matches no concept "
+                         "name or file name in the active tiers", line)
+            return None
+        target = links.resolve(doc.path, link.target)
+        if target.external:
+            return None
+        if target.escapes:
+            self.add(PROFILE, "link-outside-kb", doc.path, f"link to {link.target} leaves the knowledge base",
+                     line, WARNING)
+            return None
+        path = target.path or "index.md"
+        if not links.exists(path, self.entries):
+            self.add(PROFILE, "dangling-link", doc.path, f"link to {link.target}: {path} does not exist in the tier",
+                     line)
+            return None
+        return path if path in self.entries else index.index_path(path.removesuffix("/index.md").rstrip("/"))
 
     def wiki_resolves(self, name: str) -> bool:
         name = name.strip()
@@ -485,14 +493,15 @@ class IndexCheck:
             if index.parent(resolved) == folder:
                 listed.add(resolved)
             self.entry_shape(path, line, number, resolved)
-        # Links in the intro also lead on from here, and must resolve like any link.
-        self.c.links(doc, skip_lines=[doc.body_line + line.number - 1 for line in lines])
-        for link in links.extract(doc.body):
-            if link.kind == "md":
-                target = links.resolve(path, link.target)
-                if target.path is not None and not target.escapes:
-                    edges.add(target.path if target.path in self.entries
-                              else index.index_path(target.path.removesuffix("/index.md").rstrip("/")))
+        # Links in the intro must resolve like any link, and lead on from here too. Entry
+        # lines are blanked (not dropped) so line numbers stay true.
+        entry_numbers = {line.number for line in lines}
+        rest = "\n".join("" if n in entry_numbers else text_line
+                         for n, text_line in enumerate(text.splitlines(), start=1))
+        for link in links.extract(rest):
+            reached = self.c.link(doc, link)
+            if reached is not None:
+                edges.add(reached)
 
     def entry_shape(self, path: str, line: index.Line, number: int, resolved: str) -> None:
         if not line.strict:
@@ -514,8 +523,9 @@ class IndexCheck:
         omitted: set[str] = set()
         for folder in sorted(index.folders_of(self.concepts)):
             if index.index_path(folder) not in self.entries:
-                self.c.add(PROFILE, "index-missing", index.index_path(folder), f"folder {folder or '(root)'}/ has "
-                           "concepts but no index.md (run `okfgit index`)")
+                where = f"folder {folder}/" if folder else "the root folder"
+                self.c.add(PROFILE, "index-missing", index.index_path(folder), f"{where} has concepts but no "
+                           "index.md (run `okfgit index`)")
         for path in self.concepts:
             folder = index.parent(path)
             if index.index_path(folder) in self.indexes and path not in self.listed.get(folder, set()):

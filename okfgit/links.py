@@ -52,6 +52,8 @@ def extract(body: bytes | str) -> list[Link]:
         if opened:
             fence = opened.group(1)
             continue
+        if "[" not in line:
+            continue  # every link form starts with "[" (checked before the costlier tests below)
         if line.startswith(("    ", "\t")) and not line.lstrip().startswith(("-", "*", "+")):
             continue  # indented code block
         plain = _CODE_SPAN.sub("", line)

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from okfgit import yamlfast
 from okfgit.errors import IntegrityError, ValidationError
 
 RESERVED = ("index.md", "log.md")
@@ -88,6 +89,9 @@ def check_text(data: bytes, name: str) -> str:
 
 
 def load_yaml(text: str, name: str) -> Any:
+    fast = yamlfast.parse(text, _Loader.yaml_implicit_resolvers)
+    if fast is not None:
+        return fast  # the plain subset, parsed exactly as PyYAML would (yamlfast.py)
     try:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a safe loader
     except yaml.YAMLError as exc:

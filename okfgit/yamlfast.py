@@ -1,0 +1,174 @@
+"""A fast path for the plain frontmatter most concepts have; PyYAML does the rest.
+
+PyYAML's constructor is pure Python even with libyaml, about 90 µs for a typical
+concept's frontmatter: at 10,000 concepts that is most of what ``doctor`` and
+``index --check`` cost. Frontmatter written by okfgit (and most written by people) is a
+flat mapping of plain or simply quoted strings, flow or block lists of them, and
+one-level mappings such as ``generated: {by, at}`` written as a block.
+
+``parse`` handles exactly that subset and returns None for anything else (comments,
+anchors, tags, block scalars, multi-line scalars, flow mappings, lists of mappings,
+tabs, CR, escapes...), so the caller falls back to PyYAML. Within the subset the result
+equals ``yaml.load`` with the caller's resolvers (tests compare them on every file we
+have and on generated input): a plain scalar that any implicit resolver claims (a
+number, a boolean, null, ``=``, ``<<``) is never guessed at here; it falls back too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+Resolvers = Mapping[Any, Sequence[tuple[str, re.Pattern[str]]]]
+
+# Values keep their trailing spaces here (greedy, no backtracking); callers strip them.
+_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: +(.*))?$")
+_NESTED_KEY = re.compile(r"( +)([A-Za-z_][A-Za-z0-9_-]*):(?: +(.*))?$")
+_ITEM = re.compile(r"( *)- +(.*)$")
+_SINGLE = re.compile(r"^'((?:[^']|'')*)'$")
+_DOUBLE = re.compile(r'^"([^"\\]*)"$')
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+# In flow context ([a, b]) the flow indicators end a scalar, so they may not appear in one.
+_FLOW_PLAIN = re.compile(r"^[^\s\-?:,\[\]{}#&*!|>'\"%@`][^,\[\]{}#:\t]*(?<!\s)$")
+# YAML's printable set minus its other line breaks (NEL, LS, PS) and the BOM; anything
+# outside it is PyYAML's to judge.
+_NOT_PRINTABLE = re.compile(
+    "[^\x0a\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
+)
+
+
+class _Fallback(Exception):
+    pass
+
+
+def parse(text: str, resolvers: Resolvers) -> dict[str, Any] | None:
+    """The mapping ``text`` holds, or None when it is outside the simple subset."""
+    if _NOT_PRINTABLE.search(text):
+        return None
+    lines = [line for line in text.split("\n") if line.strip()]
+    if not lines:
+        return None  # PyYAML says None for an empty document; let it
+    claims = _claims(resolvers)
+    out: dict[str, Any] = {}
+    i = 0
+    try:
+        while i < len(lines):
+            match = _KEY.match(lines[i])
+            if match is None:
+                return None
+            key, value = match.group(1, 2)
+            value = value.rstrip(" ") if value else value
+            i += 1
+            if value:
+                out[_plain(key, claims)] = _value(value, claims)
+            else:
+                out[_plain(key, claims)], i = _block(lines, i, claims)
+    except _Fallback:
+        return None
+    return out
+
+
+Claims = dict[str, tuple[re.Pattern[str], ...]]
+
+
+def _block(lines: list[str], i: int, claims: Claims) -> tuple[Any, int]:
+    """What follows ``key:`` on the next lines: a list, a one-level mapping, or null."""
+    if i >= len(lines) or lines[i][0] not in " -":
+        return None, i
+    item = _ITEM.match(lines[i])
+    if item is not None:
+        indent = len(item.group(1))
+        items: list[Any] = []
+        while i < len(lines) and (item := _ITEM.match(lines[i])) is not None and len(item.group(1)) == indent:
+            items.append(_scalar(item.group(2).rstrip(" "), claims))
+            i += 1
+        return items, _next_top(lines, i)
+    nested = _NESTED_KEY.match(lines[i])
+    if nested is None:
+        raise _Fallback  # a continuation line or something deeper
+    indent = len(nested.group(1))
+    mapping: dict[str, Any] = {}
+    while (i < len(lines) and (nested := _NESTED_KEY.match(lines[i])) is not None
+           and len(nested.group(1)) == indent and nested.group(3) and nested.group(3).strip(" ")):
+        mapping[_plain(nested.group(2), claims)] = _value(nested.group(3).rstrip(" "), claims)
+        i += 1
+    return mapping, _next_top(lines, i)
+
+
+def _next_top(lines: list[str], i: int) -> int:
+    """A block ends at a top-level key; anything else there is outside the subset."""
+    if i < len(lines) and lines[i][0] in " -":
+        raise _Fallback
+    return i
+
+
+def _value(text: str, claims: Claims) -> Any:
+    if text[0] == "[":
+        return _flow_sequence(text, claims)
+    return _scalar(text, claims)
+
+
+def _flow_sequence(text: str, claims: Claims) -> list[Any]:
+    if text[-1] != "]":
+        raise _Fallback
+    inner = text[1:-1].strip()
+    if not inner:
+        return []
+    out = []
+    for part in inner.split(","):
+        part = part.strip()
+        if not _FLOW_PLAIN.match(part):
+            raise _Fallback
+        out.append(_resolved(part, claims))
+    return out
+
+
+def _scalar(text: str, claims: Claims) -> str:
+    if not text:
+        raise _Fallback
+    first = text[0]
+    if first == "'":
+        single = _SINGLE.match(text)
+        if single is None:
+            raise _Fallback
+        return single.group(1).replace("''", "'")
+    if first == '"':
+        double = _DOUBLE.match(text)
+        if double is None:
+            raise _Fallback
+        return double.group(1)
+    return _plain(text, claims)
+
+
+def _plain(text: str, claims: Claims) -> str:
+    # A plain scalar in block context: no indicator or space first, no ": " or " #"
+    # inside (a mapping value, a comment), no tab, not ending in ":" or a space.
+    if (text[0] in _INDICATORS or text[0].isspace() or ": " in text or " #" in text or "\t" in text
+            or text[-1] == ":" or text[-1].isspace()):
+        raise _Fallback
+    return _resolved(text, claims)
+
+
+def _resolved(text: str, claims: Claims) -> str:
+    """A plain scalar is a string only when no implicit resolver claims it (as PyYAML decides)."""
+    for pattern in claims.get(text[0], claims[""]):
+        if pattern.match(text):
+            raise _Fallback
+    return text
+
+
+_CACHE: dict[int, tuple[Resolvers, Claims]] = {}
+
+
+def _claims(resolvers: Resolvers) -> Claims:
+    """Resolver patterns by a scalar's first character (PyYAML's lookup), plus the
+    wildcard ones, under ``""`` for characters no resolver names; computed once."""
+    cached = _CACHE.get(id(resolvers))
+    if cached is None or cached[0] is not resolvers:
+        wildcard = tuple(p for _, p in resolvers.get(None, ()))
+        claims = {k: tuple(p for _, p in v) + wildcard for k, v in resolvers.items() if k}
+        claims[""] = wildcard
+        cached = (resolvers, claims)
+        _CACHE[id(resolvers)] = cached
+    return cached[1]

@@ -1,0 +1,355 @@
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import BUNDLES, FIXTURES, Result, Runner, requires_bundles
+
+BROKEN = {
+    "kb-broken-dangling-link": {("profile", "dangling-link", "runbooks/db-failover.md", 20)},
+    "kb-broken-missing-frontmatter": {("okf", "frontmatter-missing", "runbooks/deploys/rollback.md", 1)},
+    "kb-broken-index-omission": {("profile", "index-omission", "decisions/index.md", None)},
+    "kb-broken-duplicate-id": {
+        ("profile", "duplicate-okf-id", "decisions/retry-policy.md", 9),
+        ("profile", "duplicate-okf-id", "decisions/use-postgres.md", 9),
+    },
+}
+
+CONCEPT = """---
+type: Note
+title: {title}
+description: {description}
+scope: project
+okf_id: {okf_id}
+okf_source: authored
+---
+
+# {title}
+
+{body}
+"""
+
+
+def kb_repo(repo: Path, git: Runner, source: Path | None = None, files: dict[str, bytes | str] | None = None) -> Path:
+    """Copy a fixture (and/or extra files) into the repo's .okf/ and commit it with git."""
+    kb = repo / ".okf"
+    if source is not None:
+        shutil.copytree(source, kb)
+    for path, data in (files or {}).items():
+        target = kb / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data.encode() if isinstance(data, str) else data)
+    git("add", "-A", ".okf", cwd=repo)
+    git("commit", "-q", "-m", "knowledge", cwd=repo)
+    return kb
+
+
+def concept(title: str, description: str, okf_id: str, body: str = "", **extra: str) -> str:
+    text = CONCEPT.format(title=title, description=description, okf_id=okf_id, body=body)
+    lines = "".join(f"{k}: {v}\n" for k, v in extra.items())
+    return text.replace("okf_source: authored\n", "okf_source: authored\n" + lines, 1)
+
+
+def doctor_json(okfgit: Runner, repo: Path, *args: str, expect: int | None = None) -> tuple[Result, dict]:
+    result = okfgit("doctor", "--json", *args, cwd=repo, expect=expect)
+    return result, json.loads(result.out)
+
+
+def findings(report: dict, tier: str = "project") -> set[tuple[str, str, str, int | None]]:
+    out = set()
+    for entry in report["tiers"]:
+        if entry["tier"] == tier:
+            for group in ("okf", "profile"):
+                out |= {(group, f["code"], f["file"], f["line"]) for f in entry[group]["findings"]}
+    return out
+
+
+def codes_by_file(report: dict) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for _, code, file, _ in findings(report):
+        out.setdefault(file, set()).add(code)
+    return out
+
+
+UID = "0c8cc26a-25a1-4d3c-adff-5ce9be766a4{}"
+
+
+# -- the fixtures ----------------------------------------------------------------------
+
+
+def test_clean_fixture_has_no_findings(repo: Path, okfgit: Runner, git: Runner) -> None:
+    kb_repo(repo, git, FIXTURES / "kb-clean")
+    result, report = doctor_json(okfgit, repo, "--scope", "project", expect=0)
+    assert report["errors"] == 0 and report["warnings"] == 0
+    tier = report["tiers"][0]
+    assert tier["tier"] == "project" and tier["okf"]["conformant"] is True
+    assert tier["commit"] == git("rev-parse", "HEAD", cwd=repo).out.strip()
+    assert tier["concepts"] == 5
+    text = okfgit("doctor", cwd=repo, expect=0).out
+    assert "OKF v0.2 conformance: conformant" in text
+    assert text.splitlines()[-1] == "0 errors, 0 warnings in 1 tier; OKF v0.2 conformant: 1 of 1"
+
+
+@pytest.mark.parametrize("fixture", sorted(BROKEN))
+def test_broken_fixture_names_its_one_defect(fixture: str, repo: Path, okfgit: Runner, git: Runner) -> None:
+    kb_repo(repo, git, FIXTURES / fixture)
+    _, report = doctor_json(okfgit, repo, expect=2)
+    assert findings(report) == BROKEN[fixture]
+    assert report["errors"] == len(BROKEN[fixture])
+    conformant = report["tiers"][0]["okf"]["conformant"]
+    assert conformant is (fixture != "kb-broken-missing-frontmatter")
+    text = okfgit("doctor", cwd=repo, expect=2).out
+    for _, code, file, line in BROKEN[fixture]:
+        assert f"    {file}{f':{line}' if line else ''}: error: {code}: " in text
+
+
+def test_fixture_messages(repo: Path, okfgit: Runner, git: Runner) -> None:
+    kb_repo(repo, git, FIXTURES / "kb-broken-dangling-link")
+    out = okfgit("doctor", cwd=repo, expect=2).out
+    assert ("    runbooks/db-failover.md:20: error: dangling-link: link to ../decisions/use-mysql.md: "
+            "decisions/use-mysql.md does not exist in the tier\n") in out
+    assert out.rstrip().splitlines()[-1] == "1 error, 0 warnings in 1 tier; OKF v0.2 conformant: 1 of 1"
+
+
+# -- real bundles written by others ----------------------------------------------------
+
+
+@requires_bundles()
+@pytest.mark.parametrize("bundle", ["ga4", "stackoverflow"])
+def test_real_bundles_are_okf_conformant(bundle: str, repo: Path, okfgit: Runner, git: Runner) -> None:
+    kb_repo(repo, git, BUNDLES / bundle)
+    result, report = doctor_json(okfgit, repo, expect=2)  # their profile findings are expected
+    tier = report["tiers"][0]
+    assert tier["okf"] == {"conformant": True, "findings": []}
+    codes = {f["code"] for f in tier["profile"]["findings"]}
+    assert "profile-keys-missing" in codes
+    assert "okf_id" in next(f["message"] for f in tier["profile"]["findings"] if f["code"] == "profile-keys-missing")
+    assert result.err == ""
+
+
+def test_plain_okf_bundle_is_conformant_and_lacks_profile_keys(repo: Path, okfgit: Runner, git: Runner) -> None:
+    kb_repo(repo, git, files={
+        "index.md": "# Tables\n\n* [Orders](tables/orders.md) - One row per order.\n",
+        "tables/orders.md": "---\ntype: BigQuery Table\n---\n\nOrders joined with [customers](/tables/customers.md).\n",
+    })
+    _, report = doctor_json(okfgit, repo, expect=2)
+    tier = report["tiers"][0]
+    assert tier["okf"] == {"conformant": True, "findings": []}
+    by_file = codes_by_file(report)
+    assert by_file["tables/orders.md"] == {"profile-keys-missing", "dangling-link"}
+    assert by_file["index.md"] == {"index-entry-malformed"}
+    assert by_file["tables/index.md"] == {"index-missing"}
+    message = next(f["message"] for f in tier["profile"]["findings"] if f["code"] == "profile-keys-missing")
+    assert message.startswith("missing okfgit profile keys: title, description, okf_id, scope, okf_source")
+
+
+# -- bad input -----------------------------------------------------------------------
+
+
+def test_bad_inputs_are_named_and_never_crash(repo: Path, okfgit: Runner, git: Runner) -> None:
+    kb = kb_repo(repo, git, FIXTURES / "kb-clean", files={
+        "bad-yaml.md": "---\ntype: Note\ntitle: [unclosed\n---\nbody\n",
+        "python-tag.md": "---\ntype: !!python/object/apply:os.system ['echo owned']\n---\nbody\n",
+        "latin1.md": "---\ntype: Note\n---\ncaf\u00e9\n".encode("latin-1"),
+        "binary.md": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+        "bom-crlf.md": ("\ufeff" + concept("Bom Crlf", "A file with a BOM and CRLF line ends.", UID.format(1))
+                        ).replace("\n", "\r\n").encode("utf-8"),
+        "notes/diagram.png": b"\x89PNG\r\n\x1a\n\x00\x00",
+    })
+    os.symlink("/etc/passwd", kb / "escape.md")
+    git("add", ".okf/escape.md", cwd=repo)
+    git("commit", "-q", "-m", "symlink", cwd=repo)
+    okfgit("index", "--scope", "project", cwd=repo, expect=0)  # index copes with all of it too
+    result, report = doctor_json(okfgit, repo, expect=2)
+    by_file = codes_by_file(report)
+    assert by_file.pop("bad-yaml.md") == {"yaml-invalid"}
+    assert by_file.pop("python-tag.md") == {"yaml-tag"}
+    assert by_file.pop("latin1.md") == {"not-utf8"}
+    assert by_file.pop("binary.md") == {"binary"}
+    assert by_file.pop("escape.md") == {"symlink"}
+    assert by_file == {}  # the BOM+CRLF concept and the PNG are fine
+    assert report["tiers"][0]["okf"]["conformant"] is False
+    assert result.err == ""
+    text = okfgit("doctor", cwd=repo, expect=2).out
+    assert ("    bad-yaml.md:3: error: yaml-invalid: frontmatter is not valid YAML: while parsing a flow sequence: "
+            "did not find expected ',' or ']'\n") in text
+    assert ("    python-tag.md:2: error: yaml-tag: frontmatter uses the YAML tag "
+            "'tag:yaml.org,2002:python/object/apply:os.system', which okfgit refuses") in text
+    assert "    latin1.md:4: error: not-utf8: is not UTF-8: byte 0xe9 at offset 22\n" in text
+    assert "    binary.md: error: binary: is a binary file (contains NUL bytes), not UTF-8 markdown\n" in text
+    assert "    escape.md: error: symlink: is a symlink; okfgit never follows links in a tier" in text
+    assert "/etc/passwd" not in text
+
+
+def test_worktree_sees_an_uncommitted_edit(repo: Path, okfgit: Runner, git: Runner) -> None:
+    kb = kb_repo(repo, git, FIXTURES / "kb-clean")
+    page = kb / "overview.md"
+    page.write_text(page.read_text().replace("type: Overview\n", ""))
+    okfgit("doctor", cwd=repo, expect=0)
+    _, report = doctor_json(okfgit, repo, "--worktree", expect=2)
+    assert findings(report) == {("okf", "type-missing", "overview.md", 1)}
+    assert report["tiers"][0]["worktree"] is True and report["tiers"][0]["commit"] is None
+    assert "(working tree, 5 concepts)" in okfgit("doctor", "--worktree", cwd=repo, expect=2).out
+
+
+# -- the rules, one by one -----------------------------------------------------------
+
+
+def test_profile_findings(repo: Path, okfgit: Runner, git: Runner) -> None:
+    big = "word " * 900
+    kb_repo(repo, git, FIXTURES / "kb-clean", files={
+        "extra/wrong-scope.md": concept("Wrong scope", "In the wrong tier.", UID.format(2)).replace(
+            "scope: project", "scope: global"),
+        "extra/bad-id.md": concept("Bad id", "An id that is no UUID.", "not-a-uuid"),
+        "extra/bad-tags.md": concept("Bad tags", "Tags in the wrong case.", UID.format(3), tags="[Ops, on call, ok-tag]"),
+        "extra/two-sentences.md": concept("Two", "One sentence. And another one.", UID.format(4)),
+        "extra/stale.md": concept("Stale", "Stale since last year.", UID.format(5), stale_after="2024-01-01"),
+        "extra/big.md": concept("Big", "A very long concept.", UID.format(6), body=big),
+        "extra/wiki.md": concept("Wiki", "Links by name.", UID.format(7), body="See [[retry-policy]] and [[nope]]."),
+        "extra/draft.md": concept("Draft", "Needs merging.", UID.format(8), status="needs-merge"),
+        "extra/wiki.needs-merge.md": concept("Wiki", "The agent's variant.", UID.format(7)),
+        "extra/index.md": "# Extra\n\n- [Wrong](wrong-scope.md) \u2014 Not what the concept says.\n"
+                          "- [Gone](gone.md) \u2014 A concept that was deleted.\n",
+    })
+    _, report = doctor_json(okfgit, repo, expect=2)
+    got = {(code, file) for _, code, file, _ in findings(report)}
+    assert got == {
+        ("scope-mismatch", "extra/wrong-scope.md"),
+        ("index-entry-stale", "extra/index.md"),
+        ("index-entry-dangling", "extra/index.md"),
+        ("okf-id-malformed", "extra/bad-id.md"),
+        ("tags-invalid", "extra/bad-tags.md"),
+        ("description-not-one-sentence", "extra/two-sentences.md"),
+        ("stale", "extra/stale.md"),
+        ("over-4kb", "extra/big.md"),
+        ("dangling-wiki-link", "extra/wiki.md"),
+        ("needs-merge", "extra/draft.md"),
+        ("needs-merge", "extra/wiki.needs-merge.md"),
+        ("index-omission", "extra/index.md"),  # the ones the hand-made extra/index.md does not list
+        ("orphan", "extra/index.md"),  # the root index has no entry for extra/
+    }
+    severities = {(f["code"], f["severity"]) for t in report["tiers"] for g in ("okf", "profile")
+                  for f in t[g]["findings"]}
+    assert {c for c, s in severities if s == "warning"} == {"description-not-one-sentence", "stale", "over-4kb"}
+    messages = {f["message"] for f in report["tiers"][0]["profile"]["findings"]}
+    assert "scope is 'global' but the file is in the project tier" in messages
+    assert "tags are kebab-case (lower-case words joined by '-'): 'Ops', 'on call'" in messages
+    assert "[[nope]] matches no concept name or file name in the active tiers" in messages
+    assert ("not reachable from the root index: index.md has no entry for extra/ (run `okfgit index`)"
+            in messages)
+    omitted = sorted(m for m in messages if m.startswith("does not list"))
+    assert omitted == [f"does not list {n}.md (run `okfgit index`)"
+                       for n in ("bad-id", "bad-tags", "big", "draft", "stale", "two-sentences", "wiki")]
+
+
+def test_warnings_alone_exit_zero(repo: Path, okfgit: Runner, git: Runner) -> None:
+    kb = kb_repo(repo, git, FIXTURES / "kb-clean")
+    page = kb / "decisions" / "retry-policy.md"
+    page.write_text(page.read_text().replace("stale_after: '2027-06-30'", "stale_after: '2025-01-31'"))
+    git("commit", "-q", "-am", "expire", cwd=repo)
+    result, report = doctor_json(okfgit, repo, expect=0)
+    assert findings(report) == {("profile", "stale", "decisions/retry-policy.md", 15)}
+    assert (report["errors"], report["warnings"]) == (0, 1)
+    text = okfgit("doctor", cwd=repo, expect=0).out
+    assert text.splitlines()[-1] == "0 errors, 1 warning in 1 tier; OKF v0.2 conformant: 1 of 1"
+
+
+def test_reserved_file_structure(repo: Path, okfgit: Runner, git: Runner) -> None:
+    kb_repo(repo, git, FIXTURES / "kb-clean", files={
+        "log.md": "# Log\n\n* undated entry\n\n## 2025-11-02\n* a\n\n## 2025-11-20\n* b\n\n## 2025-11-02\n* c\n\n"
+                  "## 2025-02-30\n* d\n\n## Yesterday\n* e\n\n```\n## not a heading\n```\n",
+        "decisions/index.md": "---\ntitle: Decisions\n---\n\n# Decisions\n\n- [Use PostgreSQL for the ledger](use-postgres.md) \u2014 "
+                              "The invoice ledger lives in PostgreSQL because it needs multi-row transactions and "
+                              "strict constraints.\n- [[retry-policy]]\n",
+        "runbooks/deploys/index.md": "Deploys.\n\n- [Roll back a deploy](rollback.md) \u2014 How to return the "
+                                     "billing service to its previous release in under ten minutes.\n",
+    })
+    _, report = doctor_json(okfgit, repo, expect=2)
+    okf_group = {(code, file, line) for group, code, file, line in findings(report) if group == "okf"}
+    assert okf_group == {
+        ("log-entry-undated", "log.md", 3),
+        ("log-order", "log.md", 8),
+        ("log-date-duplicate", "log.md", 11),
+        ("log-date-invalid", "log.md", 14),
+        ("log-date-invalid", "log.md", 17),
+        ("index-frontmatter", "decisions/index.md", 1),
+        ("index-entry-not-link", "decisions/index.md", 8),
+        ("index-no-heading", "runbooks/deploys/index.md", None),
+    }
+    profile = {(code, file) for group, code, file, _ in findings(report) if group == "profile"}
+    assert profile == {("index-omission", "decisions/index.md")}
+
+
+def test_root_index_may_declare_only_okf_version(repo: Path, okfgit: Runner, git: Runner) -> None:
+    kb = kb_repo(repo, git, FIXTURES / "kb-clean")
+    root = kb / "index.md"
+    root.write_text(root.read_text().replace('okf_version: "0.2"', 'okf_version: "0.2"\ntitle: Mine'))
+    git("commit", "-q", "-am", "title", cwd=repo)
+    _, report = doctor_json(okfgit, repo, expect=2)
+    assert findings(report) == {("okf", "index-frontmatter", "index.md", 1)}
+
+
+def test_links_of_every_kind_resolve(repo: Path, okfgit: Runner, git: Runner) -> None:
+    body = ("[rel](../decisions/use-postgres.md) [abs](/runbooks/db-failover.md) [dir](../runbooks/) "
+            "[anchor](#top) [web](https://example.com) [[rollback]] [[retry-policy]] `[[in code]]`\n\n"
+            "```\n[fenced](missing.md)\n```\n\n[up](../../outside.md) [gone](/nowhere.md) [[nobody]]\n")
+    kb_repo(repo, git, FIXTURES / "kb-clean", files={"decisions/links.md": concept("Links", "Links.", UID.format(9),
+                                                                                   body=body)})
+    _, report = doctor_json(okfgit, repo, expect=2)
+    got = {(code, line) for _, code, file, line in findings(report) if file == "decisions/links.md"}
+    assert got == {("link-outside-kb", 18), ("dangling-link", 18), ("dangling-wiki-link", 18)}
+
+
+def test_duplicates_across_tiers_are_precedence_and_wiki_links_span_tiers(
+        repo: Path, okfgit: Runner, git: Runner, home: Path) -> None:
+    kb_repo(repo, git, FIXTURES / "kb-clean", files={
+        "shared.md": concept("Shared", "Uses a global concept.", UID.format(1), body="See [[global-only]]."),
+    })
+    okfgit("index", "--scope", "project", cwd=repo)
+    _, report = doctor_json(okfgit, repo, expect=2)
+    assert {(c, f) for _, c, f, _ in findings(report)} == {("dangling-wiki-link", "shared.md")}
+    okfgit("new", "global-only", "--scope", "global", "--description", "Only here.", "--no-edit", cwd=repo)
+    gdir = home / ".local" / "share" / "okf"
+    # The same okf_id in the global tier: the project's copy overrides it, no duplicate.
+    (gdir / "shared.md").write_text(concept("Shared", "The global original.", UID.format(1)).replace(
+        "scope: project", "scope: global"))
+    git("add", "shared.md", cwd=gdir)
+    git("commit", "-q", "-m", "shared", cwd=gdir)
+    okfgit("index", "--scope", "global", cwd=repo)
+    _, report = doctor_json(okfgit, repo, expect=0)
+    assert [t["tier"] for t in report["tiers"]] == ["project", "global"]
+    assert report["errors"] == 0
+    _, report = doctor_json(okfgit, repo, "--scope", "project", expect=0)
+    assert [t["tier"] for t in report["tiers"]] == ["project"]
+
+
+def test_missing_tiers_are_skipped_with_a_note(repo: Path, okfgit: Runner, git: Runner, tmp_path: Path) -> None:
+    result, report = doctor_json(okfgit, repo, expect=0)
+    assert report["tiers"] == []
+    assert any(s.startswith("project tier skipped: no knowledge base at HEAD") for s in report["skipped"])
+    assert any(s.startswith("global tier skipped: it does not exist yet") for s in report["skipped"])
+    text = okfgit("doctor", cwd=repo, expect=0).out
+    assert "note: global tier skipped: it does not exist yet at " in text
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    text = okfgit("doctor", cwd=outside, expect=0).out
+    assert "note: project tier skipped: not inside a git repository (pass --repo)" in text
+    assert "needs a git repository" in okfgit("doctor", "--scope", "project", cwd=outside, expect=2).err
+
+
+def test_json_shape(repo: Path, okfgit: Runner, git: Runner) -> None:
+    kb_repo(repo, git, FIXTURES / "kb-broken-dangling-link")
+    _, report = doctor_json(okfgit, repo, expect=2)
+    assert set(report) == {"tiers", "skipped", "errors", "warnings"}
+    tier = report["tiers"][0]
+    assert set(tier) >= {"tier", "commit", "okf", "profile"}
+    assert set(tier["okf"]) == {"conformant", "findings"}
+    assert tier["profile"]["findings"][0] == {
+        "code": "dangling-link", "severity": "error", "file": "runbooks/db-failover.md", "line": 20,
+        "message": "link to ../decisions/use-mysql.md: decisions/use-mysql.md does not exist in the tier",
+    }
+

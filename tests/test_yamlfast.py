@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from okfgit import okf, yamlfast
+from tests.conftest import BUNDLES, FIXTURES
+
+RESOLVERS = okf._Loader.yaml_implicit_resolvers
+
+
+def pyyaml(text: str) -> object:
+    return yaml.load(text, Loader=okf._Loader)  # noqa: S506 - okf's safe loader
+
+
+def agrees(text: str) -> bool:
+    """The fast path either declines or gives exactly PyYAML's mapping, key order included."""
+    fast = yamlfast.parse(text, RESOLVERS)
+    if fast is None:
+        return True
+    slow = pyyaml(text)
+    assert fast == slow and list(fast) == list(slow), (text, fast, slow)
+    assert [type(v) for v in fast.values()] == [type(v) for v in slow.values()]
+    return True
+
+
+def test_typical_okfgit_frontmatter_takes_the_fast_path() -> None:
+    text = ("type: Decision\ntitle: Use PostgreSQL for the ledger's store\ndescription: It's one sentence, really.\n"
+            "tags:\n- storage\n- postgres\nscope: project\nokf_id: 7f5e0002-790f-4c15-bc49-f8a9660e3c1b\n"
+            "okf_source: authored\ngenerated:\n  by: human:dana\n  at: '2025-11-02T09:10:00Z'\n"
+            "stale_after: 2026-01-01\nflow: [a, b-c, d e]\nempty:\nversion: \"0.2\"\n")
+    fast = yamlfast.parse(text, RESOLVERS)
+    assert fast is not None and fast == pyyaml(text)
+    assert fast["stale_after"] == "2026-01-01" and fast["empty"] is None
+
+
+@pytest.mark.parametrize("text", [
+    "n: 3\n", "b: yes\n", "o: on\n", "z: ~\n", "x: null\n", "f: 1.5\n", "e: =\n", "m: <<\n", "k: 0x1f\n",
+    "yes: key\n", "a: b # comment\n", "a: &anchor x\n", "a: *ref\n", "a: !!str 3\n", "a: |\n  block\n",
+    "a: >\n  folded\n", "a: {b: c}\n", "a: 'it''s' x\n", "a: \"esc\\n\"\n", "a: b\n  continued\n",
+    "list:\n- a: 1\n", "list:\n  - a\n - b\n", "a:\tb\n", "a: b\r\n", "a: [1, 2]\n", "a: [x, 'y']\n",
+    "- a\n", "a: b:\n", "a:b\n", "'q': v\n", "a: -b\n", "a: @x\n", "a: %x\n", "a: `x\n", "\n\n",
+    "a: \x07\n", "a: [b\n", "n:\n  k:\n    deep: 1\n", "a: 'x'y'\n",
+])
+def test_everything_else_is_left_to_pyyaml(text: str) -> None:
+    assert yamlfast.parse(text, RESOLVERS) is None
+
+
+def test_every_real_and_fixture_file_agrees() -> None:
+    roots = [FIXTURES, Path(__file__).resolve().parent.parent / ".okf"] + ([BUNDLES] if BUNDLES.is_dir() else [])
+    seen = 0
+    for root in roots:
+        for path in sorted(root.rglob("*.md")):
+            data = path.read_bytes()
+            opened = okf._FENCE_OPEN.match(data, 3 if data.startswith(okf.BOM) else 0)
+            closed = okf._FENCE_CLOSE.search(data, opened.end()) if opened else None
+            if opened and closed:
+                try:
+                    agrees(data[opened.end():closed.start()].decode("utf-8"))
+                except (UnicodeDecodeError, yaml.YAMLError):
+                    continue
+                seen += 1
+    assert seen > 10
+
+
+_atoms = st.sampled_from([
+    "a", "b c", "x-y", "Title", "yes", "No", "on", "null", "~", "3", "0.5", "1e3", "0x10", "=", "<<", "-", "- a",
+    ":", "a:b", "a: b", "#", " #x", "c#", "'", "''", '"', "[", "]", "{", "}", ",", "&a", "*a", "!t", "|", ">",
+    "%", "@", "`", "2025-11-30", "12:30", "human:x", "é", "↔", " ", "  ", ".", "..", "?", "?x", "\\",
+])
+_scalar = st.lists(_atoms, min_size=1, max_size=4).map("".join)
+_key = st.sampled_from(["type", "title", "tags", "a", "b_c", "x-y", "on", "yes", "1", "null", "k"])
+_value = st.one_of(
+    _scalar,
+    _scalar.map(lambda s: f"'{s}'"),
+    _scalar.map(lambda s: f'"{s}"'),
+    st.lists(_scalar, max_size=3).map(lambda xs: "[" + ", ".join(xs) + "]"),
+    st.lists(_scalar, min_size=1, max_size=3).map(lambda xs: "\n" + "".join(f"- {x}\n" for x in xs).rstrip("\n")),
+    st.lists(_scalar, min_size=1, max_size=3).map(lambda xs: "\n" + "".join(f"  - {x}\n" for x in xs).rstrip("\n")),
+    st.lists(st.tuples(_key, _scalar), min_size=1, max_size=3).map(
+        lambda kv: "\n" + "".join(f"  {k}: {v}\n" for k, v in kv).rstrip("\n")),
+    st.just(""),
+)
+_document = st.lists(st.tuples(_key, _value), min_size=1, max_size=6).map(
+    lambda kv: "".join(f"{k}:{'' if v.startswith(chr(10)) or not v else ' '}{v}\n" for k, v in kv))
+
+
+@settings(max_examples=600, deadline=None)
+@given(_document)
+def test_fast_path_matches_pyyaml_on_generated_frontmatter(text: str) -> None:
+    try:
+        pyyaml(text)
+    except yaml.YAMLError:
+        assert yamlfast.parse(text, RESOLVERS) is None or _pyyaml_rejects_what_fast_accepts(text)
+        return
+    assert agrees(text)
+
+
+def _pyyaml_rejects_what_fast_accepts(text: str) -> bool:
+    raise AssertionError(f"the fast path accepted what PyYAML rejects: {text!r}")
