@@ -119,7 +119,29 @@ class TargetPlan:
     items: list[Item] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     memory_dir: Path | None = None  # set by the memory target: the folder it projected into
-    memory_dir_watch: bool = False  # the folder's own mtime goes into the state
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why files cannot be written into ``folder`` (created on demand), or None."""
+    probe = folder
+    while True:
+        try:
+            st = os.stat(probe)
+        except FileNotFoundError:
+            if probe.parent == probe:
+                return "no part of its path exists"
+            probe = probe.parent
+            continue
+        except NotADirectoryError:
+            return "cannot write into it: a folder on its path is a file"
+        except OSError as exc:
+            return f"cannot write into it: {exc.strerror or exc}"
+        break
+    if not os.path.isdir(probe):
+        return f"cannot write into it: {probe} is not a folder"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"cannot write into it: {probe} is not writable"
+    return None
 
 
 class Target(Protocol):
@@ -144,6 +166,9 @@ def plan_block(path: Path, scope: str, content: str, why: str) -> TargetPlan:
         st = os.lstat(path)
     except FileNotFoundError:
         st = None
+    except NotADirectoryError:
+        out.items.append(Item(path, FAIL, "cannot write it: a folder on its path is a file (nothing was changed)"))
+        return out
     except OSError as exc:
         out.items.append(Item(path, FAIL, f"cannot read it: {exc.strerror or exc}"))
         return out

@@ -26,7 +26,7 @@ from okfgit import claude_home, okf
 from okfgit.git import blob_oid
 from okfgit.state import MemoryFile, TierInput
 from okfgit.targets import memory_index
-from okfgit.targets.base import REMOVE, SKIP, UNCHANGED, WRITE, Item, Projected, TargetPlan, View
+from okfgit.targets.base import FAIL, REMOVE, SKIP, UNCHANGED, WRITE, Item, Projected, TargetPlan, View, folder_problem
 
 INDEX_NAME = "MEMORY.md"
 _MAX_COMPONENT = 255
@@ -45,10 +45,14 @@ class ClaudeMemory:
         choice = claude_home.memory_dir(view.main_root, view.ctx.environ, view.ctx.home)
         out.warnings.extend(choice.warnings)
         folder = Path(os.path.abspath(choice.path))
-        out.memory_dir = folder
-        out.memory_dir_watch = True
         if not view.tiers and not view.state.memory_files:
             return out  # nothing projected before, nothing to project now
+        problem = folder_problem(folder)
+        if problem is not None:
+            # No memory_dir on the plan: the ownership records stay exactly as they were.
+            out.items.append(Item(folder, FAIL, f"{problem} (nothing was changed there)"))
+            return out
+        out.memory_dir = folder
         if _untouched(view, folder):
             out.items.extend(_unchanged(view, folder))
             return out

@@ -1,0 +1,104 @@
+"""The projection state API that capture and sync rely on, and the protocol text's one source."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from okfgit import state
+from okfgit.errors import IntegrityError
+from okfgit.projection import nav_protocol
+from tests.conftest import Runner
+from tests.test_projection import Kit, build_kit, project
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def kit(home: Path, repo: Path, git: Runner) -> Kit:
+    return build_kit(home, repo, git)
+
+
+def test_missing_state_owns_nothing(tmp_path: Path) -> None:
+    st = state.load(tmp_path)
+    assert st.memory_files == {} and st.targets == {} and st.memory_dir is None and st.warnings == []
+    assert not st.wrote("x.md", "0" * 40)
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    st = state.State(tmp_path, memory_dir=tmp_path / "mem", memory_dir_mtime_ns=5)
+    st.inputs["project"] = state.TierInput("/r", "c" * 40, "t" * 40)
+    st.targets[str(tmp_path / "CLAUDE.md")] = state.FileRecord("a" * 40, 10, 11)
+    st.memory_files["x.md"] = state.MemoryFile("id", "project", "d/x.md", "b" * 40, 3, 4)
+    state.save(st)
+    again = state.load(tmp_path)
+    assert again.to_json() == st.to_json()
+    assert again.wrote("x.md", "b" * 40) and again.wrote(tmp_path / "mem" / "x.md", "b" * 40)
+    assert not again.wrote("x.md", "a" * 40)
+    assert again.wrote(tmp_path / "CLAUDE.md", "a" * 40)
+    assert again.memory_file(tmp_path / "mem" / "x.md") == st.memory_files["x.md"]
+    assert again.memory_files["x.md"].get("oid") == "b" * 40  # mapping-style access works too
+    assert again.projected("id") == [("x.md", st.memory_files["x.md"])]
+
+
+def test_damaged_state_is_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "okf").mkdir()
+    (tmp_path / "okf" / "state.json").write_text('{"version": 1, "memory_files": {"x.md": {}}}')
+    st = state.load(tmp_path)
+    assert st.memory_files == {} and "is damaged" in st.warnings[0]
+
+
+def test_newer_state_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "okf").mkdir()
+    (tmp_path / "okf" / "state.json").write_text('{"version": 99}')
+    with pytest.raises(IntegrityError, match="newer okfgit"):
+        state.load(tmp_path)
+
+
+def test_state_after_projection_and_from_a_worktree(kit: Kit, okfgit: Runner, git: Runner, tmp_path: Path) -> None:
+    project(okfgit, kit)
+    st = state.load(kit.repo / ".git")
+    assert st.memory_dir == kit.memory
+    oid = git("hash-object", str(kit.memory / "feedback_prefer_rg.md"), cwd=kit.repo).out.strip()
+    assert st.wrote("feedback_prefer_rg.md", oid)
+    record = st.memory_files["feedback_prefer_rg.md"]
+    assert (record.okf_id, record.tier, record.path) == ("0f0f0000-0000-4000-8000-0000000000f1", "project",
+                                                        "feedback/prefer-rg.md")
+    assert record.citation == f"project:feedback/prefer-rg.md@{oid[:7]}"
+    assert st.wrote(kit.agents_md, git("hash-object", str(kit.agents_md), cwd=kit.repo).out.strip())
+    assert st.targets[str(kit.memory / "MEMORY.md")].size == (kit.memory / "MEMORY.md").stat().st_size
+    worktree = tmp_path / "wt"
+    git("worktree", "add", "-q", "-b", "wt", str(worktree), cwd=kit.repo)
+    linked = git("rev-parse", "--git-dir", cwd=worktree).out.strip()
+    assert state.load(Path(linked)).memory_files == st.memory_files
+
+
+def test_record_captured_hands_a_file_to_projection(kit: Kit, okfgit: Runner, git: Runner) -> None:
+    project(okfgit, kit)
+    agent = kit.memory / "unicode.md"
+    agent.write_text("an agent's version, now committed by capture\n")
+    agent_oid = git("hash-object", str(agent), cwd=kit.repo).out.strip()
+    state.record_captured(kit.repo / ".git", {"unicode.md": agent_oid})
+    assert state.load(kit.repo / ".git").wrote("unicode.md", agent_oid)
+    path = kit.repo / ".okf" / "decisions" / "unicode.md"
+    path.write_text(path.read_text() + "Captured.\n")
+    git("commit", "-q", "-am", "capture", cwd=kit.repo)
+    project(okfgit, kit)
+    assert agent.read_bytes() == path.read_bytes()
+
+
+def test_state_json_is_what_the_spec_describes(kit: Kit, okfgit: Runner) -> None:
+    project(okfgit, kit)
+    data = json.loads(kit.state.read_text())
+    assert sorted(data) == ["inputs", "memory_dir", "memory_dir_mtime_ns", "memory_files", "targets", "tool",
+                            "version"]
+    assert sorted(data["memory_files"]["testing.md"]) == ["mtime_ns", "oid", "okf_id", "path", "size", "tier"]
+
+
+def test_nav_protocol_is_the_spec_text_verbatim() -> None:
+    spec = (ROOT / "spec" / "okf-nav-protocol.md").read_text(encoding="utf-8")
+    assert nav_protocol() == spec
+    assert (ROOT / "okfgit" / "data" / "nav-protocol.md").read_bytes() == (ROOT / "spec" / "okf-nav-protocol.md").read_bytes()
+    assert len(spec.encode("utf-8")) < 4096  # Codex loads at most 32 KiB of AGENTS.md in total
