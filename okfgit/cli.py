@@ -8,6 +8,7 @@ Every OkfError is mapped to its exit code here and nowhere else.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 from typing import Any
