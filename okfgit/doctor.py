@@ -316,11 +316,16 @@ class Checker:
             self.add(PROFILE, "tags-invalid", doc.path, f"tags must be a list of kebab-case words, not "
                      f"{_kind(tags)}", doc.key_line("tags"))
             return
-        bad = [t for t in tags if not isinstance(t, str) or not _TAG.match(t)]
+        if not all(isinstance(t, str) for t in tags):
+            self.add(PROFILE, "tags-invalid", doc.path, "tags must be a list of words, not of lists, mappings or "
+                     "numbers", doc.key_line("tags"))
+            return
+        bad = [t for t in tags if not _TAG.match(t)]
         if bad:
+            # A warning: okfgit never writes such tags, but a bundle's own stay as written.
             shown = ", ".join(repr(t) for t in bad)
-            self.add(PROFILE, "tags-invalid", doc.path, f"tags are kebab-case (lower-case words joined by '-'): "
-                     f"{shown}", doc.key_line("tags"))
+            self.add(PROFILE, "tag-not-kebab", doc.path, f"tags are kebab-case (lower-case words joined by '-'): "
+                     f"{shown}", doc.key_line("tags"), WARNING)
 
     def lifecycle(self, doc: Doc) -> None:
         status = doc.meta.get("status")
@@ -505,8 +510,10 @@ class IndexCheck:
 
     def entry_shape(self, path: str, line: index.Line, number: int, resolved: str) -> None:
         if not line.strict:
+            # A warning: the entry is a working OKF link, only not in okfgit's exact shape.
             self.c.add(PROFILE, "index-entry-malformed", path, f"entry is not in okfgit's shape "
-                       f"'- [Title](path) \u2014 one sentence': {line.text.strip()!r}", number)
+                       f"'- [Title](path) \u2014 one sentence' (`okfgit index` rewrites it): {line.text.strip()!r}",
+                       number, WARNING)
             return
         doc = self.c.docs.get(resolved)
         if doc is None or not doc.has_frontmatter or okf.is_reserved(resolved):

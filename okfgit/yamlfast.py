@@ -69,9 +69,6 @@ def parse(text: str, resolvers: Resolvers) -> dict[str, Any] | None:
     return out
 
 
-Claims = dict[str, tuple[re.Pattern[str], ...]]
-
-
 def _block(lines: list[str], i: int, claims: Claims) -> tuple[Any, int]:
     """What follows ``key:`` on the next lines: a list, a one-level mapping, or null."""
     if i >= len(lines) or lines[i][0] not in " -":
@@ -142,33 +139,46 @@ def _scalar(text: str, claims: Claims) -> str:
 
 
 def _plain(text: str, claims: Claims) -> str:
+    if text in claims.plain:  # keys, types, scopes and tags repeat from file to file
+        return text
     # A plain scalar in block context: no indicator or space first, no ": " or " #"
     # inside (a mapping value, a comment), no tab, not ending in ":" or a space.
     if (text[0] in _INDICATORS or text[0].isspace() or ": " in text or " #" in text or "\t" in text
             or text[-1] == ":" or text[-1].isspace()):
         raise _Fallback
-    return _resolved(text, claims)
+    _resolved(text, claims)
+    if len(text) < 40 and len(claims.plain) < _MEMO_LIMIT:
+        claims.plain.add(text)
+    return text
 
 
 def _resolved(text: str, claims: Claims) -> str:
     """A plain scalar is a string only when no implicit resolver claims it (as PyYAML decides)."""
-    for pattern in claims.get(text[0], claims[""]):
+    for pattern in claims.by_first.get(text[0], claims.wildcard):
         if pattern.match(text):
             raise _Fallback
     return text
 
 
-_CACHE: dict[int, tuple[Resolvers, Claims]] = {}
+_MEMO_LIMIT = 50_000
+
+
+class Claims:
+    """The resolvers' patterns by a scalar's first character (PyYAML's lookup, wildcard
+    patterns appended), and the short strings already found to be plain strings."""
+
+    def __init__(self, resolvers: Resolvers) -> None:
+        self.resolvers = resolvers
+        self.wildcard = tuple(p for _, p in resolvers.get(None, ()))
+        self.by_first = {k: tuple(p for _, p in v) + self.wildcard for k, v in resolvers.items() if k}
+        self.plain: set[str] = set()
+
+
+_CACHE: dict[int, Claims] = {}
 
 
 def _claims(resolvers: Resolvers) -> Claims:
-    """Resolver patterns by a scalar's first character (PyYAML's lookup), plus the
-    wildcard ones, under ``""`` for characters no resolver names; computed once."""
     cached = _CACHE.get(id(resolvers))
-    if cached is None or cached[0] is not resolvers:
-        wildcard = tuple(p for _, p in resolvers.get(None, ()))
-        claims = {k: tuple(p for _, p in v) + wildcard for k, v in resolvers.items() if k}
-        claims[""] = wildcard
-        cached = (resolvers, claims)
-        _CACHE[id(resolvers)] = cached
-    return cached[1]
+    if cached is None or cached.resolvers is not resolvers:
+        cached = _CACHE[id(resolvers)] = Claims(resolvers)
+    return cached

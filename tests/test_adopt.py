@@ -139,8 +139,6 @@ def test_adopted_bundles_are_conformant_by_doctor(project: Path, okfgit: Runner,
 
 @requires_bundles()
 @pytest.mark.skipif(not doctor_available(), reason="okfgit doctor is not built yet")
-@pytest.mark.xfail(strict=True, reason="doctor reports the bundles' own index-entry shape and non-kebab tags as "
-                   "errors; adopt must not rewrite them (see spec/okf-cli-nav.md, adopt)")
 def test_adopted_bundles_pass_doctor(project: Path, okfgit: Runner, tmp_path: Path) -> None:
     report = adopt_both_bundles(project, okfgit, tmp_path)
     assert report["errors"] == 0

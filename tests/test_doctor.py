@@ -139,6 +139,7 @@ def test_plain_okf_bundle_is_conformant_and_lacks_profile_keys(repo: Path, okfgi
     _, report = doctor_json(okfgit, repo, expect=2)
     tier = report["tiers"][0]
     assert tier["okf"] == {"conformant": True, "findings": []}
+    assert report["warnings"] == 1  # the "* [T](p) - s" entry: valid OKF, not okfgit's shape
     by_file = codes_by_file(report)
     assert by_file["tables/orders.md"] == {"profile-keys-missing", "dangling-link"}
     assert by_file["index.md"] == {"index-entry-malformed"}
@@ -206,6 +207,7 @@ def test_profile_findings(repo: Path, okfgit: Runner, git: Runner) -> None:
             "scope: project", "scope: global"),
         "extra/bad-id.md": concept("Bad id", "An id that is no UUID.", "not-a-uuid"),
         "extra/bad-tags.md": concept("Bad tags", "Tags in the wrong case.", UID.format(3), tags="[Ops, on call, ok-tag]"),
+        "extra/tag-map.md": concept("Tag map", "Tags as a mapping.", UID.format(0), tags="{a: b}"),
         "extra/two-sentences.md": concept("Two", "One sentence. And another one.", UID.format(4)),
         "extra/stale.md": concept("Stale", "Stale since last year.", UID.format(5), stale_after="2024-01-01"),
         "extra/big.md": concept("Big", "A very long concept.", UID.format(6), body=big),
@@ -222,7 +224,8 @@ def test_profile_findings(repo: Path, okfgit: Runner, git: Runner) -> None:
         ("index-entry-stale", "extra/index.md"),
         ("index-entry-dangling", "extra/index.md"),
         ("okf-id-malformed", "extra/bad-id.md"),
-        ("tags-invalid", "extra/bad-tags.md"),
+        ("tag-not-kebab", "extra/bad-tags.md"),
+        ("tags-invalid", "extra/tag-map.md"),
         ("description-not-one-sentence", "extra/two-sentences.md"),
         ("stale", "extra/stale.md"),
         ("over-4kb", "extra/big.md"),
@@ -234,16 +237,18 @@ def test_profile_findings(repo: Path, okfgit: Runner, git: Runner) -> None:
     }
     severities = {(f["code"], f["severity"]) for t in report["tiers"] for g in ("okf", "profile")
                   for f in t[g]["findings"]}
-    assert {c for c, s in severities if s == "warning"} == {"description-not-one-sentence", "stale", "over-4kb"}
+    assert {c for c, s in severities if s == "warning"} == {"description-not-one-sentence", "stale", "over-4kb",
+                                                           "tag-not-kebab"}
     messages = {f["message"] for f in report["tiers"][0]["profile"]["findings"]}
     assert "scope is 'global' but the file is in the project tier" in messages
     assert "tags are kebab-case (lower-case words joined by '-'): 'Ops', 'on call'" in messages
     assert "[[nope]] matches no concept name or file name in the active tiers" in messages
+    assert "tags must be a list of kebab-case words, not a mapping" in messages
     assert ("not reachable from the root index: index.md has no entry for extra/ (run `okfgit index`)"
             in messages)
     omitted = sorted(m for m in messages if m.startswith("does not list"))
     assert omitted == [f"does not list {n}.md (run `okfgit index`)"
-                       for n in ("bad-id", "bad-tags", "big", "draft", "stale", "two-sentences", "wiki")]
+                       for n in ("bad-id", "bad-tags", "big", "draft", "stale", "tag-map", "two-sentences", "wiki")]
 
 
 def test_warnings_alone_exit_zero(repo: Path, okfgit: Runner, git: Runner) -> None:
