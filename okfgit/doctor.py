@@ -260,7 +260,7 @@ class Checker:
     def concept(self, doc: Doc) -> None:
         path = doc.path
         if index.is_needs_merge(path):
-            stem = path[: -len(index.NEEDS_MERGE_SUFFIX)] + ".md"
+            stem = index.needs_merge_master(path)
             self.add(PROFILE, "needs-merge", path, f"unresolved needs-merge sibling of {stem}: merge what "
                      f"matters into {stem}, then delete this file")
         if not doc.has_frontmatter:

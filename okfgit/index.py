@@ -37,9 +37,18 @@ _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 _SEPARATOR = re.compile(r"^\s*(?:\u2014|\u2013|-|:)?\s*")
 
 
+_NEEDS_MERGE = re.compile(r"\.needs-merge(?:-[1-9][0-9]*)?\.md$")
+
+
 def is_needs_merge(path: str) -> bool:
-    """``<stem>.needs-merge.md``: an agent's variant of ``<stem>.md`` kept for a person to merge."""
-    return path.endswith(NEEDS_MERGE_SUFFIX)
+    """``<stem>.needs-merge.md`` (or ``<stem>.needs-merge-<n>.md`` when that was taken): an
+    agent's variant of ``<stem>.md`` kept for a person to merge."""
+    return _NEEDS_MERGE.search(path) is not None
+
+
+def needs_merge_master(path: str) -> str:
+    """The concept a needs-merge sibling belongs to (``a/b.needs-merge-2.md`` -> ``a/b.md``)."""
+    return _NEEDS_MERGE.sub(".md", path)
 
 
 def needs_merge_path(path: str) -> str:

@@ -214,6 +214,7 @@ def test_profile_findings(repo: Path, okfgit: Runner, git: Runner) -> None:
         "extra/wiki.md": concept("Wiki", "Links by name.", UID.format(7), body="See [[retry-policy]] and [[nope]]."),
         "extra/draft.md": concept("Draft", "Needs merging.", UID.format(8), status="needs-merge"),
         "extra/wiki.needs-merge.md": concept("Wiki", "The agent's variant.", UID.format(7)),
+        "extra/wiki.needs-merge-2.md": concept("Wiki", "Another variant.", UID.format(7)),
         "extra/index.md": "# Extra\n\n- [Wrong](wrong-scope.md) \u2014 Not what the concept says.\n"
                           "- [Gone](gone.md) \u2014 A concept that was deleted.\n",
     })
@@ -232,6 +233,7 @@ def test_profile_findings(repo: Path, okfgit: Runner, git: Runner) -> None:
         ("dangling-wiki-link", "extra/wiki.md"),
         ("needs-merge", "extra/draft.md"),
         ("needs-merge", "extra/wiki.needs-merge.md"),
+        ("needs-merge", "extra/wiki.needs-merge-2.md"),
         ("index-omission", "extra/index.md"),  # the ones the hand-made extra/index.md does not list
         ("orphan", "extra/index.md"),  # the root index has no entry for extra/
     }
@@ -244,6 +246,8 @@ def test_profile_findings(repo: Path, okfgit: Runner, git: Runner) -> None:
     assert "tags are kebab-case (lower-case words joined by '-'): 'Ops', 'on call'" in messages
     assert "[[nope]] matches no concept name or file name in the active tiers" in messages
     assert "tags must be a list of kebab-case words, not a mapping" in messages
+    assert ("unresolved needs-merge sibling of extra/wiki.md: merge what matters into extra/wiki.md, then delete "
+            "this file") in messages
     assert ("not reachable from the root index: index.md has no entry for extra/ (run `okfgit index`)"
             in messages)
     omitted = sorted(m for m in messages if m.startswith("does not list"))
