@@ -12,27 +12,22 @@ into the run if the pull request is closed.
 
 from __future__ import annotations
 
-import json
 import shlex
-import shutil
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from difflib import get_close_matches
 
-from okfgit import TOOL, index, links, okf, runs
+from okfgit import index, links, okf, runs
 from okfgit.context import Context
-from okfgit.errors import IntegrityError, OkfError, RepoStateError, UnwritableError, UsageError, ValidationError
+from okfgit.errors import IntegrityError, OkfError, RepoStateError, UsageError, ValidationError
 from okfgit.fsutil import safe_relpath
-from okfgit.git import Repo, blob_oid, clean_git_env
+from okfgit.git import Repo, blob_oid
 from okfgit.kb import Concept, Snapshot, snapshot
 from okfgit.plan import Plan, TierCommit, apply, render
 from okfgit.store import root_index
 from okfgit.tiers import Tier, Workspace
 
 ROUTES = (("job", "project"), ("project", "global"))
-HARVEST_VERSION = 1
-LABEL = "okf-harvest"
 PENDING = "<destination commit>"
 
 
@@ -386,97 +381,3 @@ def dry_run(ctx: Context, pp: PromotionPlan) -> str:
     """The two commits a promotion would make, as unified diffs."""
     preview = Plan(commits=[pp.destination_commit, pp.source_commit(PENDING, ctx.today())], warnings=pp.warnings)
     return render(preview)
-
-
-# -- the pull request ------------------------------------------------------------------
-
-
-def harvest(p: Promotion) -> dict[str, object]:
-    """The ``okf-harvest`` provenance block: what was promoted, from where, by what."""
-    pp = p.plan
-    return {
-        "version": HARVEST_VERSION,
-        "run": pp.source.run,
-        "source": {"tier": pp.source.name, "run": pp.source.run, "commit": pp.source_head},
-        "destination": {"tier": pp.destination.name, "branch": pp.branch, "commit": p.destination_oid},
-        "concepts": [{"okf_id": i.okf_id, "path": i.path, "oid": i.oid, "from": i.source_path} for i in pp.items],
-        "tool": TOOL,
-    }
-
-
-def pr_title(p: Promotion) -> str:
-    return f"okf-harvest: {p.run or p.plan.source.label}"
-
-
-def pr_body(p: Promotion) -> str:
-    """Prose for a reviewer, then the fenced ``okf-harvest`` JSON block."""
-    pp = p.plan
-    origin = f"run `{pp.source.run}`" if pp.source.run else f"the {pp.source.label} tier"
-    where = "the project knowledge base (`.okf/`)" if pp.destination.name == "project" else \
-        f"the {pp.destination.label} knowledge base"
-    count = "1 concept" if len(pp.items) == 1 else f"{len(pp.items)} concepts"
-    lines = [f"Promotes {count} learned in {origin} into {where}.", "",
-             "| concept | type | path | claim |", "|---|---|---|---|"]
-    for i in pp.items:
-        lines.append(f"| {_cell(i.title)} | {_cell(i.type)} | `{i.path}` | {_cell(i.description)} |")
-    lines += [
-        "",
-        f"Each concept keeps its `okf_id`; only its `scope` changed (now `{pp.destination.name}`). "
-        f"The {pp.source.label} copy was removed in commit `{p.source_oid[:12]}`, whose `Okf-Promoted-To` "
-        "trailer points here; if this pull request is closed, reverting that commit brings it back.",
-        "",
-        "Check it with `okfgit review` before merging.",
-        "",
-        "```" + LABEL,
-        json.dumps(harvest(p), indent=2, ensure_ascii=False),
-        "```",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ") or " "
-
-
-@dataclass(frozen=True)
-class PullRequest:
-    """How the pull request was (or can be) opened: the commands, and gh's output when it ran."""
-
-    commands: list[list[str]]
-    ran: bool
-    output: str = ""
-
-    def shell(self) -> str:
-        return "\n".join(shlex.join(c) for c in self.commands)
-
-
-def pr_commands(p: Promotion, remote: str = "origin") -> list[list[str]]:
-    pp = p.plan
-    if pp.branch is None:
-        raise UsageError("--open-pr needs --branch: the pull request is opened from that branch")
-    repo = pp.destination.open()
-    base = (repo.head_branch() or "").removeprefix("refs/heads/")
-    create = ["gh", "pr", "create", "--head", pp.branch]
-    if base:
-        create += ["--base", base]
-    create += ["--title", pr_title(p), "--body", pr_body(p), "--label", LABEL]
-    return [["git", "push", "--set-upstream", remote, pp.branch], create]
-
-
-def open_pr(ctx: Context, p: Promotion, remote: str = "origin") -> PullRequest:
-    """Push the branch and run ``gh pr create``; without ``gh`` on PATH, only say what to run."""
-    commands = pr_commands(p, remote)
-    if shutil.which("gh", path=ctx.environ.get("PATH")) is None:
-        return PullRequest(commands, ran=False)
-    env = clean_git_env(ctx.environ)
-    output = ""
-    for command in commands:
-        proc = subprocess.run(command, cwd=p.plan.destination.repo_path, env=env, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise UnwritableError(
-                f"`{shlex.join(command[:3])} ...` failed ({proc.stderr.strip() or proc.returncode}); the branch "
-                f"{p.plan.branch} is committed locally, run the rest yourself:\n" + PullRequest(commands, False).shell()
-            )
-        output = proc.stdout.strip()
-    return PullRequest(commands, ran=True, output=output)

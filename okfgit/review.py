@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from okfgit import TOOL, doctor, index, okf, trailers
+from okfgit import TOOL, doctor, harvest, index, okf, trailers
 from okfgit.context import Context
 from okfgit.errors import UsageError, ValidationError
 from okfgit.git import Repo
@@ -41,7 +39,6 @@ REVIEW_VERSION = 1
 DEFAULT_BASES = ("@{upstream}", "main", "origin/main")
 # Keys whose change rewrites what a concept claims (a Decision must not be rewritten in place).
 CLAIM_KEYS = ("title", "description")
-_HARVEST_FENCE = re.compile(r"^(`{3,}|~{3,})[ \t]*okf-harvest[ \t]*$")
 
 
 @dataclass(frozen=True)
@@ -218,8 +215,8 @@ def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | 
     introduced, out.preexisting = _doctor_findings(old, new, today)
     out.findings = introduced + rules(old, new, out.concepts)
     if pr_body is not None:
-        out.harvest, found = check_harvest(pr_body, new)
-        out.findings += found
+        out.harvest, problems = harvest.check(pr_body, new)
+        out.findings += [Finding(p.severity, p.rule, p.path, p.message) for p in problems]
     out.findings = _sorted(_dedupe(out.findings))
     out.commits = provenance(repo, tier, base, head)
     return out
@@ -479,69 +476,6 @@ def _duplicate_titles(new: Snapshot, changes: list[ConceptChange]) -> list[Findi
                 others = ", ".join(p for p in paths if p != path)
                 out.append(Finding(ERROR, "duplicate-title", path, f"has the same title as {others} in its folder; "
                                    "one concept, one canonical home"))
-    return out
-
-
-# -- the okf-harvest block of a pull request body ------------------------------------------
-
-
-def harvest_block(text: str) -> str | None:
-    """The contents of the first fenced ``okf-harvest`` block, or None."""
-    lines = text.replace("\r\n", "\n").split("\n")
-    for i, line in enumerate(lines):
-        opened = _HARVEST_FENCE.match(line.strip())
-        if not opened:
-            continue
-        fence = opened.group(1)
-        body: list[str] = []
-        for inner in lines[i + 1:]:
-            if inner.strip().startswith(fence[0] * len(fence)) and not inner.strip().strip(fence[0]):
-                return "\n".join(body)
-            body.append(inner)
-        return "\n".join(body)
-    return None
-
-
-def check_harvest(text: str, new: Snapshot) -> tuple[dict[str, Any] | None, list[Finding]]:
-    """Validate a PR body's ``okf-harvest`` block against the head tree (its OIDs must be there)."""
-    where = "--pr-body"
-    raw = harvest_block(text)
-    if raw is None:
-        return None, [Finding(WARNING, "harvest-block", where, "has no ```okf-harvest block; nothing to check")]
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        return None, [Finding(ERROR, "harvest-block", where, f"okf-harvest block is not valid JSON: {exc.msg} "
-                              f"(line {exc.lineno}, column {exc.colno})")]
-    if not isinstance(data, dict) or not isinstance(data.get("concepts"), list):
-        return None, [Finding(ERROR, "harvest-block", where, "okf-harvest block must be an object with a "
-                              "concepts list")]
-    out: list[Finding] = []
-    if data.get("version") != 1:
-        out.append(Finding(ERROR, "harvest-block", where, f"okf-harvest version {data.get('version')!r} is not 1"))
-    for number, item in enumerate(data["concepts"], start=1):
-        out += _check_claim(number, item, new)
-    return data, out
-
-
-def _check_claim(number: int, item: Any, new: Snapshot) -> list[Finding]:
-    where = "--pr-body"
-    if not isinstance(item, dict) or not all(isinstance(item.get(k), str) for k in ("okf_id", "path", "oid")):
-        return [Finding(ERROR, "harvest-block", where, f"okf-harvest concept {number} needs okf_id, path and oid "
-                        "strings")]
-    path, oid = item["path"].lstrip("/"), item["oid"]
-    entry = new.entries.get(path)
-    if entry is None:
-        return [Finding(ERROR, "harvest-mismatch", path, f"the okf-harvest block claims {path}, which is not in "
-                        "the tree at the head")]
-    out = []
-    if entry.oid != oid:
-        out.append(Finding(ERROR, "harvest-mismatch", path, f"the okf-harvest block claims blob {oid}, but the "
-                           f"tree at the head has {entry.oid}"))
-    concept = _concept(new, path)
-    if concept is not None and concept.okf_id != item["okf_id"]:
-        out.append(Finding(ERROR, "harvest-mismatch", path, f"the okf-harvest block claims okf_id "
-                           f"{item['okf_id']}, but the concept has {concept.okf_id}"))
     return out
 
 

@@ -20,7 +20,7 @@ from okfgit.errors import UsageError, ValidationError
 from okfgit.git import Repo
 from okfgit.kb import Concept, snapshot
 from okfgit.plan import Plan, TierCommit, apply
-from okfgit.tiers import Tier, Workspace, check_run
+from okfgit.tiers import Tier, Workspace
 
 NOTE_TYPES = ("Decision", "Rejected", "Discovery", "Limitation", "Conclusion", "Lesson", "Blocker")
 GENERALIZES = ("yes", "no", "unsure")

@@ -250,3 +250,20 @@ def test_review_reads_trees_not_the_working_tree(tmp_path: Path, okfgit: Runner,
     repo = build.build("rename", tmp_path / "r", env)
     (repo / ".okf" / "guides" / "dev-setup.md").write_text("---\n: broken yaml [\n---\n")
     assert okfgit("review", "main...feature", "--format", "json", cwd=repo).code == 0
+
+
+def test_pre_commit_hook_manifest_runs_doctor_on_the_worktree(tmp_path: Path, okfgit: Runner,
+                                                              env: dict[str, str]) -> None:
+    import shlex
+
+    import yaml
+
+    [hook] = yaml.safe_load((FIXTURES.parent / ".pre-commit-hooks.yaml").read_text())
+    assert {k: hook[k] for k in ("id", "language", "pass_filenames", "files")} == {
+        "id": "okfgit-doctor", "language": "python", "pass_filenames": False, "files": r"^\.okf/"}
+    argv = shlex.split(hook["entry"])
+    assert argv[0] == "okfgit"
+    repo = build.build("rename", tmp_path / "ok", env)
+    assert okfgit(*argv[1:], cwd=repo).code == 0
+    (repo / ".okf" / "guides" / "dev-setup.md").write_text("no frontmatter\n")  # what is being committed
+    assert "frontmatter-missing" in okfgit(*argv[1:], cwd=repo, expect=2).out

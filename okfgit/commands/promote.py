@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from okfgit import promote
+from okfgit import harvest, promote
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, warn, workspace
 
 
@@ -44,7 +44,7 @@ def promote_cmd(refs: tuple[str, ...], from_: str, to: str, branch: str | None, 
         click.echo(promote.dry_run(ctx, pp))
         return
     done = promote.promote(ctx, pp)
-    pr = promote.open_pr(ctx, done, remote) if open_pr else None
+    pr = harvest.open_pr(ctx, done, remote) if open_pr else None
     if as_json:
         emit_json(_json(done, pr))
         return
@@ -56,7 +56,7 @@ def promote_cmd(refs: tuple[str, ...], from_: str, to: str, branch: str | None, 
     click.echo(f"{pp.destination.label} commit {done.destination_oid[:12]}{on}; "
                f"{pp.source.label} commit {done.source_oid[:12]}")
     if pp.branch:
-        click.echo(f"\nPR title: {promote.pr_title(done)}\nPR body:\n\n{promote.pr_body(done)}")
+        click.echo(f"\nPR title: {harvest.pr_title(done)}\nPR body:\n\n{harvest.pr_body(done)}")
     if pr is not None:
         if pr.ran:
             click.echo(f"opened the pull request: {pr.output}")
@@ -64,7 +64,7 @@ def promote_cmd(refs: tuple[str, ...], from_: str, to: str, branch: str | None, 
             click.echo(f"gh is not on PATH; to open the pull request, run in {pp.destination.repo_path}:\n{pr.shell()}")
 
 
-def _json(done: promote.Promotion, pr: promote.PullRequest | None) -> dict[str, object]:
+def _json(done: promote.Promotion, pr: harvest.PullRequest | None) -> dict[str, object]:
     pp = done.plan
     out: dict[str, object] = {
         "source": {"tier": pp.source.label, "head": pp.source_head, "commit": done.source_oid},
@@ -74,7 +74,7 @@ def _json(done: promote.Promotion, pr: promote.PullRequest | None) -> dict[str, 
         "warnings": pp.warnings,
     }
     if pp.branch:
-        out["pr"] = {"title": promote.pr_title(done), "body": promote.pr_body(done), "harvest": promote.harvest(done)}
+        out["pr"] = {"title": harvest.pr_title(done), "body": harvest.pr_body(done), "harvest": harvest.block(done)}
     if pr is not None:
         out["open_pr"] = {"ran": pr.ran, "commands": pr.commands, "output": pr.output}
     return out
