@@ -328,14 +328,18 @@ def _other_files(old: Snapshot, new: Snapshot) -> list[tuple[str, str]]:
 
 
 def _doctor_findings(old: Snapshot, new: Snapshot, today: dt.date) -> tuple[list[Finding], int]:
-    """Doctor findings at the head that were not on the base (lines may move; messages do not)."""
-    def keyed(snap: Snapshot) -> list[doctor.Finding]:
+    """Doctor findings at the head that were not on the base (lines may move; messages do not).
+
+    The base is only checked when the head has findings: a clean head needs one pass.
+    """
+    def check(snap: Snapshot) -> list[doctor.Finding]:
         return doctor.check_snapshot(snap, today).findings if snap.entries else []
 
-    before = {(f.code, f.file, f.message) for f in keyed(old)}
+    found = check(new)
+    before = {(f.code, f.file, f.message) for f in check(old)} if found else set()
     introduced: list[Finding] = []
     kept = 0
-    for f in keyed(new):
+    for f in found:
         if (f.code, f.file, f.message) in before:
             kept += 1
             continue
@@ -422,6 +426,12 @@ def _matches(concept: Concept, ref: str) -> bool:
 
 
 def _find(snap: Snapshot, ref: str) -> Concept | None:
+    """The concept a ``supersedes``/``superseded_by`` value names: a KB path, else an ``okf_id``."""
+    path = ref.strip().lstrip("/")
+    for candidate in (path, path + ".md"):
+        concept = _concept(snap, candidate) if okf.is_concept_path(candidate) else None
+        if concept is not None:
+            return concept
     for concept in snap.concepts():
         if _matches(concept, ref):
             return concept
@@ -463,19 +473,22 @@ def _supersession(concept: Concept, old: Snapshot, new: Snapshot) -> list[Findin
 
 
 def _duplicate_titles(new: Snapshot, changes: list[ConceptChange]) -> list[Finding]:
+    """Two concepts with one title in one folder; only the folders of changed concepts are read."""
     touched = {c.path for c in changes if c.change != "removed"}
+    folders = {index.parent(p) for p in touched}
     by_title: dict[tuple[str, str], list[str]] = {}
-    for concept in new.concepts():
-        if index.is_needs_merge(concept.path):
+    for path in new.concept_paths():
+        if index.parent(path) not in folders or index.is_needs_merge(path):
             continue
-        by_title.setdefault((index.parent(concept.path), concept.title.casefold()), []).append(concept.path)
+        concept = _concept(new, path)
+        if concept is not None:
+            by_title.setdefault((index.parent(path), concept.title.casefold()), []).append(path)
     out = []
-    for (_, _), paths in sorted(by_title.items()):
-        if len(paths) > 1 and touched & set(paths):
-            for path in sorted(touched & set(paths)):
-                others = ", ".join(p for p in paths if p != path)
-                out.append(Finding(ERROR, "duplicate-title", path, f"has the same title as {others} in its folder; "
-                                   "one concept, one canonical home"))
+    for paths in by_title.values():
+        for path in sorted(touched & set(paths)) if len(paths) > 1 else []:
+            others = ", ".join(p for p in paths if p != path)
+            out.append(Finding(ERROR, "duplicate-title", path, f"has the same title as {others} in its folder; "
+                               "one concept, one canonical home"))
     return out
 
 
