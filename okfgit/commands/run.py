@@ -19,7 +19,7 @@ def run_cmd() -> None:
     project only through `okfgit promote`."""
 
 
-@run_cmd.command("start")
+@run_cmd.command("start", short_help="Start a run: its repository, scaffold, active run.")
 @click.argument("slug")
 @click.option("--task", default=None, help="One or two sentences: what this run is for (goes into STATE.md).")
 @click.option("--dry-run", is_flag=True, help="Show the scaffold commit that would be made; write nothing.")
@@ -42,7 +42,7 @@ def start_cmd(slug: str, task: str | None, dry_run: bool, repo: Path | None, as_
         click.echo(done.message + (f" ({done.commit[:7]})" if done.commit else ""))
 
 
-@run_cmd.command("status")
+@run_cmd.command("status", short_help="The run's concepts, promotable ones, promotions.")
 @repo_option
 @run_option
 @json_option
@@ -80,7 +80,7 @@ def _status_json(st: runs.RunStatus) -> dict[str, object]:
     }
 
 
-@run_cmd.command("end")
+@run_cmd.command("end", short_help="Clear the active run; list what was not promoted.")
 @repo_option
 @run_option
 @json_option
