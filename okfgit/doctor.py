@@ -136,6 +136,17 @@ class Doc:
     has_frontmatter: bool
     body: bytes
     body_line: int  # file line where the body starts
+    _entries: list[index.Line] | None = None
+
+    @property
+    def text(self) -> str:
+        return _text(self.body)
+
+    def entries(self) -> list[index.Line]:
+        """An index file's entry lines (computed once: two checks read them)."""
+        if self._entries is None:
+            self._entries = index.entry_lines(self.text)
+        return self._entries
 
     def key_line(self, key: str) -> int | None:
         """The file line of a top-level frontmatter key, for pointing at it."""
@@ -285,15 +296,20 @@ class Checker:
 
     def profile_keys(self, doc: Doc) -> None:
         meta, path = doc.meta, doc.path
-        missing = [k for k in PROFILE_KEYS if _blank(meta.get(k))]
+        missing = []
+        for key in PROFILE_KEYS + ("name",):
+            value = meta.get(key)
+            if type(value) is str and value and not value.isspace():
+                continue  # the usual case, decided cheaply
+            if _blank(value):
+                if key != "name":
+                    missing.append(key)
+            elif key != "okf_id" and not isinstance(value, str):
+                self.add(PROFILE, "profile-key-invalid", path, f"{key} must be a string, not {_kind(value)}",
+                         doc.key_line(key))
         if missing:
             self.add(PROFILE, "profile-keys-missing", path, f"missing okfgit profile keys: {', '.join(missing)} "
                      "(`okfgit adopt` adds them)", 1)
-        for key in ("title", "description", "scope", "okf_source", "name"):
-            value = meta.get(key)
-            if not _blank(value) and not isinstance(value, str):
-                self.add(PROFILE, "profile-key-invalid", path, f"{key} must be a string, not {_kind(value)}",
-                         doc.key_line(key))
         scope = meta.get("scope")
         if isinstance(scope, str) and scope.strip() and scope != self.tier.name:
             self.add(PROFILE, "scope-mismatch", path, f"scope is {scope!r} but the file is in the "
@@ -416,10 +432,9 @@ class Checker:
             if path == "index.md" and version is not None and str(version) != "0.2":
                 self.add(OKF, "okf-version", path, f"declares okf_version {version!r}; okfgit checks OKF 0.2",
                          doc.key_line("okf_version"), WARNING)
-        text = _text(doc.body)
-        if not _has_heading(text):
+        if not _has_heading(doc.text):
             self.add(OKF, "index-no-heading", path, "index.md has no section heading (e.g. '# Concepts')")
-        for line in index.entry_lines(text):
+        for line in doc.entries():
             if line.target is None:
                 self.add(OKF, "index-entry-not-link", path, f"entry is not a markdown link: {line.text.strip()!r}",
                          doc.body_line + line.number - 1)
@@ -472,8 +487,8 @@ class IndexCheck:
 
     def read_index(self, path: str, doc: Doc) -> None:
         folder = index.parent(path)
-        text = _text(doc.body)
-        lines = index.entry_lines(text)
+        text = doc.text
+        lines = doc.entries()
         listed = self.listed.setdefault(folder, set())
         edges = self.edges.setdefault(path, set())
         for line in lines:

@@ -56,19 +56,28 @@ def extract(body: bytes | str) -> list[Link]:
             continue  # every link form starts with "[" (checked before the costlier tests below)
         if line.startswith(("    ", "\t")) and not line.lstrip().startswith(("-", "*", "+")):
             continue  # indented code block
-        plain = _CODE_SPAN.sub("", line)
+        plain = _CODE_SPAN.sub("", line) if "`" in line else line
         for match in _MD_LINK.finditer(plain):
             out.append(Link("md", match.group(1), number))
         ref = _REF_DEF.match(plain)
         if ref:
             out.append(Link("md", ref.group(1), number))
-        for match in _WIKI.finditer(plain):
-            out.append(Link("wiki", match.group(1).strip(), number))
+        if "[[" in plain:
+            for match in _WIKI.finditer(plain):
+                out.append(Link("wiki", match.group(1).strip(), number))
     return out
+
+
+# A relative path of plain names (no ".", "..", scheme, escape, query or fragment): it
+# resolves by joining, with no normalisation (most links in a KB look like this).
+_PLAIN_PATH = re.compile(r"[\w-][\w.-]*(?:/[\w-][\w.-]*)*")
 
 
 def resolve(source: str, target: str) -> Target:
     """Resolve a markdown link target written in ``source`` (both KB-relative)."""
+    if _PLAIN_PATH.fullmatch(target):
+        folder = source.rpartition("/")[0]
+        return Target(f"{folder}/{target}" if folder else target)
     if _SCHEME.match(target) or target.startswith(("#", "//")):
         return Target(None, external=True)
     target = unquote(target.split("#", 1)[0].split("?", 1)[0])

@@ -16,6 +16,7 @@ number, a boolean, null, ``=``, ``<<``) is never guessed at here; it falls back 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -32,10 +33,14 @@ _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
 # In flow context ([a, b]) the flow indicators end a scalar, so they may not appear in one.
 _FLOW_PLAIN = re.compile(r"^[^\s\-?:,\[\]{}#&*!|>'\"%@`][^,\[\]{}#:\t]*(?<!\s)$")
 # YAML's printable set minus its other line breaks (NEL, LS, PS) and the BOM; anything
-# outside it is PyYAML's to judge.
-_NOT_PRINTABLE = re.compile(
-    "[^\x0a\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
-)
+# outside it is PyYAML's to judge. The full class costs milliseconds to compile, so
+# ASCII text (the usual case) is checked with a small one and the full one is lazy.
+_ASCII_NOT_PRINTABLE = re.compile("[^\x0a\x20-\x7e]")
+
+
+@functools.lru_cache(maxsize=1)
+def _not_printable() -> re.Pattern[str]:
+    return re.compile("[^\x0a\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
 
 
 class _Fallback(Exception):
@@ -44,7 +49,7 @@ class _Fallback(Exception):
 
 def parse(text: str, resolvers: Resolvers) -> dict[str, Any] | None:
     """The mapping ``text`` holds, or None when it is outside the simple subset."""
-    if _NOT_PRINTABLE.search(text):
+    if (_ASCII_NOT_PRINTABLE if text.isascii() else _not_printable()).search(text):
         return None
     lines = [line for line in text.split("\n") if line.strip()]
     if not lines:
