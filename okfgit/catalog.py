@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from okfgit import TOOL, fsutil, okf
 from okfgit.errors import OkfError, ValidationError
@@ -22,12 +22,14 @@ from okfgit.tiers import Tier
 
 VERSION = 1
 CATALOG_FILE = "catalog.json"
+# Rewriting the whole cache costs as much as parsing this many concepts again, so a cache
+# only this far behind its tree is left as it is: the next run diffs from the older tree.
+SAVE_AFTER = 64
 LINK_MODE = 0o120000
 
 
-@dataclass(frozen=True)
-class Fact:
-    """One concept as projection sees it."""
+class Fact(NamedTuple):
+    """One concept as projection sees it (a tuple: 10,000 of them load fast)."""
 
     oid: str
     okf_id: str | None
@@ -43,6 +45,12 @@ class TierCatalog:
     tree: str
     facts: dict[str, Fact] = field(default_factory=dict)
     problems: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (oid, why)
+    reread: int = 0  # paths read from the repository to build this (not saved)
+
+    @property
+    def worth_saving(self) -> bool:
+        """A cache this far behind its tree is worth rewriting (see ``SAVE_AFTER``)."""
+        return self.reread > SAVE_AFTER
 
 
 def fact_of(label: str, path: str, entry: Entry, data: bytes) -> Fact:
@@ -91,8 +99,8 @@ def build(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog | 
 
 
 def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes]) -> TierCatalog:
-    out = TierCatalog(tree)
     entries = repo.tree_entries(commit, tier.prefix)
+    out = TierCatalog(tree, reread=len(entries))
     for path in sorted(entries):
         if okf.is_concept_path(path):
             _add(out, repo, tier, path, entries[path], blobs)
@@ -101,7 +109,7 @@ def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes
 
 def _updated(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog, paths: list[str],
              blobs: dict[str, bytes]) -> TierCatalog:
-    out = TierCatalog(tree, dict(cached.facts), dict(cached.problems))
+    out = TierCatalog(tree, dict(cached.facts), dict(cached.problems), reread=len(paths))
     for path in paths:
         out.facts.pop(path, None)
         out.problems.pop(path, None)
@@ -134,7 +142,7 @@ def load(common_dir: Path) -> dict[str, TierCatalog]:
             return {}
         out: dict[str, TierCatalog] = {}
         for label, raw in data["tiers"].items():
-            facts = {p: Fact(v[0], v[1], v[2], v[3], v[4]) for p, v in raw["facts"].items()}
+            facts = {p: Fact(*v) for p, v in raw["facts"].items()}
             problems = {p: (v[0], v[1]) for p, v in raw["problems"].items()}
             out[label] = TierCatalog(raw["tree"], facts, problems)
         return out
@@ -150,8 +158,8 @@ def save(common_dir: Path, catalogs: dict[str, TierCatalog]) -> None:
         "tiers": {
             label: {
                 "tree": cat.tree,
-                "facts": {p: [f.oid, f.okf_id, f.origin, f.title, f.hook] for p, f in cat.facts.items()},
-                "problems": {p: list(v) for p, v in cat.problems.items()},
+                "facts": cat.facts,
+                "problems": cat.problems,
             }
             for label, cat in sorted(catalogs.items())
         },

@@ -54,13 +54,22 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     dry_run: bool = False
     diff: str = ""
+    kept: list[str] = field(default_factory=list)  # memory files left as recorded (names in memory_dir)
 
     @property
     def failed(self) -> bool:
         return any(o.action == "failed" for o in self.outcomes)
 
+    def count(self, action: str) -> int:
+        extra = len(self.kept) if action == "unchanged" else 0
+        return extra + sum(1 for o in self.outcomes if o.action == action)
+
     def of(self, action: str) -> list[Outcome]:
-        return [o for o in self.outcomes if o.action == action]
+        found = [o for o in self.outcomes if o.action == action]
+        if action == "unchanged" and self.memory_dir is not None:
+            found += [Outcome("claude-memory", self.memory_dir / n, "unchanged", "as okfgit last wrote it")
+                      for n in self.kept]
+        return found
 
 
 @dataclass
@@ -99,6 +108,7 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
         tp = tgt.plan(view)
         report.warnings.extend(tp.warnings)
         planned.extend((tgt.name, item) for item in tp.items)
+        report.kept.extend(tp.kept)
         if tp.memory_dir is not None:
             memory_dir, memory_ran = tp.memory_dir, True
     report.memory_dir = memory_dir
@@ -166,23 +176,24 @@ def _merge(inputs: _Inputs, common_dir: Path | None, cache: dict[str, bytes]) ->
     for info in inputs.infos:
         repo = inputs.repos[info.label]
         catalogs[info.label] = catalog.build(repo, info.tier, info.commit, info.tree, cached.get(info.label), cache)
-    if common_dir is not None and any(cached.get(k) is not v for k, v in catalogs.items()):
+    if common_dir is not None and any(k not in cached or v.worth_saving for k, v in catalogs.items()):
         keep = {k: v for k, v in cached.items() if k not in catalogs}
         catalog.save(common_dir, {**keep, **catalogs})
     warnings: list[str] = []
     seen: dict[str, Projected] = {}
     for info in inputs.infos:
         cat = catalogs[info.label]
+        label = info.label
         for path in sorted(cat.problems):
             warnings.append(f"skipped a concept that cannot be read: {cat.problems[path][1]}")
         for path in sorted(cat.facts):
             fact = cat.facts[path]
-            key = fact.okf_id or f"{info.label}:{path}"
+            key = fact.okf_id or f"{label}:{path}"
             first = seen.get(key)
             if first is None:
-                seen[key] = Projected(key, info.label, path, fact)
-            elif first.tier == info.label:
-                warnings.append(f"{info.label}:{path} has the same okf_id as {info.label}:{first.path}; "
+                seen[key] = Projected(key, label, path, fact)
+            elif first.tier == label:
+                warnings.append(f"{label}:{path} has the same okf_id as {label}:{first.path}; "
                                 f"projected only {first.path}")
     return Merged(list(seen.values()), warnings)
 
@@ -235,6 +246,7 @@ def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str,
     if memory_dir is not None:
         # A record without an item is a file that is already gone.
         names = {item.memory_name for _, item in planned if item.memory_name is not None}
+        names.update(report.kept)
         new.memory_files = {n: m for n, m in new.memory_files.items() if n in names}
         new.memory_dir = memory_dir
         stat = fastpath.stat_token(str(memory_dir))

@@ -167,12 +167,11 @@ def test_memory_files_are_blobs_verbatim(kit: Kit, okfgit: Runner, git: Runner) 
         file_oid = git("hash-object", str(kit.memory / name), cwd=kit.repo).out.strip()
         assert file_oid == git("rev-parse", rev, cwd=where).out.strip(), name
     state = json.loads(kit.state.read_text())
-    record = state["memory_files"]["testing.md"]
-    assert {k: record[k] for k in ("okf_id", "tier", "path")} == {
-        "okf_id": "11111111-2222-4333-8444-555555555555", "tier": "project", "path": "testing.md"}
-    assert record["oid"] == git("rev-parse", "HEAD:.okf/testing.md", cwd=kit.repo).out.strip()
-    assert state["inputs"]["project"]["tree"] == git("rev-parse", "HEAD:.okf", cwd=kit.repo).out.strip()
-    assert state["inputs"][f"job/{RUN}"]["commit"] == git("rev-parse", "HEAD", cwd=kit.job).out.strip()
+    okf_id, tier, path, oid, _, _ = state["memory_files"]["testing.md"]
+    assert (okf_id, tier, path) == ("11111111-2222-4333-8444-555555555555", "project", "testing.md")
+    assert oid == git("rev-parse", "HEAD:.okf/testing.md", cwd=kit.repo).out.strip()
+    assert state["inputs"]["project"][2] == git("rev-parse", "HEAD:.okf", cwd=kit.repo).out.strip()
+    assert state["inputs"][f"job/{RUN}"][1] == git("rev-parse", "HEAD", cwd=kit.job).out.strip()
     fsck(git, kit.repo)
 
 
@@ -334,7 +333,7 @@ def test_linked_worktree_shares_the_main_checkouts_memory_folder(kit: Kit, okfgi
     assert sorted(Path(r["path"]).name for r in data["removed"]) == ["state.md"]
     assert (kit.memory / "cache.md").read_bytes() == (worktree / ".okf" / "decisions" / "cache.md").read_bytes()
     assert not (worktree / ".git" / "okf").exists()  # one state, in the common dir
-    assert json.loads(kit.state.read_text())["inputs"]["project"]["repo"] == str(worktree)
+    assert json.loads(kit.state.read_text())["inputs"]["project"][0] == str(worktree)
     assert before[str(kit.memory / "testing.md")] == (kit.memory / "testing.md").stat().st_mtime_ns
 
 

@@ -94,7 +94,11 @@ def test_state_json_is_what_the_spec_describes(kit: Kit, okfgit: Runner) -> None
     data = json.loads(kit.state.read_text())
     assert sorted(data) == ["inputs", "memory_dir", "memory_dir_mtime_ns", "memory_files", "targets", "tool",
                             "version"]
-    assert sorted(data["memory_files"]["testing.md"]) == ["mtime_ns", "oid", "okf_id", "path", "size", "tier"]
+    okf_id, tier, path, oid, size, mtime_ns = data["memory_files"]["testing.md"]
+    assert (okf_id, tier, path) == ("11111111-2222-4333-8444-555555555555", "project", "testing.md")
+    assert size == (kit.memory / "testing.md").stat().st_size
+    assert mtime_ns == (kit.memory / "testing.md").stat().st_mtime_ns
+    assert len(oid) == 40
 
 
 def test_nav_protocol_is_the_spec_text_verbatim() -> None:

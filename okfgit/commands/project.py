@@ -68,10 +68,10 @@ def project_cmd(scope: str, target: str, dry_run: bool, repo: Path | None, run: 
 
 
 def _summary(report: Report, dry_run: bool) -> str:
-    counts = {a: len(report.of(a)) for a in ("written", "unchanged", "removed", "skipped", "failed")}
+    counts = {a: report.count(a) for a in ("written", "unchanged", "removed", "skipped", "failed")}
     verb = "would be " if dry_run else ""
     if not any(counts[a] for a in ("written", "removed", "skipped", "failed")):
-        head = "nothing to do: every target is up to date" if report.outcomes else "nothing to project"
+        head = "nothing to do: every target is up to date" if counts["unchanged"] else "nothing to project"
     else:
         parts = [f"{n} {verb}{a}" for a, n in counts.items() if n]
         head = "projected: " + ", ".join(parts)

@@ -119,6 +119,9 @@ class TargetPlan:
     items: list[Item] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     memory_dir: Path | None = None  # set by the memory target: the folder it projected into
+    # Memory files (names in memory_dir) left exactly as recorded: no item each, since a
+    # one-change run over 10,000 concepts must not build 10,000 objects.
+    kept: list[str] = field(default_factory=list)
 
 
 def folder_problem(folder: Path) -> str | None:

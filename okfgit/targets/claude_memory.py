@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from okfgit.targets.base import FAIL, REMOVE, SKIP, UNCHANGED, WRITE, Item, Proj
 
 INDEX_NAME = "MEMORY.md"
 _MAX_COMPONENT = 255
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,200}\.md")
 
 
 class ClaudeMemory:
@@ -54,14 +56,16 @@ class ClaudeMemory:
             return out
         out.memory_dir = folder
         if _untouched(view, folder):
-            out.items.extend(_unchanged(view, folder))
+            out.kept.extend(view.state.memory_files)
+            record = view.state.targets[str(folder / INDEX_NAME)]
+            out.items.append(Item(folder / INDEX_NAME, UNCHANGED, "index of the memory folder", oid=record.oid))
             return out
         merged = view.merged()
         out.warnings.extend(merged.warnings)
         names, warnings = assign_names(merged.concepts)
         out.warnings.extend(warnings)
         trust = _folder_unchanged(view, folder)
-        out.items.extend(_reconcile(view, folder, names, trust))
+        out.items.extend(_reconcile(view, folder, names, trust, out.kept))
         out.items.append(_index_item(view, folder, names, merged.concepts, out))
         return out
 
@@ -93,13 +97,6 @@ def _untouched(view: View, folder: Path) -> bool:
         return record.matches(os.lstat(folder / INDEX_NAME))
     except OSError:
         return False
-
-
-def _unchanged(view: View, folder: Path) -> Iterator[Item]:
-    for name, rec in sorted(view.state.memory_files.items()):
-        yield Item(folder / name, UNCHANGED, f"holds {rec.citation}", oid=rec.oid, memory_name=name)
-    record = view.state.targets[str(folder / INDEX_NAME)]
-    yield Item(folder / INDEX_NAME, UNCHANGED, "index of the memory folder", oid=record.oid)
 
 
 # -- names ------------------------------------------------------------------------------------
@@ -139,6 +136,8 @@ def assign_names(concepts: list[Projected]) -> tuple[dict[str, Projected], list[
 
 def origin_problem(origin: str) -> str | None:
     """Why ``origin`` cannot be a file name in the memory folder, or None when it can."""
+    if _PLAIN_NAME.fullmatch(origin) and origin.casefold() != "memory.md":
+        return None  # the common case, answered without the checks below
     if "\x00" in origin or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in origin):
         return "contains NUL or control characters"
     if origin.startswith("/") or "\\" in origin or (len(origin) > 1 and origin[1] == ":"):
@@ -185,17 +184,20 @@ def _current(path: Path) -> tuple[str, bytes | None]:
         return "other", None
 
 
-def _reconcile(view: View, folder: Path, names: dict[str, Projected], trust: bool) -> Iterator[Item]:
+def _reconcile(view: View, folder: Path, names: dict[str, Projected], trust: bool,
+               kept: list[str]) -> Iterator[Item]:
     state = view.state
     same_folder = state.memory_dir == folder
+    records = state.memory_files if same_folder else {}
     for name in sorted(names):
         concept = names[name]
-        path = folder / name
-        rec = state.memory_files.get(name) if same_folder else None
-        why = f"holds {concept.citation}"
-        if rec is not None and trust and rec.oid == concept.fact.oid:
-            yield Item(path, UNCHANGED, why, oid=rec.oid, memory_name=name, concept=concept)
+        rec = records.get(name)
+        if trust and rec is not None and rec.oid == concept.fact.oid and rec.path == concept.path \
+                and rec.tier == concept.tier and rec.okf_id == concept.fact.okf_id:
+            kept.append(name)
             continue
+        path = folder / name
+        why = f"holds {concept.citation}"
         kind, data = _current(path)
         if kind == "missing":
             yield Item(path, WRITE, f"{why} (new)", data=view.read(concept.fact.oid), oid=concept.fact.oid,
@@ -245,6 +247,7 @@ def _index_item(view: View, folder: Path, names: dict[str, Projected], concepts:
     if kind == "other":
         return Item(path, SKIP, "is a symlink or a folder; MEMORY.md was not regenerated")
     projected = {i.memory_name for i in out.items if i.action in (WRITE, UNCHANGED) and i.memory_name}
+    projected.update(out.kept)
     managed = projected | {i.memory_name for i in out.items if i.action == REMOVE and i.memory_name}
     kept, other = memory_index.kept_lines(old, managed, lambda name: (folder / name).is_file())
     record = view.state.targets.get(str(path))
