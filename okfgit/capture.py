@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from okfgit.claude_home import memory_dir
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
 from okfgit.git import blob_oid
-from okfgit.kb import Snapshot, snapshot
+from okfgit.kb import Concept, Snapshot, snapshot
 from okfgit.plan import Plan, TierCommit, apply
 from okfgit.tiers import Tier, Workspace, check_scope
 
@@ -98,6 +99,7 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
     if dest.label not in snaps:
         snaps[dest.label] = snapshot(dest)
     by_id = _concepts_by_id(ws, snaps)
+    by_origin = _concepts_by_origin(ws, snaps)
     taken: dict[str, set[str]] = {label: set(s.entries) for label, s in snaps.items()}
     seen: set[str] = set()
     for origin, file in _memory_files(choice.path, report):
@@ -112,7 +114,7 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
             report.unchanged.append(origin)
             continue
         try:
-            item = _classify(ctx, origin, data, oid, dest, snaps, by_id, taken, st)
+            item = _classify(ctx, origin, data, oid, dest, by_id, by_origin, taken, st)
         except OkfError as exc:
             report.skipped.append((origin, str(exc)))
             continue
@@ -143,7 +145,8 @@ def capture(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: bool
     report.commits = [(c.tier.label, oid) for c, oid in done.commits]
     project_repo = ws.tier("project").open()
     # The agent's bytes are now in a commit: the next projection may replace the file.
-    state.record_captured(project_repo.common_dir, {c.origin: c.file_oid for c in report.captured})
+    state.record_captured(project_repo.common_dir, {c.origin: c.file_oid for c in report.captured},
+                          report.memory_dir)
     return report
 
 
@@ -155,6 +158,17 @@ def _concepts_by_id(ws: Workspace, snaps: dict[str, Snapshot]) -> dict[str, tupl
         for concept in snap.concepts():
             if concept.okf_id and not concept.path.endswith(".needs-merge.md"):
                 out[concept.okf_id] = (tier, concept.path, concept.oid)
+    return out
+
+
+def _concepts_by_origin(ws: Workspace, snaps: dict[str, Snapshot]) -> dict[str, Concept]:
+    """okf_origin -> the captured concept (most specific tier), to recognise a fact seen before."""
+    out: dict[str, Concept] = {}
+    for tier in reversed(ws.active()):
+        for concept in snaps[tier.label].concepts():
+            origin = concept.meta.get("okf_origin")
+            if isinstance(origin, str) and not concept.path.endswith(".needs-merge.md"):
+                out[origin] = concept
     return out
 
 
@@ -192,8 +206,8 @@ def _read(file: Path, root: Path) -> bytes:
 
 
 def _classify(
-    ctx: Context, origin: str, data: bytes, oid: str, dest: Tier, snaps: dict[str, Snapshot],
-    by_id: dict[str, tuple[Tier, str, str]], taken: dict[str, set[str]], st: "state.State",
+    ctx: Context, origin: str, data: bytes, oid: str, dest: Tier, by_id: dict[str, tuple[Tier, str, str]],
+    by_origin: dict[str, Concept], taken: dict[str, set[str]], st: "state.State",
 ) -> Captured | None:
     parsed = okf.split(data, origin)
     if not parsed.has_frontmatter:
@@ -205,12 +219,39 @@ def _classify(
         tier, kb_path, head_oid = by_id[okf_id]
         if head_oid == oid:
             return None
-        projected = st.memory_files.get(origin)
-        if projected is not None and projected.get("oid") == head_oid:
-            return Captured("update", origin, oid, okf_id, tier, kb_path, _updated(data, origin, meta, tier))
-        sibling = _free_path(f"{kb_path[:-3]}.needs-merge.md", taken[tier.label])
-        return Captured("conflict", origin, oid, okf_id, tier, sibling, data)
+        return _edit(origin, data, oid, str(okf_id), tier, kb_path, head_oid, taken, st,
+                     lambda: _updated(data, origin, meta, tier))
+    known = by_origin.get(origin)
+    if known is not None and known.okf_id and known.okf_id in by_id:
+        # A native file at the origin of a fact captured before: the agent rewrote it.
+        if _same_fact(meta, parsed.body, known):
+            return None
+        tier, kb_path, head_oid = by_id[known.okf_id]
+        return _edit(origin, data, oid, known.okf_id, tier, kb_path, head_oid, taken, st,
+                     lambda: _migrate(ctx, origin, data, oid, dict(meta, okf_id=known.okf_id), tier, set()).data)
     return _migrate(ctx, origin, data, oid, meta, dest, taken[dest.label])
+
+
+def _edit(
+    origin: str, data: bytes, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid: str,
+    taken: dict[str, set[str]], st: "state.State", updated: Callable[[], bytes],
+) -> Captured:
+    """An agent's edit: an update when the KB still holds what okfgit projected, else a conflict."""
+    projected = st.memory_files.get(origin)
+    if projected is not None and projected.get("oid") == head_oid:
+        return Captured("update", origin, oid, okf_id, tier, kb_path, updated())
+    sibling = _free_path(f"{kb_path[:-3]}.needs-merge.md", taken[tier.label])
+    return Captured("conflict", origin, oid, okf_id, tier, sibling, data)
+
+
+_PROFILE_KEYS = ("type", "title", "scope", "okf_id", "okf_source", "okf_origin", "generated")
+
+
+def _same_fact(meta: dict[str, Any], body: bytes, concept: Concept) -> bool:
+    """The native memory says what the captured concept says (okfgit's added keys aside)."""
+    mine = {k: v for k, v in meta.items() if k not in _PROFILE_KEYS}
+    theirs = {k: v for k, v in concept.meta.items() if k not in _PROFILE_KEYS}
+    return mine == theirs and body == concept.body
 
 
 def _check_names(meta: dict[str, Any]) -> None:

@@ -1,0 +1,61 @@
+"""``okfgit sync``: the fast no-op check first (standard library only), then the real work."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from okfgit import fastpath, syncstamp
+from okfgit.commands._common import repo_option, run_option
+
+NOTHING_TO_DO = "okfgit sync: up to date"
+
+
+@click.command("sync")
+@click.option("--hook", default=None, metavar="NAME",
+              help="Called from git hook NAME (post-checkout, post-merge, post-commit, post-rewrite): "
+                   "skip file checkouts and mid-rebase states, print at most one line.")
+@click.option("--wait", "wait_s", type=float, default=30.0, show_default=True,
+              help="Seconds to wait for another running sync before skipping.")
+@click.argument("hook_args", nargs=-1)
+@repo_option
+@run_option
+def sync_cmd(hook: str | None, wait_s: float, hook_args: tuple[str, ...], repo: Path | None, run: str | None) -> int:
+    """Capture what agents wrote into Claude Code memory, then project the KB into
+    every agent's files, under a lock. This is what the git hooks and the Claude Code
+    session hooks run. When nothing changed since the last sync it costs about a
+    process start. Exit 3 when a capture commit or a target write failed."""
+    cwd = os.getcwd()
+    found = fastpath.find_repo(os.path.join(cwd, str(repo)) if repo else cwd)
+    if hook is not None and found is not None:
+        from okfgit import hooks
+
+        if not hooks.should_run(hook, list(hook_args), Path(found[1])):
+            return 0
+    if found is not None and fastpath.check(os.environ, cwd, repo=str(repo) if repo else None, scope="all",
+                                            target="all", run=run) \
+            and syncstamp.matches(fastpath.common_dir(found[1])):
+        if hook is None:
+            click.echo(NOTHING_TO_DO)
+        return 0
+    from okfgit import sync
+    from okfgit.commands._common import warn, workspace
+
+    ctx, ws = workspace(repo, run)
+    report = sync.sync(ctx, ws, wait_s=wait_s, run_arg=run)
+    line = sync.one_line(report)
+    if hook is not None:
+        if line != NOTHING_TO_DO or report.failed:
+            click.echo(line, err=True)
+        return 3 if report.failed else 0
+    click.echo(line)
+    if report.capture_deferred:
+        warn([f"capture deferred: {report.capture_deferred}"])
+    if report.capture_error:
+        warn([f"capture failed: {report.capture_error}"])
+    warn(report.warnings)
+    if report.projection is not None:
+        warn(f"{o.path}: {o.reason}" for o in report.projection.outcomes if o.action in ("skipped", "failed"))
+    return 3 if report.failed else 0

@@ -1,0 +1,101 @@
+"""``status``: what ``sync`` would do, without writing anything."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from okfgit import agent_hooks, capture, hooks, lock, projection
+from okfgit.context import Context
+from okfgit.errors import UsageError
+from okfgit.tiers import Workspace
+
+
+@dataclass
+class Status:
+    capture: capture.Report
+    projection: projection.Report
+    hooks: hooks.Status
+    agent: agent_hooks.AgentStatus
+    lock_holder: lock.Holder | None
+    tiers: list[str]
+
+    @property
+    def in_sync(self) -> bool:
+        return not self.capture.captured and not self.stale_targets and not self.capture.skipped
+
+    @property
+    def stale_targets(self) -> list[projection.Outcome]:
+        return [o for o in self.projection.outcomes if o.action in ("written", "removed")]
+
+    def to_json(self) -> dict[str, Any]:
+        cap = self.capture
+        return {
+            "in_sync": self.in_sync,
+            "tiers": self.tiers,
+            "capture": {
+                "enabled": cap.enabled,
+                "reason": cap.reason,
+                "memory_dir": str(cap.memory_dir) if cap.memory_dir else None,
+                "pending": [{"origin": c.origin, "action": c.action, "tier": c.tier.label, "path": c.kb_path}
+                            for c in cap.captured],
+                "unreadable": [{"origin": o, "reason": r} for o, r in cap.skipped],
+                "deleted_by_agent": cap.deleted,
+            },
+            "projection": {
+                "stale": [{"path": str(o.path), "action": o.action, "reason": o.reason} for o in self.stale_targets],
+                "skipped": [{"path": str(o.path), "reason": o.reason} for o in self.projection.of("skipped")],
+            },
+            "hooks": self.hooks.to_json(),
+            "agent_hooks": self.agent.to_json(),
+            "sync_lock": self.lock_holder.describe() if self.lock_holder else None,
+        }
+
+
+def status(ctx: Context, ws: Workspace) -> Status:
+    if ws.project_repo is None:
+        raise UsageError("status needs a project repository: run it inside one or pass --repo")
+    repo = ws.tier("project").open()
+    cap = capture.plan_capture(ctx, ws, force=True)
+    proj = projection.project(ctx, ws, dry_run=True)
+    return Status(
+        capture=cap,
+        projection=proj,
+        hooks=hooks.status(repo.workdir, ctx.environ),
+        agent=agent_hooks.status(ctx),
+        lock_holder=lock.holder(lock.lock_path(repo.common_dir)),
+        tiers=[t.label for t in ws.active()],
+    )
+
+
+def render(st: Status) -> str:
+    cap = st.capture
+    lines = [f"tiers: {', '.join(st.tiers) or 'none'}"]
+    lines.append(cap.reason)
+    if cap.memory_dir:
+        lines.append(f"memory folder: {cap.memory_dir}")
+    pending = [c for c in cap.captured if c.action != "conflict"]
+    lines.append(f"captures pending: {len(pending)}" + ("" if cap.enabled else " (capture is off: sync will not take them)"))
+    lines += [f"  {c.action}: {c.origin} -> {c.tier.label}:{c.kb_path}" for c in pending]
+    lines.append(f"conflicts: {len(cap.conflicts)}")
+    lines += [f"  {c.origin}: changed in the KB and in memory; sync keeps the KB's and commits the agent's as "
+              f"{c.tier.label}:{c.kb_path}" for c in cap.conflicts]
+    if cap.skipped:
+        lines.append(f"unreadable memory files (left untouched): {len(cap.skipped)}")
+        lines += [f"  {o}: {r}" for o, r in cap.skipped]
+    if cap.deleted:
+        lines.append(f"projected files an agent deleted (sync re-projects them): {len(cap.deleted)}")
+    lines.append(f"projections stale: {len(st.stale_targets)}")
+    lines += [f"  {o.action}: {o.path}" for o in st.stale_targets[:20]]
+    if len(st.stale_targets) > 20:
+        lines.append(f"  ... and {len(st.stale_targets) - 20} more")
+    installed = [h.name for h in st.hooks.hooks if h.state in ("ours", "chained")]
+    lines.append(f"git hooks: {len(installed)} of {len(st.hooks.hooks)} installed in {st.hooks.where.path}"
+                 + ("" if installed else " (run `okfgit hooks install`)"))
+    if st.hooks.last_error:
+        lines.append(f"  last hook error: {st.hooks.last_error}")
+    lines.append(f"claude code hooks: {st.agent.state} ({st.agent.path})")
+    if st.lock_holder:
+        lines.append(f"sync running: {st.lock_holder.describe()}")
+    lines.append("in sync" if st.in_sync else "run `okfgit sync` to bring everything in line")
+    return "\n".join(lines)

@@ -1,0 +1,91 @@
+"""``sync``: capture, then project, always in that order, under a lock.
+
+Concurrent syncs (two git hooks, a hook and a Claude Code session hook) must not
+interleave, so both steps run under ``<git common dir>/okf/sync.lock``; a second sync
+waits a bounded time, then says it skipped. A capture that cannot commit right now (the
+repository is mid-rebase, HEAD is detached, a person has uncommitted edits in the way)
+is deferred, and projection still runs: projection never overwrites a file okfgit did
+not write, so the agent's memories wait safely for the next sync.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from okfgit import capture, fsutil, lock, projection, syncstamp
+from okfgit.context import Context
+from okfgit.errors import OkfError, RepoStateError, UsageError
+from okfgit.tiers import Workspace
+
+DEFAULT_WAIT_S = 30.0
+
+
+@dataclass
+class SyncReport:
+    skipped: str | None = None  # why nothing ran (lock held)
+    capture: capture.Report | None = None
+    capture_error: str | None = None
+    capture_deferred: str | None = None
+    projection: projection.Report | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.capture_error) or bool(self.projection and self.projection.failed)
+
+
+def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg: str | None = None) -> SyncReport:
+    """Capture, then project, under the repository's sync lock."""
+    if ws.project_repo is None:
+        raise UsageError("sync needs a project repository: run it inside one or pass --repo")
+    repo = ws.tier("project").open()
+    report = SyncReport()
+    held = lock.acquire(lock.lock_path(repo.common_dir), wait_s, now=ctx.clock)
+    if held is None:
+        holder = lock.holder(lock.lock_path(repo.common_dir))
+        report.skipped = "another okfgit sync is running" + (f" ({holder.describe()})" if holder else "")
+        return report
+    with held:
+        try:
+            report.capture = capture.capture(ctx, ws)
+            report.warnings.extend(report.capture.warnings)
+        except RepoStateError as exc:
+            report.capture_deferred = str(exc)
+        except OkfError as exc:
+            report.capture_error = str(exc)
+        report.projection = projection.project(ctx, ws, scope="all", target="all", run_arg=run_arg)
+        report.warnings.extend(report.projection.warnings)
+        memory = report.projection.memory_dir or (report.capture.memory_dir if report.capture else None)
+        if memory is not None and not report.failed and not report.capture_deferred:
+            common = str(repo.common_dir)
+            fsutil.atomic_write(Path(syncstamp.path(common)), syncstamp.record(common, str(memory)), fsync=False)
+    return report
+
+
+def one_line(report: SyncReport) -> str:
+    """A one-line summary (git hooks print at most one line)."""
+    if report.skipped:
+        return f"okfgit sync skipped: {report.skipped}"
+    parts: list[str] = []
+    cap = report.capture
+    if report.capture_error:
+        parts.append(f"capture failed: {report.capture_error}")
+    elif report.capture_deferred:
+        parts.append("capture deferred (repository busy)")
+    elif cap is not None and not cap.enabled:
+        parts.append("capture off")
+    elif cap is not None and cap.captured:
+        parts.append(f"captured {len(cap.captured)}")
+        if cap.conflicts:
+            parts.append(f"{len(cap.conflicts)} need a merge")
+    if cap is not None and cap.skipped:
+        parts.append(f"{len(cap.skipped)} memory file(s) unreadable")
+    proj = report.projection
+    if proj is not None:
+        written = proj.count("written") + proj.count("removed")
+        if written:
+            parts.append(f"projected {written} file(s)")
+        if proj.failed:
+            parts.append(f"{proj.count('failed')} target(s) failed")
+    return "okfgit sync: " + (", ".join(parts) if parts else "up to date")
