@@ -50,9 +50,22 @@ class _Dumper(yaml.SafeDumper):
     pass
 
 
+_BREAKS = ("\x85", "\u2028", "\u2029", "\r")
+
+
 def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    # YAML folds NEL/LS/PS and CR inside plain and single-quoted scalars, and a block
+    # scalar with trailing blank lines ends the document with "...": use double quotes
+    # (with escapes) wherever another style would not read back as the same string.
+    if any(ch in data for ch in _BREAKS) or any(ord(ch) < 32 and ch not in "\n\t" for ch in data):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style='"')
     if "\n" in data:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+        lines = data.split("\n")
+        literal_ok = (
+            data[:1] not in (" ", "\n", "\t") and not data.endswith("\n\n")
+            and all(line == line.rstrip(" \t") for line in lines)
+        )
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if literal_ok else '"')
     return dumper.represent_scalar("tag:yaml.org,2002:str", data)
 
 
@@ -73,7 +86,7 @@ class Parsed:
 
 
 _FENCE_OPEN = re.compile(rb"---[ \t]*\r?\n")  # used with .match(data, pos)
-_FENCE_CLOSE = re.compile(rb"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
+_FENCE_CLOSE = re.compile(rb"^---[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
 
 
 def check_text(data: bytes, name: str) -> str:
@@ -178,12 +191,18 @@ def set_keys(data: bytes, name: str, updates: Mapping[str, Any], remove: tuple[s
     else:
         fm = data[parsed.fm_start:parsed.fm_end].decode("utf-8")
         lines = fm.splitlines(keepends=True)
-        for key in list(updates) + list(remove):
-            lines = _drop_key(lines, key, replace_with=None)
         if lines and not lines[-1].endswith(("\n", "\r")):
             lines[-1] += nl
-        added = dump_yaml(dict(updates))
-        new_fm = "".join(lines) + added.replace("\n", nl)
+        appended: list[str] = []
+        for key, value in updates.items():
+            # An existing key is rewritten where it stands; a new one goes last.
+            dumped = dump_yaml({key: value}).replace("\n", nl)
+            lines = _drop_key(lines, key, replace_with=dumped)
+            if dumped not in lines:
+                appended.append(dumped)
+        for key in remove:
+            lines = _drop_key(lines, key, replace_with=None)
+        new_fm = "".join(lines) + "".join(appended)
         out = data[: parsed.fm_start] + new_fm.encode("utf-8") + data[parsed.fm_end:]
     check = split(out, name)
     expected = {k: v for k, v in parsed.meta.items() if k not in remove}
@@ -205,7 +224,7 @@ def _drop_key(lines: list[str], key: str, replace_with: str | None) -> list[str]
                 if lines[i][:1] == "-" and not lines[i].startswith("- ") and lines[i].strip() != "-":
                     break
                 i += 1
-            if replace_with is not None:
+            if replace_with is not None and replace_with not in out:
                 out.append(replace_with)
             continue
         out.append(line)

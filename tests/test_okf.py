@@ -55,7 +55,7 @@ def test_serialize_is_canonical_and_deterministic() -> None:
 def test_set_keys_replaces_only_that_key() -> None:
     data = b"---\ntype: Note\nscope: job\ntags:\n- a\n- b\ndescription: folded\n  over lines\n---\nbody\n"
     out = okf.set_keys(data, "x.md", {"scope": "project"})
-    assert out == b"---\ntype: Note\ntags:\n- a\n- b\ndescription: folded\n  over lines\nscope: project\n---\nbody\n"
+    assert out == b"---\ntype: Note\nscope: project\ntags:\n- a\n- b\ndescription: folded\n  over lines\n---\nbody\n"
     out = okf.set_keys(data, "x.md", {"tags": ["c"]})
     assert okf.split(out, "x").meta["tags"] == ["c"]
     assert b"description: folded\n  over lines\n" in out
