@@ -416,3 +416,23 @@ def test_memory_md_of_1000_concepts_stays_in_budget(repo: Path, okfgit: Runner, 
     assert f"listed {listed} of 1000 concepts" in result.err and f"{1000 - listed} left out" in result.err
     assert len([p for p in memory.iterdir() if p.name != "MEMORY.md"]) == 1000
     assert lines[0].startswith("- [") and "(concept-00000.md)" in lines[0]
+
+
+def test_moving_the_memory_folder_cleans_up_the_old_one(kit: Kit, okfgit: Runner, tmp_path: Path) -> None:
+    project(okfgit, kit)
+    (kit.memory / "agent_own.md").write_text("an agent's file\n")
+    target = tmp_path / "moved"
+    (kit.home / ".claude" / "settings.json").write_text(json.dumps({"autoMemoryDirectory": str(target)}))
+    result = json.loads(project(okfgit, kit, "--json").out)
+    assert sorted(p.name for p in kit.memory.iterdir()) == ["agent_own.md"]
+    assert len(result["removed"]) == 11 and (target / "MEMORY.md").is_file()
+    assert json.loads(kit.state.read_text())["memory_dir"] == str(target)
+
+
+def test_when_the_only_tier_goes_the_memory_folder_empties(kit: Kit, okfgit: Runner, git: Runner) -> None:
+    project(okfgit, kit)
+    git("rm", "-q", "-r", ".okf", cwd=kit.repo)
+    git("commit", "-q", "-m", "no project kb", cwd=kit.repo)
+    result = okfgit("project", "--scope", "project", cwd=kit.repo)
+    assert "no knowledge base at HEAD" in result.err
+    assert sorted(p.name for p in kit.memory.iterdir()) == []

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from okfgit import blocks
 from okfgit.catalog import Fact
@@ -29,8 +29,7 @@ SKIP = "skip"
 FAIL = "fail"
 
 
-@dataclass(frozen=True)
-class TierInfo:
+class TierInfo(NamedTuple):
     """One tier that takes part in the projection: it exists and has a KB at HEAD."""
 
     tier: Tier
@@ -47,8 +46,7 @@ class TierInfo:
         return self.tier.root / "index.md"
 
 
-@dataclass(frozen=True)
-class Projected:
+class Projected(NamedTuple):
     """A concept that won the merge: which tier and KB path it comes from, and its fact."""
 
     key: str  # okf_id, or "<tier>:<path>" for a concept without one
@@ -61,8 +59,7 @@ class Projected:
         return f"{self.tier}:{self.path}@{self.fact.oid[:7]}"
 
 
-@dataclass(frozen=True)
-class Merged:
+class Merged(NamedTuple):
     """Every concept to project, most specific tier first, then by KB path."""
 
     concepts: list[Projected]
@@ -93,8 +90,7 @@ class View:
         return self._merged
 
 
-@dataclass(frozen=True)
-class Item:
+class Item(NamedTuple):
     """What should happen to one file, and why.
 
     ``oid`` is the blob OID of ``data`` (write) or of the file's bytes (unchanged).

@@ -66,7 +66,12 @@ class ClaudeMemory:
         out.warnings.extend(warnings)
         trust = _folder_unchanged(view, folder)
         out.items.extend(_reconcile(view, folder, names, trust, out.kept))
-        out.items.append(_index_item(view, folder, names, merged.concepts, out))
+        index = _index_item(view, folder, names, merged.concepts, out)
+        if index is not None:
+            out.items.append(index)
+        old = view.state.memory_dir
+        if old is not None and old != folder:
+            out.items.extend(_old_index(view, old / INDEX_NAME))
         return out
 
 
@@ -241,7 +246,7 @@ def _removal(path: Path, name: str, rec: MemoryFile, same_folder: bool) -> Itera
 
 
 def _index_item(view: View, folder: Path, names: dict[str, Projected], concepts: list[Projected],
-                out: TargetPlan) -> Item:
+                out: TargetPlan) -> Item | None:
     path = folder / INDEX_NAME
     kind, old = _current(path)
     if kind == "other":
@@ -274,4 +279,18 @@ def _index_item(view: View, folder: Path, names: dict[str, Projected], concepts:
     data = rendered.data
     if old == data:
         return Item(path, UNCHANGED, "index of the memory folder", oid=blob_oid(data))
+    if not data:  # nothing left to list: an index okfgit wrote goes, nothing is created
+        if old is not None and record is not None and record.oid == blob_oid(old):
+            return Item(path, REMOVE, "index of the memory folder, which lists nothing now", old=old)
+        return None
     return Item(path, WRITE, "index of the memory folder", data=data, old=old, oid=blob_oid(data))
+
+
+def _old_index(view: View, path: Path) -> Iterator[Item]:
+    """MEMORY.md in the folder okfgit projected into before: removed when okfgit wrote it."""
+    record = view.state.targets.get(str(path))
+    kind, data = _current(path)
+    if record is None or kind != "file" or data is None:
+        return
+    if blob_oid(data) == record.oid:
+        yield Item(path, REMOVE, "index of the previous memory folder", old=data)

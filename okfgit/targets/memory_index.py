@@ -14,8 +14,8 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import quote, unquote
 
 MAX_LINES = 200
@@ -26,8 +26,7 @@ ELLIPSIS = "\u2026"
 _LINK = re.compile(r"^\s*[-*+]\s+\[[^\]]*\]\(<?([^)\s>]+)>?\)")
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """One concept line to be: its file name in the folder, title, hook and tier label."""
 
     name: str
@@ -36,16 +35,14 @@ class Entry:
     tier: str
 
 
-@dataclass(frozen=True)
-class Pointer:
+class Pointer(NamedTuple):
     """Where the rest of a tier's knowledge is listed."""
 
     tier: str
     index: Path
 
 
-@dataclass(frozen=True)
-class Rendered:
+class Rendered(NamedTuple):
     data: bytes
     listed: int
     left_out: dict[str, int]  # tier label -> entries not listed
