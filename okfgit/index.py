@@ -43,7 +43,7 @@ _NEEDS_MERGE = re.compile(r"\.needs-merge(?:-[1-9][0-9]*)?\.md$")
 def is_needs_merge(path: str) -> bool:
     """``<stem>.needs-merge.md`` (or ``<stem>.needs-merge-<n>.md`` when that was taken): an
     agent's variant of ``<stem>.md`` kept for a person to merge."""
-    return _NEEDS_MERGE.search(path) is not None
+    return ".needs-merge" in path and _NEEDS_MERGE.search(path) is not None
 
 
 def needs_merge_master(path: str) -> str:

@@ -42,6 +42,17 @@ def extract(body: bytes | str) -> list[Link]:
     """Every markdown and ``[[name]]`` link in a body, outside code."""
     text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
     out: list[Link] = []
+    if "[" not in text:
+        return out  # every link form starts with "["
+    if "```" not in text and "~~~" not in text and not _OTHER_BREAKS.search(text):
+        # No fences and only "\n" line breaks: visit just the lines that hold a "[",
+        # numbered as splitlines() would number them.
+        number, counted = 1, 0
+        for match in _BRACKET_LINE.finditer(text):
+            number += text.count("\n", counted, match.start())
+            counted = match.start()
+            _line_links(match.group(0), number, out)
+        return out
     fence: str | None = None
     for number, line in enumerate(text.splitlines(), start=1):
         opened = _FENCE.match(line)
@@ -52,32 +63,48 @@ def extract(body: bytes | str) -> list[Link]:
         if opened:
             fence = opened.group(1)
             continue
-        if "[" not in line:
-            continue  # every link form starts with "[" (checked before the costlier tests below)
-        if line.startswith(("    ", "\t")) and not line.lstrip().startswith(("-", "*", "+")):
-            continue  # indented code block
-        plain = _CODE_SPAN.sub("", line) if "`" in line else line
-        for match in _MD_LINK.finditer(plain):
-            out.append(Link("md", match.group(1), number))
-        ref = _REF_DEF.match(plain)
-        if ref:
-            out.append(Link("md", ref.group(1), number))
-        if "[[" in plain:
-            for match in _WIKI.finditer(plain):
-                out.append(Link("wiki", match.group(1).strip(), number))
+        if "[" in line:
+            _line_links(line, number, out)
     return out
 
 
-# A relative path of plain names (no ".", "..", scheme, escape, query or fragment): it
-# resolves by joining, with no normalisation (most links in a KB look like this).
-_PLAIN_PATH = re.compile(r"[\w-][\w.-]*(?:/[\w-][\w.-]*)*")
+_BRACKET_LINE = re.compile(r"^[^\n]*\[[^\n]*", re.MULTILINE)
+_OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")  # splitlines() splits at these too
+
+
+def _line_links(line: str, number: int, out: list[Link]) -> None:
+    """The links on one line outside a fence (an indented code line has none)."""
+    if line.startswith(("    ", "\t")) and not line.lstrip().startswith(("-", "*", "+")):
+        return  # indented code block
+    plain = _CODE_SPAN.sub("", line) if "`" in line else line
+    for match in _MD_LINK.finditer(plain):
+        out.append(Link("md", match.group(1), number))
+    ref = _REF_DEF.match(plain)
+    if ref:
+        out.append(Link("md", ref.group(1), number))
+    if "[[" in plain:
+        for match in _WIKI.finditer(plain):
+            out.append(Link("wiki", match.group(1).strip(), number))
+
+
+# Most links in a KB are plain names, after "/" or some "../" at most (no "." or ".."
+# inside, no scheme, escape, query or fragment): they resolve by joining, without
+# normalising. Anything else takes the general path below.
+_PLAIN_PATH = re.compile(r"(/|(?:\.\./)*)([\w-][\w.-]*(?:/[\w-][\w.-]*)*)")
 
 
 def resolve(source: str, target: str) -> Target:
     """Resolve a markdown link target written in ``source`` (both KB-relative)."""
-    if _PLAIN_PATH.fullmatch(target):
-        folder = source.rpartition("/")[0]
-        return Target(f"{folder}/{target}" if folder else target)
+    plain = _PLAIN_PATH.fullmatch(target)
+    if plain:
+        lead, rest = plain.groups()
+        if lead == "/":
+            return Target(rest)
+        folder = source.split("/")[:-1]
+        ups = len(lead) // 3
+        if ups > len(folder):
+            return Target(None, escapes=True)
+        return Target("/".join(folder[: len(folder) - ups] + [rest]))
     if _SCHEME.match(target) or target.startswith(("#", "//")):
         return Target(None, external=True)
     target = unquote(target.split("#", 1)[0].split("?", 1)[0])

@@ -350,6 +350,12 @@ def test_missing_tiers_are_skipped_with_a_note(repo: Path, okfgit: Runner, git: 
     assert "needs a git repository" in okfgit("doctor", "--scope", "project", cwd=outside, expect=2).err
 
 
+def test_a_kb_without_concepts_needs_no_index(repo: Path, okfgit: Runner, git: Runner) -> None:
+    kb_repo(repo, git, files={"attachments/diagram.png": b"\x89PNG\r\n\x1a\n\x00"})
+    _, report = doctor_json(okfgit, repo, expect=0)
+    assert report["tiers"][0]["concepts"] == 0 and report["errors"] == 0
+
+
 def test_json_shape(repo: Path, okfgit: Runner, git: Runner) -> None:
     kb_repo(repo, git, FIXTURES / "kb-broken-dangling-link")
     _, report = doctor_json(okfgit, repo, expect=2)
