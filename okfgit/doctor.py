@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -285,7 +285,7 @@ class Checker:
             why = ("starts with '---' but no YAML mapping closed by '---' follows" if starts else
                    "has no YAML frontmatter (a '---' line, keys such as type, a closing '---')")
             self.add(OKF, "frontmatter-missing", path, why, 1)
-            self.links(doc)
+            self.check_links(doc)
             return
         meta = doc.meta
         kind = meta.get("type")
@@ -298,7 +298,7 @@ class Checker:
         if len(doc.data) > RECALL_BYTES:
             self.add(PROFILE, "over-4kb", path, f"is {len(doc.data)} bytes; Claude's recall shows only the first "
                      "4 KB of a memory file (split it, or keep the essentials first)", severity=WARNING)
-        self.links(doc)
+        self.check_links(doc)
 
     def profile_keys(self, doc: Doc) -> None:
         meta, path = doc.meta, doc.path
@@ -388,7 +388,7 @@ class Checker:
 
     # links ------------------------------------------------------------------------
 
-    def links(self, doc: Doc) -> None:
+    def check_links(self, doc: Doc) -> None:
         for link in links.extract(doc.body):
             self.link(doc, link)
 

@@ -100,11 +100,11 @@ def resolve(source: str, target: str) -> Target:
         lead, rest = plain.groups()
         if lead == "/":
             return Target(rest)
-        folder = source.split("/")[:-1]
+        parts = source.split("/")[:-1]
         ups = len(lead) // 3
-        if ups > len(folder):
+        if ups > len(parts):
             return Target(None, escapes=True)
-        return Target("/".join(folder[: len(folder) - ups] + [rest]))
+        return Target("/".join(parts[: len(parts) - ups] + [rest]))
     if _SCHEME.match(target) or target.startswith(("#", "//")):
         return Target(None, external=True)
     target = unquote(target.split("#", 1)[0].split("?", 1)[0])
