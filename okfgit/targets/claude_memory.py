@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -178,15 +179,28 @@ def _suffix(concept: Projected) -> str:
 
 
 def _current(path: Path) -> tuple[str, bytes | None]:
-    """("missing"|"file"|"other", bytes of a regular file)."""
+    """("missing"|"file"|"other", bytes of a regular file): one lstat for a missing file."""
     try:
-        if path.is_symlink() or (path.exists() and not path.is_file()):
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
             return "other", None
         return "file", path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return "missing", None
     except OSError:
         return "other", None
+
+
+def _listing(folder: Path) -> set[str] | None:
+    """Case-folded names directly in ``folder`` (one scandir instead of a failed lstat per
+    new file; case-folded because on a case-insensitive file system ``Foo.md`` is ``foo.md``)."""
+    try:
+        with os.scandir(folder) as it:
+            return {entry.name.casefold() for entry in it}
+    except FileNotFoundError:
+        return set()
+    except OSError:
+        return None
 
 
 def _reconcile(view: View, folder: Path, names: dict[str, Projected], trust: bool,
@@ -194,6 +208,8 @@ def _reconcile(view: View, folder: Path, names: dict[str, Projected], trust: boo
     state = view.state
     same_folder = state.memory_dir == folder
     records = state.memory_files if same_folder else {}
+    # When most files must be looked at, list the folder once: absent names need no lstat.
+    present = None if trust else _listing(folder)
     for name in sorted(names):
         concept = names[name]
         rec = records.get(name)
@@ -203,7 +219,8 @@ def _reconcile(view: View, folder: Path, names: dict[str, Projected], trust: boo
             continue
         path = folder / name
         why = f"holds {concept.citation}"
-        kind, data = _current(path)
+        missing = present is not None and "/" not in name and name.casefold() not in present
+        kind, data = ("missing", None) if missing else _current(path)
         if kind == "missing":
             yield Item(path, WRITE, f"{why} (new)", data=view.read(concept.fact.oid), oid=concept.fact.oid,
                        memory_name=name, concept=concept)
