@@ -23,6 +23,7 @@ from okfgit.claude_home import claude_home
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
 from okfgit.git import Repo
+from okfgit.index import is_needs_merge
 from okfgit.plan import FileWrite, Plan, apply, render
 from okfgit.targets import TARGETS
 from okfgit.targets.base import FAIL, REMOVE, SKIP, UNCHANGED, WRITE, Item, Merged, Projected, TierInfo, View
@@ -137,12 +138,10 @@ def _select(ws: Workspace, scope: str, warnings: list[str]) -> _Inputs:
             continue
         try:
             tier = ws.tier(name)
-        except UsageError as exc:
+        except UsageError:
             if scope == name:
                 raise
-            if name == "project" or ws.run:
-                warnings.append(str(exc))
-            continue
+            continue  # no repository (project) or no run (job): that tier is simply not in view
         out.dotgits.append(str(tier.repo_path / ".git"))
         info = _tier_info(tier, warnings, explicit=scope == name)
         if info is not None:
@@ -187,6 +186,8 @@ def _merge(inputs: _Inputs, common_dir: Path | None, cache: dict[str, bytes]) ->
         for path in sorted(cat.problems):
             warnings.append(f"skipped a concept that cannot be read: {cat.problems[path][1]}")
         for path in sorted(cat.facts):
+            if is_needs_merge(path):
+                continue  # an agent's variant waiting for a person (capture's conflict), not knowledge yet
             fact = cat.facts[path]
             key = fact.okf_id or f"{label}:{path}"
             first = seen.get(key)

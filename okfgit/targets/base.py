@@ -41,7 +41,7 @@ class TierInfo(NamedTuple):
         return self.tier.label
 
     @property
-    def index(self) -> Path:
+    def root_index(self) -> Path:
         """The tier's root index in its working tree (where an agent can open it)."""
         return self.tier.root / "index.md"
 

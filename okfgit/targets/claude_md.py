@@ -17,7 +17,7 @@ def global_block(view: View) -> str:
     """The protocol and the global index's absolute path (this file is not tracked)."""
     info = view.tier("global")
     assert info is not None
-    return f"{view.nav_protocol.rstrip()}\n\nThe global knowledge base on this machine: `{info.index}`\n"
+    return f"{view.nav_protocol.rstrip()}\n\nThe global knowledge base on this machine: `{info.root_index}`\n"
 
 
 class ClaudeMd:

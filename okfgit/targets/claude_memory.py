@@ -284,7 +284,7 @@ def _index_item(view: View, folder: Path, names: dict[str, Projected], concepts:
     for name in order:
         total[names[name].tier] = total.get(names[name].tier, 0) + 1
     entries = (memory_index.Entry(n, names[n].fact.title, names[n].fact.hook, names[n].tier) for n in order)
-    pointers = [memory_index.Pointer(t.label, t.index) for t in view.tiers]
+    pointers = [memory_index.Pointer(t.label, t.root_index) for t in view.tiers]
     rendered = memory_index.render(kept, entries, pointers, total)
     if rendered.left_out:
         missing = sum(rendered.left_out.values())

@@ -39,7 +39,7 @@ class Pointer(NamedTuple):
     """Where the rest of a tier's knowledge is listed."""
 
     tier: str
-    index: Path
+    root_index: Path
 
 
 class Rendered(NamedTuple):
@@ -151,5 +151,5 @@ def render(kept: Sequence[str], entries: Iterable[Entry], pointers: Sequence[Poi
 def pointer_line(pointer: Pointer, count: int) -> str:
     noun = "concept" if count == 1 else "concepts"
     label = pointer.tier[:1].upper() + pointer.tier[1:]
-    target = link_target(pointer.index.as_posix())
+    target = link_target(pointer.root_index.as_posix())
     return f"- [{label} knowledge index]({target}) {DASH} {count:,} more {noun}, not listed here"
