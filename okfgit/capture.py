@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Callable
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from okfgit import index, okf, state, switch
+from okfgit import catalog, index, okf, state, switch
+from okfgit.catalog import TierCatalog
 from okfgit.claude_home import memory_dir
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
@@ -59,6 +60,7 @@ class Report:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (origin, why): bad input
     unchanged: list[str] = field(default_factory=list)  # okfgit's own files
     deleted: list[str] = field(default_factory=list)  # projected files an agent removed
+    copies: dict[str, str] = field(default_factory=dict)  # origin -> oid: saying what the KB says
     warnings: list[str] = field(default_factory=list)
     plan: Plan = field(default_factory=Plan)
     commits: list[tuple[str, str]] = field(default_factory=list)  # (tier label, commit)
@@ -69,20 +71,21 @@ class Report:
 
 
 def target_tier(ws: Workspace, to: str | None) -> Tier:
-    """job when a run is active, else project when the repo has ``.okf/``, else global."""
+    """job when a run is active, else project when the repo has ``.okf/`` at HEAD, else global."""
     if to:
         return ws.tier(check_scope(to))
     if ws.run:
         return ws.tier("job")
     if ws.project_repo is not None:
         project = ws.tier("project")
-        if project.exists() and snapshot(project).entries:
+        repo = project.open()
+        if repo.tree_oid(repo.head_commit(), project.prefix) is not None:
             return project
     return ws.tier("global")
 
 
 def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: bool = False) -> Report:
-    """Read the memory folder and plan the capture commits; writes nothing."""
+    """Read the memory folder and plan the capture commits; writes nothing (but caches)."""
     if ws.project_repo is None:
         raise UsageError("capture needs a project repository: run it inside one or pass --repo")
     decision = switch.capture_decision(ctx, ws)
@@ -94,15 +97,16 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
     report.memory_dir = choice.path
     report.warnings.extend(choice.warnings)
     st = state.load(project_repo.common_dir)
+    files = _memory_files(choice.path, report)
+    if not files and not st.memory_files:
+        return report  # nothing an agent wrote: no need to look at the KB at all
     dest = target_tier(ws, to)
-    snaps: dict[str, Snapshot] = {t.label: snapshot(t) for t in ws.active()}
-    if dest.label not in snaps:
-        snaps[dest.label] = snapshot(dest)
-    by_id = _concepts_by_id(ws, snaps)
-    by_origin = _concepts_by_origin(ws, snaps)
-    taken: dict[str, set[str]] = {label: set(s.entries) for label, s in snaps.items()}
+    tiers = ws.active()
+    if dest.label not in {t.label for t in tiers}:
+        tiers.append(dest)
+    kb = _Known.load(project_repo.common_dir, tiers)
     seen: set[str] = set()
-    for origin, file in _memory_files(choice.path, report):
+    for origin, file in files:
         seen.add(origin)
         try:
             data = _read(file, choice.path)
@@ -114,12 +118,13 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
             report.unchanged.append(origin)
             continue
         try:
-            item = _classify(ctx, origin, data, oid, dest, by_id, by_origin, taken, st)
+            item = _classify(ctx, origin, data, oid, dest, kb, st)
         except OkfError as exc:
             report.skipped.append((origin, str(exc)))
             continue
         if item is None:
             report.unchanged.append(origin)
+            report.copies[origin] = oid
             continue
         report.captured.append(item)
         if item.action == "conflict":
@@ -127,49 +132,97 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
                 f"{origin}: the concept changed both in the KB and in Claude memory; kept the KB's "
                 f"version and committed the agent's as {item.tier.label}:{item.kb_path} (needs a person to merge)"
             )
-    for origin in sorted(st.memory_files):
-        if origin not in seen and origin not in {o for o, _ in report.skipped}:
-            report.deleted.append(origin)
+    skipped = {o for o, _ in report.skipped}
+    report.deleted = [o for o in sorted(st.memory_files) if o not in seen and o not in skipped]
     for origin, why in report.skipped:
         report.warnings.append(f"skipped {choice.path / origin}: {why}")
-    report.plan = _build_plan(report.captured, snaps)
+    report.plan = _build_plan(report.captured, kb)
     return report
 
 
 def capture(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: bool = False) -> Report:
     """Plan and (unless ``dry_run``) commit the capture; then record the captured files as okfgit's."""
     report = plan_capture(ctx, ws, to=to)
-    if dry_run or report.plan.empty:
+    if dry_run:
         return report
-    done = apply(ctx, report.plan)
-    report.commits = [(c.tier.label, oid) for c, oid in done.commits]
-    project_repo = ws.tier("project").open()
-    # The agent's bytes are now in a commit: the next projection may replace the file.
-    state.record_captured(project_repo.common_dir, {c.origin: c.file_oid for c in report.captured},
-                          report.memory_dir)
+    if not report.plan.empty:
+        done = apply(ctx, report.plan)
+        report.commits = [(c.tier.label, oid) for c, oid in done.commits]
+    # The agent's bytes are now in a commit (or the KB already says the same): the next
+    # projection may replace the file with the concept.
+    owned = dict(report.copies)
+    owned.update({c.origin: c.file_oid for c in report.captured})
+    if owned:
+        project_repo = ws.tier("project").open()
+        state.record_captured(project_repo.common_dir, owned, report.memory_dir)
     return report
 
 
-def _concepts_by_id(ws: Workspace, snaps: dict[str, Snapshot]) -> dict[str, tuple[Tier, str, str]]:
-    """okf_id -> (tier, kb path, blob oid) of the most specific tier holding it."""
-    out: dict[str, tuple[Tier, str, str]] = {}
-    for tier in reversed(ws.active()):  # global first, so more specific tiers overwrite
-        snap = snaps[tier.label]
-        for concept in snap.concepts():
-            if concept.okf_id and not concept.path.endswith(".needs-merge.md"):
-                out[concept.okf_id] = (tier, concept.path, concept.oid)
-    return out
+class _Known:
+    """What the tiers hold at HEAD, found through projection's per-tier catalogs (cached by
+    tree OID), so that recognising edits costs no parse of the whole KB."""
 
+    def __init__(self, tiers: list[Tier], catalogs: dict[str, TierCatalog]) -> None:
+        self.tiers = {t.label: t for t in tiers}
+        self.catalogs = catalogs
+        self.by_id: dict[str, tuple[Tier, str, str]] = {}
+        self.by_origin: dict[str, tuple[Tier, str, str]] = {}
+        self._snaps: dict[str, Snapshot] = {}
+        self._taken: dict[str, set[str]] = {}
+        for tier in reversed(tiers):  # global first, so more specific tiers overwrite
+            cat = catalogs.get(tier.label)
+            if cat is None:
+                continue
+            ids: dict[str, tuple[Tier, str, str]] = {}
+            origins: dict[str, tuple[Tier, str, str]] = {}
+            for path in sorted(cat.facts):
+                fact = cat.facts[path]
+                if index.is_needs_merge(path):
+                    continue
+                if fact.okf_id:
+                    ids.setdefault(fact.okf_id, (tier, path, fact.oid))  # first by path, as projection
+                if fact.origin:
+                    origins.setdefault(fact.origin, (tier, path, fact.oid))
+            self.by_id.update(ids)
+            self.by_origin.update(origins)
 
-def _concepts_by_origin(ws: Workspace, snaps: dict[str, Snapshot]) -> dict[str, Concept]:
-    """okf_origin -> the captured concept (most specific tier), to recognise a fact seen before."""
-    out: dict[str, Concept] = {}
-    for tier in reversed(ws.active()):
-        for concept in snaps[tier.label].concepts():
-            origin = concept.meta.get("okf_origin")
-            if isinstance(origin, str) and not concept.path.endswith(".needs-merge.md"):
-                out[origin] = concept
-    return out
+    @classmethod
+    def load(cls, common_dir: Path, tiers: list[Tier]) -> "_Known":
+        cached = catalog.load(common_dir)
+        built: dict[str, TierCatalog] = {}
+        for tier in tiers:
+            if not tier.exists():
+                continue
+            repo = tier.open()
+            commit = repo.head_commit()
+            tree = repo.tree_oid(commit, tier.prefix)
+            if tree is not None:
+                built[tier.label] = catalog.build(repo, tier, commit, tree, cached.get(tier.label))
+        if any(k not in cached or v.worth_saving for k, v in built.items()):
+            try:
+                catalog.save(common_dir, {**cached, **built})
+            except OkfError:
+                pass  # only a cache
+        return cls(tiers, built)
+
+    def snapshot(self, tier: Tier) -> Snapshot:
+        if tier.label not in self._snaps:
+            self._snaps[tier.label] = snapshot(tier)
+        return self._snaps[tier.label]
+
+    def concept(self, tier: Tier, path: str) -> Concept:
+        return self.snapshot(tier).concept(path)
+
+    def free_path(self, tier: Tier, path: str) -> str:
+        """``path``, or ``<stem>-2.md``, ``-3`` ... when the tier (or this capture) has it; reserves it."""
+        taken = self._taken.setdefault(tier.label, set(self.snapshot(tier).entries))
+        candidate = path
+        n = 2
+        while candidate in taken:
+            candidate = f"{path[:-3]}-{n}.md"
+            n += 1
+        taken.add(candidate)
+        return candidate
 
 
 def _memory_files(root: Path, report: Report) -> list[tuple[str, Path]]:
@@ -193,54 +246,65 @@ def _memory_files(root: Path, report: Report) -> list[tuple[str, Path]]:
 
 
 def _read(file: Path, root: Path) -> bytes:
-    if file.is_symlink():
+    """The file's bytes; UsageError for anything that is not a readable regular text file."""
+    st = file.lstat()
+    if stat.S_ISLNK(st.st_mode):
         target = os.path.realpath(file)
-        where = "leaves the memory folder" if not Path(target).is_relative_to(root.resolve()) else "is a symlink"
+        inside = Path(target).is_relative_to(root.resolve())
+        where = "is a symlink" if inside else "leaves the memory folder"
         raise UsageError(f"{where} ({target}); okfgit never follows links")
-    size = file.stat().st_size
-    if size > MAX_BYTES:
-        raise UsageError(f"over 1 MiB ({size} bytes); not a memory")
-    data = file.read_bytes()
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError("not a regular file")
+    if st.st_size > MAX_BYTES:
+        raise UsageError(f"over 1 MiB ({st.st_size} bytes); not a memory")
+    # O_NONBLOCK: a FIFO swapped in after the check must not hang a git hook
+    fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError("not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(MAX_BYTES + 1)
+    finally:
+        os.close(fd)
     okf.check_text(data, file.name)
     return data
 
 
-def _classify(
-    ctx: Context, origin: str, data: bytes, oid: str, dest: Tier, by_id: dict[str, tuple[Tier, str, str]],
-    by_origin: dict[str, Concept], taken: dict[str, set[str]], st: "state.State",
-) -> Captured | None:
+def _classify(ctx: Context, origin: str, data: bytes, oid: str, dest: Tier, kb: _Known,
+              st: "state.State") -> Captured | None:
     parsed = okf.split(data, origin)
     if not parsed.has_frontmatter:
         raise UsageError("no frontmatter; not a Claude memory file")
     meta = parsed.meta
     _check_names(meta)
     okf_id = meta.get("okf_id")
-    if okf.is_valid_okf_id(okf_id) and okf_id in by_id:
-        tier, kb_path, head_oid = by_id[okf_id]
+    if okf.is_valid_okf_id(okf_id) and okf_id in kb.by_id:
+        tier, kb_path, head_oid = kb.by_id[okf_id]
         if head_oid == oid:
             return None
-        return _edit(origin, data, oid, str(okf_id), tier, kb_path, head_oid, taken, st,
-                     lambda: _updated(data, origin, meta, tier))
-    known = by_origin.get(origin)
-    if known is not None and known.okf_id and known.okf_id in by_id:
+        return _edit(origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st, _updated(data, origin, meta, tier))
+    found = kb.by_origin.get(origin)
+    known = kb.concept(found[0], found[1]) if found is not None else None
+    if known is not None and known.okf_id and known.okf_id in kb.by_id:
         # A native file at the origin of a fact captured before: the agent rewrote it.
         if _same_fact(meta, parsed.body, known):
             return None
-        tier, kb_path, head_oid = by_id[known.okf_id]
-        return _edit(origin, data, oid, known.okf_id, tier, kb_path, head_oid, taken, st,
-                     lambda: _migrate(ctx, origin, data, oid, dict(meta, okf_id=known.okf_id), tier, set()).data)
-    return _migrate(ctx, origin, data, oid, meta, dest, taken[dest.label])
+        tier, kb_path, head_oid = kb.by_id[known.okf_id]
+        _, migrated = _migrate(ctx, origin, data, meta, tier, known.okf_id)
+        return _edit(origin, oid, known.okf_id, tier, kb_path, head_oid, kb, st, migrated)
+    new_id, migrated = _migrate(ctx, origin, data, meta, dest)
+    name = okf.one_line(meta.get("name")) or posixpath.basename(origin)[:-3]
+    kb_path = kb.free_path(dest, f"{CAPTURE_FOLDER}/{okf.slugify(name)}.md")
+    return Captured("new", origin, oid, new_id, dest, kb_path, migrated)
 
 
-def _edit(
-    origin: str, data: bytes, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid: str,
-    taken: dict[str, set[str]], st: "state.State", updated: Callable[[], bytes],
-) -> Captured:
+def _edit(origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid: str, kb: _Known,
+          st: "state.State", data: bytes) -> Captured:
     """An agent's edit: an update when the KB still holds what okfgit projected, else a conflict."""
     projected = st.memory_files.get(origin)
-    if projected is not None and projected.get("oid") == head_oid:
-        return Captured("update", origin, oid, okf_id, tier, kb_path, updated())
-    sibling = _free_path(f"{kb_path[:-3]}.needs-merge.md", taken[tier.label])
+    if projected is not None and projected.oid == head_oid:
+        return Captured("update", origin, oid, okf_id, tier, kb_path, data)
+    sibling = kb.free_path(tier, index.needs_merge_path(kb_path))
     return Captured("conflict", origin, oid, okf_id, tier, sibling, data)
 
 
@@ -274,21 +338,22 @@ def _updated(data: bytes, origin: str, meta: dict[str, Any], tier: Tier) -> byte
     return okf.set_keys(data, origin, fixes) if fixes else data
 
 
-def _migrate(
-    ctx: Context, origin: str, data: bytes, oid: str, meta: dict[str, Any], dest: Tier, taken: set[str],
-) -> Captured:
+def _migrate(ctx: Context, origin: str, data: bytes, meta: dict[str, Any], dest: Tier,
+             okf_id: str | None = None) -> tuple[str, bytes]:
+    """(okf_id, the agent's bytes with okfgit's profile keys added): no key or body byte lost."""
     native = meta.get("metadata") if isinstance(meta.get("metadata"), dict) else {}
     native_type = okf.one_line(meta.get("type")) or okf.one_line(native.get("type")) or "Note"
     stem = posixpath.basename(origin)[:-3]
     name = okf.one_line(meta.get("name")) or stem
     description = okf.one_line(meta.get("description"))
-    okf_id = meta.get("okf_id") if okf.is_valid_okf_id(meta.get("okf_id")) else okf.new_okf_id()
+    if okf_id is None:
+        okf_id = meta["okf_id"] if okf.is_valid_okf_id(meta.get("okf_id")) else okf.new_okf_id()
     adds: dict[str, Any] = {}
     if not okf.one_line(meta.get("type")):
         adds["type"] = native_type
     if not okf.one_line(meta.get("title")):
         adds["title"] = okf.title_from_path(name) if name else (description[:80] or stem)
-    if "scope" not in meta or meta.get("scope") != dest.name:
+    if meta.get("scope") != dest.name:
         adds["scope"] = dest.name
     if meta.get("okf_id") != okf_id:
         adds["okf_id"] = okf_id
@@ -298,29 +363,17 @@ def _migrate(
         adds["okf_origin"] = origin
     if "generated" not in meta:
         adds["generated"] = {"by": AGENT_ACTOR, "at": ctx.iso_now()}
-    kb_path = _free_path(f"{CAPTURE_FOLDER}/{okf.slugify(name)}.md", taken)
-    return Captured("new", origin, oid, str(okf_id), dest, kb_path, okf.set_keys(data, origin, adds))
+    return str(okf_id), okf.set_keys(data, origin, adds)
 
 
-def _free_path(path: str, taken: set[str]) -> str:
-    """``path``, or ``<stem>-2.md``, ``-3`` ... when taken; reserves the result."""
-    candidate = path
-    n = 2
-    while candidate in taken:
-        candidate = f"{path[:-3]}-{n}.md"
-        n += 1
-    taken.add(candidate)
-    return candidate
-
-
-def _build_plan(items: list[Captured], snaps: dict[str, Snapshot]) -> Plan:
+def _build_plan(items: list[Captured], kb: _Known) -> Plan:
     plan = Plan()
     by_tier: dict[str, list[Captured]] = {}
     for item in items:
         by_tier.setdefault(item.tier.label, []).append(item)
     for label, group in by_tier.items():
         tier = group[0].tier
-        snap = snaps[label]
+        snap = kb.snapshot(tier)
         changes: dict[str, bytes | None] = {c.kb_path: c.data for c in group}
         if "index.md" not in snap.entries:
             from okfgit.store import root_index

@@ -101,8 +101,7 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
         read=lambda oid: _read(oid, cache, inputs.repos), nav_protocol=nav_protocol(),
     )
     planned: list[tuple[str, Item]] = []
-    memory_dir: Path | None = None
-    memory_ran = False
+    memory_dir: Path | None = None  # set only when the memory target could project
     for tgt in TARGETS:
         if target not in ("all", tgt.group):
             continue
@@ -110,8 +109,7 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
         report.warnings.extend(tp.warnings)
         planned.extend((tgt.name, item) for item in tp.items)
         report.kept.extend(tp.kept)
-        if tp.memory_dir is not None:
-            memory_dir, memory_ran = tp.memory_dir, True
+        memory_dir = tp.memory_dir or memory_dir
     report.memory_dir = memory_dir
     plan = Plan(writes=[_file_write(item) for _, item in planned if item.action in (WRITE, REMOVE)])
     if dry_run:
@@ -122,8 +120,8 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
     failures = {w.path: why for w, why in done.failed}
     report.outcomes = [_outcome(name, item, failures.get(item.path)) for name, item in planned]
     if repo is not None:
-        _record(ctx, st, repo, planned, failures, memory_dir if memory_ran else None, inputs, report,
-                scope=scope, target=target, run_arg=run_arg)
+        _record(ctx, st, repo, planned, failures, memory_dir, inputs, report, scope=scope, target=target,
+                run_arg=run_arg)
     return report
 
 

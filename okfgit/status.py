@@ -85,6 +85,7 @@ def render(st: Status) -> str:
         lines += [f"  {o}: {r}" for o, r in cap.skipped]
     if cap.deleted:
         lines.append(f"projected files an agent deleted (sync re-projects them): {len(cap.deleted)}")
+        lines += [f"  {o}" for o in cap.deleted]
     lines.append(f"projections stale: {len(st.stale_targets)}")
     lines += [f"  {o.action}: {o.path}" for o in st.stale_targets[:20]]
     if len(st.stale_targets) > 20:

@@ -10,6 +10,7 @@ not write, so the agent's memories wait safely for the next sync.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +48,9 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         report.skipped = "another okfgit sync is running" + (f" ({holder.describe()})" if holder else "")
         return report
     with held:
+        # The file-system clock at the start: a memory file written from now on may be
+        # missed by this capture, so the stamp must not vouch for it (syncstamp.py).
+        started = os.fstat(held.fd).st_mtime_ns
         try:
             report.capture = capture.capture(ctx, ws)
             report.warnings.extend(report.capture.warnings)
@@ -59,7 +63,11 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         memory = report.projection.memory_dir or (report.capture.memory_dir if report.capture else None)
         if memory is not None and not report.failed and not report.capture_deferred:
             common = str(repo.common_dir)
-            fsutil.atomic_write(Path(syncstamp.path(common)), syncstamp.record(common, str(memory)), fsync=False)
+            try:
+                fsutil.atomic_write(Path(syncstamp.path(common)), syncstamp.record(common, str(memory), started),
+                                    fsync=False)
+            except OkfError:
+                pass  # only a cache: the next sync does the full work
     return report
 
 

@@ -55,6 +55,7 @@ def summary(report: object, dry_run: bool) -> str:
     lines = [", ".join(parts) + f" in {report.memory_dir}"]
     for item in report.captured:
         lines.append(f"  {item.action}: {item.origin} -> {item.tier.label}:{item.kb_path}")
+    lines += [f"  deleted: {origin}" for origin in report.deleted]
     for label, commit in report.commits:
         lines.append(f"  commit {commit[:7]} in {label}")
     return "\n".join(lines)

@@ -1,0 +1,262 @@
+"""okfgit sync: capture then project under the lock; the no-op path; concurrency; busy repos."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from okfgit import lock
+from tests.conftest import Runner, fsck, trailers_by_git
+from tests.test_capture import CURRENT, OLDER, blob, commit_count, head, memory, mtimes, split, write_memory
+
+
+@pytest.fixture
+def mem(project: Path, env: dict[str, str], home: Path) -> Path:
+    folder = memory(project, env, home)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def watched(project: Path, mem: Path, home: Path) -> dict[str, int]:
+    """mtime_ns of every file sync may write: the memory folder, AGENTS.md, CLAUDE.md, ~/.codex/AGENTS.md."""
+    return mtimes(mem, project / "AGENTS.md", home / ".claude" / "CLAUDE.md", home / ".codex" / "AGENTS.md")
+
+
+def native(n: int) -> bytes:
+    return (f"---\nname: fact-{n}\ndescription: Fact number {n} that an agent learned\nmetadata:\n"
+            f"  type: project\n  node_type: memory\n---\nFact {n}: the body.\n").encode()
+
+
+# -- no-ops ----------------------------------------------------------------------------------
+
+
+def test_sync_twice_the_second_makes_no_commit_and_writes_no_file(project: Path, mem: Path, home: Path,
+                                                                  okfgit: Runner, git: Runner) -> None:
+    write_memory(mem, "feedback_testing.md", CURRENT)
+    write_memory(mem, "project_freeze.md", OLDER)
+    okfgit("sync", cwd=project)
+    top, files = head(git, project), watched(project, mem, home)
+    assert okfgit("sync", cwd=project).out == "okfgit sync: up to date\n"
+    assert head(git, project) == top and watched(project, mem, home) == files
+    # the full path (no stamps) must agree: nothing to capture, nothing to write
+    (project / ".git" / "okf" / "fastpath.json").unlink()
+    (project / ".git" / "okf" / "sync.json").unlink()
+    full = okfgit("sync", cwd=project)
+    assert full.out == "okfgit sync: up to date\n" and full.err == ""
+    assert head(git, project) == top and watched(project, mem, home) == files
+    assert okfgit("sync", cwd=project).out == "okfgit sync: up to date\n"
+    assert head(git, project) == top and watched(project, mem, home) == files
+
+
+def test_the_no_op_path_sees_new_and_edited_memory_files(project: Path, mem: Path, okfgit: Runner,
+                                                         git: Runner) -> None:
+    okfgit("sync", cwd=project)
+    assert okfgit("sync", cwd=project).out == "okfgit sync: up to date\n"
+    write_memory(mem, "feedback_testing.md", CURRENT)
+    assert "captured 1" in okfgit("sync", cwd=project).out
+    assert okfgit("sync", cwd=project).out == "okfgit sync: up to date\n"
+    # an in-place edit keeping the size (the folder's mtime does not move)
+    file = mem / "feedback_testing.md"
+    data = file.read_bytes()
+    file.write_bytes(data.replace(b"must hit", b"MUST hit"))
+    assert "captured 1" in okfgit("sync", cwd=project).out
+    assert b"MUST hit" in blob(git, project, "HEAD:.okf/memory/feedback-testing.md")
+
+
+def test_the_no_op_path_imports_neither_pygit2_nor_yaml(project: Path, mem: Path, okfgit: Runner,
+                                                        env: dict[str, str]) -> None:
+    write_memory(mem, "feedback_testing.md", CURRENT)
+    okfgit("sync", cwd=project)
+    okfgit("sync", cwd=project)
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "okfgit", "sync"], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == "okfgit sync: up to date\n", proc
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "okfgit.fastpath" in imported and "okfgit.syncstamp" in imported
+    heavy = sorted(m for m in imported if m.split(".")[0] in ("pygit2", "yaml", "okfgit") and m not in (
+        "okfgit", "okfgit.cli", "okfgit.errors", "okfgit.commands", "okfgit.commands.sync", "okfgit.fastpath",
+        "okfgit.syncstamp", "okfgit.commands._common", "okfgit.context", "okfgit.__main__"))
+    assert heavy == []
+
+
+# -- the lock and concurrency ------------------------------------------------------------------
+
+
+def test_a_held_lock_makes_sync_wait_then_skip(project: Path, mem: Path, okfgit: Runner, git: Runner) -> None:
+    write_memory(mem, "feedback_testing.md", CURRENT)
+    top = head(git, project)
+    with lock.acquire(lock.lock_path(project / ".git"), 0) as held:
+        assert held is not None
+        result = okfgit("sync", "--wait", "0.2", cwd=project)
+        assert result.out.startswith(f"okfgit sync skipped: another okfgit sync is running (pid {os.getpid()} since ")
+        status = okfgit("status", cwd=project).out
+        assert f"sync running: pid {os.getpid()} since " in status
+    assert head(git, project) == top
+    assert "captured 1" in okfgit("sync", cwd=project).out
+
+
+def test_eight_syncs_at_once_leave_one_consistent_kb(project: Path, mem: Path, env: dict[str, str], okfgit: Runner,
+                                                    git: Runner) -> None:
+    for n in range(12):
+        write_memory(mem, f"fact_{n}.md", native(n))
+    procs = [subprocess.Popen([sys.executable, "-m", "okfgit", "sync", "--wait", "120"], cwd=project, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(8)]
+    results = [(p.wait(timeout=180), p.stdout.read(), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
+    for p in procs:
+        p.stdout.close()  # type: ignore[union-attr]
+        p.stderr.close()  # type: ignore[union-attr]
+    assert [code for code, _, _ in results] == [0] * 8, results
+    assert sum("captured 12" in out for _, out, _ in results) == 1, results
+    assert all(err == "" for _, _, err in results), results
+    log = git("log", "--format=%H", "--grep=Okf-Operation: capture", cwd=project).out.split()
+    assert len(log) == 1
+    tree = git("ls-tree", "-r", "--name-only", "HEAD", ".okf/memory", cwd=project).out.split()
+    assert len(tree) == 13  # 12 facts + index.md
+    origins, ids = [], []
+    for path in tree:
+        if path.endswith("/index.md"):
+            continue
+        meta, _ = split(blob(git, project, f"HEAD:{path}"))
+        origins.append(meta["okf_origin"])
+        ids.append(meta["okf_id"])
+    assert sorted(origins) == sorted(f"fact_{n}.md" for n in range(12))
+    assert len(set(ids)) == 12
+    for n in range(12):
+        path = f".okf/memory/fact-{n}.md"
+        assert (mem / f"fact_{n}.md").read_bytes() == blob(git, project, f"HEAD:{path}")
+    fsck(git, project)
+    assert git("status", "--porcelain", "--", ".okf", cwd=project).out == ""
+    top = head(git, project)
+    assert okfgit("sync", cwd=project).out == "okfgit sync: up to date\n"
+    (project / ".git" / "okf" / "fastpath.json").unlink()
+    assert okfgit("sync", cwd=project).out == "okfgit sync: up to date\n"
+    assert head(git, project) == top
+    assert okfgit("doctor", "--scope", "project", cwd=project).code == 0
+
+
+# -- busy repositories: capture waits, projection runs -----------------------------------------
+
+
+def test_mid_rebase_capture_is_deferred_and_projection_still_runs(project: Path, mem: Path, okfgit: Runner,
+                                                                  git: Runner) -> None:
+    (project / "f.txt").write_text("base\n")
+    git("add", "f.txt", cwd=project)
+    git("commit", "-q", "-m", "base", cwd=project)
+    git("checkout", "-q", "-b", "other", cwd=project)
+    (project / "f.txt").write_text("other\n")
+    git("commit", "-q", "-am", "other", cwd=project)
+    git("checkout", "-q", "main", cwd=project)
+    (project / "f.txt").write_text("main\n")
+    git("commit", "-q", "-am", "main", cwd=project)
+    git("rebase", "other", cwd=project, expect=1)  # stops on the conflict
+    write_memory(mem, "feedback_testing.md", CURRENT)
+    result = okfgit("sync", cwd=project)
+    assert result.out == "okfgit sync: capture deferred (repository busy), projected 1 file(s)\n"
+    assert "okfgit: warning: capture deferred: " in result.err and "in the middle of a rebase" in result.err
+    assert (mem / "feedback_testing.md").read_bytes() == CURRENT  # waits for the next sync, untouched
+    assert (project / "AGENTS.md").exists()
+    status = okfgit("status", cwd=project).out
+    assert "captures pending: 1\n" in status
+    git("rebase", "--abort", cwd=project)
+    assert "captured 1" in okfgit("sync", cwd=project).out
+
+
+def test_detached_head_defers_capture(project: Path, mem: Path, okfgit: Runner, git: Runner) -> None:
+    git("checkout", "-q", "--detach", cwd=project)
+    write_memory(mem, "feedback_testing.md", CURRENT)
+    top = head(git, project)
+    result = okfgit("sync", cwd=project)
+    assert result.out.startswith("okfgit sync: capture deferred (repository busy)")
+    assert "HEAD is detached" in result.err
+    assert head(git, project) == top
+    git("checkout", "-q", "main", cwd=project)
+    assert "captured 1" in okfgit("sync", cwd=project).out
+
+
+def test_uncommitted_edits_in_the_way_defer_capture_and_are_kept(project: Path, mem: Path, okfgit: Runner,
+                                                                  git: Runner) -> None:
+    index = project / ".okf" / "index.md"
+    index.write_text(index.read_text() + "\nA person's unsaved words.\n")
+    write_memory(mem, "feedback_testing.md", CURRENT)
+    result = okfgit("sync", cwd=project)
+    assert "capture deferred" in result.out and "uncommitted edits in .okf/index.md" in result.err
+    assert index.read_text().endswith("A person's unsaved words.\n")
+    assert (mem / "feedback_testing.md").read_bytes() == CURRENT
+
+
+# -- hooks' side of sync --------------------------------------------------------------------------
+
+
+def test_hook_mode_obeys_should_run_and_prints_at_most_one_line(project: Path, mem: Path, okfgit: Runner,
+                                                               git: Runner) -> None:
+    write_memory(mem, "feedback_testing.md", CURRENT)
+    top = head(git, project)
+    # a file checkout (flag 0) moves nothing: no work at all
+    skip = okfgit("sync", "--hook", "post-checkout", "--", top, top, "0", cwd=project)
+    assert (skip.out, skip.err) == ("", "")
+    assert head(git, project) == top
+    amend = okfgit("sync", "--hook", "post-rewrite", "--", "amend", cwd=project)
+    assert (amend.out, amend.err) == ("", "") and head(git, project) == top
+    done = okfgit("sync", "--hook", "post-checkout", "--", top, top, "1", cwd=project)
+    assert done.out == "" and done.err.count("\n") == 1 and "captured 1" in done.err
+    quiet = okfgit("sync", "--hook", "post-merge", "--", "0", cwd=project)
+    assert (quiet.out, quiet.err) == ("", "")
+    assert okfgit("sync", "--hook", "pre-push", cwd=project, expect=2).err.startswith(
+        "okfgit: error: unknown hook 'pre-push'")
+
+
+def test_sync_outside_a_repository_is_a_usage_error(tmp_path: Path, okfgit: Runner) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    result = okfgit("sync", cwd=folder, expect=2)
+    assert result.err.startswith("okfgit: error: ")
+
+
+def test_a_failed_target_makes_sync_exit_3_after_capturing(project: Path, mem: Path, okfgit: Runner,
+                                                          git: Runner) -> None:
+    write_memory(mem, "feedback_testing.md", CURRENT)
+    agents = project / "AGENTS.md"
+    agents.write_bytes(b"\xff\xfe not utf-8\n")  # a block file okfgit refuses to rewrite
+    result = okfgit("sync", cwd=project, expect=3)
+    assert "captured 1" in result.out and "1 target(s) failed" in result.out
+    assert agents.read_bytes() == b"\xff\xfe not utf-8\n"
+    assert ("Okf-Source", "claude-memory") in trailers_by_git(git, project)
+    assert (mem / "feedback_testing.md").read_bytes() == blob(git, project, "HEAD:.okf/memory/feedback-testing.md")
+    # not a no-op until the target is fixed
+    assert okfgit("sync", cwd=project, expect=3).code == 3
+    agents.unlink()
+    assert "projected 1 file(s)" in okfgit("sync", cwd=project).out
+    assert json.loads(okfgit("status", "--json", cwd=project).out)["in_sync"] is True
+    assert yaml is not None
+
+
+def test_the_sync_stamp_does_not_vouch_for_files_written_during_that_sync(tmp_path: Path) -> None:
+    from okfgit import syncstamp
+
+    common, folder = tmp_path / "git", tmp_path / "memory"
+    (common / "okf").mkdir(parents=True)
+    folder.mkdir()
+    (folder / "a.md").write_text("a")
+    since = (folder / "a.md").stat().st_mtime_ns + 1_000_000_000
+    os.utime(folder / "a.md", ns=(since - 10, since - 10))
+    Path(syncstamp.path(str(common))).write_bytes(syncstamp.record(str(common), str(folder), since))
+    assert syncstamp.matches(str(common))
+    (folder / "a.md").write_text("b")  # same size, edited in place
+    os.utime(folder / "a.md", ns=(since - 5, since - 5))
+    assert not syncstamp.matches(str(common))
+    # written while that sync ran (mtime at or after its start), even if the digest includes it
+    (folder / "b.md").write_text("b")
+    os.utime(folder / "b.md", ns=(since, since))
+    Path(syncstamp.path(str(common))).write_bytes(syncstamp.record(str(common), str(folder), since))
+    assert not syncstamp.matches(str(common))
+    os.utime(folder / "b.md", ns=(since - 1, since - 1))
+    Path(syncstamp.path(str(common))).write_bytes(syncstamp.record(str(common), str(folder), since))
+    assert syncstamp.matches(str(common))
+    Path(syncstamp.path(str(common))).write_text("{not json")
+    assert not syncstamp.matches(str(common))
