@@ -215,7 +215,7 @@ class Repo:
                 return {}
             if sub.type_str != "tree":
                 return {}
-            tree = self.raw[sub.id]
+            tree = self.raw[sub.id].peel(pygit2.Tree)
         out: dict[str, Entry] = {}
         self._walk(tree, "", out)
         return out
@@ -236,9 +236,9 @@ class Repo:
 
     def _walk(self, tree: pygit2.Tree, base: str, out: dict[str, Entry]) -> None:
         for item in tree:
-            path = base + item.name
+            path = base + (item.name or "")
             if item.type_str == "tree":
-                self._walk(self.raw[item.id], path + "/", out)
+                self._walk(self.raw[item.id].peel(pygit2.Tree), path + "/", out)
             elif item.type_str == "blob":
                 out[path] = Entry(str(item.id), int(item.filemode))
 
@@ -249,9 +249,9 @@ class Repo:
 
     def diff_paths(self, old_tree: str | None, new_tree: str | None) -> list[Change]:
         """Blob paths that differ between two trees (renames not detected)."""
-        empty = self.raw[self.raw.TreeBuilder().write()]
-        a = self.raw[old_tree] if old_tree else empty
-        b = self.raw[new_tree] if new_tree else empty
+        empty = self.raw[self.raw.TreeBuilder().write()].peel(pygit2.Tree)
+        a = self.raw[old_tree].peel(pygit2.Tree) if old_tree else empty
+        b = self.raw[new_tree].peel(pygit2.Tree) if new_tree else empty
         diff = a.diff_to_tree(b)
         out: list[Change] = []
         for patch_delta in diff.deltas:

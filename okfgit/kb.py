@@ -138,6 +138,9 @@ def worktree_snapshot(tier: Tier) -> Snapshot:
     if root.is_dir():
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d != ".git")
+            for name in [d for d in dirs if (Path(folder) / d).is_symlink()]:
+                dirs.remove(name)  # never followed; reported like any other symlink
+                files.append(name)
             for name in files:
                 full = Path(folder) / name
                 rel = full.relative_to(root).as_posix()

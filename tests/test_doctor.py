@@ -368,3 +368,13 @@ def test_json_shape(repo: Path, okfgit: Runner, git: Runner) -> None:
         "message": "link to ../decisions/use-mysql.md: decisions/use-mysql.md does not exist in the tier",
     }
 
+
+
+def test_worktree_reports_a_symlinked_folder_without_following_it(project: Path, okfgit: Runner, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("---\ntype: Note\n---\nnot ours\n")
+    (project / ".okf" / "linked").symlink_to(outside, target_is_directory=True)
+    result = okfgit("doctor", "--scope", "project", "--worktree", cwd=project, expect=2)
+    assert "linked" in result.out
+    assert "secret.md" not in result.out
