@@ -55,6 +55,7 @@ class Captured:
 class Report:
     enabled: bool
     reason: str
+    switch: switch.Decision | None = None
     memory_dir: Path | None = None
     captured: list[Captured] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (origin, why): bad input
@@ -89,7 +90,7 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
     if ws.project_repo is None:
         raise UsageError("capture needs a project repository: run it inside one or pass --repo")
     decision = switch.capture_decision(ctx, ws)
-    report = Report(enabled=decision.enabled, reason=decision.reason)
+    report = Report(enabled=decision.enabled, reason=decision.reason, switch=decision)
     if not decision.enabled and not force:
         return report
     project_repo = ws.tier("project").open()
@@ -111,7 +112,7 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
         try:
             data = _read(file, choice.path)
         except OkfError as exc:
-            report.skipped.append((origin, str(exc)))
+            report.skipped.append((origin, _why(exc, origin)))
             continue
         oid = blob_oid(data)
         if st.wrote(origin, oid):
@@ -120,7 +121,7 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
         try:
             item = _classify(ctx, origin, data, oid, dest, kb, st)
         except OkfError as exc:
-            report.skipped.append((origin, str(exc)))
+            report.skipped.append((origin, _why(exc, origin)))
             continue
         if item is None:
             report.unchanged.append(origin)
@@ -138,6 +139,15 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
         report.warnings.append(f"skipped {choice.path / origin}: {why}")
     report.plan = _build_plan(report.captured, kb)
     return report
+
+
+def _why(exc: OkfError, origin: str) -> str:
+    """The error without the file name okf.py put in front (the caller names the file)."""
+    text = str(exc)
+    for name in (origin, posixpath.basename(origin)):
+        if text.startswith(f"{name}: "):
+            return text[len(name) + 2:]
+    return text
 
 
 def capture(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: bool = False) -> Report:

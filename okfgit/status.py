@@ -7,7 +7,8 @@ from typing import Any
 
 from okfgit import agent_hooks, capture, hooks, lock, projection
 from okfgit.context import Context
-from okfgit.errors import UsageError
+from okfgit.errors import RepoStateError, UsageError
+from okfgit.plan import Plan
 from okfgit.tiers import Workspace
 
 
@@ -19,6 +20,7 @@ class Status:
     agent: agent_hooks.AgentStatus
     lock_holder: lock.Holder | None
     tiers: list[str]
+    blocked: list[str]  # why sync could not commit the pending captures right now
 
     @property
     def in_sync(self) -> bool:
@@ -36,6 +38,9 @@ class Status:
             "capture": {
                 "enabled": cap.enabled,
                 "reason": cap.reason,
+                "machine": cap.switch.machine if cap.switch else None,
+                "project": cap.switch.project if cap.switch else None,
+                "blocked": self.blocked,
                 "memory_dir": str(cap.memory_dir) if cap.memory_dir else None,
                 "pending": [{"origin": c.origin, "action": c.action, "tier": c.tier.label, "path": c.kb_path}
                             for c in cap.captured],
@@ -53,6 +58,8 @@ class Status:
 
 
 def status(ctx: Context, ws: Workspace) -> Status:
+    """What ``sync`` would do now: capture planned (even when the switch is off, so it
+    shows what is waiting), projection dry-run, hooks, lock. Writes nothing but caches."""
     if ws.project_repo is None:
         raise UsageError("status needs a project repository: run it inside one or pass --repo")
     repo = ws.tier("project").open()
@@ -65,10 +72,32 @@ def status(ctx: Context, ws: Workspace) -> Status:
         agent=agent_hooks.status(ctx),
         lock_holder=lock.holder(lock.lock_path(repo.common_dir)),
         tiers=[t.label for t in ws.active()],
+        blocked=_blocked(cap.plan) if cap.enabled else [],
     )
 
 
+def _blocked(plan: Plan) -> list[str]:
+    """Why each pending capture commit would be deferred now (mid-rebase, detached HEAD,
+    uncommitted edits in the way); empty when sync could commit them."""
+    out: list[str] = []
+    for commit in plan.commits:
+        if not commit.tier.exists():
+            continue  # created on first use
+        repo = commit.tier.open()
+        try:
+            repo.check_writable_state()
+        except RepoStateError as exc:
+            out.append(str(exc))
+            continue
+        changes = {commit.tier.repo_path_of(p): d for p, d in commit.changes.items()}
+        dirty = repo.dirty_paths(changes, repo.head_commit())
+        if dirty:
+            out.append(f"{repo.workdir}: uncommitted edits in {', '.join(sorted(dirty))}")
+    return out
+
+
 def render(st: Status) -> str:
+    """The human-readable status (``--json`` gives ``Status.to_json``)."""
     cap = st.capture
     lines = [f"tiers: {', '.join(st.tiers) or 'none'}"]
     lines.append(cap.reason)
@@ -80,6 +109,9 @@ def render(st: Status) -> str:
     lines.append(f"conflicts: {len(cap.conflicts)}")
     lines += [f"  {c.origin}: changed in the KB and in memory; sync keeps the KB's and commits the agent's as "
               f"{c.tier.label}:{c.kb_path}" for c in cap.conflicts]
+    if st.blocked:
+        lines.append("sync would defer the capture for now (it projects anyway):")
+        lines += [f"  {why}" for why in st.blocked]
     if cap.skipped:
         lines.append(f"unreadable memory files (left untouched): {len(cap.skipped)}")
         lines += [f"  {o}: {r}" for o, r in cap.skipped]

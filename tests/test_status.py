@@ -1,0 +1,136 @@
+"""okfgit status: what sync would do, without writing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Runner
+from tests.test_capture import CURRENT, OLDER, conflict_setup, head, memory, mtimes, write_memory
+
+ON = "capture is on: git config okf.capture is not set (default on); the project has no .okf/okfgit.toml at HEAD"
+
+
+@pytest.fixture
+def mem(project: Path, env: dict[str, str], home: Path) -> Path:
+    folder = memory(project, env, home)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def text(okfgit: Runner, project: Path, mem: Path, home: Path) -> str:
+    out = okfgit("status", cwd=project).out
+    return out.replace(str(mem), "@MEM@").replace(str(project), "@REPO@").replace(str(home), "@HOME@")
+
+
+def test_a_fresh_project(project: Path, mem: Path, home: Path, okfgit: Runner) -> None:
+    assert text(okfgit, project, mem, home) == f"""\
+tiers: project
+{ON}
+memory folder: @MEM@
+captures pending: 0
+conflicts: 0
+projections stale: 1
+  written: @REPO@/AGENTS.md
+git hooks: 0 of 4 installed in @REPO@/.git/hooks (run `okfgit hooks install`)
+claude code hooks: absent (@HOME@/.claude/settings.json)
+run `okfgit sync` to bring everything in line
+"""
+    okfgit("sync", cwd=project)
+    assert text(okfgit, project, mem, home).endswith("projections stale: 0\n"
+                                                      "git hooks: 0 of 4 installed in @REPO@/.git/hooks "
+                                                      "(run `okfgit hooks install`)\n"
+                                                      "claude code hooks: absent (@HOME@/.claude/settings.json)\n"
+                                                      "in sync\n")
+    assert json.loads(okfgit("status", "--json", cwd=project).out)["in_sync"] is True
+
+
+def test_everything_sync_would_do_is_listed_and_nothing_written(project: Path, mem: Path, home: Path,
+                                                                okfgit: Runner, git: Runner) -> None:
+    conflict_setup(project, mem, okfgit, git)
+    write_memory(mem, "gone.md", CURRENT.replace(b"feedback-testing", b"gone"))
+    okfgit("sync", cwd=project)  # captures gone.md ... and the conflict; set the scene again
+    conflict_setup_again(project, mem, git)
+    write_memory(mem, "project_freeze.md", OLDER)
+    write_memory(mem, "bad.md", b"---\nname: [x\n---\n")
+    (mem / "gone.md").unlink()
+    okfgit("hooks", "install", cwd=project)
+    top = head(git, project)
+    before = mtimes(mem, project / "AGENTS.md", project / ".git" / "okf" / "state.json",
+                    project / ".git" / "okf" / "fastpath.json", project / ".git" / "okf" / "sync.json")
+    assert text(okfgit, project, mem, home) == f"""\
+tiers: project
+{ON}
+memory folder: @MEM@
+captures pending: 1
+  new: project_freeze.md -> project:memory/release-freeze.md
+conflicts: 1
+  feedback_testing.md: changed in the KB and in memory; sync keeps the KB's and commits the agent's as \
+project:memory/feedback-testing.needs-merge-2.md
+unreadable memory files (left untouched): 1
+  bad.md: invalid YAML frontmatter (line 2): did not find expected ',' or ']'
+projected files an agent deleted (sync re-projects them): 1
+  gone.md
+projections stale: 1
+  written: @MEM@/gone.md
+git hooks: 4 of 4 installed in @REPO@/.git/hooks
+claude code hooks: absent (@HOME@/.claude/settings.json)
+run `okfgit sync` to bring everything in line
+"""
+    st = json.loads(okfgit("status", "--json", cwd=project).out)
+    cap = st["capture"]
+    assert (cap["enabled"], cap["reason"], cap["machine"], cap["project"]) == (True, ON, "unset", "unset")
+    assert cap["pending"] == [
+        {"origin": "feedback_testing.md", "action": "conflict", "tier": "project",
+         "path": "memory/feedback-testing.needs-merge-2.md"},
+        {"origin": "project_freeze.md", "action": "new", "tier": "project", "path": "memory/release-freeze.md"}]
+    assert cap["unreadable"] == [{"origin": "bad.md",
+                                  "reason": "invalid YAML frontmatter (line 2): did not find expected ',' or ']'"}]
+    assert cap["deleted_by_agent"] == ["gone.md"] and cap["blocked"] == []
+    assert [s["path"] for s in st["projection"]["skipped"]] == [str(mem / "feedback_testing.md")]
+    assert [h["state"] for h in st["hooks"]["hooks"]] == ["ours"] * 4
+    assert st["in_sync"] is False and st["sync_lock"] is None
+    # status wrote nothing a user or sync relies on
+    assert head(git, project) == top
+    assert mtimes(mem, project / "AGENTS.md", project / ".git" / "okf" / "state.json",
+                  project / ".git" / "okf" / "fastpath.json", project / ".git" / "okf" / "sync.json") == before
+
+
+def conflict_setup_again(project: Path, mem: Path, git: Runner) -> None:
+    master = project / ".okf" / "memory" / "feedback-testing.md"
+    master.write_bytes(master.read_bytes().replace(b"PostgreSQL 16", b"PostgreSQL 17"))
+    git("commit", "-q", "-am", "a person again", cwd=project)
+    file = mem / "feedback_testing.md"
+    file.write_bytes(file.read_bytes().replace(b"hid a", b"hid one"))
+
+
+def test_status_says_when_sync_would_defer_the_capture(project: Path, mem: Path, home: Path, okfgit: Runner,
+                                                       git: Runner) -> None:
+    index = project / ".okf" / "index.md"
+    index.write_text(index.read_text() + "\nunsaved\n")
+    write_memory(mem, "feedback_testing.md", CURRENT)
+    out = text(okfgit, project, mem, home)
+    assert ("conflicts: 0\nsync would defer the capture for now (it projects anyway):\n"
+            "  @REPO@: uncommitted edits in .okf/index.md\n") in out
+    git("checkout", "-q", "--", ".okf/index.md", cwd=project)
+    git("checkout", "-q", "--detach", cwd=project)
+    blocked = json.loads(okfgit("status", "--json", cwd=project).out)["capture"]["blocked"]
+    assert blocked == [f"{project}: HEAD is detached; check out a branch first (nothing was changed)"]
+
+
+def test_status_shows_the_last_hook_error(project: Path, mem: Path, okfgit: Runner, git: Runner) -> None:
+    okfgit("hooks", "install", cwd=project)
+    log = project / ".git" / "okf" / "hook.log"
+    log.parent.mkdir(exist_ok=True)
+    log.write_text("2025-11-30T00:00:00Z post-merge: exit 3: okfgit sync --repo x --hook post-merge -- 0\n"
+                   "  okfgit: error: something broke\n")
+    assert ("  last hook error: 2025-11-30T00:00:00Z post-merge: exit 3: okfgit sync --repo x --hook post-merge "
+            "-- 0 | okfgit: error: something broke\n") in okfgit("status", cwd=project).out
+
+
+def test_status_outside_a_repository_is_a_usage_error(tmp_path: Path, okfgit: Runner) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    assert okfgit("status", cwd=folder, expect=2).err.startswith("okfgit: error: ")
