@@ -97,10 +97,13 @@ class Repo:
     @classmethod
     def discover(cls, start: Path) -> "Repo | None":
         """The repository containing ``start``, or None."""
-        found = pygit2.discover_repository(str(start))
-        if found is None:
-            return None
-        raw = pygit2.Repository(found)
+        try:
+            found = pygit2.discover_repository(str(start))
+            if found is None:
+                return None
+            raw = pygit2.Repository(found)
+        except pygit2.GitError as exc:
+            raise UsageError(f"{start}: the git repository here cannot be opened ({exc})") from exc
         if raw.workdir is None:
             return None
         return cls(raw)
@@ -357,6 +360,7 @@ class Repo:
             else:
                 parent = self.resolve(ref)
             update_worktree = False
+        self._check_folders(changes, parent, on_disk=update_worktree)
         if update_worktree:
             dirty = self.dirty_paths(changes, parent)
             if dirty:
@@ -374,6 +378,41 @@ class Repo:
             self._update_worktree(changes)
         return str(commit)
 
+    def _check_folders(self, changes: Mapping[str, bytes | None], parent: str | None, *, on_disk: bool) -> None:
+        """Refuse, before anything is written, paths that would go through a file or a symlink.
+
+        Every folder above a written path must be a folder at ``parent`` (or absent) and,
+        in the working tree, a real folder (or absent); a written path must not be a
+        symlink or a folder. Otherwise the commit would silently replace a committed link
+        or file, or the working-tree update would write outside the repository.
+        """
+        tree = self.raw[parent].peel(pygit2.Tree) if parent is not None else None
+        problems: list[str] = []
+        for path, data in sorted(changes.items()):
+            parts = path.split("/")
+            for depth in range(1, len(parts) + 1):
+                prefix = "/".join(parts[:depth])
+                last = depth == len(parts)
+                at_head = _lookup(tree, prefix) if tree is not None else None
+                if at_head is not None:
+                    if not last and at_head.type_str != "tree":
+                        problems.append(f"{prefix} is a {_kind(at_head.filemode)} at HEAD, not a folder")
+                    elif last and data is not None and at_head.type_str != "blob":
+                        problems.append(f"{prefix} is a {_kind(at_head.filemode)} at HEAD")
+                    elif last and data is not None and at_head.filemode == FileMode.LINK:
+                        problems.append(f"{prefix} is a symlink at HEAD; okfgit never writes through links")
+                if on_disk:
+                    disk = self.workdir / prefix
+                    if disk.is_symlink():
+                        problems.append(f"{prefix} is a symlink in the working tree; okfgit never writes through links")
+                    elif not last and disk.exists() and not disk.is_dir():
+                        problems.append(f"{prefix} is a file in the working tree, not a folder")
+                    elif last and data is not None and disk.exists() and not disk.is_file():
+                        problems.append(f"{prefix} is not a regular file in the working tree")
+        if problems:
+            unique = sorted(set(problems))
+            raise RepoStateError(f"{self.workdir}: cannot write there: {'; '.join(unique)} (nothing was changed)")
+
     def _build_tree(self, parent: str | None, changes: Mapping[str, bytes | None]) -> pygit2.Oid:
         index = pygit2.Index()
         if parent is not None:
@@ -384,7 +423,9 @@ class Repo:
                     index.remove(path)
                 continue
             oid = self.raw.create_blob(data)
-            index.add(pygit2.IndexEntry(path, oid, FileMode.BLOB))
+            # Keep an executable bit the file already has at HEAD.
+            mode = index[path].mode if path in index and index[path].mode == FileMode.BLOB_EXECUTABLE else FileMode.BLOB
+            index.add(pygit2.IndexEntry(path, oid, mode))
         return index.write_tree(self.raw)
 
     def _signatures(self, ctx: Context) -> tuple[pygit2.Signature, pygit2.Signature]:
@@ -427,6 +468,17 @@ class Repo:
             fsutil.atomic_write(file, data, fsync=True)
             index.add(path)
         _write_index(index, self.workdir)
+
+
+def _lookup(tree: pygit2.Tree, path: str) -> pygit2.Object | None:
+    try:
+        return tree[path]
+    except KeyError:
+        return None
+
+
+def _kind(mode: int) -> str:
+    return {FileMode.LINK: "symlink", FileMode.TREE: "folder", FileMode.COMMIT: "submodule"}.get(mode, "file")
 
 
 def _write_index(index: pygit2.Index, workdir: Path) -> None:

@@ -109,3 +109,56 @@ def test_branch_commit_leaves_checkout_alone(repo: Path, env: dict[str, str], gi
     assert git("rev-parse", "okf/x", cwd=repo).out.strip() == oid
     assert not (repo / "kb").exists()
     assert git("status", "--porcelain", cwd=repo).out == ""
+
+
+def test_refuses_to_write_through_a_committed_symlinked_folder(repo: Path, env: dict[str, str], git: Runner,
+                                                               tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo / "kb").symlink_to(outside, target_is_directory=True)
+    git("add", "kb", cwd=repo)
+    git("commit", "-q", "-m", "link", cwd=repo)
+    head = git("rev-parse", "HEAD", cwd=repo).out
+    with pytest.raises(RepoStateError, match="kb is a symlink at HEAD, not a folder"):
+        Repo.open(repo).commit_paths(ctx_for(env, repo), {"kb/leak.md": b"x\n"}, "okf: x\n")
+    assert list(outside.iterdir()) == []
+    assert git("rev-parse", "HEAD", cwd=repo).out == head
+    assert git("status", "--porcelain", cwd=repo).out == ""
+
+
+def test_refuses_a_file_where_a_folder_is_needed(repo: Path, env: dict[str, str], git: Runner) -> None:
+    (repo / "notes").write_text("plain\n")
+    git("add", "notes", cwd=repo)
+    git("commit", "-q", "-m", "n", cwd=repo)
+    head = git("rev-parse", "HEAD", cwd=repo).out
+    with pytest.raises(RepoStateError, match="notes is a file at HEAD, not a folder"):
+        Repo.open(repo).commit_paths(ctx_for(env, repo), {"notes/x.md": b"x\n"}, "okf: x\n")
+    assert git("rev-parse", "HEAD", cwd=repo).out == head
+    assert git("status", "--porcelain", cwd=repo).out == ""
+
+
+def test_refuses_an_uncommitted_symlinked_folder(repo: Path, env: dict[str, str], tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (repo / "kb").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(RepoStateError, match="kb is a symlink in the working tree"):
+        Repo.open(repo).commit_paths(ctx_for(env, repo), {"kb/x.md": b"x\n"}, "okf: x\n")
+    assert list(outside.iterdir()) == []
+
+
+def test_keeps_the_executable_bit(repo: Path, env: dict[str, str], git: Runner) -> None:
+    (repo / "run.sh").write_text("#!/bin/sh\n")
+    (repo / "run.sh").chmod(0o755)
+    git("add", "run.sh", cwd=repo)
+    git("commit", "-q", "-m", "x", cwd=repo)
+    Repo.open(repo).commit_paths(ctx_for(env, repo), {"run.sh": b"#!/bin/sh\necho\n"}, "okf: x\n")
+    assert git("ls-tree", "HEAD", "run.sh", cwd=repo).out.startswith("100755 ")
+    assert git("status", "--porcelain", cwd=repo).out == ""
+
+
+def test_a_broken_git_file_is_a_clear_error(tmp_path: Path, okfgit: Runner) -> None:
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / ".git").write_text("this is not a gitdir line\n")
+    result = okfgit("project", cwd=bad, expect=2)
+    assert result.err.startswith("okfgit: error: ") and "internal error" not in result.err
