@@ -121,6 +121,8 @@ def new_plan(
         raise UsageError(f"{tier.label}:{path} already exists; pick another slug or edit that concept")
     if description is not None and "\n" in description.strip():
         raise ValidationError("--description is one sentence on one line")
+    if not (description or "").strip() and editor is None:
+        raise UsageError("a concept needs --description: one sentence saying what it is (or use --edit)")
     okf_id = okf.new_okf_id()
     meta: dict[str, object] = {
         "type": (type_ or "Note").strip(),
@@ -138,11 +140,11 @@ def new_plan(
     data = okf.serialize(meta, text)
     if editor is not None:
         data = editor(data)
-        parsed = okf.split(data, path)
-        if not parsed.has_frontmatter or not okf.one_line(parsed.meta.get("type")):
-            raise ValidationError(f"{path}: the edited concept needs frontmatter with a non-empty type; nothing was written")
-        if parsed.meta.get("okf_id") != okf_id:
-            raise ValidationError(f"{path}: okf_id must not be changed while creating a concept; nothing was written")
+        try:
+            _check_edited(data, path, okf_id)
+        except ValidationError as exc:
+            kept = _keep_draft(ctx, tier, slug, data)
+            raise ValidationError(f"{exc}; nothing was committed, your text is kept in {kept}") from exc
     changes: dict[str, bytes | None] = {path: data}
     if "index.md" not in snap.entries:
         changes["index.md"] = root_index(tier)
@@ -161,3 +163,21 @@ def new_concept(ctx: Context, ws: Workspace, slug: str, scope: str, **kwargs: ob
     after = snapshot(tier)
     return Written(tier, path, commit, okf_id, after.concept(path).citation)
 
+
+def _check_edited(data: bytes, path: str, okf_id: str) -> None:
+    parsed = okf.split(data, path)
+    if not parsed.has_frontmatter or not okf.one_line(parsed.meta.get("type")):
+        raise ValidationError(f"{path}: the edited concept needs frontmatter with a non-empty type")
+    if parsed.meta.get("okf_id") != okf_id:
+        raise ValidationError(f"{path}: okf_id must not be changed while creating a concept")
+    if not okf.one_line(parsed.meta.get("description")):
+        raise ValidationError(f"{path}: the concept needs a one-sentence description")
+
+
+def _keep_draft(ctx: Context, tier: Tier, slug: str, data: bytes) -> Path:
+    """Save what a person typed in the editor, so a validation error loses nothing."""
+    repo = tier.open() if tier.exists() else None
+    folder = (repo.common_dir / "okf" / "drafts") if repo else (ctx.home / ".cache" / "okfgit" / "drafts")
+    target = folder / f"{slug}-{ctx.now()}.md"
+    fsutil.atomic_write(target, data, fsync=True)
+    return target

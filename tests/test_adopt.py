@@ -193,7 +193,7 @@ def test_adopt_tree_mode_adds_only_missing_keys(project: Path, okfgit: Runner, g
     check_conformance(git, project, env)
     fsck(git, project)
     again = okfgit("adopt", "--scope", "project", cwd=project)
-    assert again.out == "nothing to adopt in project:: every concept already has okfgit's keys\n"
+    assert again.out == "nothing to adopt in project: (every concept already has okfgit's keys)\n"
     assert len(git("log", "--format=%H", cwd=project).out.split()) == 4
 
 
@@ -245,7 +245,7 @@ def test_adopt_copies_other_files_skips_hidden_and_keeps_crlf(project: Path, okf
 
 def test_adopt_refuses_bad_input_listing_every_problem(project: Path, okfgit: Runner, git: Runner,
                                                        tmp_path: Path) -> None:
-    okfgit("new", "taken", "--no-edit", cwd=project)
+    okfgit("new", "taken", "--description", "D.", "--no-edit", cwd=project)
     taken_id = okf.split((project / ".okf" / "taken.md").read_bytes(), "t").meta["okf_id"]
     src = tmp_path / "bad"
     outside = tmp_path / "secret.md"

@@ -262,7 +262,7 @@ def test_emptied_folders(project: Path, okfgit: Runner, git: Runner) -> None:
     assert not (project / ".okf" / "notes").exists()
     assert "notes/" not in (project / ".okf" / "index.md").read_text()
     # one with a person's intro stays, with a warning
-    okfgit("new", "tabs", "--dir", "style", "--no-edit", cwd=project)
+    okfgit("new", "tabs", "--dir", "style", "--description", "D.", "--no-edit", cwd=project)
     (project / ".okf" / "style" / "index.md").write_text("# Style\n\nHow we write code.\n\n- [Tabs](tabs.md)\n")
     git("commit", "-q", "-am", "intro", cwd=project)
     result = okfgit("promote", "tabs", "--from", "project", "--to", "global", cwd=project)

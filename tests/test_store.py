@@ -43,8 +43,8 @@ def test_new_leaves_other_staged_work_staged(project: Path, okfgit: Runner, git:
 
 
 def test_new_refuses_existing_slug_and_bad_names(project: Path, okfgit: Runner) -> None:
-    okfgit("new", "x", "--no-edit", cwd=project)
-    assert "already exists" in okfgit("new", "x", "--no-edit", cwd=project, expect=2).err
+    okfgit("new", "x", "--description", "D.", "--no-edit", cwd=project)
+    assert "already exists" in okfgit("new", "x", "--description", "D.", "--no-edit", cwd=project, expect=2).err
     assert "not a path" in okfgit("new", "../evil", "--no-edit", cwd=project, expect=2).err
     assert "inside the knowledge base" in okfgit("new", "y", "--dir", "../up", "--no-edit", cwd=project, expect=2).err
     assert "must be relative" in okfgit("new", "y", "--dir", "/abs", "--no-edit", cwd=project, expect=2).err
@@ -53,19 +53,19 @@ def test_new_refuses_existing_slug_and_bad_names(project: Path, okfgit: Runner) 
 
 
 def test_new_refuses_mid_merge_and_uncommitted_edit(project: Path, okfgit: Runner, git: Runner) -> None:
-    okfgit("new", "x", "--no-edit", cwd=project)
+    okfgit("new", "x", "--description", "D.", "--no-edit", cwd=project)
     (project / ".okf" / "index.md").write_text("# my unsaved words\n")
     head = git("rev-parse", "HEAD", cwd=project).out
-    err = okfgit("new", "y", "--no-edit", cwd=project, expect=3).err
+    err = okfgit("new", "y", "--description", "D.", "--no-edit", cwd=project, expect=3).err
     assert "uncommitted edits in .okf/index.md" in err
     assert (project / ".okf" / "index.md").read_text() == "# my unsaved words\n"
     assert git("rev-parse", "HEAD", cwd=project).out == head
     git("checkout", "--", ".okf/index.md", cwd=project)
     (project / ".git" / "MERGE_HEAD").write_text(head)
-    assert "middle of a merge" in okfgit("new", "y", "--no-edit", cwd=project, expect=3).err
+    assert "middle of a merge" in okfgit("new", "y", "--description", "D.", "--no-edit", cwd=project, expect=3).err
     (project / ".git" / "MERGE_HEAD").unlink()
     git("checkout", "-q", "--detach", cwd=project)
-    assert "detached" in okfgit("new", "y", "--no-edit", cwd=project, expect=3).err
+    assert "detached" in okfgit("new", "y", "--description", "D.", "--no-edit", cwd=project, expect=3).err
 
 
 def test_global_tier_created_on_first_use(repo: Path, okfgit: Runner, git: Runner, home: Path) -> None:
@@ -74,3 +74,36 @@ def test_global_tier_created_on_first_use(repo: Path, okfgit: Runner, git: Runne
     assert (root / ".git").is_dir()
     assert git("ls-tree", "-r", "--name-only", "HEAD", cwd=root).out.split() == ["index.md", "tabs.md"]
     fsck(git, root)
+
+
+def test_new_needs_a_description(project: Path, okfgit: Runner, git: Runner) -> None:
+    head = git("rev-parse", "HEAD", cwd=project).out
+    err = okfgit("new", "bare", "--no-edit", cwd=project, expect=2).err
+    assert "needs --description" in err
+    assert git("rev-parse", "HEAD", cwd=project).out == head
+
+
+def _editor(tmp_path: Path, script: str) -> str:
+    path = tmp_path / "editor.py"
+    path.write_text("import sys\np = sys.argv[1]\ntext = open(p).read()\n" + script)
+    return f"python3 {path}"
+
+
+def test_new_with_editor_commits_what_was_typed(project: Path, okfgit: Runner, git: Runner, tmp_path: Path) -> None:
+    editor = _editor(tmp_path, "text = text.replace('title: Edited', 'title: Edited\\ndescription: Typed in the editor.')\n"
+                               "open(p, 'w').write(text + 'More words.\\n')\n")
+    okfgit("new", "edited", "--edit", cwd=project, extra_env={"EDITOR": editor})
+    data = git("show", "HEAD:.okf/edited.md", cwd=project).out
+    assert "description: Typed in the editor.\n" in data and data.endswith("More words.\n")
+
+
+def test_new_keeps_the_typed_text_when_it_is_invalid(project: Path, okfgit: Runner, git: Runner,
+                                                     tmp_path: Path) -> None:
+    editor = _editor(tmp_path, "open(p, 'w').write(text.replace('title: Oops', 'title: [oops') + 'my words\\n')\n")
+    head = git("rev-parse", "HEAD", cwd=project).out
+    err = okfgit("new", "oops", "--edit", cwd=project, extra_env={"EDITOR": editor}, expect=2).err
+    assert "invalid YAML frontmatter" in err and "your text is kept in " in err
+    kept = Path(err.split("your text is kept in ")[1].strip())
+    assert kept.read_text().endswith("my words\n")
+    assert kept.is_relative_to(project / ".git" / "okf" / "drafts")
+    assert git("rev-parse", "HEAD", cwd=project).out == head

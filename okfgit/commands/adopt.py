@@ -49,7 +49,7 @@ def adopt_cmd(src: Path | None, scope: str, folder: str | None, dry_run: bool, r
         click.echo(plan_mod.render(result.plan) or "nothing to adopt")
     where = f"{result.tier.label}:{result.folder + '/' if result.folder else ''}"
     if result.plan.empty:
-        click.echo(f"nothing to adopt in {where}: every concept already has okfgit's keys")
+        click.echo(f"nothing to adopt in {where} (every concept already has okfgit's keys)")
     elif not dry_run:
         click.echo(f"adopted {len(result.adopted)} concepts into {where} ({(result.commit or '')[:7]}): "
                    f"{len(result.copied)} other files copied as they are, "
