@@ -19,7 +19,7 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import FileMode, RepositoryState
 
-from okfgit import fsutil
+from okfgit import fastpath, fsutil
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, RepoStateError, UsageError
 
@@ -119,11 +119,7 @@ class Repo:
     @property
     def common_dir(self) -> Path:
         """The main repository's git dir (differs from ``gitdir`` in a linked worktree)."""
-        commondir = self.gitdir / "commondir"
-        if commondir.is_file():
-            target = commondir.read_text().strip()
-            return (self.gitdir / target).resolve()
-        return self.gitdir
+        return Path(fastpath.common_dir(str(self.gitdir)))
 
     @property
     def main_workdir(self) -> Path:

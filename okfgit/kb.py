@@ -14,7 +14,7 @@ from typing import Any
 
 from okfgit import okf
 from okfgit.errors import OkfError, UsageError, ValidationError
-from okfgit.git import Entry, Repo, blob_oid
+from okfgit.git import Entry, blob_oid
 from okfgit.tiers import Tier
 
 LINK_MODE = 0o120000
@@ -147,6 +147,8 @@ def worktree_snapshot(tier: Tier) -> Snapshot:
                 if full.is_symlink():
                     raw = os.readlink(full).encode()
                     entries[rel] = Entry(blob_oid(raw), LINK_MODE)
+                elif not full.is_file():
+                    continue  # a FIFO, socket or device: never opened (git would not track it either)
                 else:
                     raw = full.read_bytes()
                     entries[rel] = Entry(blob_oid(raw), 0o100644)
@@ -157,6 +159,3 @@ def worktree_snapshot(tier: Tier) -> Snapshot:
 def _no_read(oid: str) -> bytes:
     raise UsageError("the tier has no commits")
 
-
-def open_repo(tier: Tier) -> Repo:
-    return tier.open()

@@ -23,7 +23,7 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from okfgit import TOOL, fsutil
+from okfgit import TOOL, fastpath, fsutil
 from okfgit.errors import IntegrityError
 
 VERSION = 1
@@ -151,16 +151,6 @@ class State:
         }
 
 
-def common_dir_of(gitdir: Path) -> Path:
-    """The repository's common git dir: ``gitdir`` itself, or what its ``commondir`` names."""
-    commondir = gitdir / "commondir"
-    try:
-        target = commondir.read_text(encoding="utf-8").strip()
-    except (FileNotFoundError, NotADirectoryError):
-        return Path(os.path.abspath(gitdir))
-    return Path(os.path.abspath(gitdir / target))
-
-
 def load(gitdir: Path) -> State:
     """The projection state of the repository whose git dir is ``gitdir``.
 
@@ -169,7 +159,7 @@ def load(gitdir: Path) -> State:
     state and a warning; one written by a newer okfgit raises IntegrityError, because
     overwriting it would lose ownership records that okfgit cannot read.
     """
-    common = common_dir_of(gitdir)
+    common = Path(fastpath.common_dir(os.path.abspath(gitdir)))
     state = State(common)
     try:
         raw = state.path.read_bytes()

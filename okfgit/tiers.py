@@ -60,16 +60,8 @@ class Tier:
         """A KB-relative path as a path inside the tier's repository."""
         return f"{self.prefix}/{kb_path}" if self.prefix else kb_path
 
-    def kb_path_of(self, repo_path: str) -> str | None:
-        if not self.prefix:
-            return repo_path
-        head = self.prefix + "/"
-        return repo_path[len(head):] if repo_path.startswith(head) else None
-
     def exists(self) -> bool:
         """The tier's repository exists (it may still have no commits)."""
-        if self.name == "project":
-            return (self.repo_path / ".git").exists()
         return (self.repo_path / ".git").exists()
 
     def open(self) -> Repo:
