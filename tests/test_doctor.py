@@ -378,3 +378,9 @@ def test_worktree_reports_a_symlinked_folder_without_following_it(project: Path,
     result = okfgit("doctor", "--scope", "project", "--worktree", cwd=project, expect=2)
     assert "linked" in result.out
     assert "secret.md" not in result.out
+
+
+def test_worktree_never_opens_a_fifo(project: Path, okfgit: Runner) -> None:
+    os.mkfifo(project / ".okf" / "pipe.md")
+    result = okfgit("doctor", "--scope", "project", "--worktree", cwd=project)  # would hang reading it
+    assert "pipe.md" not in result.out
