@@ -167,3 +167,74 @@ def test_a_damaged_state_file_is_reported_and_nothing_is_overwritten(kit: Kit, o
     assert f"{kit.state} is damaged" in result.err
     assert (kit.memory / "testing.md").read_text() == "an agent's edit\n"
     assert json.loads(kit.state.read_text())["version"] == 1
+
+
+# -- every folder between the memory folder and a file must be a real folder ------------------
+
+
+def commit_concept(git: Runner, kit: Kit, kb_path: str, origin: str, okf_id: str) -> Path:
+    path = kit.repo / ".okf" / kb_path
+    path.write_text(f"---\ntype: Note\ntitle: Sub\nokf_id: {okf_id}\nokf_origin: {origin}\n---\nIn a subfolder.\n")
+    git("add", "-A", cwd=kit.repo)
+    git("commit", "-q", "-m", f"add {kb_path}", cwd=kit.repo)
+    return path
+
+
+SUB_ID = "5ab00000-0000-4000-8000-000000000001"
+
+
+def test_a_symlinked_subfolder_is_not_written_through(kit: Kit, okfgit: Runner, git: Runner,
+                                                       tmp_path: Path) -> None:
+    outside = tmp_path / "outside2"
+    outside.mkdir()
+    commit_concept(git, kit, "x.md", "ext/x.md", SUB_ID)
+    kit.memory.mkdir(parents=True)
+    (kit.memory / "ext").symlink_to(outside)
+    result = project(okfgit, kit, "--json")
+    assert list(outside.iterdir()) == []
+    target = kit.memory / "ext" / "x.md"
+    assert (f"okfgit: warning: {target}: {kit.memory / 'ext'} is a symlink; okfgit does not write through "
+            "links, so project:x.md@") in result.err
+    data = json.loads(result.out)
+    assert str(target) not in [row["path"] for row in data["written"]]
+    assert str(target) in [row["path"] for row in data["skipped"]]
+    assert "ext/x.md" not in json.loads(kit.state.read_text())["memory_files"]
+    assert "ext/x.md" not in (kit.memory / "MEMORY.md").read_text()
+    assert (kit.memory / "ext").is_symlink() and (kit.memory / "testing.md").is_file()
+
+
+def test_a_file_where_a_subfolder_should_be_is_left_alone(kit: Kit, okfgit: Runner, git: Runner) -> None:
+    commit_concept(git, kit, "x.md", "ext/deep/x.md", SUB_ID)
+    kit.memory.mkdir(parents=True)
+    (kit.memory / "ext").mkdir()
+    (kit.memory / "ext" / "deep").write_text("a person's file\n")
+    result = project(okfgit, kit)
+    assert f"{kit.memory / 'ext' / 'deep' / 'x.md'}: {kit.memory / 'ext' / 'deep'} is not a folder" in result.err
+    assert (kit.memory / "ext" / "deep").read_text() == "a person's file\n"
+
+
+def test_a_real_subfolder_is_created_and_written(kit: Kit, okfgit: Runner, git: Runner) -> None:
+    path = commit_concept(git, kit, "x.md", "ext/deep/x.md", SUB_ID)
+    project(okfgit, kit)
+    assert (kit.memory / "ext" / "deep" / "x.md").read_bytes() == path.read_bytes()
+    assert "ext/deep/x.md" in json.loads(kit.state.read_text())["memory_files"]
+
+
+def test_a_file_okfgit_wrote_is_not_removed_through_a_symlinked_subfolder(kit: Kit, okfgit: Runner, git: Runner,
+                                                                           tmp_path: Path) -> None:
+    data = commit_concept(git, kit, "x.md", "ext/x.md", SUB_ID).read_bytes()
+    project(okfgit, kit)
+    written = kit.memory / "ext" / "x.md"
+    assert written.read_bytes() == data
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.md").write_bytes(data)  # the very bytes okfgit recorded writing
+    written.unlink()
+    (kit.memory / "ext").rmdir()
+    (kit.memory / "ext").symlink_to(outside)
+    git("rm", "-q", ".okf/x.md", cwd=kit.repo)
+    git("commit", "-q", "-m", "drop x", cwd=kit.repo)
+    result = project(okfgit, kit)
+    assert (outside / "x.md").read_bytes() == data
+    assert f"{written}: {kit.memory / 'ext'} is a symlink; okfgit does not write through links" in result.err
+    assert "ext/x.md" not in json.loads(kit.state.read_text())["memory_files"]

@@ -12,7 +12,9 @@ the folder works on case-insensitive file systems too.
 
 Ownership: a file is overwritten or removed only when its current OID is the one okfgit
 recorded writing there (or it already holds exactly the bytes wanted); anything else is
-left for capture and reported.
+left for capture and reported. A name with subfolders is written, read or removed only
+when every folder between the memory folder and the file is a real folder or missing
+(okfgit creates it): a symlink there could lead anywhere on the disk.
 """
 
 from __future__ import annotations
@@ -191,6 +193,35 @@ def _current(path: Path) -> tuple[str, bytes | None]:
         return "other", None
 
 
+def _subfolder_problem(folder: Path, name: str, checked: dict[str, str | None]) -> str | None:
+    """Why ``folder/name`` cannot be reached through real folders only, or None.
+
+    Each folder between ``folder`` and the file must be a real folder (not a symlink) or
+    not exist yet (then okfgit creates it); one lstat per folder, cached in ``checked``.
+    """
+    if "/" not in name:
+        return None
+    parent = name.rsplit("/", 1)[0]
+    if parent not in checked:
+        above = _subfolder_problem(folder, parent, checked)  # the folders above ``parent``
+        checked[parent] = above if above is not None else _real_folder_problem(folder / parent)
+    return checked[parent]
+
+
+def _real_folder_problem(path: Path) -> str | None:
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # missing: okfgit creates it (a file above it was reported already)
+    except OSError as exc:
+        return f"{path} cannot be read ({exc.strerror or exc}); left alone"
+    if stat.S_ISLNK(st.st_mode):
+        return f"{path} is a symlink; okfgit does not write through links"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{path} is not a folder; left alone"
+    return None
+
+
 def _listing(folder: Path) -> set[str] | None:
     """Case-folded names directly in ``folder`` (one scandir instead of a failed lstat per
     new file; case-folded because on a case-insensitive file system ``Foo.md`` is ``foo.md``)."""
@@ -210,6 +241,7 @@ def _reconcile(view: View, folder: Path, names: dict[str, Projected], trust: boo
     records = state.memory_files if same_folder else {}
     # When most files must be looked at, list the folder once: absent names need no lstat.
     present = None if trust else _listing(folder)
+    checked: dict[str, str | None] = {}
     for name in sorted(names):
         concept = names[name]
         rec = records.get(name)
@@ -218,6 +250,11 @@ def _reconcile(view: View, folder: Path, names: dict[str, Projected], trust: boo
             kept.append(name)
             continue
         path = folder / name
+        problem = _subfolder_problem(folder, name, checked)
+        if problem is not None:
+            yield Item(path, SKIP, f"{problem}, so {concept.citation} is not projected there", memory_name=name,
+                       concept=concept, keep_record=False)
+            continue
         why = f"holds {concept.citation}"
         missing = present is not None and "/" not in name and name.casefold() not in present
         kind, data = ("missing", None) if missing else _current(path)
@@ -244,12 +281,19 @@ def _reconcile(view: View, folder: Path, names: dict[str, Projected], trust: boo
     for name, rec in sorted(state.memory_files.items()):
         if same_folder and name in names:
             continue
-        yield from _removal(old_folder / name, name, rec, same_folder)
+        yield from _removal(old_folder, name, rec, same_folder, checked if same_folder else {})
 
 
-def _removal(path: Path, name: str, rec: MemoryFile, same_folder: bool) -> Iterator[Item]:
-    kind, data = _current(path)
+def _removal(folder: Path, name: str, rec: MemoryFile, same_folder: bool,
+             checked: dict[str, str | None]) -> Iterator[Item]:
+    path = folder / name
     where = "no longer in the knowledge base" if same_folder else "the memory folder moved"
+    problem = _subfolder_problem(folder, name, checked)
+    if problem is not None:
+        yield Item(path, SKIP, f"{problem}; held {rec.citation}, {where}, and is not removed", memory_name=name,
+                   keep_record=False)
+        return
+    kind, data = _current(path)
     if kind == "missing":
         return
     if kind == "file" and data is not None and blob_oid(data) == rec.oid:
