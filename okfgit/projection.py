@@ -265,6 +265,7 @@ def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str,
         stamp_file.unlink(missing_ok=True)  # the next run must retry in full
         return
     watched = [str(item.path) for _, item in planned if item.memory_name is None]
+    watched += [str(item.via) for _, item in planned if item.via is not None]  # a retargeted link
     if memory_dir is not None:
         watched.append(str(memory_dir))
     watched += [str(claude_home(ctx.environ, ctx.home) / "settings.json"), str(new.path), fastpath.NAV_PROTOCOL]

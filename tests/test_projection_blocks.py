@@ -7,6 +7,7 @@ warning names the file, and a second run changes nothing.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,80 @@ def test_project_block_is_identical_in_every_clone(kit: Kit, okfgit: Runner, git
     assert (clone / "AGENTS.md").read_bytes() == kit.agents_md.read_bytes()
     assert git("status", "--porcelain", cwd=clone).out == ""
     assert str(tmp_path) not in kit.agents_md.read_text()
+
+
+# -- home-level block files that are symlinks (dotfiles setups) --------------------------------
+
+
+def link_to_dotfiles(link: Path, dotfiles: Path, text: str) -> Path:
+    """Move ``link``'s role into a dotfiles folder: a real file there, a relative link here."""
+    dotfiles.mkdir(parents=True, exist_ok=True)
+    real = dotfiles / link.name
+    real.write_text(text)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.unlink(missing_ok=True)
+    link.symlink_to(Path("..") / dotfiles.relative_to(link.parent.parent) / link.name)
+    return real
+
+
+@pytest.mark.parametrize("which", ["claude_md", "codex_md"])
+def test_a_symlinked_home_block_file_updates_the_link_target(which: str, kit: Kit, okfgit: Runner) -> None:
+    link = getattr(kit, which)
+    real = link_to_dotfiles(link, kit.home / "dotfiles" / which, "# Mine\n\n- Keep it short.\n")
+    before = os.readlink(link)
+    result = project(okfgit, kit)
+    assert os.readlink(link) == before  # the link itself is kept
+    text = real.read_text()
+    assert text.startswith("# Mine\n\n- Keep it short.\n\n<!-- okf:begin id=global -->\n")
+    assert text.endswith("<!-- okf:end -->\n")
+    assert str(link) not in result.err and "symlink" not in result.err
+    assert kit.stamp.exists()
+    assert sorted(p.name for p in real.parent.iterdir()) == [link.name]  # no temp file left behind
+    mtime = real.stat().st_mtime_ns
+    assert project(okfgit, kit).out.startswith("nothing to do")
+    kit.stamp.unlink()
+    assert project(okfgit, kit).out.startswith("nothing to do: every target is up to date")
+    assert real.stat().st_mtime_ns == mtime and real.read_text() == text
+
+
+def test_a_retargeted_home_link_is_noticed(kit: Kit, okfgit: Runner) -> None:
+    first = link_to_dotfiles(kit.claude_md, kit.home / "dotfiles" / "a", "# A\n")
+    project(okfgit, kit)
+    second = link_to_dotfiles(kit.claude_md, kit.home / "dotfiles" / "b", "# B\n")
+    project(okfgit, kit)
+    assert "<!-- okf:begin id=global -->" in first.read_text()
+    assert second.read_text().startswith("# B\n\n<!-- okf:begin id=global -->\n")
+
+
+def test_a_dangling_home_link_is_refused(kit: Kit, okfgit: Runner) -> None:
+    kit.claude_md.unlink()
+    kit.claude_md.symlink_to(kit.home / "dotfiles" / "gone.md")
+    result = project(okfgit, kit, expect=3)
+    assert (f"okfgit: warning: {kit.claude_md}: is a symlink to {kit.home / 'dotfiles' / 'gone.md'}, which does "
+            "not exist; nothing was changed") in result.err
+    assert kit.claude_md.is_symlink() and not (kit.home / "dotfiles").exists()
+    assert "<!-- okf:begin id=global -->" in kit.codex_md.read_text()
+    assert not kit.stamp.exists()
+
+
+def test_a_home_link_to_a_folder_is_refused(kit: Kit, okfgit: Runner) -> None:
+    folder = kit.home / "dotfiles"
+    folder.mkdir()
+    kit.codex_md.parent.mkdir(parents=True)
+    kit.codex_md.symlink_to(folder)
+    result = project(okfgit, kit, expect=3)
+    assert (f"okfgit: warning: {kit.codex_md}: is a symlink to {folder}, which is not a regular file; "
+            "nothing was changed") in result.err
+    assert list(folder.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
+def test_a_home_link_to_a_file_in_a_read_only_folder_is_refused(kit: Kit, okfgit: Runner) -> None:
+    real = link_to_dotfiles(kit.claude_md, kit.home / "dotfiles" / "ro", "# Mine\n")
+    real.parent.chmod(0o555)
+    try:
+        result = project(okfgit, kit, expect=3)
+    finally:
+        real.parent.chmod(0o755)
+    assert f"{kit.claude_md}: is a symlink to {real}, whose folder you cannot write" in result.err
+    assert real.read_text() == "# Mine\n"

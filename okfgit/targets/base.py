@@ -10,6 +10,7 @@ new module with one class that has ``name``, ``group`` and ``plan``.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,6 +109,7 @@ class Item(NamedTuple):
     memory_name: str | None = None
     concept: Projected | None = None
     keep_record: bool = True
+    via: Path | None = None  # the symlink ``path`` was reached through (a home-level block file)
 
 
 @dataclass
@@ -154,13 +156,17 @@ class Target(Protocol):
         ...
 
 
-def plan_block(path: Path, scope: str, content: str, why: str) -> TargetPlan:
+def plan_block(path: Path, scope: str, content: str, why: str, *, follow_link: bool = False) -> TargetPlan:
     """The item for a managed block in the person's file at ``path``.
 
-    The file holds a person's bytes: outside the block nothing changes; a symlink, a
-    folder or a file that is not UTF-8 is refused (``fail``) and left untouched.
+    The file holds a person's bytes: outside the block nothing changes; a folder or a file
+    that is not UTF-8 is refused (``fail``) and left untouched. A symlink is refused too,
+    unless ``follow_link`` (home-level files, often links into a dotfiles folder): then
+    the block is updated in the file the link resolves to, which must be a regular file
+    the user can write, and the link itself stays as it is.
     """
     out = TargetPlan()
+    via: Path | None = None
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -173,28 +179,59 @@ def plan_block(path: Path, scope: str, content: str, why: str) -> TargetPlan:
         return out
     old: bytes | None = None
     if st is not None:
-        if os.path.islink(path):
-            out.items.append(Item(path, FAIL, "is a symlink; okfgit does not replace links (nothing was changed)"))
-            return out
-        if not os.path.isfile(path):
+        if stat.S_ISLNK(st.st_mode):
+            if not follow_link:
+                out.items.append(Item(path, FAIL, "is a symlink; okfgit does not replace links (nothing was changed)"))
+                return out
+            target, problem = link_target(path)
+            if problem is not None:
+                out.items.append(Item(path, FAIL, f"{problem}; nothing was changed"))
+                return out
+            path, via = target, path
+        elif not stat.S_ISREG(st.st_mode):
             out.items.append(Item(path, FAIL, "is not a regular file (nothing was changed)"))
             return out
         try:
             old = path.read_bytes()
         except OSError as exc:
-            out.items.append(Item(path, FAIL, f"cannot read it: {exc.strerror or exc}"))
+            out.items.append(Item(path, FAIL, f"cannot read it: {exc.strerror or exc}", via=via))
             return out
     try:
         text = old.decode("utf-8") if old is not None else None
     except UnicodeDecodeError as exc:
-        out.items.append(Item(path, FAIL, f"is not UTF-8 (byte {exc.start}); nothing was changed"))
+        out.items.append(Item(path, FAIL, f"is not UTF-8 (byte {exc.start}); nothing was changed", via=via))
         return out
     result = blocks.upsert_block(text, scope, content, str(path))
     out.warnings.extend(result.warnings)
     new = result.text.encode("utf-8")
+    through = f", through the symlink {via}" if via is not None else ""
     if old is not None and new == old:
-        out.items.append(Item(path, UNCHANGED, why, oid=blob_oid(old)))
+        out.items.append(Item(path, UNCHANGED, why + through, oid=blob_oid(old), via=via))
     else:
-        reason = f"{why} (file created)" if old is None else f"{why} (block id={scope} updated)"
-        out.items.append(Item(path, WRITE, reason, data=new, old=old, fsync=True, oid=blob_oid(new)))
+        reason = f"{why} (file created)" if old is None else f"{why} (block id={scope} updated{through})"
+        out.items.append(Item(path, WRITE, reason, data=new, old=old, fsync=True, oid=blob_oid(new), via=via))
     return out
+
+
+def link_target(link: Path) -> tuple[Path, str | None]:
+    """The regular file the symlink ``link`` resolves to, or why okfgit will not write there.
+
+    The block is then written with a temp file and a rename in the target's folder, so both
+    the file and its folder must be writable.
+    """
+    shown = os.readlink(link)
+    try:
+        target = Path(os.path.realpath(link, strict=True))
+        st = os.stat(target)
+    except FileNotFoundError:
+        where = Path(os.path.normpath(link.parent / shown))
+        return link, f"is a symlink to {where}, which does not exist"
+    except OSError as exc:
+        return link, f"is a symlink okfgit cannot follow ({exc.strerror or exc})"
+    if not stat.S_ISREG(st.st_mode):
+        return link, f"is a symlink to {target}, which is not a regular file"
+    if not os.access(target, os.W_OK):
+        return link, f"is a symlink to {target}, which you cannot write"
+    if not os.access(target.parent, os.W_OK | os.X_OK):
+        return link, f"is a symlink to {target}, whose folder you cannot write (okfgit replaces the file there)"
+    return target, None

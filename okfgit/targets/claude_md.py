@@ -28,4 +28,5 @@ class ClaudeMd:
         if view.tier("global") is None:
             return TargetPlan()
         path = claude_home.claude_home(view.ctx.environ, view.ctx.home) / "CLAUDE.md"
-        return plan_block(path, SCOPE, global_block(view), "global knowledge protocol for Claude Code")
+        return plan_block(path, SCOPE, global_block(view), "global knowledge protocol for Claude Code",
+                          follow_link=True)

@@ -19,4 +19,5 @@ class CodexAgents:
         if view.tier("global") is None:
             return TargetPlan()
         path = claude_home.codex_home(view.ctx.environ, view.ctx.home) / "AGENTS.md"
-        return plan_block(path, SCOPE, global_block(view), "global knowledge protocol for Codex")
+        return plan_block(path, SCOPE, global_block(view), "global knowledge protocol for Codex",
+                          follow_link=True)
