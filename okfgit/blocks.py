@@ -7,6 +7,12 @@ that close or open nothing (stray markers), so a damaged file is repaired withou
 hand-written line. Blocks of other scopes (``id=global`` beside ``id=project``) are left
 alone.
 
+Which text is okfgit's: markers pair in order (a begin closes at the next end, unless
+another begin comes first), so only the content of an innermost well-formed block can be
+replaced, and only of the first one for the scope. With nested begins
+(``begin, a, begin, b, end``), ``b`` lies between a begin and an end for the scope under
+every reading of the markers and is replaced; ``a`` may be a person's and is kept.
+
 Pure functions: text in, text out. Writing the file is the caller's job.
 """
 
@@ -183,6 +189,7 @@ def _plan(lines: list[str], scope: str, filename: str) -> _Plan:
         )
     for index, interrupted_by in orphans:
         removed.add(index)
+        kept = "the text after it, up to the next marker, was kept"
         if interrupted_by is None:
             why = "no end marker follows it"
         elif _marker_of(_body(lines[interrupted_by])) == scope:
@@ -190,12 +197,15 @@ def _plan(lines: list[str], scope: str, filename: str) -> _Plan:
                 f"nested: another begin for id={scope} at line {interrupted_by + 1} "
                 "comes before any end"
             )
+            if chosen is not None and chosen[0] == interrupted_by:
+                # The one ambiguous case: say which text was taken as okfgit's.
+                kept = (
+                    "the text between them was kept as hand-written, and the block at lines "
+                    f"{chosen[0] + 1}-{chosen[1] + 1} was taken as okfgit's and its content replaced"
+                )
         else:
             why = f"another begin marker at line {interrupted_by + 1} comes before any end"
-        warnings.append(
-            f"{filename}: line {index + 1}: removed an unclosed '{marker}' ({why}); "
-            "the text after it, up to the next marker, was kept"
-        )
+        warnings.append(f"{filename}: line {index + 1}: removed an unclosed '{marker}' ({why}); {kept}")
 
     begins = [b for b, _ in blocks] + [i for i, _ in orphans]
     insert_at = min(begins) if begins else None

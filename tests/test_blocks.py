@@ -222,6 +222,22 @@ def test_nested_begins():
     assert len(result.warnings) == 1 and "nested" in result.warnings[0]
 
 
+def test_nested_begin_keeps_the_outer_text_and_replaces_only_the_inner_block():
+    # Which text is okfgit's: only the content of the innermost well-formed block (``mine``
+    # below sits between a begin and an end for the scope under every reading of the
+    # markers); the text between the outer unmatched begin and the inner begin (``old``)
+    # may be a person's, so it is kept. The warning says exactly that, with line numbers.
+    existing = f"{B}\nold\n{B}\nmine\n{E}\n"
+    result = upsert_block(existing, "project", "new", "F.md")
+    assert result.text == f"{B}\nnew\n{E}\nold\n"
+    assert result.warnings == (
+        f"F.md: line 1: removed an unclosed '{B}' (nested: another begin for id=project at line 3 comes "
+        "before any end); the text between them was kept as hand-written, and the block at lines 3-5 was "
+        "taken as okfgit's and its content replaced",
+    )
+    assert upsert_block(result.text, "project", "new", "F.md") == BlockResult(result.text, False, ())
+
+
 def test_two_orphans_and_no_end():
     existing = f"{B}\na\n{B}\nb\n"
     result = upsert_block(existing, "project", "new", "F.md")
@@ -438,3 +454,43 @@ def test_property_other_scope_block_is_untouched(above, middle, below, g, p, new
     assert read_block(result.text, "global") == read_block(existing, "global")
     removed = remove_block(result.text, "project", "F.md")
     assert glob in removed.text and count(removed.text, B) == 0
+
+
+def replaced_block(lines: list[str]) -> range:
+    """The lines okfgit may replace, by the rule alone: the first begin for id=project whose
+    next marker line is an end (the innermost well-formed block), or nothing."""
+    for i, line in enumerate(lines):
+        if line != B:
+            continue
+        nxt = next((k for k in range(i + 1, len(lines)) if lines[k] in MARKERS), None)
+        if nxt is not None and lines[nxt] == E:
+            return range(i, nxt + 1)
+    return range(0)
+
+
+def without_trailing_blanks(lines: list[str]) -> list[str]:
+    while lines and lines[-1] == "":
+        lines = lines[:-1]
+    return lines
+
+
+@settings(max_examples=500)
+@given(
+    lines=st.lists(st.one_of(hand_line, st.sampled_from(sorted(MARKERS))), max_size=20),
+    new=content,
+    nl=newline,
+)
+def test_property_no_line_outside_the_replaced_block_is_ever_lost(lines, new, nl):
+    existing = "".join(line + nl for line in lines)
+    result = upsert_block(existing, "project", new, "F.md")
+    out = lines_of(result.text)
+    start = out.index(B)
+    fresh = lines_of(render_block("project", new))[:-1]
+    assert out[start : start + len(fresh)] == fresh
+    rest = out[:start] + out[start + len(fresh) :]
+    replaced = replaced_block(lines)
+    outside = [line for i, line in enumerate(lines) if i not in replaced and line not in MARKERS]
+    # Exactly the non-marker lines outside the replaced block, in order: none lost, none
+    # added (but the one blank line that separates an appended block).
+    assert without_trailing_blanks([line for line in rest if line not in MARKERS]) == \
+        without_trailing_blanks(outside)
