@@ -64,7 +64,7 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         if memory is not None and not report.failed and not report.capture_deferred:
             common = str(repo.common_dir)
             try:
-                fsutil.atomic_write(Path(syncstamp.path(common)), syncstamp.record(common, str(memory), started),
+                fsutil.atomic_write(Path(syncstamp.path(common)), syncstamp.record(str(memory), started),
                                     fsync=False)
             except OkfError:
                 pass  # only a cache: the next sync does the full work

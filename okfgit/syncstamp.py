@@ -1,72 +1,99 @@
-"""Sync's own no-op stamp: a digest of the memory folder's listing after the last sync.
+"""Sync's own no-op stamp: the memory folder as the last sync left it.
 
 The projection fast path (``fastpath.py``) already proves that the tiers and every file
-projection owns are as it left them. Capture also needs to know that no agent added or
-edited a memory file in place (an in-place edit does not change the folder's mtime), so
-sync records ``(path, size, mtime_ns)`` of every file in the memory folder as one digest,
-and the file-system time at which it started (``since``: the mtime of the lock file it
-had just written). A file whose mtime is at or after ``since`` may have been written by
-an agent while that sync was running, after capture had read the folder: then the stamp
-is not trusted and the next sync does the full work (which writes a fresh stamp).
-Standard library only: this runs on every git checkout.
+projection owns are as it left them. Capture also needs to know that no agent added,
+removed or edited a memory file since. The stamp, ``<git common dir>/okf/sync.json``,
+records after each successful sync:
+
+- ``since``: the file-system time at which that sync started (the mtime of the lock file
+  it had just written). Anything in the folder with an mtime at or after it may have been
+  written while that sync ran, after capture had read the folder, so it is not vouched for;
+- ``dirs``: inode and mtime of the folder and each folder below it (a file added, removed
+  or renamed changes its folder's mtime);
+- ``digest``: inode, size and mtime of every entry, summed as 64-bit hashes of integer
+  tuples (order-independent: no sort and no string work per file).
+
+Two checks: **shallow** (the folders only: cost independent of the number of files; git
+hooks use it, since an in-place edit of a memory file does not change what git did) and
+**deep** (every entry: what ``okfgit sync`` itself and the agents' session hooks use, so an
+in-place edit is captured). Standard library only: this runs on every git checkout.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+from typing import NamedTuple
 
 STAMP = "sync.json"
 ABSENT = "absent"
+_MASK = (1 << 64) - 1
 
 
-def scan(memory_dir: str) -> tuple[str, int]:
-    """(digest of every file's path, size and mtime under ``memory_dir``, newest mtime_ns).
+class Scan(NamedTuple):
+    """What ``scan`` saw: the digest, the newest mtime, and each folder's (inode, mtime)."""
 
-    A missing folder gives ``("absent", 0)``.
-    """
-    if not os.path.isdir(memory_dir):
-        return ABSENT, 0
-    h = hashlib.sha1()
-    newest = 0
-    for folder, dirs, files in os.walk(memory_dir):
-        dirs.sort()
-        for name in sorted(files):
-            full = os.path.join(folder, name)
-            try:
-                st = os.lstat(full)
-            except OSError:
-                continue
-            newest = max(newest, st.st_mtime_ns)
-            rel = os.path.relpath(full, memory_dir)
-            h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
-    return h.hexdigest(), newest
+    digest: str
+    newest: int
+    dirs: dict[str, list[int]]
 
 
-def digest(memory_dir: str) -> str:
-    """The digest part of ``scan``."""
-    return scan(memory_dir)[0]
+def scan(memory_dir: str) -> Scan:
+    """Every entry under ``memory_dir`` (a missing folder gives digest ``absent``)."""
+    try:
+        root = os.lstat(memory_dir)
+    except OSError:
+        return Scan(ABSENT, 0, {})
+    newest = root.st_mtime_ns
+    dirs = {".": [root.st_ino, root.st_mtime_ns]}
+    total = hash((root.st_ino, root.st_size, root.st_mtime_ns))
+    count = 0
+    stack = [("", memory_dir)]
+    while stack:
+        rel, folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                st = entry.stat(follow_symlinks=False)
+                mtime = st.st_mtime_ns
+                if mtime > newest:
+                    newest = mtime
+                total += hash((st.st_ino, st.st_size, mtime))
+                count += 1
+                if entry.is_dir(follow_symlinks=False):
+                    dirs[rel + entry.name] = [st.st_ino, mtime]
+                    stack.append((f"{rel}{entry.name}/", entry.path))
+    return Scan(f"{count}:{total & _MASK:016x}", newest, dirs)
 
 
 def path(common_dir: str) -> str:
     return os.path.join(common_dir, "okf", STAMP)
 
 
-def matches(common_dir: str) -> bool:
-    """True when the memory folder recorded by the last sync still has the same listing,
-    and nothing in it is as new as that sync's start."""
+def matches(common_dir: str, *, deep: bool = True) -> bool:
+    """True when the memory folder is as the last sync left it (see the module docstring)."""
     try:
         with open(path(common_dir), encoding="utf-8") as fh:
             data = json.load(fh)
-        found, newest = scan(str(data["memory_dir"]))
-        return found == data["digest"] and newest < int(data["since"])
+        since = int(data["since"])
+        memory_dir = str(data["memory_dir"])
+        if deep:
+            seen = scan(memory_dir)
+            return seen.digest == data["digest"] and seen.newest < since
+        dirs = data["dirs"]
+        if not dirs:
+            return not os.path.lexists(memory_dir)
+        for rel, (ino, mtime) in dirs.items():
+            st = os.lstat(memory_dir if rel == "." else os.path.join(memory_dir, rel))
+            if st.st_ino != ino or st.st_mtime_ns != mtime or mtime >= since:
+                return False
+        return True
     except (OSError, ValueError, KeyError, TypeError):
         return False
 
 
-def record(common_dir: str, memory_dir: str, since: int) -> bytes:
+def record(memory_dir: str, since: int) -> bytes:
     """The stamp bytes for ``memory_dir`` as it is now, for a sync that started at file-system
     time ``since`` (ns); the caller writes them atomically."""
-    found, _ = scan(memory_dir)
-    return json.dumps({"memory_dir": memory_dir, "digest": found, "since": since}).encode("utf-8") + b"\n"
+    seen = scan(memory_dir)
+    data = {"memory_dir": memory_dir, "since": since, "digest": seen.digest, "dirs": seen.dirs}
+    return json.dumps(data, separators=(",", ":")).encode("utf-8") + b"\n"

@@ -69,14 +69,16 @@ def test_the_no_op_path_sees_new_and_edited_memory_files(project: Path, mem: Pat
     assert b"MUST hit" in blob(git, project, "HEAD:.okf/memory/feedback-testing.md")
 
 
+@pytest.mark.parametrize("args", [(), ("--hook", "post-merge", "--", "0"),
+                                  ("--hook", "post-checkout", "--", "a" * 40, "b" * 40, "1")])
 def test_the_no_op_path_imports_neither_pygit2_nor_yaml(project: Path, mem: Path, okfgit: Runner,
-                                                        env: dict[str, str]) -> None:
+                                                        env: dict[str, str], args: tuple[str, ...]) -> None:
     write_memory(mem, "feedback_testing.md", CURRENT)
     okfgit("sync", cwd=project)
     okfgit("sync", cwd=project)
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "okfgit", "sync"], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0 and proc.stdout == "okfgit sync: up to date\n", proc
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "okfgit", "sync", *args], cwd=project,
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == ("" if args else "okfgit sync: up to date\n"), proc
     imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
     assert "okfgit.fastpath" in imported and "okfgit.syncstamp" in imported
     heavy = sorted(m for m in imported if m.split(".")[0] in ("pygit2", "yaml", "okfgit") and m not in (
@@ -99,6 +101,26 @@ def test_a_held_lock_makes_sync_wait_then_skip(project: Path, mem: Path, okfgit:
         assert f"sync running: pid {os.getpid()} since " in status
     assert head(git, project) == top
     assert "captured 1" in okfgit("sync", cwd=project).out
+
+
+def test_a_sync_that_crashed_holding_the_lock_leaves_no_lock_behind(project: Path, mem: Path, okfgit: Runner,
+                                                                    env: dict[str, str]) -> None:
+    write_memory(mem, "feedback_testing.md", CURRENT)
+    code = ("import sys, time; from pathlib import Path; from okfgit import lock; "
+            "held = lock.acquire(Path(sys.argv[1]), 0); print('held', flush=True); time.sleep(600)")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(lock.lock_path(project / ".git"))], env=env,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert f"sync running: pid {holder.pid} since " in okfgit("status", cwd=project).out
+        assert okfgit("sync", "--wait", "0.1", cwd=project).out.startswith(
+            f"okfgit sync skipped: another okfgit sync is running (pid {holder.pid} since ")
+    finally:
+        holder.kill()  # SIGKILL: no chance to release anything
+        holder.wait()
+        holder.stdout.close()  # type: ignore[union-attr]
+    assert "sync running" not in okfgit("status", cwd=project).out
+    assert "captured 1" in okfgit("sync", "--wait", "5", cwd=project).out
 
 
 def test_eight_syncs_at_once_leave_one_consistent_kb(project: Path, mem: Path, env: dict[str, str], okfgit: Runner,
@@ -207,8 +229,16 @@ def test_hook_mode_obeys_should_run_and_prints_at_most_one_line(project: Path, m
     assert done.out == "" and done.err.count("\n") == 1 and "captured 1" in done.err
     quiet = okfgit("sync", "--hook", "post-merge", "--", "0", cwd=project)
     assert (quiet.out, quiet.err) == ("", "")
-    assert okfgit("sync", "--hook", "pre-push", cwd=project, expect=2).err.startswith(
-        "okfgit: error: unknown hook 'pre-push'")
+    bad = okfgit("sync", "--hook", "pre-push", cwd=project, expect=2)
+    assert "Invalid value for '--hook': 'pre-push' is not one of 'post-checkout', 'post-merge', 'post-commit', " \
+           "'post-rewrite'." in bad.err
+
+
+def test_the_hook_names_sync_accepts_are_okfgits_hooks() -> None:
+    from okfgit import hooks
+    from okfgit.commands import sync
+
+    assert sync.HOOK_NAMES == hooks.HOOK_NAMES
 
 
 def test_sync_outside_a_repository_is_a_usage_error(tmp_path: Path, okfgit: Runner) -> None:
@@ -241,22 +271,57 @@ def test_the_sync_stamp_does_not_vouch_for_files_written_during_that_sync(tmp_pa
 
     common, folder = tmp_path / "git", tmp_path / "memory"
     (common / "okf").mkdir(parents=True)
-    folder.mkdir()
+    (folder / "sub").mkdir(parents=True)
     (folder / "a.md").write_text("a")
     since = (folder / "a.md").stat().st_mtime_ns + 1_000_000_000
-    os.utime(folder / "a.md", ns=(since - 10, since - 10))
-    Path(syncstamp.path(str(common))).write_bytes(syncstamp.record(str(common), str(folder), since))
-    assert syncstamp.matches(str(common))
-    (folder / "a.md").write_text("b")  # same size, edited in place
-    os.utime(folder / "a.md", ns=(since - 5, since - 5))
-    assert not syncstamp.matches(str(common))
-    # written while that sync ran (mtime at or after its start), even if the digest includes it
-    (folder / "b.md").write_text("b")
-    os.utime(folder / "b.md", ns=(since, since))
-    Path(syncstamp.path(str(common))).write_bytes(syncstamp.record(str(common), str(folder), since))
-    assert not syncstamp.matches(str(common))
-    os.utime(folder / "b.md", ns=(since - 1, since - 1))
-    Path(syncstamp.path(str(common))).write_bytes(syncstamp.record(str(common), str(folder), since))
-    assert syncstamp.matches(str(common))
+    old = since - 10
+
+    def stamp() -> None:
+        for path in (folder / "sub", folder):
+            os.utime(path, ns=(old, old))
+        Path(syncstamp.path(str(common))).write_bytes(syncstamp.record(str(folder), since))
+
+    def both() -> tuple[bool, bool]:
+        return syncstamp.matches(str(common), deep=False), syncstamp.matches(str(common))
+
+    os.utime(folder / "a.md", ns=(old, old))
+    stamp()
+    assert both() == (True, True)
+    (folder / "a.md").write_text("b")  # same size, edited in place, mtime set back
+    os.utime(folder / "a.md", ns=(old - 5, old - 5))
+    assert both() == (True, False)  # only the deep check sees in-place edits
+    stamp()
+    (folder / "sub" / "b.md").write_text("b")  # a file added in a subfolder
+    os.utime(folder / "sub" / "b.md", ns=(old, old))
+    assert both() == (False, False)
+    stamp()
+    assert both() == (True, True)
+    os.utime(folder / "sub" / "b.md", ns=(since, since))  # written while that sync ran
+    stamp()
+    assert both() == (True, False)
+    os.utime(folder, ns=(since, since))  # a folder changed while that sync ran
+    Path(syncstamp.path(str(common))).write_bytes(syncstamp.record(str(folder), since))
+    assert both() == (False, False)
+    (folder / "sub" / "b.md").unlink()
+    stamp()
+    assert both() == (True, True)
     Path(syncstamp.path(str(common))).write_text("{not json")
-    assert not syncstamp.matches(str(common))
+    assert both() == (False, False)
+    absent = tmp_path / "none"
+    Path(syncstamp.path(str(common))).write_bytes(syncstamp.record(str(absent), since))
+    assert both() == (True, True)
+    absent.mkdir()
+    assert both() == (False, False)
+
+
+def test_a_git_hook_no_op_does_not_look_at_every_memory_file(project: Path, mem: Path, okfgit: Runner,
+                                                              git: Runner) -> None:
+    write_memory(mem, "feedback_testing.md", CURRENT)
+    okfgit("sync", cwd=project)
+    okfgit("sync", cwd=project)
+    file = mem / "feedback_testing.md"
+    file.write_bytes(file.read_bytes().replace(b"must hit", b"MUST hit"))  # in place: the folder is unchanged
+    top = head(git, project)
+    hook = okfgit("sync", "--hook", "post-merge", "--", "0", cwd=project)
+    assert (hook.out, hook.err, head(git, project)) == ("", "", top)
+    assert "captured 1" in okfgit("sync", cwd=project).out  # sync itself (and SessionEnd) sees it

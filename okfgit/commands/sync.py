@@ -11,10 +11,12 @@ from okfgit import fastpath, syncstamp
 from okfgit.commands._common import repo_option, run_option
 
 NOTHING_TO_DO = "okfgit sync: up to date"
+# okfgit.hooks.HOOK_NAMES, spelled out: importing okfgit.hooks here would slow every no-op
+HOOK_NAMES = ("post-checkout", "post-merge", "post-commit", "post-rewrite")
 
 
 @click.command("sync")
-@click.option("--hook", default=None, metavar="NAME",
+@click.option("--hook", type=click.Choice(HOOK_NAMES), default=None, metavar="NAME",
               help="Called from git hook NAME (post-checkout, post-merge, post-commit, post-rewrite): "
                    "skip file checkouts and mid-rebase states, print at most one line.")
 @click.option("--wait", "wait_s", type=float, default=30.0, show_default=True,
@@ -29,17 +31,22 @@ def sync_cmd(hook: str | None, wait_s: float, hook_args: tuple[str, ...], repo: 
     process start. Exit 3 when a capture commit or a target write failed."""
     cwd = os.getcwd()
     found = fastpath.find_repo(os.path.join(cwd, str(repo)) if repo else cwd)
+    # Nothing changed: done, whatever the hook (a skipped hook does nothing either). Checked
+    # first because it is the cheaper question: hooks.py loads more than the stdlib. A git
+    # hook checks the memory folders only, not every file: the cost must not grow with the
+    # KB, and an in-place edit of a memory file is not something git did (the next sync
+    # without --hook, e.g. Claude Code's SessionEnd, captures it).
+    if found is not None and fastpath.check(os.environ, cwd, repo=str(repo) if repo else None, scope="all",
+                                            target="all", run=run) \
+            and syncstamp.matches(fastpath.common_dir(found[1]), deep=hook is None):
+        if hook is None:
+            click.echo(NOTHING_TO_DO)
+        return 0
     if hook is not None and found is not None:
         from okfgit import hooks
 
         if not hooks.should_run(hook, list(hook_args), Path(found[1])):
             return 0
-    if found is not None and fastpath.check(os.environ, cwd, repo=str(repo) if repo else None, scope="all",
-                                            target="all", run=run) \
-            and syncstamp.matches(fastpath.common_dir(found[1])):
-        if hook is None:
-            click.echo(NOTHING_TO_DO)
-        return 0
     from okfgit import sync
     from okfgit.commands._common import warn, workspace
 
