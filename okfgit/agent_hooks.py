@@ -2,15 +2,16 @@
 
 ``SessionStart`` projects the knowledge base; ``SessionEnd`` and ``PreCompact`` sync, so
 what an agent learnt is captured before the session or its context goes away. Entries are
-recognised by their exact command strings: install adds only what is missing, uninstall
-removes only those entries, and every other setting and hook keeps its place and value.
-A settings file okfgit cannot read with certainty is never rewritten (exit 3).
+recognised by their exact command strings (this okfgit's, or an older okfgit's, which
+install replaces in place): install adds only what is missing, uninstall removes only
+those entries, and every other setting and hook keeps its place and value. A settings
+file okfgit cannot read with certainty is never rewritten (exit 3).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,13 +21,22 @@ from okfgit.claude_home import claude_home
 from okfgit.context import Context
 from okfgit.errors import IntegrityError
 
-# Claude Code treats exit status 2 as "block" for some events (PreCompact can veto a
-# compaction) while okfgit uses 2 for usage errors; `|| exit 1` turns any failure into
-# Claude Code's non-blocking error, whose stderr the user sees.
+# SessionStart's stdout becomes the agent's context, and a session may start outside any
+# git repository: --quiet prints nothing on stdout, does nothing (exit 0) where there is
+# no repository, and turns every failure into exit 1. Claude Code treats exit status 2 as
+# "block" for some events (PreCompact can veto a compaction); `|| exit 1` also covers an
+# okfgit too old to know --quiet (click's usage error is 2) and a missing okfgit (127).
 COMMANDS: dict[str, str] = {
-    "SessionStart": "okfgit project || exit 1",
-    "SessionEnd": "okfgit sync || exit 1",
-    "PreCompact": "okfgit sync || exit 1",
+    "SessionStart": "okfgit project --quiet || exit 1",
+    "SessionEnd": "okfgit sync --quiet || exit 1",
+    "PreCompact": "okfgit sync --quiet || exit 1",
+}
+# What older okfgit versions installed: recognised so that install replaces them in place
+# and uninstall removes them, never leaving two entries that run the same thing.
+LEGACY: dict[str, tuple[str, ...]] = {
+    "SessionStart": ("okfgit project || exit 1",),
+    "SessionEnd": ("okfgit sync || exit 1",),
+    "PreCompact": ("okfgit sync || exit 1",),
 }
 MATCHER = "*"  # every source / reason / trigger of the event
 
@@ -43,7 +53,8 @@ class AgentChange:
     path: Path  # the file written (a symlinked settings.json's target)
     old: bytes | None
     new: bytes | None
-    events: tuple[str, ...]  # events whose okfgit entry is added (install) or removed (uninstall)
+    events: tuple[str, ...]  # events whose okfgit entry is added or replaced (install) or removed (uninstall)
+    replaced: tuple[str, ...] = ()  # of ``events``: where an older okfgit's entry was brought up to date
 
     @property
     def changed(self) -> bool:
@@ -60,43 +71,58 @@ class AgentChange:
 
 
 def plan_install(ctx: Context) -> AgentChange:
-    """The settings.json with okfgit's three hooks added where missing."""
+    """The settings.json with okfgit's three hooks added where missing.
+
+    An older okfgit's entry (``LEGACY``) gets the current command in place (its group,
+    position and other keys kept); any further one, or one beside a current entry, goes.
+    """
     path, old, settings = _load(settings_path(ctx))
     hooks = _hooks_object(path, settings, create=True)
     assert hooks is not None  # create=True makes one
-    added: list[str] = []
+    touched: list[str] = []
+    replaced: list[str] = []
     for event, command in COMMANDS.items():
         groups = _event_groups(path, hooks, event, create=True)
-        if not any(_is_ours(entry, command) for group in groups for entry in _entries(path, event, group)):
+        entries = [entry for group in groups for entry in _entries(path, event, group)]
+        legacy = [entry for entry in entries if _is_legacy(entry, event)]
+        current = any(_is_ours(entry, command) for entry in entries)
+        if not current and legacy:
+            legacy[0]["command"] = command  # the same dict: it keeps its place and other keys
+        elif not current:
             groups.append({"matcher": MATCHER, "hooks": [{"type": "command", "command": command}]})
-            added.append(event)
-    return AgentChange(path, old, _dump(settings) if added else old, tuple(added))
+        if legacy:
+            _remove_entries(path, hooks, event, _legacy_of(event))
+            replaced.append(event)
+        if legacy or not current:
+            touched.append(event)
+    return AgentChange(path, old, _dump(settings) if touched else old, tuple(touched), tuple(replaced))
 
 
 def plan_uninstall(ctx: Context) -> AgentChange:
-    """The settings.json without okfgit's entries; containers left empty by that go too."""
+    """The settings.json without okfgit's entries (an older okfgit's too); containers left
+    empty by that go too."""
     path, old, settings = _load(settings_path(ctx))
     if old is None:
         return AgentChange(path, None, None, ())
     hooks = _hooks_object(path, settings, create=False)
     removed: list[str] = []
     for event, command in COMMANDS.items():
-        if hooks is not None and event in hooks and _remove_ours(path, hooks, event, command):
+        if hooks is not None and event in hooks and _remove_entries(path, hooks, event, _okfgits(event, command)):
             removed.append(event)
     if hooks is not None and not hooks and removed:
         del settings["hooks"]
     return AgentChange(path, old, _dump(settings) if removed else old, tuple(removed))
 
 
-def _remove_ours(path: Path, hooks: dict[str, Any], event: str, command: str) -> bool:
-    """Drop okfgit's entries from ``hooks[event]``; a group or event list left empty by
-    that goes too (one that was empty before stays). True when anything was removed."""
+def _remove_entries(path: Path, hooks: dict[str, Any], event: str, match: Callable[[Any], bool]) -> bool:
+    """Drop the entries ``match`` picks from ``hooks[event]``; a group or event list left
+    empty by that goes too (one that was empty before stays). True when any was removed."""
     groups = _event_groups(path, hooks, event, create=False)
     kept_groups = []
     removed = False
     for group in groups:
         entries = _entries(path, event, group)
-        kept = [e for e in entries if not _is_ours(e, command)]
+        kept = [e for e in entries if not match(e)]
         if len(kept) < len(entries):
             removed = True
             if not kept:
@@ -125,19 +151,22 @@ def apply(ctx: Context, change: AgentChange) -> None:
 @dataclass(frozen=True)
 class AgentStatus:
     path: Path
-    installed: dict[str, bool]  # event -> okfgit's entry present
+    installed: dict[str, bool]  # event -> okfgit's entry present (this okfgit's or an older one's)
     problem: str | None  # why the file cannot be read, if it cannot
+    outdated: tuple[str, ...] = ()  # events with only an older okfgit's entry: `hooks install` updates them
 
     @property
     def state(self) -> str:
         if self.problem:
             return "unreadable"
         found = sum(self.installed.values())
-        return "installed" if found == len(COMMANDS) else "partial" if found else "absent"
+        if found == len(COMMANDS):
+            return "outdated" if self.outdated else "installed"
+        return "partial" if found else "absent"
 
     def to_json(self) -> dict[str, object]:
         return {"agent": "claude", "settings": str(self.path), "state": self.state,
-                "events": self.installed, "problem": self.problem}
+                "events": self.installed, "outdated": list(self.outdated), "problem": self.problem}
 
 
 def status(ctx: Context) -> AgentStatus:
@@ -146,12 +175,18 @@ def status(ctx: Context) -> AgentStatus:
         path, _, settings = _load(settings_path(ctx))
         hooks = _hooks_object(path, settings, create=False) or {}
         installed = {}
+        outdated = []
         for event, command in COMMANDS.items():
             groups = _event_groups(path, hooks, event, create=False) if event in hooks else []
-            installed[event] = any(_is_ours(e, command) for g in groups for e in _entries(path, event, g))
+            entries = [e for g in groups for e in _entries(path, event, g)]
+            current = any(_is_ours(e, command) for e in entries)
+            legacy = any(_is_legacy(e, event) for e in entries)
+            installed[event] = current or legacy
+            if legacy and not current:
+                outdated.append(event)
     except IntegrityError as exc:
         return AgentStatus(settings_path(ctx), {e: False for e in COMMANDS}, str(exc))
-    return AgentStatus(path, installed, None)
+    return AgentStatus(path, installed, None, tuple(outdated))
 
 
 # -- reading settings.json with certainty ---------------------------------------------
@@ -231,6 +266,19 @@ def _entries(path: Path, event: str, group: Mapping[str, Any]) -> list[Any]:
 
 def _is_ours(entry: Any, command: str) -> bool:
     return isinstance(entry, dict) and entry.get("type") == "command" and entry.get("command") == command
+
+
+def _is_legacy(entry: Any, event: str) -> bool:
+    return any(_is_ours(entry, command) for command in LEGACY.get(event, ()))
+
+
+def _legacy_of(event: str) -> Callable[[Any], bool]:
+    return lambda entry: _is_legacy(entry, event)
+
+
+def _okfgits(event: str, command: str) -> Callable[[Any], bool]:
+    """Any entry okfgit installed for ``event``: this version's ``command`` or an older one."""
+    return lambda entry: _is_ours(entry, command) or _is_legacy(entry, event)
 
 
 def _dump(settings: dict[str, Any]) -> bytes:

@@ -5,17 +5,26 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from okfgit import agent_hooks
 from okfgit.context import Context
+from tests.conftest import Result, Runner
 
 OURS = {
-    "SessionStart": {"matcher": "*", "hooks": [{"type": "command", "command": "okfgit project || exit 1"}]},
-    "SessionEnd": {"matcher": "*", "hooks": [{"type": "command", "command": "okfgit sync || exit 1"}]},
-    "PreCompact": {"matcher": "*", "hooks": [{"type": "command", "command": "okfgit sync || exit 1"}]},
+    "SessionStart": {"matcher": "*", "hooks": [{"type": "command", "command": "okfgit project --quiet || exit 1"}]},
+    "SessionEnd": {"matcher": "*", "hooks": [{"type": "command", "command": "okfgit sync --quiet || exit 1"}]},
+    "PreCompact": {"matcher": "*", "hooks": [{"type": "command", "command": "okfgit sync --quiet || exit 1"}]},
+}
+# What okfgit 0.1's `hooks install --agent claude` wrote, exactly.
+OLD = {
+    "SessionStart": "okfgit project || exit 1",
+    "SessionEnd": "okfgit sync || exit 1",
+    "PreCompact": "okfgit sync || exit 1",
 }
 
 # A person's settings in Claude Code's own layout, with a hook of their own on one of our events.
@@ -82,7 +91,7 @@ def test_uninstall_restores_the_file_byte_for_byte(settings: Path, okfgit, tmp_p
 def test_uninstall_removes_only_our_entries(settings: Path, okfgit, tmp_path: Path) -> None:
     # a person moved our command into their own group and added one of theirs beside it
     mixed = {"hooks": {"SessionEnd": [{"matcher": "*", "hooks": [
-        {"type": "command", "command": "okfgit sync || exit 1"},
+        {"type": "command", "command": "okfgit sync --quiet || exit 1"},
         {"type": "command", "command": "okfgit sync"},  # not our exact string: theirs
         {"type": "command", "command": "notify-send bye"},
     ]}]}}
@@ -127,7 +136,7 @@ def test_unreadable_settings_are_never_rewritten(settings: Path, okfgit, tmp_pat
 def test_dry_run_shows_the_diff_and_writes_nothing(settings: Path, okfgit, tmp_path: Path) -> None:
     settings.write_bytes(b'{\n  "model": "opus"\n}\n')
     r = okfgit("hooks", "install", "--agent", "claude", "--dry-run", cwd=tmp_path)
-    assert '+  "hooks": {' in r.out and '+            "command": "okfgit project || exit 1"' in r.out
+    assert '+  "hooks": {' in r.out and '+            "command": "okfgit project --quiet || exit 1"' in r.out
     assert settings.read_bytes() == b'{\n  "model": "opus"\n}\n'
 
 
@@ -173,3 +182,130 @@ def test_library_status_never_raises(home: Path, tmp_path: Path) -> None:
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "settings.json").write_bytes(b"\xff")
     assert agent_hooks.status(ctx).state == "unreadable"
+
+
+# -- entries an older okfgit installed ----------------------------------------------------------
+
+
+def with_old_entries() -> dict:
+    """A person's settings holding okfgit 0.1's entries: one beside the person's own hook in a
+    group of theirs (with a timeout they added), the others in groups of their own."""
+    data = json.loads(json.dumps(THEIRS))
+    data["hooks"]["SessionStart"][0]["hooks"].append({"type": "command", "command": OLD["SessionStart"],
+                                                      "timeout": 30})
+    data["hooks"]["SessionEnd"] = [{"matcher": "*", "hooks": [{"type": "command", "command": OLD["SessionEnd"]}]}]
+    data["hooks"]["PreCompact"] = [{"matcher": "*", "hooks": [{"type": "command", "command": OLD["PreCompact"]}]}]
+    return data
+
+
+def test_install_replaces_an_older_okfgits_entries_in_place(settings: Path, okfgit, tmp_path: Path) -> None:
+    settings.write_bytes(dump(with_old_entries()))
+    before = okfgit("hooks", "status", "--json", cwd=tmp_path).out
+    agent = json.loads(before)["agents"][0]
+    assert agent["state"] == "outdated" and agent["outdated"] == ["SessionStart", "SessionEnd", "PreCompact"]
+    okfgit("hooks", "install", "--agent", "claude", cwd=tmp_path)
+    expected = with_old_entries()
+    expected["hooks"]["SessionStart"][0]["hooks"][1]["command"] = "okfgit project --quiet || exit 1"
+    expected["hooks"]["SessionEnd"] = [OURS["SessionEnd"]]
+    expected["hooks"]["PreCompact"] = [OURS["PreCompact"]]
+    first = settings.read_bytes()
+    assert first == dump(expected)
+    assert json.loads(okfgit("hooks", "status", "--json", cwd=tmp_path).out)["agents"][0]["state"] == "installed"
+    r = okfgit("hooks", "install", "--agent", "claude", cwd=tmp_path)
+    assert r.out == f"{settings}: nothing to change\n" and settings.read_bytes() == first
+
+
+def test_install_drops_an_old_entry_beside_a_current_one(settings: Path, okfgit, tmp_path: Path) -> None:
+    both = {"hooks": {"SessionEnd": [
+        {"matcher": "*", "hooks": [{"type": "command", "command": OLD["SessionEnd"]}]},
+        {"matcher": "*", "hooks": [{"type": "command", "command": OLD["SessionEnd"]},
+                                   {"type": "command", "command": "notify-send bye"}]},
+        OURS["SessionEnd"],
+    ]}}
+    settings.write_bytes(dump(both))
+    okfgit("hooks", "install", "--agent", "claude", cwd=tmp_path)
+    assert json.loads(settings.read_bytes())["hooks"]["SessionEnd"] == [
+        {"matcher": "*", "hooks": [{"type": "command", "command": "notify-send bye"}]},
+        OURS["SessionEnd"],
+    ]
+
+
+def test_uninstall_removes_an_older_okfgits_entries_too(settings: Path, okfgit, tmp_path: Path) -> None:
+    settings.write_bytes(dump(with_old_entries()))
+    r = okfgit("hooks", "uninstall", "--agent", "claude", cwd=tmp_path)
+    assert r.out == f"{settings}: removed SessionStart, SessionEnd, PreCompact hooks\n"
+    assert settings.read_bytes() == dump(THEIRS)
+
+
+# -- the installed commands, run the way Claude Code runs them ---------------------------------
+
+BIN = os.path.dirname(sys.executable)
+
+
+@pytest.fixture
+def run_hook(settings: Path, okfgit: Runner, env: dict[str, str], tmp_path: Path):  # noqa: ANN201
+    """Install the hooks, then run an event's installed command with `sh -c` (okfgit on PATH)."""
+    if not os.access(os.path.join(BIN, "okfgit"), os.X_OK):
+        pytest.skip(f"no okfgit script next to {sys.executable}")
+    okfgit("hooks", "install", "--agent", "claude", cwd=tmp_path)
+    hooks = json.loads(settings.read_bytes())["hooks"]
+
+    def run(event: str, cwd: Path, extra_env: dict[str, str] | None = None) -> Result:
+        (command,) = [e["command"] for g in hooks[event] for e in g["hooks"]]
+        full = {**env, "PATH": BIN + os.pathsep + env.get("PATH", os.defpath), **(extra_env or {})}
+        proc = subprocess.run(["sh", "-c", command], cwd=cwd, env=full, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=120)
+        return Result(proc.returncode, proc.stdout, proc.stderr)
+
+    return run
+
+
+def test_session_start_puts_nothing_into_the_agents_context(run_hook, project: Path, okfgit: Runner) -> None:
+    assert okfgit("project", cwd=project).out  # without --quiet there is a report
+    (project / "AGENTS.md").unlink()
+    r = run_hook("SessionStart", project)
+    assert (r.code, r.out, r.err) == (0, "", "")
+    assert "<!-- okf:begin id=project -->" in (project / "AGENTS.md").read_text()
+    assert run_hook("SessionStart", project) == Result(0, "", "")  # the fast path is quiet too
+
+
+def test_session_start_outside_a_git_repository_is_quiet(run_hook, tmp_path: Path) -> None:
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    assert run_hook("SessionStart", folder) == Result(0, "", "")
+
+
+def test_session_start_failure_is_exit_1_with_the_reason_on_stderr(run_hook, project: Path) -> None:
+    r = run_hook("SessionStart", project, {"OKF_RUN": "no/such run"})
+    assert r == Result(1, "", "okfgit: error: invalid run slug 'no/such run': letters, digits, '.', '_' and '-' "
+                              "only\n")
+
+
+def test_session_start_unwritable_target_is_exit_1(run_hook, project: Path, home: Path, okfgit: Runner) -> None:
+    okfgit("init", "--scope", "global", cwd=project)
+    (home / ".codex").write_text("a file where a folder should be\n")
+    r = run_hook("SessionStart", project)
+    assert (r.code, r.out) == (1, "")
+    assert f"okfgit: warning: {home / '.codex' / 'AGENTS.md'}: cannot write it" in r.err
+
+
+@pytest.mark.parametrize("event", ["SessionEnd", "PreCompact"])
+def test_session_end_and_pre_compact_outside_a_git_repository_succeed_silently(run_hook, event: str,
+                                                                                tmp_path: Path) -> None:
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    assert run_hook(event, folder) == Result(0, "", "")
+
+
+@pytest.mark.parametrize("event", ["SessionEnd", "PreCompact"])
+def test_session_end_and_pre_compact_sync_quietly(run_hook, event: str, project: Path) -> None:
+    (project / "AGENTS.md").unlink(missing_ok=True)
+    assert run_hook(event, project) == Result(0, "", "")
+    assert "<!-- okf:begin id=project -->" in (project / "AGENTS.md").read_text()
+    assert run_hook(event, project) == Result(0, "", "")  # the no-op path is quiet too
+
+
+def test_pre_compact_failure_is_never_exit_2(run_hook, project: Path) -> None:
+    r = run_hook("PreCompact", project, {"OKF_RUN": "no/such run"})
+    assert r == Result(1, "", "okfgit: error: invalid run slug 'no/such run': letters, digits, '.', '_' and '-' "
+                              "only\n")

@@ -436,3 +436,10 @@ def test_when_the_only_tier_goes_the_memory_folder_empties(kit: Kit, okfgit: Run
     result = okfgit("project", "--scope", "project", cwd=kit.repo)
     assert "no knowledge base at HEAD" in result.err
     assert sorted(p.name for p in kit.memory.iterdir()) == []
+
+
+def test_quiet_does_not_go_with_dry_run_or_json(kit: Kit, okfgit: Runner) -> None:
+    for flag in ("--dry-run", "--json"):
+        r = project(okfgit, kit, "--quiet", flag, expect=2)
+        assert r.err == "okfgit: error: --quiet prints nothing, so it does not go with --dry-run or --json\n"
+    assert not kit.memory.exists()

@@ -14,6 +14,7 @@ import click
 
 from okfgit import fastpath
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, warn
+from okfgit.errors import OkfError, UsageError
 
 if TYPE_CHECKING:
     from okfgit.projection import Report
@@ -28,10 +29,14 @@ NOTHING_TO_DO = "nothing to do: the knowledge at HEAD and every target are as ok
               help="claude: the memory folder and ~/.claude/CLAUDE.md; agents: <repo>/AGENTS.md and "
                    "$CODEX_HOME/AGENTS.md.")
 @click.option("--dry-run", is_flag=True, help="Print a unified diff of every file that would change; write nothing.")
+@click.option("--quiet", is_flag=True,
+              help="For agent hooks (Claude Code's SessionStart, whose stdout becomes context): print nothing "
+                   "on stdout; warnings and errors go to stderr, and any failure exits 1.")
 @repo_option
 @run_option
 @json_option
-def project_cmd(scope: str, target: str, dry_run: bool, repo: Path | None, run: str | None, as_json: bool) -> int:
+def project_cmd(scope: str, target: str, dry_run: bool, quiet: bool, repo: Path | None, run: str | None,
+                as_json: bool) -> int:
     """Project the knowledge at HEAD into each agent's own files.
 
     Merges the tiers by okf_id (job over project over global) and writes each concept
@@ -42,18 +47,28 @@ def project_cmd(scope: str, target: str, dry_run: bool, repo: Path | None, run: 
     Only files okfgit wrote are ever overwritten or removed; text around a managed
     block is never changed. When nothing changed since the last run, nothing is read
     beyond a few stats and nothing is written. Exit 3 when a target could not be
-    written (the others still are).
+    written (the others still are). Outside a git repository only the global tier
+    is projected.
     """
+    if quiet and (dry_run or as_json):
+        raise UsageError("--quiet prints nothing, so it does not go with --dry-run or --json")
     if not dry_run and not as_json and fastpath.check(
         os.environ, os.getcwd(), repo=str(repo) if repo else None, scope=scope, target=target, run=run
     ):
-        click.echo(NOTHING_TO_DO)
+        if not quiet:
+            click.echo(NOTHING_TO_DO)
         return 0
     from okfgit import projection
     from okfgit.commands._common import workspace
 
-    ctx, ws = workspace(repo, run)
-    report = projection.project(ctx, ws, scope=scope, target=target, dry_run=dry_run, run_arg=run)
+    try:
+        ctx, ws = workspace(repo, run)
+        report = projection.project(ctx, ws, scope=scope, target=target, dry_run=dry_run, run_arg=run)
+    except OkfError as exc:
+        if not quiet:
+            raise
+        click.echo(f"okfgit: error: {exc}", err=True)
+        return 1  # never 2: Claude Code reads 2 as "block"
     warn(report.warnings)
     warn(f"{o.path}: {o.reason}" for o in report.outcomes if o.action in ("skipped", "failed"))
     if as_json:
@@ -62,9 +77,11 @@ def project_cmd(scope: str, target: str, dry_run: bool, repo: Path | None, run: 
         if report.diff:
             click.echo(report.diff)
         click.echo(_summary(report, dry_run=True))
-    else:
+    elif not quiet:
         click.echo(_summary(report, dry_run=False))
-    return 3 if report.failed else 0
+    if report.failed:
+        return 1 if quiet else 3
+    return 0
 
 
 def _summary(report: Report, dry_run: bool) -> str:

@@ -9,6 +9,7 @@ import click
 
 from okfgit import fastpath, syncstamp
 from okfgit.commands._common import repo_option, run_option
+from okfgit.errors import OkfError
 
 NOTHING_TO_DO = "okfgit sync: up to date"
 # okfgit.hooks.HOOK_NAMES, spelled out: importing okfgit.hooks here would slow every no-op
@@ -21,10 +22,15 @@ HOOK_NAMES = ("post-checkout", "post-merge", "post-commit", "post-rewrite")
                    "skip file checkouts and mid-rebase states, print at most one line.")
 @click.option("--wait", "wait_s", type=float, default=30.0, show_default=True,
               help="Seconds to wait for another running sync before skipping.")
+@click.option("--quiet", is_flag=True,
+              help="For agent hooks (Claude Code's SessionEnd and PreCompact): print nothing on stdout, do "
+                   "nothing outside a git repository (exit 0); warnings and errors go to stderr, and any "
+                   "failure exits 1.")
 @click.argument("hook_args", nargs=-1)
 @repo_option
 @run_option
-def sync_cmd(hook: str | None, wait_s: float, hook_args: tuple[str, ...], repo: Path | None, run: str | None) -> int:
+def sync_cmd(hook: str | None, wait_s: float, quiet: bool, hook_args: tuple[str, ...], repo: Path | None,
+             run: str | None) -> int:
     """Capture what agents wrote into Claude Code memory, then project the KB into
     every agent's files, under a lock. This is what the git hooks and the Claude Code
     session hooks run. When nothing changed since the last sync it costs about a
@@ -39,7 +45,7 @@ def sync_cmd(hook: str | None, wait_s: float, hook_args: tuple[str, ...], repo: 
     if found is not None and fastpath.check(os.environ, cwd, repo=str(repo) if repo else None, scope="all",
                                             target="all", run=run) \
             and syncstamp.matches(fastpath.common_dir(found[1]), deep=hook is None):
-        if hook is None:
+        if hook is None and not quiet:
             click.echo(NOTHING_TO_DO)
         return 0
     if hook is not None and found is not None:
@@ -50,14 +56,24 @@ def sync_cmd(hook: str | None, wait_s: float, hook_args: tuple[str, ...], repo: 
     from okfgit import sync
     from okfgit.commands._common import warn, workspace
 
-    ctx, ws = workspace(repo, run)
-    report = sync.sync(ctx, ws, wait_s=wait_s, run_arg=run)
+    failure = 1 if quiet else 3  # never 2 under --quiet: Claude Code reads 2 as "block"
+    try:
+        ctx, ws = workspace(repo, run)
+        if quiet and ws.project_repo is None:
+            return 0  # a session outside any git repository: nothing to sync
+        report = sync.sync(ctx, ws, wait_s=wait_s, run_arg=run)
+    except OkfError as exc:
+        if not quiet:
+            raise
+        click.echo(f"okfgit: error: {exc}", err=True)
+        return failure
     line = sync.one_line(report)
     if hook is not None:
         if line != NOTHING_TO_DO or report.failed:
             click.echo(line, err=True)
-        return 3 if report.failed else 0
-    click.echo(line)
+        return failure if report.failed else 0
+    if not quiet:
+        click.echo(line)
     if report.capture_deferred:
         warn([f"capture deferred: {report.capture_deferred}"])
     if report.capture_error:
@@ -65,4 +81,4 @@ def sync_cmd(hook: str | None, wait_s: float, hook_args: tuple[str, ...], repo: 
     warn(report.warnings)
     if report.projection is not None:
         warn(f"{o.path}: {o.reason}" for o in report.projection.outcomes if o.action in ("skipped", "failed"))
-    return 3 if report.failed else 0
+    return failure if report.failed else 0
