@@ -530,6 +530,8 @@ class IndexCheck:
                 edges.add(reached)
 
     def entry_shape(self, path: str, line: index.Line, number: int, resolved: str) -> None:
+        if not index.kb_target(resolved):
+            return  # an entry for a file that is not a concept or folder: the index's outro, a person's
         if not line.strict:
             # A warning: the entry is a working OKF link, only not in okfgit's exact shape.
             self.c.add(PROFILE, "index-entry-malformed", path, f"entry is not in okfgit's shape "

@@ -1,21 +1,24 @@
-"""``index.md`` files: generate them from the tree, check them, keep a hand-written intro.
+"""``index.md`` files: generate them from the tree, check them, keep what a person wrote.
 
-An index is the hand-written intro (everything above the first entry line, with a
-heading added if it has none) followed by one generated list: the folder's concepts by
-filename, then its subfolders, each ``- [Title](path) — one sentence``. A concept's
-entry comes from its frontmatter; a subfolder's entry keeps the description it already
-has (folders have no frontmatter, so that sentence may be a person's), else the first
-sentence of the subfolder index's intro. ``<stem>.needs-merge.md`` siblings are
-unresolved conflicts, never listed. The root index always declares ``okf_version``.
+An index is three parts. The *intro* is everything above the first entry line (a heading
+is added if it has none). The *entry list* is generated: the folder's concepts by
+filename, then its subfolders, each ``- [Title](path) — one sentence``. The *outro* is
+everything after the first entry line that is not an entry for a KB path (a concept or a
+folder): other sections, prose, entries for URLs or other files; it follows the list
+byte for byte. A concept's entry comes from its frontmatter; a subfolder's entry keeps
+the description it already has (folders have no frontmatter, so that sentence may be a
+person's), else the first sentence of the subfolder index's intro.
+``<stem>.needs-merge.md`` siblings are unresolved conflicts, never listed. The root
+index always declares ``okf_version``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 
-from okfgit import okf
+from okfgit import links, okf
 from okfgit.errors import OkfError
 from okfgit.kb import Snapshot
 
@@ -153,35 +156,184 @@ def _escape_title(title: str) -> str:
     return title.replace("[", "(").replace("]", ")")
 
 
+@dataclass(frozen=True)
+class Page:
+    """An index file in its three parts; ``intro`` and ``outro`` hold the file's own
+    characters (undecodable bytes as surrogate escapes, line endings as written)."""
+
+    bom: str
+    intro: str  # the lines above the first entry line, less trailing blank lines
+    entries: list[Line]  # the generated part as written: entries for KB paths
+    outro: str  # after the first entry line, without those entries ("" when only blank lines)
+    newline: str  # "\r\n" when the file's first line ends so, else "\n"
+
+
+def kb_target(resolved: str, folders: Container[str] = frozenset()) -> bool:
+    """Whether an entry linking to ``resolved`` (a KB path) belongs to the generated list:
+    a concept path (present or not), a folder's ``index.md``, or a folder in ``folders``."""
+    name = resolved.rsplit("/", 1)[-1]
+    if resolved == "" or name == "index.md":
+        return True
+    if resolved.endswith(".md"):
+        return name not in okf.RESERVED
+    return resolved in folders
+
+
+def is_generated(source: str, line: Line, folders: Container[str]) -> bool:
+    """An entry line of index ``source`` that regeneration owns (its target is a KB path)."""
+    if line.target is None:
+        return False
+    target = links.resolve(source, line.target)
+    return target.path is not None and not target.external and not target.escapes and kb_target(target.path, folders)
+
+
+def read_page(data: bytes, source: str, folders: Container[str]) -> Page:
+    """Split index ``source`` into intro, generated entries and outro.
+
+    ``folders`` are the KB's folders, so that an entry linking to ``sub`` (no slash) counts as
+    a folder entry.
+    """
+    text = data.decode("utf-8", errors="surrogateescape")
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    lines = _split_lines(text[len(bom):])
+    newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
+    first: int | None = None
+    generated: dict[int, Line] = {}
+    headings: set[int] = set()
+    fenced = _fenced(lines)
+    for number, raw in enumerate(lines):
+        if number in fenced:
+            continue
+        line = _content(raw)
+        if HEADING.match(line):
+            headings.add(number)
+            continue
+        item = _ITEM.match(line)
+        if item is None or not item.group(1).startswith("["):
+            continue
+        first = number if first is None else first
+        parsed = _line(number + 1, line)
+        if is_generated(source, parsed, folders):
+            generated[number] = parsed
+    if first is None:
+        return Page(bom, _trim_blank_tail(lines), [], "", newline)
+    outro = _outro(lines, first, generated, headings)
+    return Page(bom, _trim_blank_tail(lines[:first]), list(generated.values()), outro, newline)
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines with their endings; only ``\n`` ends a line (as in markdown)."""
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    return lines if lines[-1] else lines[:-1]
+
+
+def _fenced(lines: list[str]) -> set[int]:
+    """Numbers of the lines inside fenced code, fences included. A fence never closed is
+    taken as text, so that a list written after it is still found."""
+    out: set[int] = set()
+    opened: tuple[int, str] | None = None
+    for number, raw in enumerate(lines):
+        fence = _FENCE.match(_content(raw))
+        if fence is None:
+            continue
+        if opened is None:
+            opened = (number, fence.group(1))
+        elif fence.group(1) == opened[1]:
+            out.update(range(opened[0], number + 1))
+            opened = None
+    return out
+
+
+def _content(line: str) -> str:
+    return line[:-2] if line.endswith("\r\n") else line.rstrip("\n")
+
+
+def _blank(line: str) -> bool:
+    return not line.strip()
+
+
+def _trim_blank_tail(lines: list[str]) -> str:
+    end = len(lines)
+    while end and _blank(lines[end - 1]):
+        end -= 1
+    return "".join(lines[:end])
+
+
+def _outro(lines: list[str], first: int, generated: Mapping[int, Line], headings: set[int]) -> str:
+    """What follows the first entry line, less the generated entries.
+
+    A section (a heading and its lines up to the next heading) holding nothing but
+    generated entries and blank lines is generated as a whole; removing an entry never
+    leaves two blank lines where there was one.
+    """
+    dropped = set(generated)
+    starts = sorted(h for h in headings if h > first)
+    for at, start in enumerate(starts):
+        stop = starts[at + 1] if at + 1 < len(starts) else len(lines)
+        body = range(start + 1, stop)
+        if any(n in generated for n in body) and all(n in generated or _blank(lines[n]) for n in body):
+            dropped.update(range(start, stop))
+    kept: list[str] = []
+    removed = False
+    for number in range(first, len(lines)):
+        if number in dropped:
+            removed = True
+            continue
+        if removed and kept and _blank(kept[-1]) and _blank(lines[number]):
+            continue
+        kept.append(lines[number])
+        removed = False
+    return "" if all(_blank(line) for line in kept) else "".join(kept)
+
+
 def split_intro(text: str) -> str:
-    """The hand-written part of an index: every line above the first entry line."""
-    lines = text.lstrip("\ufeff").splitlines()
-    intro: list[str] = []
-    for line in lines:
-        if ENTRY.match(line):
-            break
-        intro.append(line)
-    while intro and not intro[-1].strip():
-        intro.pop()
-    return "\n".join(intro)
+    """The intro of an index's text (line endings as ``\n``): every line above the first entry."""
+    page = read_page(text.encode("utf-8", errors="surrogateescape"), "index.md", frozenset())
+    return _without_final_breaks(page.intro).replace("\r\n", "\n")
 
 
-def render(folder: str, intro: str, concepts: Mapping[str, Item], subfolders: Mapping[str, str]) -> bytes:
-    """The index text for ``folder``; ``concepts`` and ``subfolders`` keyed by name."""
-    head = intro.replace("\r\n", "\n").rstrip("\n")
+def render(folder: str, intro: str, concepts: Mapping[str, Item], subfolders: Mapping[str, str], *,
+           outro: str = "", newline: str = "\n") -> bytes:
+    """The index text for ``folder``; ``concepts`` and ``subfolders`` keyed by name.
+
+    ``intro`` and ``outro`` are kept as they are; ``newline`` ends the lines okfgit adds.
+    """
+    head = _without_final_breaks(intro)
+    rest = intro[len(head):]  # the intro's own last line ending, if it has one
+    ending = "\r\n" if rest.startswith("\r\n") else "\n" if rest else newline
     if not any(HEADING.match(line) for line in _body_lines(head)):
         heading = f"# {okf.title_from_path(folder.rsplit('/', 1)[-1]) if folder else 'Knowledge base'}"
-        head = _insert_heading(head, heading)
-    lines = [head, ""]
-    for name in sorted(concepts):
-        item = concepts[name]
-        lines.append(_entry(item.title, name, item.description))
-    for name in sorted(subfolders):
-        lines.append(_entry(name, f"{name}/index.md", subfolders[name]))
-    return ("\n".join(lines).rstrip("\n") + "\n").encode("utf-8")
+        head = _insert_heading(head, heading, newline)
+    if folder == "" and not _has_frontmatter(head):
+        head = ROOT_FRONTMATTER.replace("\n", newline) + head
+    head += ending
+    entries = [_entry(concepts[name].title, name, concepts[name].description) for name in sorted(concepts)]
+    entries += [_entry(name, f"{name}/index.md", subfolders[name]) for name in sorted(subfolders)]
+    text = head + (newline + newline.join(entries) + newline if entries else "")
+    if outro:
+        text += outro if entries else newline + outro
+    return text.encode("utf-8", errors="surrogateescape")
+
+
+def rebuild(folder: str, page: Page, concepts: Mapping[str, Item], subfolders: Mapping[str, str]) -> bytes:
+    """``page`` with its entry list regenerated: intro and outro kept, byte for byte."""
+    body = render(folder, page.intro, concepts, subfolders, outro=page.outro, newline=page.newline)
+    return page.bom.encode("utf-8") + body
+
+
+def _without_final_breaks(text: str) -> str:
+    while text.endswith("\n"):
+        text = text[:-2] if text.endswith("\r\n") else text[:-1]
+    return text
+
+
+def _has_frontmatter(text: str) -> bool:
+    return text.startswith(("---\n", "---\r\n"))
 
 
 def _body_lines(text: str) -> list[str]:
+    text = text.replace("\r\n", "\n")
     if text.startswith("---\n"):
         end = text.find("\n---", 4)
         if end != -1:
@@ -189,14 +341,15 @@ def _body_lines(text: str) -> list[str]:
     return text.splitlines()
 
 
-def _insert_heading(head: str, heading: str) -> str:
-    if head.startswith("---\n"):
-        end = head.find("\n---", 4)
+def _insert_heading(head: str, heading: str, newline: str = "\n") -> str:
+    blank = newline + newline
+    if _has_frontmatter(head):
+        end = head.find(newline + "---", 4)
         if end != -1:
-            fm = head[: end + 4]
-            rest = head[end + 4:].strip("\n")
-            return fm + "\n\n" + heading + ("\n\n" + rest if rest else "")
-    return heading + ("\n\n" + head if head.strip() else "")
+            fm = head[: end + len(newline) + 3]
+            rest = head[end + len(newline) + 3:].strip("\r\n")
+            return fm + blank + heading + (blank + rest if rest else "")
+    return heading + (blank + head if head.strip() else "")
 
 
 def _entry(title: str, target: str, description: str) -> str:
@@ -205,6 +358,7 @@ def _entry(title: str, target: str, description: str) -> str:
 
 def describe_folder(intro: str, name: str) -> str:
     """One sentence for a subfolder's entry: its index intro's first sentence, else a stock one."""
+    intro = intro.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
     sentence = okf.first_sentence("\n".join(_body_lines(intro)))
     return sentence or _stock_sentence(name)
 
@@ -267,24 +421,18 @@ def regenerate(
         if folder:
             subs[parent(folder)].append(folder)
 
-    intros: dict[str, str] = {}
+    kb_folders = folders_of(paths)
+    pages: dict[str, Page] = {}
 
-    def intro_of(folder: str) -> str:
-        if folder not in intros:
-            raw = read(index_path(folder))
-            text = raw.decode("utf-8", errors="replace") if raw else ""
-            intro = split_intro(text)
-            if folder == "" and not intro.startswith("---\n"):
-                intro = ROOT_FRONTMATTER + intro
-            intros[folder] = intro
-        return intros[folder]
+    def page_of(folder: str) -> Page:
+        if folder not in pages:
+            path = index_path(folder)
+            pages[folder] = read_page(read(path) or b"", path, kb_folders)
+        return pages[folder]
 
     def kept_descriptions(folder: str) -> dict[str, str]:
-        raw = read(index_path(folder))
-        if not raw:
-            return {}
         out: dict[str, str] = {}
-        for line in entry_lines(raw.decode("utf-8", errors="replace")):
+        for line in page_of(folder).entries:
             name = _subfolder_name(folder, line.target) if line.target else None
             if name and line.description and line.description != _stock_sentence(name):
                 out.setdefault(name, line.description)
@@ -300,8 +448,8 @@ def regenerate(
         subfolders = {}
         for sub in subs[folder]:
             name = sub.rsplit("/", 1)[-1]
-            subfolders[name] = kept.get(name) or describe_folder(intro_of(sub), name)
-        text = render(folder, intro_of(folder), items, subfolders)
+            subfolders[name] = kept.get(name) or describe_folder(page_of(sub).intro, name)
+        text = rebuild(folder, page_of(folder), items, subfolders)
         if read(index_path(folder)) != text:
             out[index_path(folder)] = text
     return out

@@ -305,7 +305,7 @@ def _emptied_indexes(snap: Snapshot, changes: dict[str, bytes | None]) -> dict[s
     """Index files of folders the promotion leaves without concepts.
 
     An index holding nothing but okfgit's own heading goes with its folder; one with a
-    person's intro keeps that intro and loses its entries.
+    person's intro or outro keeps them and loses its entries.
     """
     remaining = {p for p in snap.entries if changes.get(p, b"") is not None and okf.is_concept_path(p)}
     live = index.folders_of(remaining)
@@ -315,11 +315,10 @@ def _emptied_indexes(snap: Snapshot, changes: dict[str, bytes | None]) -> dict[s
         idx = index.index_path(folder)
         if idx in changes or idx not in snap.entries:
             continue
-        intro = index.split_intro(snap.blob(idx).decode("utf-8", errors="replace"))
-        text = index.render(folder, intro, {}, {})
-        if text == index.render(folder, "", {}, {}):
+        page = index.read_page(snap.blob(idx), idx, index.folders_of(snap.entries))
+        if not page.outro and index.render(folder, page.intro, {}, {}) == index.render(folder, "", {}, {}):
             out[idx] = None
-        elif text != snap.blob(idx):
+        elif (text := index.rebuild(folder, page, {}, {})) != snap.blob(idx):
             out[idx] = text
     return out
 

@@ -4,6 +4,10 @@ import json
 import shutil
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from okfgit import index
 from tests.conftest import FIXTURES, Runner, fsck, trailers_by_git
 
 DASH = "\u2014"
@@ -170,3 +174,161 @@ def test_tier_without_a_kb_is_skipped(repo: Path, okfgit: Runner) -> None:
     out = okfgit("index", cwd=repo).out
     assert f"note: project tier skipped: no knowledge base at HEAD in {repo / '.okf'}" in out
     assert okfgit("index", "--check", cwd=repo, expect=0).code == 0
+
+
+# -- the outro: hand-written lines below the entry list ------------------------------------
+
+OUTRO = (
+    "- [Docs](https://example.com) \u2014 external docs\n"
+    "\n"
+    "## Notes\n"
+    "\n"
+    "Ask the on-call person before changing anything here.\n"
+)
+
+
+def index_findings(okfgit: Runner, repo: Path) -> list[str]:
+    """Doctor's findings about index files (the concepts of these tests lack profile keys)."""
+    report = json.loads(okfgit("doctor", "--json", cwd=repo, expect=2).out)
+    return [f"{f['file']}: {f['code']}" for t in report["tiers"] for g in ("okf", "profile")
+            for f in t[g]["findings"] if f["code"].startswith(("index-", "orphan", "link-"))]
+
+
+def test_new_keeps_the_lines_below_the_entry_list(repo: Path, okfgit: Runner, git: Runner) -> None:
+    kb = kb_repo(repo, git, files={
+        "a.md": note("A", "The first."),
+        "index.md": f'---\nokf_version: "0.2"\n---\n\n# Knowledge\n\n- [A](a.md) {DASH} The first.\n' + OUTRO,
+    })
+    okfgit("new", "n1", "--description", "N.", "--no-edit", cwd=repo)
+    assert (kb / "index.md").read_text() == (
+        f'---\nokf_version: "0.2"\n---\n\n# Knowledge\n\n- [A](a.md) {DASH} The first.\n'
+        f"- [N1](n1.md) {DASH} N.\n" + OUTRO
+    )
+    assert okfgit("index", "--check", cwd=repo, expect=0).out.startswith("project: every index is up to date")
+    assert index_findings(okfgit, repo) == []
+
+
+def test_index_keeps_the_outro_and_drops_only_entries_for_kb_paths(repo: Path, okfgit: Runner, git: Runner) -> None:
+    page = (
+        "# Decisions\n\nWhy.\n\n"
+        f"- [Zeta](zeta.md) {DASH} Old words.\n"
+        "- [Handbook](https://example.com/handbook) - the company handbook\n"
+        f"- [Gone](gone.md) {DASH} A concept deleted long ago.\n"
+        "* [Schema](schema.sql) - the DDL, kept next to the concepts\n"
+        "\n"
+        "## See also\n"
+        "\n"
+        f"- [Other](../other/o.md) {DASH} listed in its own folder.\n"
+        "\n"
+        "Prose that links [Zeta](zeta.md) stays, as does [the root](../index.md).\n"
+        "\n"
+        "```\n- [Code](zeta.md) in a fence is not an entry\n```\n"
+    )
+    kb = kb_repo(repo, git, files={
+        "decisions/zeta.md": note("Zeta", "The last one."),
+        "decisions/alpha.md": note("Alpha", "The first one."),
+        "decisions/schema.sql": "create table t (id int);\n",
+        "decisions/index.md": page,
+        "other/o.md": note("Other", "Elsewhere."),
+        "index.md": "# Knowledge\n",
+    })
+    okfgit("index", cwd=repo)
+    assert (kb / "decisions" / "index.md").read_text() == (
+        "# Decisions\n\nWhy.\n\n"
+        f"- [Alpha](alpha.md) {DASH} The first one.\n"
+        f"- [Zeta](zeta.md) {DASH} The last one.\n"
+        "- [Handbook](https://example.com/handbook) - the company handbook\n"
+        "* [Schema](schema.sql) - the DDL, kept next to the concepts\n"
+        "\n"
+        "## See also\n"
+        "\n"
+        "Prose that links [Zeta](zeta.md) stays, as does [the root](../index.md).\n"
+        "\n"
+        "```\n- [Code](zeta.md) in a fence is not an entry\n```\n"
+    )
+    before = head(git, repo)
+    assert okfgit("index", cwd=repo).out.startswith("project: every index is up to date")
+    assert head(git, repo) == before
+    okfgit("index", "--check", cwd=repo, expect=0)
+    assert index_findings(okfgit, repo) == []
+
+
+def test_a_section_of_nothing_but_kb_entries_is_regenerated_whole(repo: Path, okfgit: Runner, git: Runner) -> None:
+    # The shape OKF's reference generator writes: concepts, then a "Subdirectories" section.
+    kb = kb_repo(repo, git, files={
+        "refs/a.md": note("A", "One."),
+        "refs/sub/b.md": note("B", "Two."),
+        "refs/sub/index.md": "# Sub\n\nThe sub folder.\n",
+        "refs/index.md": "# Reference\n\n* [A](a.md) - One.\n\n# Subdirectories\n\n* [sub](sub/index.md) - Below.\n",
+        "index.md": "# Knowledge\n",
+    })
+    okfgit("index", cwd=repo)
+    assert (kb / "refs" / "index.md").read_text() == (
+        f"# Reference\n\n- [A](a.md) {DASH} One.\n- [sub](sub/index.md) {DASH} Below.\n")
+
+
+def test_crlf_intro_and_outro_keep_their_bytes(repo: Path, okfgit: Runner, git: Runner) -> None:
+    kb = kb_repo(repo, git, files={"a.md": note("A", "The first."), "b.md": note("B", "The second.")})
+    crlf = (b"# Knowledge\r\n\r\nStart here.\r\n\r\n- [A](a.md) \xe2\x80\x94 The first.\r\n"
+            b"\r\n## Notes\r\n\r\nKept.\r\n")
+    (kb / "index.md").write_bytes(crlf)
+    git("add", ".okf/index.md", cwd=repo)
+    git("commit", "-q", "-m", "crlf", cwd=repo)
+    okfgit("index", cwd=repo)
+    assert (kb / "index.md").read_bytes() == (
+        b'---\r\nokf_version: "0.2"\r\n---\r\n\r\n# Knowledge\r\n\r\nStart here.\r\n\r\n'
+        b"- [A](a.md) \xe2\x80\x94 The first.\r\n- [B](b.md) \xe2\x80\x94 The second.\r\n"
+        b"\r\n## Notes\r\n\r\nKept.\r\n")
+    before = head(git, repo)
+    okfgit("index", "--check", cwd=repo, expect=0)
+    okfgit("index", cwd=repo)
+    assert head(git, repo) == before
+
+
+def test_capture_keeps_the_outro_of_the_indexes_it_refreshes(
+        project: Path, okfgit: Runner, git: Runner, env: dict[str, str], home: Path) -> None:
+    from tests.test_capture import CURRENT, memory, write_memory
+
+    kb = project / ".okf"
+    root = (kb / "index.md").read_text().rstrip("\n") + "\n\n" + OUTRO
+    (kb / "index.md").write_text(root)
+    git("add", ".okf/index.md", cwd=project)
+    git("commit", "-q", "-m", "notes", cwd=project)
+    mem = memory(project, env, home)
+    write_memory(mem, "feedback_testing.md", CURRENT)
+    okfgit("sync", cwd=project)
+    text = (kb / "index.md").read_text()
+    assert text.endswith(f"- [memory](memory/index.md) {DASH} Concepts under memory/.\n" + OUTRO), text
+
+
+def test_promote_keeps_the_outro_of_an_emptied_folder(project: Path, okfgit: Runner, git: Runner) -> None:
+    okfgit("init", "--scope", "global", cwd=project)
+    okfgit("new", "tabs", "--dir", "style", "--description", "D.", "--no-edit", cwd=project)
+    page = project / ".okf" / "style" / "index.md"
+    page.write_text(f"# Style\n\n- [Tabs](tabs.md) {DASH} D.\n" + OUTRO)
+    git("commit", "-q", "-am", "outro", cwd=project)
+    okfgit("promote", "tabs", "--from", "project", "--to", "global", cwd=project)
+    assert page.read_text() == "# Style\n\n" + OUTRO
+
+
+_LINES = ["# T", "## Notes", "", "  ", "Prose.", f"- [A](a.md) {DASH} x", "* [B](b.md) - y",
+          f"- [Docs](https://e.com) {DASH} d", "- [S](sub/index.md)", "- [L](log.md)", "- plain bullet", "```",
+          "~~~", "1. [N](n.md)", "  - [nested](a.md)", "- [[wiki]]", "- [X](../x.md)", "---", "text\r"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_LINES), max_size=12), st.sampled_from(["\n", "\r\n"]), st.sampled_from(["", "f"]))
+def test_regeneration_is_stable_and_keeps_every_line_it_does_not_own(lines: list[str], newline: str,
+                                                                      folder: str) -> None:
+    text = newline.join(lines) + newline
+    source = index.index_path(folder)
+    items = {"a.md": index.Item("A", "x"), "z.md": index.Item("Z", "")}
+    page = index.read_page(text.encode(), source, {"sub"})
+    once = index.rebuild(folder, page, items, {"sub": "s"})
+    twice = index.rebuild(folder, index.read_page(once, source, {"sub"}), items, {"sub": "s"})
+    assert once == twice
+    owned = {line.number - 1 for line in page.entries}
+    kept = [line for n, line in enumerate(text.split(newline)) if n not in owned and line.strip()
+            and not line.startswith("#")]  # a heading goes only with a section of owned entries
+    written = iter(once.decode().split(newline))
+    assert all(any(line == out for out in written) for line in kept), (text, once)
