@@ -219,7 +219,10 @@ def link_target(link: Path) -> tuple[Path, str | None]:
     The block is then written with a temp file and a rename in the target's folder, so both
     the file and its folder must be writable.
     """
-    shown = os.readlink(link)
+    try:
+        shown = os.readlink(link)
+    except OSError as exc:  # gone or replaced since it was looked at
+        return link, f"is a symlink okfgit cannot read ({exc.strerror or exc})"
     try:
         target = Path(os.path.realpath(link, strict=True))
         st = os.stat(target)
