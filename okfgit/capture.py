@@ -175,6 +175,12 @@ def capture(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: bool
     if owned:
         project_repo = ws.tier("project").open()
         state.record_captured(project_repo.common_dir, owned, report.memory_dir)
+        if report.copies and not report.commits:
+            # No tier changed, so projection would take the folder as it left it and never
+            # look at these files: make it check them (state.inputs is its "untouched" proof).
+            current = state.load(project_repo.common_dir)
+            current.inputs = {}
+            state.save(current)
     return report
 
 

@@ -298,6 +298,10 @@ def test_a_native_file_saying_what_was_captured_is_not_captured_again(
     report = json.loads(okfgit("capture", "--json", cwd=project).out)
     assert report["captured"] == [] and report["unchanged"] == ["feedback_testing.md"]
     assert head(git, project) == before
+    # it says what the KB says, so it is okfgit's now: projection puts the OKF form back
+    okfgit("sync", cwd=project)
+    assert head(git, project) == before
+    assert file.read_bytes() == blob(git, project, "HEAD:.okf/memory/feedback-testing.md")
 
 
 def conflict_setup(project: Path, mem: Path, okfgit: Runner, git: Runner, agent_bytes: bytes | None = None
@@ -384,7 +388,7 @@ def test_a_projected_file_the_agent_deleted_is_reported_restored_and_not_capture
     okfgit("sync", cwd=project)
     assert head(git, project) == before  # the deletion is not knowledge
     assert file.read_bytes() == blob(git, project, f"HEAD:{kb_path}")
-    assert "deleted" not in okfgit("status", "--json", cwd=project).out.split('"deleted_by_agent": [')[1][:3]
+    assert json.loads(okfgit("status", "--json", cwd=project).out)["capture"]["deleted_by_agent"] == []
 
 
 # -- bad input ------------------------------------------------------------------------------
@@ -401,6 +405,7 @@ def bad_files(mem: Path, outside: Path) -> dict[str, str]:
     write_memory(mem, "dotdot_name.md", b"---\nname: ../../etc/passwd\ndescription: x\ntype: user\n---\nbody\n")
     write_memory(mem, "nul_origin.md", b'---\nname: ok\nokf_origin: "a\\0b.md"\ntype: user\n---\nbody\n')
     write_memory(mem, "dotdot_origin.md", b"---\nname: ok2\nokf_origin: ../x.md\ntype: user\n---\nbody\n")
+    write_memory(mem, "nul_name.md", b'---\nname: "ok\\0../x"\ntype: user\n---\nbody\n')
     return {
         "bad_yaml.md": "invalid YAML frontmatter (line 2): ",
         "latin1.md": "not UTF-8 (byte 13)",
@@ -410,6 +415,7 @@ def bad_files(mem: Path, outside: Path) -> dict[str, str]:
         "dotdot_name.md": "frontmatter name '../../etc/passwd' tries to leave the memory folder",
         "nul_origin.md": "frontmatter okf_origin 'a\\x00b.md' tries to leave the memory folder",
         "dotdot_origin.md": "frontmatter okf_origin '../x.md' tries to leave the memory folder",
+        "nul_name.md": "frontmatter name 'ok\\x00../x' tries to leave the memory folder",
     }
 
 

@@ -38,10 +38,12 @@ def native(n: int) -> bytes:
 
 def test_sync_twice_the_second_makes_no_commit_and_writes_no_file(project: Path, mem: Path, home: Path,
                                                                   okfgit: Runner, git: Runner) -> None:
+    okfgit("init", "--scope", "global", cwd=project)  # so CLAUDE.md and ~/.codex/AGENTS.md are written too
     write_memory(mem, "feedback_testing.md", CURRENT)
     write_memory(mem, "project_freeze.md", OLDER)
     okfgit("sync", cwd=project)
     top, files = head(git, project), watched(project, mem, home)
+    assert (home / ".claude" / "CLAUDE.md").exists() and (home / ".codex" / "AGENTS.md").exists()
     assert okfgit("sync", cwd=project).out == "okfgit sync: up to date\n"
     assert head(git, project) == top and watched(project, mem, home) == files
     # the full path (no stamps) must agree: nothing to capture, nothing to write
