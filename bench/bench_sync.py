@@ -29,7 +29,6 @@ okfgit does), in the temp folder.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess

@@ -124,7 +124,7 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
     return report
 
 
-def _classify_all(ctx: Context, ws: Workspace, to: str | None, common_dir: Path, st: "state.State",
+def _classify_all(ctx: Context, ws: Workspace, to: str | None, common_dir: Path, st: state.State,
                   candidates: list[tuple[str, bytes, str]], report: Report) -> None:
     """Decide each file okfgit did not write (new, update, conflict, a copy) and plan the commits."""
     dest = target_tier(ws, to)
@@ -213,7 +213,7 @@ class _Known:
             self.by_origin.update(origins)
 
     @classmethod
-    def load(cls, common_dir: Path, tiers: list[Tier]) -> "_Known":
+    def load(cls, common_dir: Path, tiers: list[Tier]) -> _Known:
         cached = catalog.load(common_dir)
         built: dict[str, TierCatalog] = {}
         for tier in tiers:
@@ -221,8 +221,8 @@ class _Known:
                 continue
             repo = tier.open()
             commit = repo.head_commit()
-            tree = repo.tree_oid(commit, tier.prefix)
-            if tree is not None:
+            tree = repo.tree_oid(commit, tier.prefix) if commit is not None else None
+            if commit is not None and tree is not None:
                 built[tier.label] = catalog.build(repo, tier, commit, tree, cached.get(tier.label))
         if any(k not in cached or v.worth_saving for k, v in built.items()):
             try:
@@ -320,7 +320,7 @@ def _read(file: str, st: os.stat_result, root: Path) -> bytes:
 
 
 def _classify(ctx: Context, origin: str, data: bytes, oid: str, dest: Tier, kb: _Known,
-              st: "state.State") -> Captured | None:
+              st: state.State) -> Captured | None:
     parsed = okf.split(data, origin)
     if not parsed.has_frontmatter:
         raise UsageError("no frontmatter; not a Claude memory file")
@@ -348,7 +348,7 @@ def _classify(ctx: Context, origin: str, data: bytes, oid: str, dest: Tier, kb: 
 
 
 def _edit(origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid: str, kb: _Known,
-          st: "state.State", data: bytes) -> Captured:
+          st: state.State, data: bytes) -> Captured:
     """An agent's edit: an update when the KB still holds what okfgit projected, else a conflict."""
     projected = st.memory_files.get(origin)
     if projected is not None and projected.oid == head_oid:
@@ -390,7 +390,7 @@ def _updated(data: bytes, origin: str, meta: dict[str, Any], tier: Tier) -> byte
 def _migrate(ctx: Context, origin: str, data: bytes, meta: dict[str, Any], dest: Tier,
              okf_id: str | None = None) -> tuple[str, bytes]:
     """(okf_id, the agent's bytes with okfgit's profile keys added): no key or body byte lost."""
-    native = meta.get("metadata") if isinstance(meta.get("metadata"), dict) else {}
+    native: dict[str, Any] = meta["metadata"] if isinstance(meta.get("metadata"), dict) else {}
     native_type = okf.one_line(meta.get("type")) or okf.one_line(native.get("type")) or "Note"
     stem = posixpath.basename(origin)[:-3]
     name = okf.one_line(meta.get("name")) or stem
@@ -420,7 +420,7 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
     by_tier: dict[str, list[Captured]] = {}
     for item in items:
         by_tier.setdefault(item.tier.label, []).append(item)
-    for label, group in by_tier.items():
+    for group in by_tier.values():
         tier = group[0].tier
         snap = kb.snapshot(tier)
         changes: dict[str, bytes | None] = {c.kb_path: c.data for c in group}

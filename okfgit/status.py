@@ -9,6 +9,7 @@ from okfgit import agent_hooks, capture, hooks, lock, projection
 from okfgit.context import Context
 from okfgit.errors import RepoStateError, UsageError
 from okfgit.plan import Plan
+from okfgit.projection import Outcome
 from okfgit.tiers import Workspace
 
 
@@ -27,7 +28,7 @@ class Status:
         return not self.capture.captured and not self.stale_targets and not self.capture.skipped
 
     @property
-    def stale_targets(self) -> list[projection.Outcome]:
+    def stale_targets(self) -> list[Outcome]:
         return [o for o in self.projection.outcomes if o.action in ("written", "removed")]
 
     def to_json(self) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import pytest
 
 from okfgit import index as kb_index
 from tests.conftest import Runner, fsck, trailers_by_git
-from tests.test_capture import CURRENT, blob, head, memory, split, write_memory
+from tests.test_capture import CURRENT, blob, memory, split, write_memory
 
 BIN = os.path.dirname(sys.executable)
 

@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Runner
-from tests.test_capture import CURRENT, OLDER, conflict_setup, head, memory, mtimes, write_memory
+from tests.test_capture import (
+    CURRENT,
+    OLDER,
+    conflict_setup,
+    head,
+    memory,
+    mtimes,
+    write_memory,
+)
 
 ON = "capture is on: git config okf.capture is not set (default on); the project has no .okf/okfgit.toml at HEAD"
 

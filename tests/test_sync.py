@@ -13,7 +13,7 @@ import yaml
 
 from okfgit import lock
 from tests.conftest import Runner, fsck, trailers_by_git
-from tests.test_capture import CURRENT, OLDER, blob, commit_count, head, memory, mtimes, split, write_memory
+from tests.test_capture import CURRENT, OLDER, blob, head, memory, mtimes, split, write_memory
 
 
 @pytest.fixture
