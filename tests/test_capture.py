@@ -164,7 +164,9 @@ def test_capture_command_dry_run_writes_nothing_then_json(project: Path, mem: Pa
     write_memory(mem, "feedback_testing.md", CURRENT)
     before, files = head(git, project), mtimes(mem)
     dry = okfgit("capture", "--dry-run", cwd=project)
-    assert "+++ b/project:memory/feedback-testing.md" in dry.out or "feedback-testing.md" in dry.out
+    assert dry.out.startswith("# commit in project (")
+    assert "#   Okf-Source: claude-memory\n" in dry.out and "\n+++ b/project:memory/feedback-testing.md\n" in dry.out
+    assert "\n+++ b/project:memory/index.md\n" in dry.out and "\n+++ b/project:index.md\n" in dry.out
     assert "would capture 1 file(s)" in dry.out
     assert head(git, project) == before and mtimes(mem) == files
     done = json.loads(okfgit("capture", "--json", cwd=project).out)
