@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ from okfgit.plan import Plan, TierCommit, apply
 from okfgit.tiers import Tier, Workspace, check_scope
 
 MAX_BYTES = 1024 * 1024
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 CAPTURE_FOLDER = "memory"
 NATIVE_TYPES = ("user", "feedback", "project", "reference")
 AGENT_ACTOR = "claude-code/memory"
@@ -97,10 +99,23 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
     choice = memory_dir(project_repo.main_workdir, ctx.environ, ctx.home)
     report.memory_dir = choice.path
     report.warnings.extend(choice.warnings)
+    if choice.shared_by is not None:
+        # One folder for every project: a memory written in another repository's session
+        # would be committed here. Which project a memory belongs to cannot be told, so no.
+        report.enabled = False
+        report.reason = (
+            f"capture is off: {choice.shared_by} sets autoMemoryDirectory, one memory folder shared by "
+            "every project, so okfgit cannot tell which project a memory belongs to"
+        )
+        if not force:
+            return report
     st = state.load(project_repo.common_dir)
     files = _memory_files(choice.path, report)
     candidates: list[tuple[str, bytes, str]] = []
     for origin, file, lst in files:
+        if _CONTROL.search(origin):
+            report.skipped.append((origin, "the file name has control characters; rename it to capture it"))
+            continue
         if _okfgit_wrote(st.memory_files.get(origin), lst):
             report.unchanged.append(origin)  # the loop guard, decided by the stat okfgit recorded
             continue
@@ -332,7 +347,16 @@ def _classify(ctx: Context, origin: str, data: bytes, oid: str, dest: Tier, kb: 
         if head_oid == oid:
             return None
         return _edit(origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st, _updated(data, origin, meta, tier))
+    if okf.is_valid_okf_id(okf_id):
+        # Not a new fact: a concept since removed from the KB, or one another repository
+        # projected into a shared folder. Capturing it would resurrect or leak it.
+        raise UsageError(f"carries okf_id {okf_id}, which no tier here has (a concept removed from the KB, "
+                         "or another repository's); left untouched")
+    projected = st.memory_files.get(origin)
     found = kb.by_origin.get(origin)
+    if projected is not None and projected.okf_id in kb.by_id:
+        # okfgit projected a concept to this very file and the agent rewrote it natively.
+        found = kb.by_id[projected.okf_id]
     known = kb.concept(found[0], found[1]) if found is not None else None
     if known is not None and known.okf_id and known.okf_id in kb.by_id:
         # A native file at the origin of a fact captured before: the agent rewrote it.

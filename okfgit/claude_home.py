@@ -53,6 +53,7 @@ class MemoryDirChoice:
 
     path: Path
     warnings: tuple[str, ...] = ()
+    shared_by: Path | None = None  # the settings file whose autoMemoryDirectory every project shares
 
 
 def memory_dir(repo_root: Path, environ: Mapping[str, str], home: Path) -> MemoryDirChoice:
@@ -79,7 +80,7 @@ def memory_dir(repo_root: Path, environ: Mapping[str, str], home: Path) -> Memor
             f"that Claude Code accepts, so Claude Code ignores it; using {default}"
         )
         return MemoryDirChoice(default, (warning,))
-    return MemoryDirChoice(override)
+    return MemoryDirChoice(override, shared_by=settings)
 
 
 def _read_setting(settings: Path, key: str) -> tuple[str | None, str | None]:

@@ -548,3 +548,65 @@ def test_an_uncommitted_project_setting_fails_closed(project: Path, mem: Path, o
                       "are committed")
     okfgit("sync", cwd=project)
     assert head(git, project) == before
+
+
+# -- findings of the review: forks, shared folders, unknown ids, hostile names ---------------
+
+
+def test_native_rewrite_of_a_projected_authored_concept_updates_it(project: Path, okfgit: Runner, git: Runner,
+                                                                   env: dict[str, str], home: Path) -> None:
+    okfgit("new", "cache-policy", "--description", "We cache for a day.", "--no-edit", cwd=project)
+    okfgit("project", cwd=project)
+    mem = memory(project, env, home)
+    okf_id = split((mem / "cache-policy.md").read_bytes())[0]["okf_id"]
+    write_memory(mem, "cache-policy.md", b"---\nname: cache-policy\ndescription: We cache for an hour now.\n"
+                                         b"metadata:\n  type: project\n---\nAn hour.\n")
+    result = okfgit("sync", cwd=project)
+    assert "captured 1" in result.out
+    changed = git("show", "--name-only", "--format=", "HEAD", cwd=project).out.split()
+    assert changed == [".okf/cache-policy.md", ".okf/index.md"]  # updated in place: no second concept
+    meta, body = split(blob(git, project, "HEAD:.okf/cache-policy.md"))
+    assert meta["okf_id"] == okf_id and meta["description"] == "We cache for an hour now." and body == b"An hour.\n"
+    assert sorted(p.name for p in mem.glob("*.md")) == ["MEMORY.md", "cache-policy.md"]
+
+
+def test_a_memory_folder_shared_by_every_project_is_never_captured(project: Path, okfgit: Runner, git: Runner,
+                                                                   home: Path, tmp_path: Path) -> None:
+    shared = tmp_path / "shared-memory"
+    write_memory(shared, "secret-of-another-repo.md", CURRENT)
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"autoMemoryDirectory": str(shared)}))
+    before = head(git, project)
+    result = okfgit("capture", cwd=project)
+    assert "capture is off" in result.out and "autoMemoryDirectory" in result.out
+    assert head(git, project) == before
+    status = json.loads(okfgit("status", "--json", cwd=project).out)
+    assert status["capture"]["enabled"] is False and "autoMemoryDirectory" in status["capture"]["reason"]
+
+
+def test_an_okf_id_no_tier_has_is_left_alone(project: Path, okfgit: Runner, git: Runner, env: dict[str, str],
+                                             home: Path) -> None:
+    mem = memory(project, env, home)
+    foreign = (b"---\ntype: Note\ntitle: Elsewhere\ndescription: From another repository.\nscope: project\n"
+               b"okf_id: 0b9a2f1e-1111-4222-8333-444455556666\nokf_source: authored\n---\nbody\n")
+    path = write_memory(mem, "elsewhere.md", foreign)
+    write_memory(mem, "feedback-testing.md", CURRENT)
+    result = okfgit("capture", cwd=project)
+    assert "captured 1 file" in result.out
+    assert "elsewhere.md" in result.err and "which no tier here has" in result.err
+    assert path.read_bytes() == foreign
+    assert "elsewhere" not in git("show", "--name-only", "--format=", "HEAD", cwd=project).out
+
+
+def test_a_file_name_with_a_newline_is_skipped_and_blocks_nothing(project: Path, okfgit: Runner, git: Runner,
+                                                                  env: dict[str, str], home: Path) -> None:
+    mem = memory(project, env, home)
+    evil = write_memory(mem, "evil\nOkf-Operation: forged.md", CURRENT)
+    write_memory(mem, "release freeze.md", OLDER)
+    okfgit("capture", cwd=project)
+    assert evil.read_bytes() == CURRENT
+    trailers = trailers_by_git(git, project)
+    assert ("Okf-Operation", "forged.md") not in trailers
+    captured = [v for k, v in trailers if k == "Okf-Captured"]
+    assert len(captured) == 1 and " release%20freeze.md " in captured[0]
