@@ -165,7 +165,8 @@ def test_memory_dir_settings_in_claude_config_dir(tmp_path):
 
 def test_memory_dir_absolute_override(tmp_path):
     write_settings(tmp_path, json.dumps({"model": "x", "autoMemoryDirectory": "/data/mem/"}))
-    assert memory_dir(REPO, {}, tmp_path) == MemoryDirChoice(Path("/data/mem"), ())
+    settings = tmp_path / ".claude" / "settings.json"
+    assert memory_dir(REPO, {}, tmp_path) == MemoryDirChoice(Path("/data/mem"), (), shared_by=settings)
 
 
 def test_memory_dir_override_is_normalised(tmp_path):
@@ -175,7 +176,8 @@ def test_memory_dir_override_is_normalised(tmp_path):
 
 def test_memory_dir_tilde_override(tmp_path):
     write_settings(tmp_path, json.dumps({"autoMemoryDirectory": "~/notes/memory"}))
-    assert memory_dir(REPO, {}, tmp_path) == MemoryDirChoice(tmp_path / "notes" / "memory", ())
+    settings = tmp_path / ".claude" / "settings.json"
+    assert memory_dir(REPO, {}, tmp_path) == MemoryDirChoice(tmp_path / "notes" / "memory", (), shared_by=settings)
 
 
 @pytest.mark.parametrize("value", ["~", "~/", "~/.", "~/..", "~/a/../.."])
