@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from okfgit import capture, fsutil, lock, projection, syncstamp
+from okfgit import capture, fsutil, lock, projection, state, syncstamp
 from okfgit.context import Context
 from okfgit.errors import OkfError, RepoStateError, UsageError
 from okfgit.tiers import Workspace
@@ -63,8 +63,15 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         memory = report.projection.memory_dir or (report.capture.memory_dir if report.capture else None)
         if memory is not None and not report.failed and not report.capture_deferred:
             common = str(repo.common_dir)
+            owned = state.load(repo.common_dir)
+
+            def okfgit_wrote(path: str, size: int, mtime_ns: int) -> bool:
+                record = owned.record(path)
+                return record is not None and record.size == size and record.mtime_ns == mtime_ns
+
+            since = syncstamp.vouch(str(memory), started, okfgit_wrote)
             try:
-                fsutil.atomic_write(Path(syncstamp.path(common)), syncstamp.record(str(memory), started),
+                fsutil.atomic_write(Path(syncstamp.path(common)), syncstamp.record(str(memory), since),
                                     fsync=False)
             except OkfError:
                 pass  # only a cache: the next sync does the full work

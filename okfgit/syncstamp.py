@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import NamedTuple
 
 STAMP = "sync.json"
@@ -97,3 +98,34 @@ def record(memory_dir: str, since: int) -> bytes:
     seen = scan(memory_dir)
     data = {"memory_dir": memory_dir, "since": since, "digest": seen.digest, "dirs": seen.dirs}
     return json.dumps(data, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def vouch(memory_dir: str, since: int, okfgit_wrote: Callable[[str, int, int], bool]) -> int:
+    """The ``since`` a stamp may carry once this sync is done.
+
+    Files newer than ``since`` were written while the sync ran. When every one of them is a
+    file okfgit itself wrote in that time (``okfgit_wrote(path, size, mtime_ns)``: the
+    projection state records exactly that size and mtime), nothing an agent wrote can hide
+    among them, so the stamp may vouch for them and the next sync is a no-op; otherwise
+    ``since`` stays, and the next sync looks again.
+    """
+    newest = since
+    stack = [memory_dir]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return since
+        for entry in entries:
+            st = entry.stat(follow_symlinks=False)
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            elif st.st_mtime_ns >= since and not okfgit_wrote(entry.path, st.st_size, st.st_mtime_ns):
+                return since
+            newest = max(newest, st.st_mtime_ns)
+    try:
+        newest = max(newest, os.lstat(memory_dir).st_mtime_ns)
+    except OSError:
+        return since
+    return newest + 1

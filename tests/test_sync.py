@@ -76,8 +76,7 @@ def test_the_no_op_path_sees_new_and_edited_memory_files(project: Path, mem: Pat
 def test_the_no_op_path_imports_neither_pygit2_nor_yaml(project: Path, mem: Path, okfgit: Runner,
                                                         env: dict[str, str], args: tuple[str, ...]) -> None:
     write_memory(mem, "feedback_testing.md", CURRENT)
-    okfgit("sync", cwd=project)
-    okfgit("sync", cwd=project)
+    okfgit("sync", cwd=project)  # captures and projects: the very next sync is already a no-op
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "okfgit", "sync", *args], cwd=project,
                           env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout == ("" if args else "okfgit sync: up to date\n"), proc
