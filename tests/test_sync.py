@@ -326,3 +326,11 @@ def test_a_git_hook_no_op_does_not_look_at_every_memory_file(project: Path, mem:
     hook = okfgit("sync", "--hook", "post-merge", "--", "0", cwd=project)
     assert (hook.out, hook.err, head(git, project)) == ("", "", top)
     assert "captured 1" in okfgit("sync", cwd=project).out  # sync itself (and SessionEnd) sees it
+
+
+def test_a_damaged_git_file_is_a_clear_error(tmp_path: Path, okfgit: Runner) -> None:
+    bad = tmp_path / "damaged"
+    bad.mkdir()
+    (bad / ".git").write_text("junk\n")
+    result = okfgit("sync", cwd=bad, expect=2)
+    assert result.err.startswith("okfgit: error: ") and "cannot be opened" in result.err

@@ -36,7 +36,10 @@ def sync_cmd(hook: str | None, wait_s: float, quiet: bool, hook_args: tuple[str,
     session hooks run. When nothing changed since the last sync it costs about a
     process start. Exit 3 when a capture commit or a target write failed."""
     cwd = os.getcwd()
-    found = fastpath.find_repo(os.path.join(cwd, str(repo)) if repo else cwd)
+    try:
+        found = fastpath.find_repo(os.path.join(cwd, str(repo)) if repo else cwd)
+    except (fastpath.Unsure, OSError):
+        found = None  # a damaged .git file: the full path below says what is wrong
     # Nothing changed: done, whatever the hook (a skipped hook does nothing either). Checked
     # first because it is the cheaper question: hooks.py loads more than the stdlib. A git
     # hook checks the memory folders only, not every file: the cost must not grow with the
