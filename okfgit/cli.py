@@ -8,7 +8,6 @@ Every OkfError is mapped to its exit code here and nowhere else.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 import sys
 from typing import Any
@@ -42,20 +41,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def _available() -> dict[str, tuple[str, str]]:
-    out = {}
-    for name, (module, help_) in COMMANDS.items():
-        if importlib.util.find_spec(f"okfgit.commands.{module}") is not None:
-            out[name] = (module, help_)
-    return out
-
-
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(_available())
+        return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        entry = _available().get(name)
+        entry = COMMANDS.get(name)
         if entry is None:
             return None
         module = importlib.import_module(f"okfgit.commands.{entry[0]}")
@@ -64,7 +55,7 @@ class LazyGroup(click.Group):
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, help_) for name, (_, help_) in sorted(_available().items())]
+        rows = [(name, help_) for name, (_, help_) in sorted(COMMANDS.items())]
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
