@@ -36,7 +36,7 @@ WARNING = "warning"
 MERGE = "merge"
 REQUEST_CHANGES = "request-changes"
 REVIEW_VERSION = 1
-DEFAULT_BASES = ("@{upstream}", "main", "origin/main")
+DEFAULT_BASES = ("@{upstream}", "main", "origin/main", "master", "origin/master")
 # Keys whose change rewrites what a concept claims (a Decision must not be rewritten in place).
 CLAIM_KEYS = ("title", "description")
 
@@ -176,7 +176,7 @@ def resolve_range(repo: Repo, spec: str | None) -> tuple[str, str, str]:
             except UsageError:
                 continue
             return _merge_base(repo, other, head, candidate, "HEAD"), head, f"{candidate}...HEAD"
-        raise UsageError("no upstream branch and no main branch to compare with; pass a range, e.g. "
+        raise UsageError("no upstream branch and no main or master branch to compare with; pass a range, e.g. "
                          "`okfgit review origin/main...HEAD`")
     if "..." in spec:
         a, b = spec.split("...", 1)

@@ -267,3 +267,14 @@ def test_pre_commit_hook_manifest_runs_doctor_on_the_worktree(tmp_path: Path, ok
     assert okfgit(*argv[1:], cwd=repo).code == 0
     (repo / ".okf" / "guides" / "dev-setup.md").write_text("no frontmatter\n")  # what is being committed
     assert "frontmatter-missing" in okfgit(*argv[1:], cwd=repo, expect=2).out
+
+
+def test_default_base_falls_back_to_master(tmp_path: Path, okfgit: Runner, git: Runner) -> None:
+    repo = tmp_path / "old-style"
+    repo.mkdir()
+    git("init", "-q", "-b", "master", cwd=repo)
+    okfgit("init", "--scope", "project", cwd=repo)
+    git("checkout", "-q", "-b", "topic", cwd=repo)
+    okfgit("new", "x", "--description", "X.", "--no-edit", cwd=repo)
+    result = okfgit("review", cwd=repo)
+    assert "master...HEAD" in result.out and "merge" in result.out
