@@ -124,11 +124,15 @@ def _agent(planner: Callable[[Context], agent_hooks.AgentChange], dry_run: bool,
         agent_hooks.apply(ctx, change)
     if as_json:
         emit_json({"agent": "claude", "settings": str(change.path), "dry_run": dry_run, "changed": change.changed,
-                   verb: list(change.events)})
+                   verb: list(change.events), "replaced": list(change.replaced)})
     elif dry_run:
         click.echo(change.render() or f"{change.path}: nothing to change")
     elif change.changed:
-        click.echo(f"{change.path}: {verb} {', '.join(change.events)} hook{'s' if len(change.events) > 1 else ''}")
+        fresh = [e for e in change.events if e not in change.replaced]
+        parts = [f"{verb} {', '.join(fresh)}"] if fresh else []
+        if change.replaced:
+            parts.append(f"brought {', '.join(change.replaced)} up to date")
+        click.echo(f"{change.path}: {'; '.join(parts)} hook{'s' if len(change.events) > 1 else ''}")
     else:
         click.echo(f"{change.path}: nothing to change")
     if change.reformats:
