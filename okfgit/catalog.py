@@ -6,14 +6,18 @@ tree to its fact. It is cached in ``<git common dir>/okf/catalog.json`` keyed by
 OID, so when one concept changed, only that blob is read and parsed again (a tree diff
 between the cached tree and the new one), which keeps projection's cost proportional to
 the change and not to the KB (DESIGN.md rule 4). The cache can be deleted at any time.
+
+The same machinery keeps other per-concept caches: a ``Kind`` names the cache file, its
+version and how one blob becomes its fact (the read verbs keep theirs, see ``navcards``).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from okfgit import TOOL, fsutil, okf
 from okfgit.errors import OkfError, ValidationError
@@ -38,12 +42,15 @@ class Fact(NamedTuple):
     hook: str
 
 
+F = TypeVar("F")
+
+
 @dataclass
-class TierCatalog:
+class TierCatalog(Generic[F]):
     """Every concept of one tier's KB tree: facts, and the paths that could not be read."""
 
     tree: str
-    facts: dict[str, Fact] = field(default_factory=dict)
+    facts: dict[str, F] = field(default_factory=dict)
     problems: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (oid, why)
     reread: int = 0  # paths read from the repository to build this (not saved)
 
@@ -76,9 +83,34 @@ def fact_of(label: str, path: str, entry: Entry, data: bytes) -> Fact:
     )
 
 
-def build(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog | None,
-          blobs: dict[str, bytes] | None = None) -> TierCatalog:
-    """The catalog of ``tier`` at ``commit`` (whose KB tree is ``tree``).
+@dataclass(frozen=True)
+class Kind(Generic[F]):
+    """One per-concept cache: its file under ``<git common dir>/okf/``, its format version,
+    how a blob becomes a fact (raising OkfError when it is not a concept) and how a fact
+    comes back from its JSON list."""
+
+    file: str
+    version: int
+    fact: Callable[[str, str, Entry, bytes], F]
+    from_json: Callable[[list[Any]], F]
+
+
+def _fact_from_json(value: list[Any]) -> Fact:
+    return Fact(*value)
+
+
+PROJECTION: Kind[Fact] = Kind(CATALOG_FILE, VERSION, fact_of, _fact_from_json)
+
+
+def build(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog[Fact] | None,
+          blobs: dict[str, bytes] | None = None) -> TierCatalog[Fact]:
+    """Projection's catalog of ``tier`` at ``commit`` (see ``build_kind``)."""
+    return build_kind(PROJECTION, repo, tier, commit, tree, cached, blobs)
+
+
+def build_kind(kind: Kind[F], repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog[F] | None,
+               blobs: dict[str, bytes] | None = None) -> TierCatalog[F]:
+    """The ``kind`` catalog of ``tier`` at ``commit`` (whose KB tree is ``tree``).
 
     Reuses ``cached`` as is when its tree is ``tree``, updates it from a tree diff when it
     is another tree still in the repository, and reads the whole tree otherwise. Every
@@ -94,21 +126,21 @@ def build(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog | 
         except Exception:  # noqa: BLE001 - a cached tree gc'd away (or any diff failure): read it all
             changes = None
         if changes is not None:
-            return _updated(repo, tier, commit, tree, cached, [c.path for c in changes], blobs)
-    return _full(repo, tier, commit, tree, blobs)
+            return _updated(repo, tier, commit, tree, cached, [c.path for c in changes], blobs, kind)
+    return _full(repo, tier, commit, tree, blobs, kind)
 
 
-def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes]) -> TierCatalog:
+def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes], kind: Kind[F]) -> TierCatalog[F]:
     entries = repo.tree_entries(commit, tier.prefix)
-    out = TierCatalog(tree, reread=len(entries))
+    out: TierCatalog[F] = TierCatalog(tree, reread=len(entries))
     for path in sorted(entries):
         if okf.is_concept_path(path):
-            _add(out, repo, tier, path, entries[path], blobs)
+            _add(out, repo, tier, path, entries[path], blobs, kind)
     return out
 
 
-def _updated(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog, paths: list[str],
-             blobs: dict[str, bytes]) -> TierCatalog:
+def _updated(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog[F], paths: list[str],
+             blobs: dict[str, bytes], kind: Kind[F]) -> TierCatalog[F]:
     out = TierCatalog(tree, dict(cached.facts), dict(cached.problems), reread=len(paths))
     for path in paths:
         out.facts.pop(path, None)
@@ -117,32 +149,38 @@ def _updated(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog
             continue
         entry = repo.entry_at(commit, tier.repo_path_of(path))
         if entry is not None and entry.mode != 0o040000:
-            _add(out, repo, tier, path, entry, blobs)
+            _add(out, repo, tier, path, entry, blobs, kind)
     return out
 
 
-def _add(out: TierCatalog, repo: Repo, tier: Tier, path: str, entry: Entry, blobs: dict[str, bytes]) -> None:
+def _add(out: TierCatalog[F], repo: Repo, tier: Tier, path: str, entry: Entry, blobs: dict[str, bytes],
+         kind: Kind[F]) -> None:
     try:
         data = repo.read_blob(entry.oid) if entry.mode != LINK_MODE else b""
         blobs[entry.oid] = data
-        out.facts[path] = fact_of(tier.label, path, entry, data)
+        out.facts[path] = kind.fact(tier.label, path, entry, data)
     except OkfError as exc:
         out.problems[path] = (entry.oid, str(exc))
 
 
-def path_of(common_dir: Path) -> Path:
-    return common_dir / "okf" / CATALOG_FILE
+def path_of(common_dir: Path, kind: Kind[Any] = PROJECTION) -> Path:
+    return common_dir / "okf" / kind.file
 
 
-def load(common_dir: Path) -> dict[str, TierCatalog]:
+def load(common_dir: Path) -> dict[str, TierCatalog[Fact]]:
+    """Projection's cached catalogs by tier label (see ``load_kind``)."""
+    return load_kind(PROJECTION, common_dir)
+
+
+def load_kind(kind: Kind[F], common_dir: Path) -> dict[str, TierCatalog[F]]:
     """The cached catalogs by tier label; empty when missing, stale or damaged (it is a cache)."""
     try:
-        data = json.loads(path_of(common_dir).read_bytes())
-        if data.get("version") != VERSION or data.get("tool") != TOOL:
+        data = json.loads(path_of(common_dir, kind).read_bytes())
+        if data.get("version") != kind.version or data.get("tool") != TOOL:
             return {}
-        out: dict[str, TierCatalog] = {}
+        out: dict[str, TierCatalog[F]] = {}
         for label, raw in data["tiers"].items():
-            facts = {p: Fact(*v) for p, v in raw["facts"].items()}
+            facts = {p: kind.from_json(v) for p, v in raw["facts"].items()}
             problems = {p: (v[0], v[1]) for p, v in raw["problems"].items()}
             out[label] = TierCatalog(raw["tree"], facts, problems)
         return out
@@ -150,10 +188,15 @@ def load(common_dir: Path) -> dict[str, TierCatalog]:
         return {}
 
 
-def save(common_dir: Path, catalogs: dict[str, TierCatalog]) -> None:
+def save(common_dir: Path, catalogs: dict[str, TierCatalog[Fact]]) -> None:
+    """Write projection's cache (see ``save_kind``)."""
+    save_kind(PROJECTION, common_dir, catalogs)
+
+
+def save_kind(kind: Kind[F], common_dir: Path, catalogs: dict[str, TierCatalog[F]]) -> None:
     """Write the cache (no fsync: it is rebuilt from git whenever it is missing)."""
     data: dict[str, Any] = {
-        "version": VERSION,
+        "version": kind.version,
         "tool": TOOL,
         "tiers": {
             label: {
@@ -165,4 +208,4 @@ def save(common_dir: Path, catalogs: dict[str, TierCatalog]) -> None:
         },
     }
     text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-    fsutil.atomic_write(path_of(common_dir), text.encode("utf-8"), fsync=False)
+    fsutil.atomic_write(path_of(common_dir, kind), text.encode("utf-8"), fsync=False)
