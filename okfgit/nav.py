@@ -3,7 +3,8 @@
 Precedence is by ``okf_id``: when several tiers hold a concept with the same ``okf_id``,
 only the most specific one (job > project > global) is *visible*; it *shadows* the
 others. Concepts without an ``okf_id`` are always visible. Nothing here reads the
-working tree: uncommitted edits are not knowledge yet (DESIGN.md rule 1).
+working tree: uncommitted edits are not knowledge yet (DESIGN.md rule 1). Concepts come
+as ``Card``s from a cache kept by tree diff (``navcards``), so a lookup parses no file.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from okfgit import index, links, okf
 from okfgit.errors import UsageError, ValidationError
-from okfgit.kb import Concept, Snapshot, snapshot
+from okfgit.navcards import Card, TierCards
 from okfgit.tiers import TIER_NAMES, Workspace
 
 _CITED_OID = re.compile(r"@([0-9a-f]{4,40})$")
@@ -31,7 +32,7 @@ class Hit:
     tier: str
     path: str
     oid: str
-    concept: Concept | None = None
+    concept: Card | None = None
     problem: str | None = None
 
     @property
@@ -39,82 +40,80 @@ class Hit:
         return f"{self.tier}:{self.path}@{self.oid[:7]}"
 
 
-def _key(concept: Concept) -> tuple[str, str]:
+def _key(concept: Card) -> tuple[str, str]:
     return concept.tier, concept.path
 
 
 class View:
     """The selected tiers at HEAD, most specific first, with okf_id precedence applied."""
 
-    def __init__(self, snapshots: Sequence[Snapshot]) -> None:
-        self.snapshots = list(snapshots)
-        self._by_label = {s.tier.label: s for s in self.snapshots}
+    def __init__(self, tiers: Sequence[TierCards]) -> None:
+        self.tiers = list(tiers)
+        self._by_label = {t.label: t for t in self.tiers}
         self._rank = {label: i for i, label in enumerate(self._by_label)}
-        self._names: dict[str | None, dict[str, Concept]] = {}
-        self._tier_concepts: dict[str, list[Concept]] = {}
-        self._tier_ids: dict[str, dict[str, list[Concept]]] = {}
+        self._names: dict[str | None, dict[str, Card]] = {}
+        self._tier_concepts: dict[str, list[Card]] = {}
+        self._tier_ids: dict[str, dict[str, list[Card]]] = {}
 
     @property
     def labels(self) -> list[str]:
         return list(self._by_label)
 
-    def snapshot(self, label: str) -> Snapshot:
+    def tier(self, label: str) -> TierCards:
         return self._by_label[label]
 
     def rank(self, label: str) -> int:
         """0 for the most specific tier in the view."""
         return self._rank[label]
 
-    @cached_property
-    def all_concepts(self) -> list[Concept]:
-        """Every parseable concept of every tier, shadowed ones included (tier order, then path)."""
-        return [c for label in self.labels for c in self.in_tier(label)]
-
-    def in_tier(self, label: str) -> list[Concept]:
-        """Every parseable concept of one tier, by path (parsed once, on first use)."""
+    def in_tier(self, label: str) -> list[Card]:
+        """Every parseable concept of one tier, by path."""
         if label not in self._tier_concepts:
-            self._tier_concepts[label] = list(self._by_label[label].concepts())
+            self._tier_concepts[label] = list(self._by_label[label].cards.values())
         return self._tier_concepts[label]
 
-    def _ids(self, label: str) -> dict[str, list[Concept]]:
+    def _ids(self, label: str) -> dict[str, list[Card]]:
         if label not in self._tier_ids:
-            out: dict[str, list[Concept]] = {}
+            out: dict[str, list[Card]] = {}
             for concept in self.in_tier(label):
                 if concept.okf_id:
                     out.setdefault(concept.okf_id, []).append(concept)
             self._tier_ids[label] = out
         return self._tier_ids[label]
 
-    # Precedence only needs the tiers on one side of a concept's own, so a lookup in the
-    # most specific tier (the common case) never parses the others.
-
-    def _same_id(self, concept: Concept, more_specific: bool) -> list[Concept]:
+    def _same_id(self, concept: Card, more_specific: bool) -> list[Card]:
         if not concept.okf_id:
             return []
         at = self.rank(concept.tier)
         labels = self.labels[:at] if more_specific else self.labels[at + 1:]
         return [c for label in labels for c in self._ids(label).get(concept.okf_id, [])]
 
-    def is_visible(self, concept: Concept) -> bool:
+    def is_visible(self, concept: Card) -> bool:
         return not self._same_id(concept, more_specific=True)
 
     @cached_property
-    def concepts(self) -> list[Concept]:
+    def concepts(self) -> list[Card]:
         """The visible concepts: each okf_id once, from its most specific tier."""
-        return [c for c in self.all_concepts if self.is_visible(c)]
+        out: list[Card] = []
+        above: set[str] = set()  # okf_ids of the more specific tiers
+        for label in self.labels:
+            cards = self.in_tier(label)
+            out.extend(c for c in cards if not c.okf_id or c.okf_id not in above)
+            above.update(c.okf_id for c in cards if c.okf_id)
+        return out
 
-    def shadows(self, concept: Concept) -> list[Concept]:
+    def shadows(self, concept: Card) -> list[Card]:
         """Concepts with the same okf_id in less specific tiers (when ``concept`` is visible)."""
         if not self.is_visible(concept):
             return []
         return self._same_id(concept, more_specific=False)
 
-    def shadowed_by(self, concept: Concept) -> Concept | None:
+    def shadowed_by(self, concept: Card) -> Card | None:
         """The visible concept that hides ``concept``, if any."""
         above = self._same_id(concept, more_specific=True)
         return above[0] if above else None
 
-    def names(self, label: str | None) -> dict[str, Concept]:
+    def names(self, label: str | None) -> dict[str, Card]:
         """What a ``[[name]]`` can mean in tier ``label`` (None: every visible concept).
 
         A frontmatter ``name`` wins over a file stem; otherwise the first by path.
@@ -122,38 +121,37 @@ class View:
         if label not in self._names:
             pool = self.in_tier(label) if label else self.concepts
             stems = {c.slug: c for c in reversed(pool)}
-            named = {okf.one_line(c.meta.get("name")): c for c in reversed(pool) if c.meta.get("name")}
+            named = {c.fact.name: c for c in reversed(pool) if c.fact.named}
             self._names[label] = {**stems, **named}
         return self._names[label]
 
-    def by_okf_id(self, okf_id: str) -> list[Concept]:
+    def by_okf_id(self, okf_id: str) -> list[Card]:
         return [c for c in self.concepts if c.okf_id == okf_id]
 
     def problems(self) -> list[Hit]:
         """Concept files that cannot be parsed (bad YAML, no frontmatter, a symlink ...)."""
         out = []
-        for snap in self.snapshots:
-            for path, message in sorted(snap.problems().items()):
-                out.append(Hit(snap.tier.label, path, snap.entries[path].oid, None, message))
+        for tier in self.tiers:
+            for path, (oid, message) in sorted(tier.catalog.problems.items()):
+                out.append(Hit(tier.label, path, oid, None, message))
         return out
 
     def hit(self, label: str, path: str) -> Hit | None:
-        """The blob at ``path`` in tier ``label``, parsed when it is a concept."""
-        snap = self._by_label[label]
-        entry = snap.entries.get(path)
-        if entry is None:
-            return None
-        if not okf.is_concept_path(path):
-            return Hit(label, path, entry.oid)
-        try:
-            return Hit(label, path, entry.oid, snap.concept(path))
-        except ValidationError as exc:
-            return Hit(label, path, entry.oid, None, str(exc))
+        """The blob at ``path`` in tier ``label``, with its card when it is a concept."""
+        tier = self._by_label[label]
+        fact = tier.catalog.facts.get(path)
+        if fact is not None:
+            return Hit(label, path, fact.oid, Card(label, path, fact))
+        if path in tier.catalog.problems:
+            oid, message = tier.catalog.problems[path]
+            return Hit(label, path, oid, None, message)
+        blob = tier.oid(path)
+        return Hit(label, path, blob) if blob is not None else None
 
 
 def merged_view(ws: Workspace, scope: str = "all") -> View:
     """The tiers ``scope`` selects (default: every active tier) read at HEAD."""
-    return View([snapshot(tier) for tier in ws.selected(scope)])
+    return View([TierCards(tier) for tier in ws.selected(scope)])
 
 
 # -- references ---------------------------------------------------------------------
@@ -219,10 +217,10 @@ def find(view: View, ref: str) -> tuple[Ref, list[Hit]]:
         return parsed, []
     pool = view.in_tier(parsed.tier) if parsed.tier else view.concepts
     stem = name[:-3] if name.endswith(".md") else name
-    return parsed, [_concept_hit(c) for c in pool if stem in (c.slug, okf.one_line(c.meta.get("name")))]
+    return parsed, [_concept_hit(c) for c in pool if stem in (c.slug, c.fact.name)]
 
 
-def _concept_hit(concept: Concept) -> Hit:
+def _concept_hit(concept: Card) -> Hit:
     return Hit(concept.tier, concept.path, concept.oid, concept)
 
 
@@ -254,7 +252,7 @@ def resolve(view: View, ref: str) -> Hit:
     raise UsageError("\n".join(lines))
 
 
-def resolve_ref(view: View, ref: str) -> Concept:
+def resolve_ref(view: View, ref: str) -> Card:
     """The one concept ``ref`` names (slug, frontmatter name, okf_id, path or tier:path)."""
     hit = resolve(view, ref)
     if hit.concept is None:
@@ -268,7 +266,7 @@ def _not_found(view: View, ref: str, parsed: Ref) -> str:
     if not view.labels:
         return message + "; run `okfgit init` first"
     pool = view.in_tier(parsed.tier) if parsed.tier else view.concepts
-    names: dict[str, Concept] = {}
+    names: dict[str, Card] = {}
     for concept in pool:
         names.setdefault(concept.slug, concept)
         names.setdefault(concept.path, concept)
@@ -296,7 +294,7 @@ class Listing:
     path: str
     tier: str | None
     folders: list[Folder]
-    concepts: list[Concept]
+    concepts: list[Card]
     problems: list[Hit]
 
 
@@ -315,7 +313,7 @@ def ls(view: View, where: str = "") -> Listing:
     subs: dict[str, list[str]] = {}
     exists = folder == ""
     for label in labels:
-        for path in view.snapshot(label).entries:
+        for path in view.tier(label).entries:
             if not path.startswith(prefix):
                 continue
             exists = True
@@ -326,7 +324,8 @@ def ls(view: View, where: str = "") -> Listing:
                     subs[sub].append(label)
     if not exists:
         raise UsageError(_not_found(view, where, parsed))
-    folders = [Folder(sub, tuple(tiers), _folder_description(view, tiers, sub), _count(pool, sub))
+    counts = _counts(pool, prefix)
+    folders = [Folder(sub, tuple(tiers), _folder_description(view, tiers, sub), counts.get(sub, 0))
                for sub, tiers in sorted(subs.items())]
     concepts = sorted((c for c in pool if index.parent(c.path) == folder), key=lambda c: (c.path, view.rank(c.tier)))
     problems = [h for h in view.problems() if h.tier in labels and index.parent(h.path) == folder]
@@ -336,22 +335,29 @@ def ls(view: View, where: str = "") -> Listing:
 def _folder_description(view: View, tiers: Iterable[str], folder: str) -> str:
     name = folder.rsplit("/", 1)[-1]
     for label in tiers:
-        snap = view.snapshot(label)
+        tier = view.tier(label)
         path = index.index_path(folder)
-        if path in snap.entries:
-            text = snap.blob(path).decode("utf-8", errors="replace")
+        if path in tier.entries:
+            text = tier.blob(path).decode("utf-8", errors="replace")
             return index.describe_folder(index.split_intro(text), name)
     return f"Concepts under {name}/."
 
 
-def _count(pool: Iterable[Concept], folder: str) -> int:
-    return sum(1 for c in pool if c.path.startswith(folder + "/"))
+def _counts(pool: Iterable[Card], prefix: str) -> dict[str, int]:
+    """How many concepts each subfolder below ``prefix`` holds, at any depth."""
+    out: dict[str, int] = {}
+    for card in pool:
+        rest = card.path[len(prefix):] if card.path.startswith(prefix) else ""
+        if "/" in rest:
+            sub = prefix + rest.split("/", 1)[0]
+            out[sub] = out.get(sub, 0) + 1
+    return out
 
 
 # -- search -------------------------------------------------------------------------
 
 
-def search(view: View, words: Sequence[str] = (), type_: str | None = None, tags: Sequence[str] = ()) -> list[Concept]:
+def search(view: View, words: Sequence[str] = (), type_: str | None = None, tags: Sequence[str] = ()) -> list[Card]:
     """Visible concepts whose type and tags match and whose title or description holds every word.
 
     Ranked: more words in the title first, then by path, then most specific tier.
@@ -359,7 +365,7 @@ def search(view: View, words: Sequence[str] = (), type_: str | None = None, tags
     wanted_type = okf.one_line(type_).lower() if type_ else None
     wanted_tags = {t.lower() for t in tags}
     terms = [w.lower() for w in words if w.strip()]
-    ranked: list[tuple[int, str, int, Concept]] = []
+    ranked: list[tuple[int, str, int, Card]] = []
     for concept in view.concepts:
         if wanted_type is not None and concept.type.lower() != wanted_type:
             continue
@@ -395,7 +401,7 @@ class OutLink:
 
 @dataclass(frozen=True)
 class BackLink:
-    source: Concept
+    source: Card
     kind: str
     target: str
     line: int
@@ -403,33 +409,36 @@ class BackLink:
 
 @dataclass(frozen=True)
 class LinkReport:
-    concept: Concept
+    concept: Card
     outgoing: list[OutLink]
     backlinks: list[BackLink]
 
 
-def link_report(view: View, concept: Concept) -> LinkReport:
+def link_report(view: View, concept: Card) -> LinkReport:
     """Where ``concept`` links to, and which visible concepts link to it (or to what it shadows)."""
-    skip = _head_lines(view, concept)
-    outgoing = [follow(view, concept, link, skip) for link in links.extract(concept.body)]
+    outgoing = [follow(view, concept, link, concept.fact.head) for link in concept.links()]
     targets = {_key(concept)} | {_key(c) for c in view.shadows(concept)}
+    names = {path.rsplit("/", 1)[-1] for _, path in targets}
     backlinks = []
     for source in view.concepts:
-        for link in links.extract(source.body):
-            out = follow(view, source, link)
-            if out.hit is not None and (out.hit.tier, out.hit.path) in targets:
-                line = link.line + _head_lines(view, source)
-                backlinks.append(BackLink(source, link.kind, link.target, line))
+        for link in source.links():
+            if _links_to(view, source, link, targets, names):
+                backlinks.append(BackLink(source, link.kind, link.target, link.line + source.fact.head))
     return LinkReport(concept, outgoing, backlinks)
 
 
-def _head_lines(view: View, concept: Concept) -> int:
-    """How many lines the frontmatter takes (the body is the blob's tail)."""
-    data = view.snapshot(concept.tier).blob(concept.path)
-    return data[: len(data) - len(concept.body)].count(b"\n")
+def _links_to(view: View, source: Card, link: links.Link, targets: set[tuple[str, str]], names: set[str]) -> bool:
+    """``follow(view, source, link)`` lands on one of ``targets`` (whose file names are ``names``)."""
+    if link.kind == "wiki":
+        found = _wiki_target(view, source.tier, link.target)
+        return found is not None and (found.tier, found.path) in targets
+    if "%" not in link.target and not any(name in link.target for name in names):
+        return False  # a markdown link names its target's file (unless percent-encoded)
+    target = links.resolve(source.path, link.target)
+    return not target.external and not target.escapes and (source.tier, target.path) in targets
 
 
-def follow(view: View, source: Concept, link: links.Link, skip: int = 0) -> OutLink:
+def follow(view: View, source: Card, link: links.Link, skip: int = 0) -> OutLink:
     """Resolve one link of ``source``: markdown links inside its own tier, ``[[name]]`` there first.
 
     ``skip`` is the number of frontmatter lines, added to the body line number.
@@ -448,7 +457,7 @@ def follow(view: View, source: Concept, link: links.Link, skip: int = 0) -> OutL
     hit = view.hit(source.tier, target.path)
     if hit is not None:
         return OutLink(link.kind, link.target, line, "ok", target.path, hit)
-    if links.exists(target.path, view.snapshot(source.tier).entries):
+    if links.exists(target.path, view.tier(source.tier).entries):
         return OutLink(link.kind, link.target, line, "ok", target.path)
     return OutLink(link.kind, link.target, line, "dangling", target.path)
 
@@ -463,7 +472,7 @@ def _wiki_target(view: View, tier: str, name: str) -> Hit | None:
 # -- JSON shapes --------------------------------------------------------------------
 
 
-def concept_json(view: View, concept: Concept) -> dict[str, Any]:
+def concept_json(view: View, concept: Card) -> dict[str, Any]:
     """The fields every read verb reports for a concept."""
     out: dict[str, Any] = {
         "citation": concept.citation,

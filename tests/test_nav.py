@@ -238,3 +238,35 @@ def test_job_tier_wins_and_run_option(kb: Path, okfgit: Runner, git: Runner) -> 
                                                                            "shadows: global:shared.md"]
     assert "Project body." in okfgit("cat", ID_SHARED, cwd=kb).out  # no run: no job tier
     assert "Job body." in okfgit("cat", "job:shared", "--run", "r1", cwd=kb).out
+
+
+def test_the_cache_follows_head_and_is_only_a_cache(kb: Path, okfgit: Runner, git: Runner, home: Path) -> None:
+    cache = kb / ".git" / "okf" / "nav.json"
+    first = okfgit("search", "storage", "--json", cwd=kb).out
+    assert cache.is_file() and (global_repo(home) / ".git" / "okf" / "nav.json").is_file()
+    committed = git("show", "HEAD:.okf/decisions/storage.md", cwd=kb).out
+    commit_files(git, kb, {".okf/decisions/storage.md": committed.replace("Storage engine", "Storage layer")})
+    assert [h["title"] for h in json.loads(okfgit("search", "storage", "--json", cwd=kb).out)] == ["Storage layer"]
+    git("reset", "-q", "--hard", "HEAD~1", cwd=kb)
+    assert okfgit("search", "storage", "--json", cwd=kb).out == first
+    cache.write_text("{damaged")
+    assert okfgit("search", "storage", "--json", cwd=kb).out == first
+    saved = json.loads(cache.read_text())
+    saved["tiers"]["project"]["tree"] = "1" * 40  # a tree the repository does not have
+    cache.write_text(json.dumps(saved))
+    assert okfgit("search", "storage", "--json", cwd=kb).out == first
+    cache.unlink()
+    assert okfgit("links", "cache-policy", cwd=kb).out.count("project:decisions/storage.md@") == 3
+
+
+def test_a_warm_cache_reads_only_the_files_a_commit_changed(kb: Path, okfgit: Runner, git: Runner) -> None:
+    from okfgit.navcards import TierCards
+    from okfgit.tiers import Tier
+
+    tier = Tier("project", kb, ".okf")
+    assert TierCards(tier).catalog.reread > 0  # the first read builds the cache
+    assert TierCards(tier).catalog.reread == 0
+    commit_files(git, kb, {".okf/notes/a/x.md": concept("Note", "X in a", "Changed.")})
+    cards = TierCards(tier)
+    assert cards.catalog.reread == 1
+    assert cards.cards["notes/a/x.md"].description == "Changed."

@@ -15,7 +15,7 @@ import click
 
 from okfgit import nav
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, scope_option, warn, workspace
-from okfgit.kb import Concept
+from okfgit.navcards import Card
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,7 +31,7 @@ def _view(repo: Path | None, run: str | None, scope: str) -> nav.View:
     return nav.merged_view(ws, scope)
 
 
-def _line(view: nav.View, concept: Concept) -> str:
+def _line(view: nav.View, concept: Card) -> str:
     kind = f"[{concept.type}] " if concept.type else ""
     text = f"{concept.citation}  {kind}{concept.title}"
     if concept.description:
@@ -83,7 +83,7 @@ def cat_cmd(ref: str, scope: str, repo: Path | None, run: str | None, as_json: b
     candidates or close matches."""
     view = _view(repo, run, scope)
     hit = nav.resolve(view, ref)
-    data = view.snapshot(hit.tier).blob(hit.path)
+    data = view.tier(hit.tier).blob(hit.path)
     cited = nav.parse_ref(view, ref).oid
     if cited and not hit.oid.startswith(cited):
         warn([f"{ref} cites blob {cited}, but HEAD now has {hit.citation}"])
