@@ -474,7 +474,9 @@ def _lookup(tree: pygit2.Tree, path: str) -> pygit2.Object | None:
 
 
 def _kind(mode: int) -> str:
-    return {FileMode.LINK: "symlink", FileMode.TREE: "folder", FileMode.COMMIT: "submodule"}.get(mode, "file")
+    kinds: dict[int, str] = {int(FileMode.LINK): "symlink", int(FileMode.TREE): "folder",
+                             int(FileMode.COMMIT): "submodule"}
+    return kinds.get(int(mode), "file")
 
 
 def _write_index(index: pygit2.Index, workdir: Path) -> None:
