@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from okfgit import TOOL, fsutil, okf
-from okfgit.errors import OkfError, ValidationError
+from okfgit.errors import OkfError
 from okfgit.git import Entry, Repo
 from okfgit.tiers import Tier
 
@@ -62,12 +62,7 @@ class TierCatalog(Generic[F]):
 
 def fact_of(label: str, path: str, entry: Entry, data: bytes) -> Fact:
     """The fact for the blob at ``path``; ValidationError naming ``label:path`` when it is not a concept."""
-    name = f"{label}:{path}"
-    if entry.mode == LINK_MODE:
-        raise ValidationError(f"{name}: is a symlink; okfgit never follows links in a tier")
-    parsed = okf.split(data, name)
-    if not parsed.has_frontmatter:
-        raise ValidationError(f"{name}: missing YAML frontmatter")
+    parsed = okf.parse_concept(data, f"{label}:{path}", is_link=entry.mode == LINK_MODE)
     meta = parsed.meta
     okf_id = meta.get("okf_id")
     origin = meta.get("okf_origin")

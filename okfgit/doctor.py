@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +45,6 @@ _TAG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _LOG_GROUP = re.compile(r"^##[ \t]+(.*?)[ \t#]*$")
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,9}[.)])\s+\S")
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 _SETEXT = re.compile(r"^\s{0,3}=+\s*$")
 # "one sentence": a sentence end followed by another sentence; common abbreviations and
 # initials ("e.g. X", "J. Smith") are not sentence ends.
@@ -451,7 +450,7 @@ class Checker:
         seen: dict[dt.date, int] = {}
         previous: dt.date | None = None
         groups = 0
-        for number, line in _outside_code(_text(doc.body)):
+        for number, line in links.outside_code(_text(doc.body)):
             group = _LOG_GROUP.match(line)
             if group is None:
                 if groups == 0 and _LIST_ITEM.match(line):
@@ -730,24 +729,10 @@ def _text(body: bytes) -> str:
     return body.decode("utf-8").lstrip("\ufeff")
 
 
-def _outside_code(text: str) -> Iterator[tuple[int, str]]:
-    """(line number, line) for every line outside fenced code blocks."""
-    fence: str | None = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        opened = _FENCE.match(line)
-        if fence is not None:
-            if opened and opened.group(1) == fence:
-                fence = None
-        elif opened:
-            fence = opened.group(1)
-        else:
-            yield number, line
-
-
 def _has_heading(text: str) -> bool:
     """An ATX heading (``# x``) or a setext one (a line underlined with ``===``)."""
     previous = (0, "")
-    for number, line in _outside_code(text):
+    for number, line in links.outside_code(text):
         if index.HEADING.match(line):
             return True
         if _SETEXT.match(line) and previous[0] == number - 1 and previous[1].strip():

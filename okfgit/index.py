@@ -36,7 +36,7 @@ _LINK_ITEM = re.compile(
 )
 # okfgit's own entry shape, exactly: "- [Title](path) — one sentence" (or no sentence).
 _STRICT = re.compile(r"^- \[([^\[\]]*)\]\(([^()\s]+)\)(?: \u2014 (\S(?:.*\S)?))?$")
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+
 _SEPARATOR = re.compile(r"^\s*(?:\u2014|\u2013|-|:)?\s*")
 
 
@@ -80,16 +80,7 @@ def entry_lines(text: str) -> list[Line]:
     starts with a link (markdown or ``[[name]]``) on; items above it belong to the intro."""
     out: list[Line] = []
     started = False
-    fence: str | None = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        opened = _FENCE.match(line)
-        if fence:
-            if opened and opened.group(1) == fence:
-                fence = None
-            continue
-        if opened:
-            fence = opened.group(1)
-            continue
+    for number, line in links.outside_code(text):
         item = _ITEM.match(line)
         if item is None:
             continue
@@ -234,7 +225,7 @@ def _fenced(lines: list[str]) -> set[int]:
     out: set[int] = set()
     opened: tuple[int, str] | None = None
     for number, raw in enumerate(lines):
-        fence = _FENCE.match(_content(raw))
+        fence = links.FENCE.match(_content(raw))
         if fence is None:
             continue
         if opened is None:

@@ -94,11 +94,7 @@ class Snapshot:
         entry = self.entries[path]
         name = f"{self.tier.label}:{path}"
         try:
-            if entry.mode == LINK_MODE:
-                raise ValidationError(f"{name}: is a symlink; okfgit never follows links in a tier")
-            parsed = okf.split(self.blob(path), name)
-            if not parsed.has_frontmatter:
-                raise ValidationError(f"{name}: missing YAML frontmatter")
+            parsed = okf.parse_concept(b"" if entry.is_link else self.blob(path), name, is_link=entry.is_link)
         except OkfError as exc:
             self._problems[path] = str(exc)
             raise ValidationError(str(exc)) from exc

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _MD_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
 _REF_DEF = re.compile(r"^\s{0,3}\[(?!\^)[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$")
@@ -53,19 +53,24 @@ def extract(body: bytes | str) -> list[Link]:
             counted = match.start()
             _line_links(match.group(0), number, out)
         return out
-    fence: str | None = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        opened = _FENCE.match(line)
-        if fence:
-            if opened and opened.group(1) == fence:
-                fence = None
-            continue
-        if opened:
-            fence = opened.group(1)
-            continue
+    for number, line in outside_code(text):
         if "[" in line:
             _line_links(line, number, out)
     return out
+
+
+def outside_code(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) for every line outside fenced code blocks (``` or ~~~)."""
+    fence: str | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        opened = FENCE.match(line)
+        if fence is not None:
+            if opened and opened.group(1) == fence:
+                fence = None
+        elif opened:
+            fence = opened.group(1)
+        else:
+            yield number, line
 
 
 _BRACKET_LINE = re.compile(r"^[^\n]*\[[^\n]*", re.MULTILINE)

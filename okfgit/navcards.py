@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from okfgit import catalog, links, okf
 from okfgit.catalog import TierCatalog
-from okfgit.errors import OkfError, UsageError, ValidationError
+from okfgit.errors import OkfError, UsageError
 from okfgit.git import Entry, Repo
 from okfgit.tiers import Tier
 
@@ -44,12 +44,7 @@ class NavFact(NamedTuple):
 def nav_fact(label: str, path: str, entry: Entry, data: bytes) -> NavFact:
     """The card data of the blob at ``path``; ValidationError, as ``kb.Snapshot.concept``
     words it, when the file cannot be read as a concept."""
-    name = f"{label}:{path}"
-    if entry.mode == LINK_MODE:
-        raise ValidationError(f"{name}: is a symlink; okfgit never follows links in a tier")
-    parsed = okf.split(data, name)
-    if not parsed.has_frontmatter:
-        raise ValidationError(f"{name}: missing YAML frontmatter")
+    parsed = okf.parse_concept(data, f"{label}:{path}", is_link=entry.mode == LINK_MODE)
     meta = parsed.meta
     okf_id = meta.get("okf_id")
     raw_tags = meta.get("tags")

@@ -144,6 +144,17 @@ def split(data: bytes, name: str) -> Parsed:
     )
 
 
+def parse_concept(data: bytes, name: str, *, is_link: bool = False) -> Parsed:
+    """A concept file's parts; ValidationError naming ``name`` when it is not a readable concept
+    (a symlink, not text, bad YAML, no frontmatter). The one rule every reader applies."""
+    if is_link:
+        raise ValidationError(f"{name}: is a symlink; okfgit never follows links in a tier")
+    parsed = split(data, name)
+    if not parsed.has_frontmatter:
+        raise ValidationError(f"{name}: missing YAML frontmatter")
+    return parsed
+
+
 def is_reserved(path: str) -> bool:
     return path.rsplit("/", 1)[-1] in RESERVED
 

@@ -127,7 +127,7 @@ def folder_problem(folder: Path) -> str | None:
     probe = folder
     while True:
         try:
-            st = os.stat(probe)
+            os.stat(probe)
         except FileNotFoundError:
             if probe.parent == probe:
                 return "no part of its path exists"
