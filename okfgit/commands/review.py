@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import IO
 
 import click
 
@@ -19,7 +20,7 @@ _RENDER = {"text": review_render.as_text, "markdown": review_render.as_markdown,
 @click.option("--pr-body", type=click.File("r", encoding="utf-8"), default=None, metavar="FILE",
               help="A pull request body ('-' for stdin) whose okf-harvest block is checked against the head tree.")
 @repo_option
-def review_cmd(range_: str | None, fmt: str, pr_body: click.utils.LazyFile | None, repo: Path | None) -> int:
+def review_cmd(range_: str | None, fmt: str, pr_body: IO[str] | None, repo: Path | None) -> int:
     """Review the project tier's (.okf/) changes between BASE and HEAD: concepts
     added, modified (field by field, body as a diff), removed and renamed (matched
     by okf_id); doctor findings the branch introduces; the review rules (one home
@@ -27,8 +28,8 @@ def review_cmd(range_: str | None, fmt: str, pr_body: click.utils.LazyFile | Non
     concepts need a person, no needs-merge leftovers); and who made each commit.
 
     BASE...HEAD compares with their merge base (BASE..HEAD with BASE itself; a
-    single BASE means BASE...HEAD). Default: HEAD's upstream, else main, else
-    origin/main. Exit 0 when the verdict is merge, 2 for request-changes or
+    single BASE means BASE...HEAD). Default: HEAD's upstream, else main,
+    origin/main, master or origin/master. Exit 0 when the verdict is merge, 2 for request-changes or
     needs-human, so CI can gate on it.
     """
     ctx, ws = workspace(repo)
