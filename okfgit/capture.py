@@ -36,7 +36,6 @@ from okfgit.tiers import Tier, Workspace, check_scope
 MAX_BYTES = 1024 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 CAPTURE_FOLDER = "memory"
-NATIVE_TYPES = ("user", "feedback", "project", "reference")
 AGENT_ACTOR = "claude-code/memory"
 
 
