@@ -52,7 +52,7 @@ GIT_STATUS = ["git", "status", "--porcelain"]
 def memory_folder(repo: Path, env: dict[str, str]) -> Path:
     """Claude Code's memory folder for ``repo``, as okfgit computes it."""
     out = subprocess.run([sys.executable, "-c", "import os, pathlib, sys; "
-                          "from okfgit.claude_home import memory_dir; "
+                          "from okfgit.targets.claude_home import memory_dir; "
                           "print(memory_dir(pathlib.Path(sys.argv[1]).resolve(), os.environ, "
                           "pathlib.Path(os.environ['HOME'])).path)", str(repo)],
                          env=env, capture_output=True, text=True, check=True)

@@ -19,7 +19,8 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import FileMode, RepositoryState
 
-from okfgit import fastpath, fsutil
+from okfgit import fsutil
+from okfgit.local import fastpath
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, RepoStateError, UsageError
 

@@ -15,8 +15,8 @@ from okfgit import TOOL, fsutil
 from okfgit.context import Context
 from okfgit.errors import OkfError
 from okfgit.git import Repo
-from okfgit.tiers import Tier
-from okfgit.trailers import Trailer, format_message
+from okfgit.knowledge.tiers import Tier
+from okfgit.format.trailers import Trailer, format_message
 
 
 @dataclass(frozen=True)

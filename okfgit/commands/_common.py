@@ -12,7 +12,7 @@ import click
 from okfgit.context import Context
 
 if TYPE_CHECKING:  # importing tiers loads pygit2: commands with a fast path import it only when used
-    from okfgit.tiers import Workspace
+    from okfgit.knowledge.tiers import Workspace
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,7 +48,7 @@ def scope_option(default: str | None = "project", allow_all: bool = False) -> Ca
 
 
 def workspace(repo: Path | None = None, run: str | None = None) -> tuple[Context, Workspace]:
-    from okfgit.tiers import open_workspace
+    from okfgit.knowledge.tiers import open_workspace
 
     ctx = Context.from_process()
     return ctx, open_workspace(ctx, repo, run)

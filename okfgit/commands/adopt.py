@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from okfgit import adopt
+from okfgit.verbs import adopt
 from okfgit import plan as plan_mod
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, scope_option, warn, workspace
 

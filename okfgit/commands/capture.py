@@ -25,7 +25,8 @@ def capture_cmd(source: str, to: str | None, dry_run: bool, repo: Path | None, r
     itself wrote are skipped. Unreadable files are skipped with a warning and left
     untouched. Exit 0 even when files were skipped; 3 if a commit could not be made.
     """
-    from okfgit import capture, plan
+    from okfgit import plan
+    from okfgit.verbs import capture
 
     ctx, ws = workspace(repo, run)
     report = capture.capture(ctx, ws, to=to, dry_run=dry_run)
@@ -40,7 +41,7 @@ def capture_cmd(source: str, to: str | None, dry_run: bool, repo: Path | None, r
 
 
 def summary(report: object, dry_run: bool) -> str:
-    from okfgit.capture import Report
+    from okfgit.verbs.capture import Report
 
     assert isinstance(report, Report)
     if not report.enabled:
@@ -62,7 +63,7 @@ def summary(report: object, dry_run: bool) -> str:
 
 
 def report_json(report: object) -> dict[str, object]:
-    from okfgit.capture import Report
+    from okfgit.verbs.capture import Report
 
     assert isinstance(report, Report)
     return {

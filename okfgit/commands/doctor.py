@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from okfgit import doctor
+from okfgit.verbs import doctor
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, scope_option, workspace
 from okfgit.errors import EXIT_OK, EXIT_USAGE
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from okfgit import indexing
+from okfgit.verbs import index as indexing
 from okfgit import plan as plan_mod
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, scope_option, workspace
 from okfgit.errors import EXIT_OK, EXIT_USAGE

@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 
 import click
 
-from okfgit import nav
+from okfgit.verbs import nav
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, scope_option, warn, workspace
-from okfgit.navcards import Card
+from okfgit.knowledge.cards import Card
 
 F = TypeVar("F", bound=Callable[..., Any])
 

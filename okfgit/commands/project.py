@@ -1,6 +1,6 @@
 """``okfgit project``: parse, try the fast path, else call ``projection.project``, print.
 
-Only click and ``okfgit.fastpath`` are imported at module level: a no-op must cost about
+Only click and ``okfgit.local.fastpath`` are imported at module level: a no-op must cost about
 a process start, so pygit2, YAML and the projection code load only when there is work.
 """
 
@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from okfgit import fastpath
+from okfgit.local import fastpath
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, warn
 from okfgit.errors import OkfError, UsageError
 
 if TYPE_CHECKING:
-    from okfgit.projection import Report
+    from okfgit.verbs.project import Report
 
 NOTHING_TO_DO = "nothing to do: the knowledge at HEAD and every target are as okfgit left them"
 
@@ -58,7 +58,7 @@ def project_cmd(scope: str, target: str, dry_run: bool, quiet: bool, repo: Path 
         if not quiet:
             click.echo(NOTHING_TO_DO)
         return 0
-    from okfgit import projection
+    from okfgit.verbs import project as projection
     from okfgit.commands._common import workspace
 
     try:

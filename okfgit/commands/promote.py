@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from okfgit import harvest, promote
+from okfgit.verbs import harvest
+from okfgit.verbs import promote
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, warn, workspace
 
 

@@ -7,7 +7,8 @@ from typing import IO
 
 import click
 
-from okfgit import review, review_render
+from okfgit.verbs import review
+from okfgit.verbs import review_render
 from okfgit.commands._common import repo_option, workspace
 
 _RENDER = {"text": review_render.as_text, "markdown": review_render.as_markdown, "json": review_render.as_json}

@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from okfgit import plan as plan_mod
-from okfgit import runs
-from okfgit.tiers import check_run
+from okfgit.verbs import run as runs
+from okfgit.knowledge.tiers import check_run
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, warn, workspace
 
 

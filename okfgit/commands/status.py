@@ -15,7 +15,7 @@ def status_cmd(repo: Path | None, run: str | None, as_json: bool) -> int:
     """Show what `okfgit sync` would do, writing nothing: captures pending,
     conflicts, unreadable memory files, stale projections, which capture switch
     applies and why, and whether the git and Claude Code hooks are installed."""
-    from okfgit import status
+    from okfgit.verbs import status
 
     ctx, ws = workspace(repo, run)
     st = status.status(ctx, ws)

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import click
 
-from okfgit import fastpath, syncstamp
+from okfgit.local import fastpath
+from okfgit.local import stamps as syncstamp
 from okfgit.commands._common import repo_option, run_option
 from okfgit.errors import OkfError
 
 NOTHING_TO_DO = "okfgit sync: up to date"
-# okfgit.hooks.HOOK_NAMES, spelled out: importing okfgit.hooks here would slow every no-op
+# okfgit.verbs.hooks.HOOK_NAMES, spelled out: importing okfgit.verbs.hooks here would slow every no-op
 HOOK_NAMES = ("post-checkout", "post-merge", "post-commit", "post-rewrite")
 
 
@@ -52,11 +53,11 @@ def sync_cmd(hook: str | None, wait_s: float, quiet: bool, hook_args: tuple[str,
             click.echo(NOTHING_TO_DO)
         return 0
     if hook is not None and found is not None:
-        from okfgit import hooks
+        from okfgit.verbs import hooks
 
         if not hooks.should_run(hook, list(hook_args), Path(found[1])):
             return 0
-    from okfgit import sync
+    from okfgit.verbs import sync
     from okfgit.commands._common import warn, workspace
 
     failure = 1 if quiet else 3  # never 2 under --quiet: Claude Code reads 2 as "block"

@@ -8,7 +8,7 @@ nothing that changes when a concept does.
 from __future__ import annotations
 
 from okfgit.targets.base import TargetPlan, View, plan_block
-from okfgit.tiers import PROJECT_PREFIX
+from okfgit.knowledge.tiers import PROJECT_PREFIX
 
 SCOPE = "project"
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
-from okfgit import blocks
-from okfgit.catalog import Fact
+from okfgit.format import blocks
+from okfgit.knowledge.catalog import Fact
 from okfgit.context import Context
 from okfgit.git import blob_oid
-from okfgit.state import State
-from okfgit.tiers import Tier
+from okfgit.local.state import State
+from okfgit.knowledge.tiers import Tier
 
 WRITE = "write"
 REMOVE = "remove"

@@ -7,7 +7,7 @@ concept and no count, so it changes only when the protocol or the folder changes
 
 from __future__ import annotations
 
-from okfgit import claude_home
+from okfgit.targets import claude_home
 from okfgit.targets.base import TargetPlan, View, plan_block
 
 SCOPE = "global"

@@ -26,9 +26,10 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from okfgit import claude_home, okf
+from okfgit.targets import claude_home
+from okfgit.format import concept as okf
 from okfgit.git import blob_oid
-from okfgit.state import MemoryFile, TierInput
+from okfgit.local.state import MemoryFile, TierInput
 from okfgit.targets import memory_index
 from okfgit.targets.base import FAIL, REMOVE, SKIP, UNCHANGED, WRITE, Item, Projected, TargetPlan, View, folder_problem
 

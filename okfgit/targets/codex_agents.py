@@ -6,7 +6,7 @@ Codex reads it in every session before the project's own AGENTS.md, and loads at
 
 from __future__ import annotations
 
-from okfgit import claude_home
+from okfgit.targets import claude_home
 from okfgit.targets.base import TargetPlan, View, plan_block
 from okfgit.targets.claude_md import SCOPE, global_block
 

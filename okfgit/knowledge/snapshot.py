@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from okfgit import okf
+from okfgit.format import concept as okf
 from okfgit.errors import OkfError, UsageError, ValidationError
 from okfgit.git import Entry, blob_oid
-from okfgit.tiers import Tier
+from okfgit.knowledge.tiers import Tier
 
 LINK_MODE = 0o120000
 

@@ -14,10 +14,15 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from okfgit import capture, fsutil, lock, projection, state, syncstamp
+from okfgit import fsutil
+from okfgit.verbs import capture
+from okfgit.local import lock
+from okfgit.verbs import project as projection
+from okfgit.local import state
+from okfgit.local import stamps as syncstamp
 from okfgit.context import Context
 from okfgit.errors import OkfError, RepoStateError, UsageError
-from okfgit.tiers import Workspace
+from okfgit.knowledge.tiers import Workspace
 
 DEFAULT_WAIT_S = 30.0
 

@@ -23,7 +23,8 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from okfgit import TOOL, fastpath, fsutil
+from okfgit import TOOL, fsutil
+from okfgit.local import fastpath
 from okfgit.errors import IntegrityError
 
 VERSION = 1

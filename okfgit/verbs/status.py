@@ -5,12 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from okfgit import agent_hooks, capture, hooks, lock, projection
+from okfgit.verbs import agent_hooks
+from okfgit.verbs import capture
+from okfgit.verbs import hooks
+from okfgit.local import lock
+from okfgit.verbs import project as projection
 from okfgit.context import Context
 from okfgit.errors import RepoStateError, UsageError
 from okfgit.plan import Plan
-from okfgit.projection import Outcome
-from okfgit.tiers import Workspace
+from okfgit.verbs.project import Outcome
+from okfgit.knowledge.tiers import Workspace
 
 
 @dataclass

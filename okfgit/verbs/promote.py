@@ -17,15 +17,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from difflib import get_close_matches
 
-from okfgit import index, links, okf, runs
+from okfgit.format import index_md as index
+from okfgit.format import markdown as links
+from okfgit.format import concept as okf
+from okfgit.verbs import run as runs
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, OkfError, RepoStateError, UsageError, ValidationError
 from okfgit.fsutil import safe_relpath
 from okfgit.git import Repo, blob_oid
-from okfgit.kb import Concept, Snapshot, snapshot
+from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
 from okfgit.plan import Plan, TierCommit, apply, render
-from okfgit.store import root_index
-from okfgit.tiers import Tier, Workspace
+from okfgit.verbs.new import root_index
+from okfgit.knowledge.tiers import Tier, Workspace
 
 ROUTES = (("job", "project"), ("project", "global"))
 PENDING = "<destination commit>"

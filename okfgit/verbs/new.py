@@ -7,12 +7,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from okfgit import fsutil, index, okf
+from okfgit import fsutil
+from okfgit.format import index_md as index
+from okfgit.format import concept as okf
 from okfgit.context import Context
 from okfgit.errors import UsageError, ValidationError
-from okfgit.kb import snapshot
+from okfgit.knowledge.snapshot import snapshot
 from okfgit.plan import Plan, TierCommit, apply, ensure_repo
-from okfgit.tiers import RUNSTATE, Tier, Workspace
+from okfgit.knowledge.tiers import RUNSTATE, Tier, Workspace
 
 Editor = Callable[[bytes], bytes]
 _TAG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")

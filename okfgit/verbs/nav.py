@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from okfgit import index, links, okf
+from okfgit.format import index_md as index
+from okfgit.format import markdown as links
+from okfgit.format import concept as okf
 from okfgit.errors import UsageError, ValidationError
-from okfgit.navcards import Card, TierCards
-from okfgit.tiers import TIER_NAMES, Workspace
+from okfgit.knowledge.cards import Card, TierCards
+from okfgit.knowledge.tiers import TIER_NAMES, Workspace
 
 _CITED_OID = re.compile(r"@([0-9a-f]{4,40})$")
 

@@ -18,9 +18,10 @@ import re
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 
-from okfgit import links, okf
+from okfgit.format import markdown as links
+from okfgit.format import concept as okf
 from okfgit.errors import OkfError
-from okfgit.kb import Snapshot
+from okfgit.knowledge.snapshot import Snapshot
 
 ENTRY = re.compile(r"^\s*[-*+]\s+\[([^\]]*)\]\(([^)\s]*)\)(.*)$")
 HEADING = re.compile(r"^#{1,6}\s+\S")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from okfgit import plan as plan_mod
-from okfgit.claude_home import claude_home
+from okfgit.targets.claude_home import claude_home
 from okfgit.context import Context
 from okfgit.errors import IntegrityError
 

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, NamedTuple, TypeVar
 
-from okfgit import TOOL, fsutil, okf
+from okfgit import TOOL, fsutil
+from okfgit.format import concept as okf
 from okfgit.errors import OkfError
 from okfgit.git import Entry, Repo
-from okfgit.tiers import Tier
+from okfgit.knowledge.tiers import Tier
 
 VERSION = 1
 CATALOG_FILE = "catalog.json"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from okfgit.context import Context
 from okfgit.git import Entry, Repo, blob_oid, clean_git_env
-from okfgit.tiers import PROJECT_PREFIX, Workspace
+from okfgit.knowledge.tiers import PROJECT_PREFIX, Workspace
 
 CONFIG_KEY = "okf.capture"
 SETTINGS_NAME = "okfgit.toml"

@@ -38,7 +38,7 @@ ENV_KEYS = ("HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "CLAUDE_CONFIG_DIR", "CO
             "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_SYSTEM")
 ABSENT = "absent"
 UNBORN = "unborn"
-NAV_PROTOCOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "nav-protocol.md")
+NAV_PROTOCOL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "nav-protocol.md")
 _PER_WORKTREE = ("refs/bisect/", "refs/worktree/", "refs/rewritten/")
 _HEX = frozenset("0123456789abcdef")
 

@@ -26,11 +26,13 @@ from typing import Any
 
 import yaml
 
-from okfgit import index, links, okf
+from okfgit.format import index_md as index
+from okfgit.format import markdown as links
+from okfgit.format import concept as okf
 from okfgit.context import Context
 from okfgit.errors import ValidationError
-from okfgit.kb import Snapshot, snapshot, worktree_snapshot
-from okfgit.tiers import Tier, Workspace
+from okfgit.knowledge.snapshot import Snapshot, snapshot, worktree_snapshot
+from okfgit.knowledge.tiers import Tier, Workspace
 
 OKF = "okf"
 PROFILE = "profile"

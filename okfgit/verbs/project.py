@@ -3,10 +3,10 @@
 Reads only tree objects at HEAD (DESIGN.md rule 1). The targets (``okfgit.targets``)
 turn the merged knowledge into items; this module turns the items into one ``Plan`` of
 file writes, lets ``plan.apply`` carry it out, then records what was written in the
-state (``okfgit.state``) and leaves a stamp for the no-op fast path (``okfgit.fastpath``).
+state (``okfgit.local.state``) and leaves a stamp for the no-op fast path (``okfgit.local.fastpath``).
 
 Per-concept work is proportional to what changed: each tier's concepts are cached by KB
-tree OID (``okfgit.catalog``) and updated from a tree diff, and when the inputs, the
+tree OID (``okfgit.knowledge.catalog``) and updated from a tree diff, and when the inputs, the
 memory folder and ``MEMORY.md`` are all as okfgit left them, no concept is looked at.
 """
 
@@ -17,17 +17,20 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from okfgit import catalog, fastpath, fsutil, state
-from okfgit.catalog import TierCatalog
-from okfgit.claude_home import claude_home
+from okfgit import fsutil
+from okfgit.knowledge import catalog
+from okfgit.local import fastpath
+from okfgit.local import state
+from okfgit.knowledge.catalog import TierCatalog
+from okfgit.targets.claude_home import claude_home
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
 from okfgit.git import Repo
-from okfgit.index import is_needs_merge
+from okfgit.format.index_md import is_needs_merge
 from okfgit.plan import FileWrite, Plan, apply, render
 from okfgit.targets import TARGETS
 from okfgit.targets.base import FAIL, REMOVE, SKIP, UNCHANGED, WRITE, Item, Merged, Projected, TierInfo, View
-from okfgit.tiers import PRECEDENCE, Tier, Workspace
+from okfgit.knowledge.tiers import PRECEDENCE, Tier, Workspace
 
 TARGET_CHOICES = ("claude", "agents", "all")
 

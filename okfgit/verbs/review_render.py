@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from okfgit.review import HUMAN, MERGE, REQUEST_CHANGES, CommitInfo, ConceptChange, FieldChange, Finding, Review
+from okfgit.verbs.review import HUMAN, MERGE, REQUEST_CHANGES, CommitInfo, ConceptChange, FieldChange, Finding, Review
 
 VERDICT_TEXT = {
     MERGE: "No finding blocks these knowledge changes; they can be merged.",

@@ -19,12 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from okfgit import fsutil, index, okf, store
+from okfgit import fsutil
+from okfgit.format import index_md as index
+from okfgit.format import concept as okf
+from okfgit.verbs import new as store
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError, ValidationError
-from okfgit.kb import LINK_MODE, Snapshot, snapshot
+from okfgit.knowledge.snapshot import LINK_MODE, Snapshot, snapshot
 from okfgit.plan import Plan, TierCommit, apply
-from okfgit.tiers import Tier, Workspace
+from okfgit.knowledge.tiers import Tier, Workspace
 
 TREE = "tree"
 

@@ -23,15 +23,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from okfgit import catalog, index, okf, state, switch
-from okfgit.catalog import TierCatalog
-from okfgit.claude_home import memory_dir
+from okfgit.knowledge import catalog
+from okfgit.format import index_md as index
+from okfgit.format import concept as okf
+from okfgit.local import state
+from okfgit.knowledge import capture_policy as switch
+from okfgit.knowledge.catalog import TierCatalog
+from okfgit.targets.claude_home import memory_dir
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
 from okfgit.git import blob_oid
-from okfgit.kb import Concept, Snapshot, snapshot
+from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
 from okfgit.plan import Plan, TierCommit, apply
-from okfgit.tiers import Tier, Workspace, check_scope
+from okfgit.knowledge.tiers import Tier, Workspace, check_scope
 
 MAX_BYTES = 1024 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -448,7 +452,7 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
         snap = kb.snapshot(tier)
         changes: dict[str, bytes | None] = {c.kb_path: c.data for c in group}
         if "index.md" not in snap.entries:
-            from okfgit.store import root_index
+            from okfgit.verbs.new import root_index
 
             changes["index.md"] = root_index(tier)
         changes.update(index.regenerate(snap, changes, index.affected_folders(list(changes))))

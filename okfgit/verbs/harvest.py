@@ -20,8 +20,8 @@ from okfgit import TOOL
 from okfgit.context import Context
 from okfgit.errors import UnwritableError, UsageError, ValidationError
 from okfgit.git import clean_git_env
-from okfgit.kb import Snapshot
-from okfgit.promote import Promotion
+from okfgit.knowledge.snapshot import Snapshot
+from okfgit.verbs.promote import Promotion
 
 VERSION = 1
 LABEL = "okf-harvest"

@@ -23,12 +23,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from okfgit import TOOL, doctor, harvest, index, okf, trailers
+from okfgit import TOOL
+from okfgit.verbs import doctor
+from okfgit.verbs import harvest
+from okfgit.format import index_md as index
+from okfgit.format import concept as okf
+from okfgit.format import trailers
 from okfgit.context import Context
 from okfgit.errors import UsageError, ValidationError
 from okfgit.git import Repo
-from okfgit.kb import Concept, Snapshot, snapshot
-from okfgit.tiers import Tier, Workspace
+from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
+from okfgit.knowledge.tiers import Tier, Workspace
 
 ERROR = "error"
 HUMAN = "needs-human"

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from okfgit import yamlfast
+from okfgit.format import yamlfast
 from okfgit.errors import IntegrityError, ValidationError
 
 RESERVED = ("index.md", "log.md")

@@ -14,13 +14,16 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
-from okfgit import index, okf, store, trailers
+from okfgit.format import index_md as index
+from okfgit.format import concept as okf
+from okfgit.verbs import new as store
+from okfgit.format import trailers
 from okfgit.context import Context
 from okfgit.errors import UsageError, ValidationError
 from okfgit.git import Repo
-from okfgit.kb import Concept, snapshot
+from okfgit.knowledge.snapshot import Concept, snapshot
 from okfgit.plan import Plan, TierCommit, apply
-from okfgit.tiers import Tier, Workspace
+from okfgit.knowledge.tiers import Tier, Workspace
 
 NOTE_TYPES = ("Decision", "Rejected", "Discovery", "Limitation", "Conclusion", "Lesson", "Blocker")
 GENERALIZES = ("yes", "no", "unsure")

@@ -15,11 +15,13 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any, NamedTuple
 
-from okfgit import catalog, links, okf
-from okfgit.catalog import TierCatalog
+from okfgit.knowledge import catalog
+from okfgit.format import markdown as links
+from okfgit.format import concept as okf
+from okfgit.knowledge.catalog import TierCatalog
 from okfgit.errors import OkfError, UsageError
 from okfgit.git import Entry, Repo
-from okfgit.tiers import Tier
+from okfgit.knowledge.tiers import Tier
 
 LINK_MODE = 0o120000
 _BLOB_MODES = (0o100644, 0o100755, LINK_MODE)

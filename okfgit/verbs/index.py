@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from okfgit import index
+from okfgit.format import index_md as index
 from okfgit.context import Context
-from okfgit.kb import snapshot
+from okfgit.knowledge.snapshot import snapshot
 from okfgit.plan import Plan, TierCommit, apply
-from okfgit.tiers import Tier, Workspace
+from okfgit.knowledge.tiers import Tier, Workspace
 
 
 @dataclass
