@@ -89,25 +89,61 @@ def home(locked_home: Path) -> Path:
 Runner = Callable[..., Result]
 
 
-@pytest.fixture
-def okfgit(env: dict[str, str]) -> Runner:
-    """Run the real CLI in a subprocess: okfgit("new", "x", cwd=repo) -> Result."""
+def _run_in_process(args: tuple[str, ...], cwd: Path, input: str | None, env: dict[str, str]) -> Result:
+    """The real CLI entry point (``okfgit.cli.main``) in this process, as click's CliRunner runs it."""
+    from click.testing import CliRunner
 
+    from okfgit.cli import main
+
+    runner = CliRunner()
+    before = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with runner.isolation(input=input, env=env) as (out, err, _):
+            try:
+                main(list(args))
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            return Result(code, out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace"))
+    finally:
+        os.chdir(before)
+
+
+def _run_process(args: tuple[str, ...], cwd: Path, input: str | None, env: dict[str, str]) -> Result:
+    proc = subprocess.run(
+        [sys.executable, "-m", "okfgit", *args], cwd=cwd, env=env, input=input,
+        capture_output=True, text=True, timeout=120,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def _runner(env: dict[str, str], how: Callable[[tuple[str, ...], Path, str | None, dict[str, str]], Result]) -> Runner:
     def run(*args: str, cwd: Path, input: str | None = None, extra_env: dict[str, str] | None = None,
             expect: int | None = 0) -> Result:
         full = dict(env)
         if extra_env:
             full.update(extra_env)
-        proc = subprocess.run(
-            [sys.executable, "-m", "okfgit", *args], cwd=cwd, env=full, input=input,
-            capture_output=True, text=True, timeout=120,
-        )
-        result = Result(proc.returncode, proc.stdout, proc.stderr)
+        result = how(args, cwd, input, full)
         if expect is not None:
-            assert proc.returncode == expect, result
+            assert result.code == expect, result
         return result
 
     return run
+
+
+@pytest.fixture
+def okfgit(env: dict[str, str]) -> Runner:
+    """Run the real CLI in this process (click's CliRunner): okfgit("new", "x", cwd=repo) -> Result."""
+    return _runner(env, _run_in_process)
+
+
+@pytest.fixture
+def okfgit_proc(env: dict[str, str]) -> Runner:
+    """Run the real CLI as its own process, where a real process matters (hooks, crashes, locks, imports)."""
+    return _runner(env, _run_process)
 
 
 @pytest.fixture

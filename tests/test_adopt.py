@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from okfgit import okf
+from okfgit.format import concept as okf
 from tests.conftest import BUNDLES, Runner, fsck, requires_bundles, trailers_by_git
 
 PROFILE = {"type", "title", "description", "scope", "okf_id", "okf_source"}

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from okfgit.blocks import (
+from okfgit.format.blocks import (
     BlockResult,
     read_block,
     remove_block,

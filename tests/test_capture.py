@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from okfgit.claude_home import memory_dir
+from okfgit.targets.claude_home import memory_dir
 from tests.conftest import Runner, fsck, trailers_by_git
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from okfgit.claude_home import (
+from okfgit.targets.claude_home import (
     MemoryDirChoice,
     claude_home,
     codex_home,

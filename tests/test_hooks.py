@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from okfgit import hooks
+from okfgit.verbs import hooks
 from okfgit.errors import UsageError
 
 SOURCE = Path(__file__).resolve().parent.parent / "githooks"
-PACKAGED = Path(hooks.__file__).resolve().parent / "data" / "githooks"
+PACKAGED = Path(hooks.__file__).resolve().parent.parent / "data" / "githooks"
 HOOKS = hooks.HOOK_NAMES
 
 RECORDER = '#!/bin/sh\nprintf \'%s|%s|%s\\n\' "$PWD" "${OKFGIT_IN_HOOK-}" "$*" >>"$OKFGIT_CALLS"\n'

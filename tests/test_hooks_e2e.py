@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from okfgit import index as kb_index
+from okfgit.format import index_md as kb_index
 from tests.conftest import Runner, fsck, trailers_by_git
 from tests.test_capture import CURRENT, blob, memory, split, write_memory
 
@@ -42,7 +42,7 @@ def hooked(project: Path, okfgit: Runner, git: Runner, hook_env: dict[str, str])
 def concept(git: Runner, repo: Path, slug: str, text: str, env: dict[str, str], message: str) -> None:
     """Commit a concept the way a person would: write the file, git add, git commit (hooks fire).
     The index is left alone, so that branches adding concepts merge and rebase cleanly."""
-    from okfgit import okf
+    from okfgit.format import concept as okf
 
     path = repo / ".okf" / f"{slug}.md"
     meta = {"type": "Note", "title": slug.replace("-", " ").title(), "description": f"{text}.",

@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from okfgit import index
+from okfgit.format import index_md as index
 from tests.conftest import FIXTURES, Runner, fsck, trailers_by_git
 
 DASH = "\u2014"

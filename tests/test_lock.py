@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from okfgit import lock
+from okfgit.local import lock
 from okfgit.errors import UnwritableError
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from okfgit import lock
+from okfgit.local import lock
 held = lock.acquire(Path(sys.argv[1]), 30)
 print("held" if held else "none", flush=True)
 sys.stdin.readline()  # hold until told (or killed)
@@ -26,7 +26,7 @@ sys.stdin.readline()  # hold until told (or killed)
 COUNT = """
 import sys
 from pathlib import Path
-from okfgit import lock
+from okfgit.local import lock
 path, counter = Path(sys.argv[1]), Path(sys.argv[2])
 for _ in range(20):
     with lock.acquire(path, 60) as held:

@@ -260,8 +260,8 @@ def test_the_cache_follows_head_and_is_only_a_cache(kb: Path, okfgit: Runner, gi
 
 
 def test_a_warm_cache_reads_only_the_files_a_commit_changed(kb: Path, okfgit: Runner, git: Runner) -> None:
-    from okfgit.navcards import TierCards
-    from okfgit.tiers import Tier
+    from okfgit.knowledge.cards import TierCards
+    from okfgit.knowledge.tiers import Tier
 
     tier = Tier("project", kb, ".okf")
     assert TierCards(tier).catalog.reread > 0  # the first read builds the cache

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from okfgit import okf
+from okfgit.format import concept as okf
 from okfgit.errors import IntegrityError, ValidationError
 
 

@@ -356,7 +356,7 @@ def _base36(n: int) -> str:
 
 
 def _by_hand(path: str) -> str:
-    """DESIGN.md's rule, written out independently of okfgit.claude_home."""
+    """DESIGN.md's rule, written out independently of okfgit.targets.claude_home."""
     units = path.encode("utf-16-le", "surrogatepass")
     out = ""
     for i in range(0, len(units), 2):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from okfgit import fastpath
+from okfgit.local import fastpath
 from tests.conftest import Runner
 from tests.test_projection import RUN, Kit, build_kit, project
 
@@ -66,13 +66,13 @@ def test_the_command_module_loads_neither_pygit2_nor_yaml(env: dict[str, str]) -
     assert proc.stdout.strip() == "[]"
 
 
-def test_a_no_op_run_imports_neither_pygit2_nor_yaml(kit: Kit, okfgit: Runner) -> None:
+def test_a_no_op_run_imports_neither_pygit2_nor_yaml(kit: Kit, okfgit: Runner, okfgit_proc: Runner) -> None:
     project(okfgit, kit)
-    result = okfgit("project", "--run", RUN, cwd=kit.repo, extra_env={"PYTHONPROFILEIMPORTTIME": "1"})
+    result = okfgit_proc("project", "--run", RUN, cwd=kit.repo, extra_env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert result.out.startswith(FAST)
     imported = {line.rsplit("|", 1)[-1].strip() for line in result.err.splitlines() if "|" in line}
-    assert "okfgit.fastpath" in imported
-    assert not {"pygit2", "yaml", "okfgit.projection", "okfgit.git"} & imported
+    assert "okfgit.local.fastpath" in imported
+    assert not {"pygit2", "yaml", "okfgit.verbs.project", "okfgit.git"} & imported
 
 
 @pytest.mark.parametrize("change", [

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from okfgit import state
+from okfgit.local import state
 from okfgit.errors import IntegrityError
-from okfgit.projection import nav_protocol
+from okfgit.verbs.project import nav_protocol
 from tests.conftest import Runner
 from tests.test_projection import Kit, build_kit, project
 

@@ -5,7 +5,7 @@ import os
 import shutil
 from pathlib import Path
 
-from okfgit import okf
+from okfgit.format import concept as okf
 from tests.conftest import Runner, fsck, trailers_by_git
 
 NOTE = "notes/warm-the-cache.md"

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from okfgit import okf
+from okfgit.format import concept as okf
 from okfgit.errors import UsageError
-from okfgit.runs import add_log_entry
+from okfgit.verbs.run import add_log_entry
 from tests.conftest import EPOCH, Runner, fsck, trailers_by_git
 
 NEXT_DAY = str(int(EPOCH) + 86400)  # 2025-12-01

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from okfgit import okf
+from okfgit.format import concept as okf
 from tests.conftest import Runner, fsck, trailers_by_git
 
 

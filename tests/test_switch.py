@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from okfgit import switch
+from okfgit.knowledge import capture_policy as switch
 from okfgit.context import Context
-from okfgit.tiers import open_workspace
+from okfgit.knowledge.tiers import open_workspace
 
 SETTINGS = ".okf/okfgit.toml"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from okfgit import lock
+from okfgit.local import lock
 from tests.conftest import Runner, fsck, trailers_by_git
 from tests.test_capture import CURRENT, OLDER, blob, head, memory, mtimes, split, write_memory
 
@@ -81,10 +81,10 @@ def test_the_no_op_path_imports_neither_pygit2_nor_yaml(project: Path, mem: Path
                           env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout == ("" if args else "okfgit sync: up to date\n"), proc
     imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
-    assert "okfgit.fastpath" in imported and "okfgit.syncstamp" in imported
+    assert "okfgit.local.fastpath" in imported and "okfgit.local.stamps" in imported
     heavy = sorted(m for m in imported if m.split(".")[0] in ("pygit2", "yaml", "okfgit") and m not in (
-        "okfgit", "okfgit.cli", "okfgit.errors", "okfgit.commands", "okfgit.commands.sync", "okfgit.fastpath",
-        "okfgit.syncstamp", "okfgit.commands._common", "okfgit.context", "okfgit.__main__"))
+        "okfgit", "okfgit.cli", "okfgit.errors", "okfgit.commands", "okfgit.local", "okfgit.commands.sync", "okfgit.local.fastpath",
+        "okfgit.local.stamps", "okfgit.commands._common", "okfgit.context", "okfgit.__main__"))
     assert heavy == []
 
 
@@ -236,7 +236,7 @@ def test_hook_mode_obeys_should_run_and_prints_at_most_one_line(project: Path, m
 
 
 def test_the_hook_names_sync_accepts_are_okfgits_hooks() -> None:
-    from okfgit import hooks
+    from okfgit.verbs import hooks
     from okfgit.commands import sync
 
     assert sync.HOOK_NAMES == hooks.HOOK_NAMES
@@ -268,7 +268,7 @@ def test_a_failed_target_makes_sync_exit_3_after_capturing(project: Path, mem: P
 
 
 def test_the_sync_stamp_does_not_vouch_for_files_written_during_that_sync(tmp_path: Path) -> None:
-    from okfgit import syncstamp
+    from okfgit.local import stamps as syncstamp
 
     common, folder = tmp_path / "git", tmp_path / "memory"
     (common / "okf").mkdir(parents=True)

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from okfgit.errors import IntegrityError
-from okfgit.trailers import format_message, parse_trailers, values
+from okfgit.format.trailers import format_message, parse_trailers, values
 
 
 def git_parse(message: str) -> list[tuple[str, str]]:

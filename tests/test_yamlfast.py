@@ -7,7 +7,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from okfgit import okf, yamlfast
+from okfgit.format import concept as okf
+from okfgit.format import yamlfast
 from tests.conftest import BUNDLES, FIXTURES
 
 RESOLVERS = okf._Loader.yaml_implicit_resolvers
