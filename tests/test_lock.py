@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from okfgit.local import lock
+from okfgit.local import lock, paths
 from okfgit.errors import UnwritableError
 
 HOLD = """
@@ -45,7 +45,7 @@ def holder_process(path: Path) -> subprocess.Popen[str]:
 
 
 def test_lock_path_is_in_the_common_dir(tmp_path: Path) -> None:
-    assert lock.lock_path(tmp_path / ".git") == tmp_path / ".git" / "okf" / "sync.lock"
+    assert paths.lock(tmp_path / ".git") == tmp_path / ".git" / "okf" / "sync.lock"
 
 
 def test_acquire_release_and_reacquire(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from okfgit.local import lock
+from okfgit.local import lock, paths
 from tests.conftest import Runner, fsck, trailers_by_git
 from tests.test_capture import CURRENT, OLDER, blob, head, memory, mtimes, split, write_memory
 
@@ -84,7 +84,8 @@ def test_the_no_op_path_imports_neither_pygit2_nor_yaml(project: Path, mem: Path
     assert "okfgit.local.fastpath" in imported and "okfgit.local.stamps" in imported
     heavy = sorted(m for m in imported if m.split(".")[0] in ("pygit2", "yaml", "okfgit") and m not in (
         "okfgit", "okfgit.cli", "okfgit.errors", "okfgit.commands", "okfgit.local", "okfgit.commands.sync", "okfgit.local.fastpath",
-        "okfgit.local.stamps", "okfgit.commands._common", "okfgit.context", "okfgit.__main__"))
+        "okfgit.local.stamps", "okfgit.local.paths", "okfgit.commands._common", "okfgit.context",
+        "okfgit.__main__"))
     assert heavy == []
 
 
@@ -94,7 +95,7 @@ def test_the_no_op_path_imports_neither_pygit2_nor_yaml(project: Path, mem: Path
 def test_a_held_lock_makes_sync_wait_then_skip(project: Path, mem: Path, okfgit: Runner, git: Runner) -> None:
     write_memory(mem, "feedback_testing.md", CURRENT)
     top = head(git, project)
-    with lock.acquire(lock.lock_path(project / ".git"), 0) as held:
+    with lock.acquire(paths.lock(project / ".git"), 0) as held:
         assert held is not None
         result = okfgit("sync", "--wait", "0.2", cwd=project)
         assert result.out.startswith(f"okfgit sync skipped: another okfgit sync is running (pid {os.getpid()} since ")
@@ -107,9 +108,9 @@ def test_a_held_lock_makes_sync_wait_then_skip(project: Path, mem: Path, okfgit:
 def test_a_sync_that_crashed_holding_the_lock_leaves_no_lock_behind(project: Path, mem: Path, okfgit: Runner,
                                                                     env: dict[str, str]) -> None:
     write_memory(mem, "feedback_testing.md", CURRENT)
-    code = ("import sys, time; from pathlib import Path; from okfgit import lock; "
+    code = ("import sys, time; from pathlib import Path; from okfgit.local import lock; "
             "held = lock.acquire(Path(sys.argv[1]), 0); print('held', flush=True); time.sleep(600)")
-    holder = subprocess.Popen([sys.executable, "-c", code, str(lock.lock_path(project / ".git"))], env=env,
+    holder = subprocess.Popen([sys.executable, "-c", code, str(paths.lock(project / ".git"))], env=env,
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"

@@ -22,6 +22,7 @@ from okfgit.knowledge.catalog import TierCatalog
 from okfgit.errors import OkfError, UsageError
 from okfgit.git import Entry, Repo
 from okfgit.knowledge.tiers import Tier
+from okfgit.local import paths
 
 LINK_MODE = 0o120000
 _BLOB_MODES = (0o100644, 0o100755, LINK_MODE)
@@ -70,7 +71,7 @@ def _from_json(value: list[Any]) -> NavFact:
     return NavFact(*value)
 
 
-NAV: catalog.Kind[NavFact] = catalog.Kind("nav.json", 1, nav_fact, _from_json)
+NAV: catalog.Kind[NavFact] = catalog.Kind(paths.NAV, 1, nav_fact, _from_json)
 
 
 class Card(NamedTuple):

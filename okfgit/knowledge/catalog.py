@@ -24,9 +24,10 @@ from okfgit.format import concept as okf
 from okfgit.errors import OkfError
 from okfgit.git import Entry, Repo
 from okfgit.knowledge.tiers import Tier
+from okfgit.local import paths
 
 VERSION = 1
-CATALOG_FILE = "catalog.json"
+CATALOG_FILE = paths.CATALOG
 # Rewriting the whole cache costs as much as parsing this many concepts again, so a cache
 # only this far behind its tree is left as it is: the next run diffs from the older tree.
 SAVE_AFTER = 64
@@ -160,7 +161,7 @@ def _add(out: TierCatalog[F], repo: Repo, tier: Tier, path: str, entry: Entry, b
 
 
 def path_of(common_dir: Path, kind: Kind[Any] = PROJECTION) -> Path:
-    return common_dir / "okf" / kind.file
+    return paths.cache(common_dir, kind.file)
 
 
 def load(common_dir: Path) -> dict[str, TierCatalog[Fact]]:

@@ -30,9 +30,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from okfgit import TOOL
+from okfgit.local import paths
 
 VERSION = 1
-STAMP_FILE = "fastpath.json"
 # Everything in the environment that changes which files a projection reads or writes.
 ENV_KEYS = ("HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "OKF_RUN",
             "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_SYSTEM")
@@ -161,7 +161,7 @@ def config_files(environ: Mapping[str, str], gitdir: str) -> list[str]:
 
 
 def stamp_path(gitdir: str) -> str:
-    return os.path.join(common_dir(gitdir), "okf", STAMP_FILE)
+    return paths.fastpath_stamp(common_dir(gitdir))
 
 
 def make_stamp(invocation: dict[str, Any], dotgits: Iterable[str], watched: Iterable[str]) -> bytes:

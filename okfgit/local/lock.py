@@ -20,13 +20,7 @@ from types import TracebackType
 
 from okfgit.errors import UnwritableError
 
-LOCK_NAME = "sync.lock"
 _POLL_S = 0.05
-
-
-def lock_path(common_dir: Path) -> Path:
-    """Where sync's lock lives for the repository whose git common dir is ``common_dir``."""
-    return common_dir / "okf" / LOCK_NAME
 
 
 @dataclass

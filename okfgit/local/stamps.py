@@ -26,7 +26,8 @@ import os
 from collections.abc import Callable
 from typing import NamedTuple
 
-STAMP = "sync.json"
+from okfgit.local import paths
+
 ABSENT = "absent"
 _MASK = (1 << 64) - 1
 
@@ -67,7 +68,7 @@ def scan(memory_dir: str) -> Scan:
 
 
 def path(common_dir: str) -> str:
-    return os.path.join(common_dir, "okf", STAMP)
+    return paths.sync_stamp(common_dir)
 
 
 def matches(common_dir: str, *, deep: bool = True) -> bool:

@@ -24,12 +24,10 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from okfgit import TOOL, fsutil
-from okfgit.local import fastpath
+from okfgit.local import fastpath, paths
 from okfgit.errors import IntegrityError
 
 VERSION = 1
-STATE_DIR = "okf"
-STATE_FILE = "state.json"
 
 
 class FileRecord(NamedTuple):
@@ -94,13 +92,7 @@ class State:
 
     @property
     def path(self) -> Path:
-        return self.common_dir / STATE_DIR / STATE_FILE
-
-    def memory_path(self, name: str) -> Path:
-        """The absolute path of the memory file recorded as ``name``."""
-        if self.memory_dir is None:
-            raise IntegrityError("the projection state records no memory folder")
-        return self.memory_dir / name
+        return paths.state(self.common_dir)
 
     def memory_name(self, path: str | Path) -> str | None:
         """``path`` relative to the recorded memory folder (POSIX), or None outside it."""

@@ -19,12 +19,12 @@ from pathlib import Path
 from okfgit import fsutil
 from okfgit.errors import IntegrityError, UnwritableError, UsageError
 from okfgit.git import clean_git_env
+from okfgit.local import hooklog, paths
 
 HOOK_NAMES = ("post-checkout", "post-merge", "post-commit", "post-rewrite")
 MARKER = "# okfgit-hook: installed by `okfgit hooks install`; `okfgit hooks uninstall` restores what was here"
 LEGACY_SUFFIX = ".legacy"
 HOOK_MODE = 0o755
-LOG_NAME = "hook.log"
 
 
 # -- when a hook does work ------------------------------------------------------------
@@ -81,7 +81,12 @@ class HooksDir:
     path: Path
     configured: str | None  # core.hooksPath as configured, None when unset
     in_worktree: bool  # inside the working tree: files there show up in `git status`
-    log: Path  # <git common dir>/okf/hook.log
+    common_dir: Path  # the git common dir, where okfgit keeps its own files
+
+    @property
+    def log(self) -> Path:
+        """Where the hook scripts log their errors."""
+        return paths.hook_log(self.common_dir)
 
 
 def hooks_dir(repo_root: Path, environ: Mapping[str, str]) -> HooksDir:
@@ -93,7 +98,7 @@ def hooks_dir(repo_root: Path, environ: Mapping[str, str]) -> HooksDir:
     configured = _git(repo_root, env, "config", "--get", "core.hooksPath", check=False) or None
     path = Path(os.path.abspath(repo_root / hooks))
     inside = fsutil.is_inside(path, repo_root) and not fsutil.is_inside(path, repo_root / common)
-    return HooksDir(path, configured, inside, Path(os.path.abspath(repo_root / common)) / "okf" / LOG_NAME)
+    return HooksDir(path, configured, inside, Path(os.path.abspath(repo_root / common)))
 
 
 def _git(cwd: Path, env: Mapping[str, str], *args: str, check: bool = True) -> str:
@@ -146,7 +151,7 @@ class Status:
 def status(repo_root: Path, environ: Mapping[str, str]) -> Status:
     """Each okfgit hook's state in the folder git uses, and the last logged hook error."""
     where = hooks_dir(repo_root, environ)
-    return Status(where, tuple(_state(where.path, name) for name in HOOK_NAMES), _last_error(where.log))
+    return Status(where, tuple(_state(where.path, name) for name in HOOK_NAMES), hooklog.last_error(where.common_dir))
 
 
 def _state(folder: Path, name: str) -> HookState:
@@ -178,19 +183,6 @@ def _read(path: Path) -> bytes | None:
 
 def _executable(path: Path) -> bool:
     return os.access(path, os.X_OK)
-
-
-def _last_error(log: Path) -> str | None:
-    try:
-        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return None
-    starts = [i for i, line in enumerate(lines) if line and not line.startswith(" ")]
-    if not starts:
-        return None
-    details = [line.strip() for line in lines[starts[-1] + 1:] if line.strip()]
-    # the entry's header (when, which hook, exit status) and okfgit's last word on it
-    return lines[starts[-1]] + (f" | {details[-1]}" if details else "")
 
 
 # -- install and uninstall ------------------------------------------------------------

@@ -15,6 +15,7 @@ from okfgit.errors import UsageError, ValidationError
 from okfgit.knowledge.snapshot import snapshot
 from okfgit.plan import Plan, TierCommit, apply, ensure_repo
 from okfgit.knowledge.tiers import RUNSTATE, Tier, Workspace
+from okfgit.local import paths
 
 Editor = Callable[[bytes], bytes]
 _TAG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -179,7 +180,6 @@ def _check_edited(data: bytes, path: str, okf_id: str) -> None:
 def _keep_draft(ctx: Context, tier: Tier, slug: str, data: bytes) -> Path:
     """Save what a person typed in the editor, so a validation error loses nothing."""
     repo = tier.open() if tier.exists() else None
-    folder = (repo.common_dir / "okf" / "drafts") if repo else (ctx.home / ".cache" / "okfgit" / "drafts")
-    target = folder / f"{slug}-{ctx.now()}.md"
+    target = paths.drafts(repo.common_dir if repo else None, ctx.home) / f"{slug}-{ctx.now()}.md"
     fsutil.atomic_write(target, data, fsync=True)
     return target

@@ -8,7 +8,7 @@ from typing import Any
 from okfgit.verbs import agent_hooks
 from okfgit.verbs import capture
 from okfgit.verbs import hooks
-from okfgit.local import lock
+from okfgit.local import lock, paths
 from okfgit.verbs import project as projection
 from okfgit.context import Context
 from okfgit.errors import RepoStateError, UsageError
@@ -75,7 +75,7 @@ def status(ctx: Context, ws: Workspace) -> Status:
         projection=proj,
         hooks=hooks.status(repo.workdir, ctx.environ),
         agent=agent_hooks.status(ctx),
-        lock_holder=lock.holder(lock.lock_path(repo.common_dir)),
+        lock_holder=lock.holder(paths.lock(repo.common_dir)),
         tiers=[t.label for t in ws.active()],
         blocked=_blocked(cap.plan) if cap.enabled else [],
     )

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from okfgit import fsutil
 from okfgit.verbs import capture
-from okfgit.local import lock
+from okfgit.local import lock, paths
 from okfgit.verbs import project as projection
 from okfgit.local import state
 from okfgit.local import stamps as syncstamp
@@ -47,9 +47,9 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         raise UsageError("sync needs a project repository: run it inside one or pass --repo")
     repo = ws.tier("project").open()
     report = SyncReport()
-    held = lock.acquire(lock.lock_path(repo.common_dir), wait_s, now=ctx.clock)
+    held = lock.acquire(paths.lock(repo.common_dir), wait_s, now=ctx.clock)
     if held is None:
-        holder = lock.holder(lock.lock_path(repo.common_dir))
+        holder = lock.holder(paths.lock(repo.common_dir))
         report.skipped = "another okfgit sync is running" + (f" ({holder.describe()})" if holder else "")
         return report
     with held:

@@ -1,0 +1,82 @@
+"""The one owner of ``<git common dir>/okf/``: the folder and the name of every file in it.
+
+okfgit keeps its per-repository files next to git's own, in the common git dir, so linked
+worktrees share them exactly as they share Claude Code's memory folder. No other module
+spells the folder or a file name; each asks here. What each file is for:
+
+- ``state.json``: the ownership record (every file projection wrote and its blob OID);
+- ``catalog.json``, ``nav.json``: per-concept caches keyed by blob OID (safe to delete);
+- ``fastpath.json``, ``sync.json``: the no-op stamps of projection and sync (safe to delete);
+- ``sync.lock``: the sync lock (never deleted: see ``local/lock.py``);
+- ``hook.log`` (and ``hook.log.1``): errors from the git hooks, written by the hook scripts;
+- ``drafts/``: text typed into ``okfgit new --edit`` that could not be committed.
+
+Standard library only: the no-op fast path imports this on every git checkout.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+DIR = "okf"
+STATE = "state.json"
+CATALOG = "catalog.json"
+NAV = "nav.json"
+FASTPATH_STAMP = "fastpath.json"
+SYNC_STAMP = "sync.json"
+LOCK = "sync.lock"
+HOOK_LOG = "hook.log"
+DRAFTS = "drafts"
+
+# Every name above, in the order the README lists them (a test keeps the README complete).
+FILES = (STATE, CATALOG, NAV, FASTPATH_STAMP, SYNC_STAMP, LOCK, HOOK_LOG, DRAFTS + "/")
+
+# Without a repository (the global tier outside any project), drafts go here under $HOME.
+_HOME_DRAFTS = (".cache", "okfgit", "drafts")
+
+StrPath = str | os.PathLike[str]
+
+
+def okf_dir(common_dir: StrPath) -> Path:
+    """``<git common dir>/okf``."""
+    return Path(common_dir) / DIR
+
+
+def state(common_dir: StrPath) -> Path:
+    return okf_dir(common_dir) / STATE
+
+
+def cache(common_dir: StrPath, name: str) -> Path:
+    """A per-concept cache file (``CATALOG`` or ``NAV``)."""
+    if name not in (CATALOG, NAV):
+        raise ValueError(f"not a cache file okfgit keeps: {name!r}")
+    return okf_dir(common_dir) / name
+
+
+def fastpath_stamp(common_dir: StrPath) -> str:
+    """Projection's no-op stamp (a string: the fast path works with ``os.path``)."""
+    return os.path.join(os.fspath(common_dir), DIR, FASTPATH_STAMP)
+
+
+def sync_stamp(common_dir: StrPath) -> str:
+    """Sync's no-op stamp of the memory folder."""
+    return os.path.join(os.fspath(common_dir), DIR, SYNC_STAMP)
+
+
+def lock(common_dir: StrPath) -> Path:
+    return okf_dir(common_dir) / LOCK
+
+
+def hook_log(common_dir: StrPath) -> Path:
+    """Where the git hook scripts append their errors (they spell it in shell too:
+    ``$(git rev-parse --git-common-dir)/okf/hook.log``; a test keeps the two equal)."""
+    return okf_dir(common_dir) / HOOK_LOG
+
+
+def drafts(common_dir: StrPath | None, home: Path) -> Path:
+    """Where a draft that could not be committed is kept: in the repository when there is
+    one, else under ``$HOME/.cache/okfgit``."""
+    if common_dir is None:
+        return home.joinpath(*_HOME_DRAFTS)
+    return okf_dir(common_dir) / DRAFTS
