@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+FENCE = re.compile(r"^ {0,3}(`{3,}(?!.*`)|~{3,})")  # CommonMark: a backtick fence's info string has no backtick
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _MD_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
 _REF_DEF = re.compile(r"^\s{0,3}\[(?!\^)[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$")
@@ -60,14 +60,21 @@ def extract(body: bytes | str) -> list[Link]:
 
 
 def outside_code(text: str) -> Iterator[tuple[int, str]]:
-    """(line number, line) for every line outside fenced code blocks (``` or ~~~)."""
+    """(line number, line) for every line outside fenced code blocks, as CommonMark reads them.
+
+    A fence opens with three or more backticks or tildes (indented at most three spaces)
+    and closes with at least as many of the same character and nothing else on the line;
+    a fence never closed is code to the end of the document.
+    """
     fence: str | None = None
     for number, line in enumerate(text.splitlines(), start=1):
-        opened = FENCE.match(line)
         if fence is not None:
-            if opened and opened.group(1) == fence:
+            body = line.lstrip(" ")
+            if len(line) - len(body) <= 3 and body.startswith(fence) and not body.rstrip().strip(fence[0]):
                 fence = None
-        elif opened:
+            continue
+        opened = FENCE.match(line)
+        if opened:
             fence = opened.group(1)
         else:
             yield number, line

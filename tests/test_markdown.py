@@ -1,0 +1,82 @@
+"""Link extraction (okfgit.format.markdown) agrees with a real CommonMark parser.
+
+markdown-it-py (a test dependency) is the reference: on generated documents made of
+paragraphs, inline links, images, code spans, indented code and fenced code blocks
+(closed or not, ``` or ~~~), the markdown link targets okfgit finds are exactly the
+link and image targets markdown-it finds, in order. Targets are kept to characters
+CommonMark leaves as they are, so the comparison is about where links are, not about
+URL normalisation.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from okfgit.format import markdown
+
+WORD = st.text(alphabet="abcdefghij", min_size=1, max_size=6)
+TARGET = st.builds(lambda parts, ext: "/".join(parts) + ext,
+                   st.lists(st.text(alphabet="abcxyz-_", min_size=1, max_size=5), min_size=1, max_size=3),
+                   st.sampled_from([".md", "", "/"]))
+LINK = st.builds(lambda image, text, target: f"{'!' if image else ''}[{text}]({target})", st.booleans(), WORD, TARGET)
+SPAN = st.builds(lambda inner: f"`{inner}`", st.one_of(WORD, LINK))
+INLINE = st.lists(st.one_of(WORD, LINK, SPAN), min_size=1, max_size=5).map(" ".join)
+PARAGRAPH = st.lists(INLINE, min_size=1, max_size=3).map("\n".join)
+FENCE = st.builds(
+    lambda mark, lines, closed: "\n".join([mark + "text", *lines] + ([mark] if closed else [])),
+    st.sampled_from(["```", "~~~"]), st.lists(st.one_of(INLINE, st.just("")), max_size=3), st.booleans(),
+)
+INDENTED = st.lists(LINK, min_size=1, max_size=2).map(lambda links: "\n".join("    " + x for x in links))
+BLOCK = st.one_of(PARAGRAPH, PARAGRAPH, FENCE, INDENTED, st.builds(lambda w: f"# {w}", INLINE))
+DOCUMENT = st.lists(BLOCK, min_size=1, max_size=6).map(lambda blocks: "\n\n".join(blocks) + "\n")
+
+_PARSER = MarkdownIt("commonmark")
+
+
+def _reference_targets(text: str) -> list[str]:
+    out: list[str] = []
+
+    def walk(tokens: list[Token]) -> None:
+        for token in tokens:
+            if token.type == "link_open":
+                out.append(str(token.attrs["href"]))
+            elif token.type == "image":
+                out.append(str(token.attrs["src"]))
+            if token.children:
+                walk(token.children)
+
+    walk(_PARSER.parse(text))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(DOCUMENT)
+def test_link_extraction_agrees_with_commonmark(text: str) -> None:
+    found = [link.target for link in markdown.extract(text) if link.kind == "md"]
+    assert found == _reference_targets(text)
+
+
+def test_an_unclosed_fence_is_code_to_the_end() -> None:
+    text = "[a](a.md)\n\n```\n[b](b.md)\n\n[c](c.md)\n"
+    assert [link.target for link in markdown.extract(text)] == ["a.md"] == _reference_targets(text)
+
+
+def test_wiki_links_and_line_numbers() -> None:
+    text = "intro\n\nsee [[cache-policy]] and [x](x.md)\n```\n[[not-a-link]]\n```\n[[y|label]]\n"
+    assert markdown.extract(text) == [
+        markdown.Link("md", "x.md", 3), markdown.Link("wiki", "cache-policy", 3), markdown.Link("wiki", "y", 7),
+    ]
+
+
+def test_resolve_relative_absolute_external_and_escaping() -> None:
+    assert markdown.resolve("a/b.md", "c.md") == markdown.Target("a/c.md")
+    assert markdown.resolve("a/b.md", "/glossary/t.md") == markdown.Target("glossary/t.md")
+    assert markdown.resolve("a/b.md", "../c.md") == markdown.Target("c.md")
+    assert markdown.resolve("a/b.md", "../../c.md") == markdown.Target(None, escapes=True)
+    assert markdown.resolve("a/b.md", "https://example.com/x") == markdown.Target(None, external=True)
+    assert markdown.resolve("a/b.md", "#top") == markdown.Target(None, external=True)
+    assert markdown.resolve("a/b.md", "d/") == markdown.Target("a/d/index.md")
+    assert markdown.resolve("a/b.md", "c%20d.md#x") == markdown.Target("a/c d.md")
