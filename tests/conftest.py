@@ -72,8 +72,55 @@ def locked_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
             monkeypatch.delenv(key, raising=False)
     for key, value in _git_env(home).items():
         monkeypatch.setenv(key, value)
+    monkeypatch.setattr(Path, "home", _no_default_home)
     yield home
-    assert not (REAL_HOME / ".claude" / "projects" / tmp_path.name).exists()
+
+
+def _no_default_home() -> Path:
+    raise RuntimeError("a test reached for the default home folder (Path.home()); pass HOME or a Context instead")
+
+
+# What okfgit would write into if a test leaked out of its sandbox home: the agents' files,
+# the global tier, and the memory folders of repositories under the temp folder.
+GUARDED_FILES = (".claude/CLAUDE.md", ".claude/settings.json", ".codex/AGENTS.md", ".codex/config.toml",
+                 ".cursor/mcp.json")
+GUARDED_TREES = (".local/share/okf", ".codex")
+
+
+def home_fingerprint(real_home: Path) -> dict[str, object]:
+    """What a leaking test would change in ``real_home``: guarded files' bytes, the global tier's
+    listing, memory folders of temp-folder repositories, and okfgit's MCP entry in ~/.claude.json.
+
+    Only okfgit's own traces are compared, so a Claude Code session running on the same
+    machine (which writes transcripts under ~/.claude/projects) cannot make it fail.
+    """
+    out: dict[str, object] = {}
+    for name in GUARDED_FILES:
+        path = real_home / name
+        out[name] = path.read_bytes() if path.is_file() else None
+    for name in GUARDED_TREES:
+        root = real_home / name
+        out[name] = sorted((str(p.relative_to(root)), p.stat().st_size if p.is_file() else -1)
+                           for p in root.rglob("*")) if root.is_dir() else None
+    projects = real_home / ".claude" / "projects"
+    out["projects"] = sorted(p.name for p in projects.iterdir() if "-tmp-" in p.name) if projects.is_dir() else []
+    settings = real_home / ".claude.json"
+    try:
+        import json
+
+        servers = json.loads(settings.read_text()).get("mcpServers") or {}
+        out[".claude.json"] = sorted(k for k in servers if "okf" in k)
+    except (OSError, ValueError, AttributeError):
+        out[".claude.json"] = None
+    return out
+
+
+@pytest.fixture(autouse=True, scope="session")
+def real_home_untouched() -> Iterator[None]:
+    """The real ~/.claude, ~/.codex and XDG data folder are the same after the run as before it."""
+    before = home_fingerprint(REAL_HOME)
+    yield
+    assert home_fingerprint(REAL_HOME) == before, "the test run changed files in the real home folder"
 
 
 @pytest.fixture
