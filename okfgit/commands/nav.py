@@ -6,16 +6,14 @@ precedence job > project > global, and cite what they show as ``<tier>:<path>@<o
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from okfgit.verbs import nav
+from okfgit.verbs import nav, nav_render
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, scope_option, warn, workspace
-from okfgit.knowledge.cards import Card
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,18 +29,6 @@ def _view(repo: Path | None, run: str | None, scope: str) -> nav.View:
     return nav.merged_view(ws, scope)
 
 
-def _line(view: nav.View, concept: Card) -> str:
-    kind = f"[{concept.type}] " if concept.type else ""
-    text = f"{concept.citation}  {kind}{concept.title}"
-    if concept.description:
-        text += f" \u2014 {concept.description}"
-    notes = [f"shadows {c.citation}" for c in view.shadows(concept)]
-    hider = view.shadowed_by(concept)
-    if hider is not None:
-        notes.append(f"shadowed by {hider.citation}")
-    return text + (f"  ({'; '.join(notes)})" if notes else "")
-
-
 @click.command("ls")
 @click.argument("path", required=False, default="")
 @_reading
@@ -56,18 +42,7 @@ def ls_cmd(path: str, scope: str, repo: Path | None, run: str | None, as_json: b
     if as_json:
         emit_json(nav.listing_json(view, listing))
         return
-    where = f"{listing.tier + ':' if listing.tier else ''}{listing.path or '/'}"
-    click.echo(f"# {where}  (tiers: {', '.join([listing.tier] if listing.tier else view.labels) or 'none'})")
-    for folder in listing.folders:
-        name = folder.path.rsplit("/", 1)[-1]
-        count = f"{folder.concepts} concept" + ("" if folder.concepts == 1 else "s")
-        click.echo(f"{name}/  {count}  [{', '.join(folder.tiers)}]  {folder.description}")
-    for concept in listing.concepts:
-        click.echo(_line(view, concept))
-    for hit in listing.problems:
-        click.echo(f"{hit.citation}  unreadable: {hit.problem}")
-    if not (listing.folders or listing.concepts or listing.problems):
-        click.echo("(no concepts here)")
+    click.echo("\n".join(nav_render.listing_lines(view, listing)))
 
 
 @click.command("cat")
@@ -84,16 +59,11 @@ def cat_cmd(ref: str, scope: str, repo: Path | None, run: str | None, as_json: b
     view = _view(repo, run, scope)
     hit = nav.resolve(view, ref)
     data = view.tier(hit.tier).blob(hit.path)
-    cited = nav.parse_ref(view, ref).oid
-    if cited and not hit.oid.startswith(cited):
-        warn([f"{ref} cites blob {cited}, but HEAD now has {hit.citation}"])
+    stale = nav_render.cited_oid_warning(view, ref, hit)
+    if stale:
+        warn([stale])
     if as_json:
-        out = nav.hit_json(view, hit)
-        try:
-            out["content"] = data.decode("utf-8")
-        except UnicodeDecodeError:
-            out["content_base64"] = base64.b64encode(data).decode("ascii")
-        emit_json(out)
+        emit_json(nav_render.cat_json(view, hit, data))
         return
     click.echo(data, nl=False)
     click.echo(f"citation: {hit.citation}", err=True)
@@ -116,17 +86,7 @@ def links_cmd(ref: str, scope: str, repo: Path | None, run: str | None, as_json:
     if as_json:
         emit_json(nav.links_json(view, report))
         return
-    click.echo(f"# {report.concept.citation}")
-    click.echo(f"outgoing ({len(report.outgoing)}):")
-    for out in report.outgoing:
-        shown = f"[[{out.target}]]" if out.kind == "wiki" else out.target
-        where = out.hit.citation if out.hit else (out.path or "")
-        status = "" if out.status == "ok" else out.status
-        click.echo(f"  line {out.line}  {shown}  -> {' '.join(x for x in (where, status) if x)}")
-    click.echo(f"backlinks ({len(report.backlinks)}):")
-    for back in report.backlinks:
-        shown = f"[[{back.target}]]" if back.kind == "wiki" else back.target
-        click.echo(f"  {back.source.citation}  line {back.line}  {shown}")
+    click.echo("\n".join(nav_render.links_lines(report)))
 
 
 @click.command("search")
@@ -145,6 +105,6 @@ def search_cmd(words: tuple[str, ...], type_: str | None, tags: tuple[str, ...],
         emit_json([nav.concept_json(view, c) for c in hits])
         return
     for concept in hits:
-        click.echo(_line(view, concept))
+        click.echo(nav_render.concept_line(view, concept))
     if not hits:
         click.echo("no matching concepts", err=True)

@@ -1,0 +1,69 @@
+"""The read verbs' text output: what ``okfgit ls``, ``links`` and ``search`` print, and
+what the MCP tools of the same names return as text (one rendering for both)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from okfgit.knowledge.cards import Card
+from okfgit.verbs import nav
+
+
+def concept_line(view: nav.View, concept: Card, marks: tuple[str, ...] = ()) -> str:
+    """``<citation>  [Type] Title — Description  (shadows ...; shadowed by ...)``."""
+    kind = f"[{concept.type}] " if concept.type else ""
+    text = f"{concept.citation}  {kind}{concept.title}"
+    if concept.description:
+        text += f" \u2014 {concept.description}"
+    notes = list(marks) + [f"shadows {c.citation}" for c in view.shadows(concept)]
+    hider = view.shadowed_by(concept)
+    if hider is not None:
+        notes.append(f"shadowed by {hider.citation}")
+    return text + (f"  ({'; '.join(notes)})" if notes else "")
+
+
+def listing_lines(view: nav.View, listing: nav.Listing) -> list[str]:
+    where = f"{listing.tier + ':' if listing.tier else ''}{listing.path or '/'}"
+    lines = [f"# {where}  (tiers: {', '.join([listing.tier] if listing.tier else view.labels) or 'none'})"]
+    for folder in listing.folders:
+        name = folder.path.rsplit("/", 1)[-1]
+        count = f"{folder.concepts} concept" + ("" if folder.concepts == 1 else "s")
+        lines.append(f"{name}/  {count}  [{', '.join(folder.tiers)}]  {folder.description}")
+    lines += [concept_line(view, concept) for concept in listing.concepts]
+    lines += [f"{hit.citation}  unreadable: {hit.problem}" for hit in listing.problems]
+    if not (listing.folders or listing.concepts or listing.problems):
+        lines.append("(no concepts here)")
+    return lines
+
+
+def links_lines(report: nav.LinkReport) -> list[str]:
+    lines = [f"# {report.concept.citation}", f"outgoing ({len(report.outgoing)}):"]
+    for out in report.outgoing:
+        shown = f"[[{out.target}]]" if out.kind == "wiki" else out.target
+        where = out.hit.citation if out.hit else (out.path or "")
+        status = "" if out.status == "ok" else out.status
+        lines.append(f"  line {out.line}  {shown}  -> {' '.join(x for x in (where, status) if x)}")
+    lines.append(f"backlinks ({len(report.backlinks)}):")
+    for back in report.backlinks:
+        shown = f"[[{back.target}]]" if back.kind == "wiki" else back.target
+        lines.append(f"  {back.source.citation}  line {back.line}  {shown}")
+    return lines
+
+
+def cited_oid_warning(view: nav.View, ref: str, hit: nav.Hit) -> str | None:
+    """When ``ref`` is a pasted citation whose blob is no longer the one at HEAD."""
+    cited = nav.parse_ref(view, ref).oid
+    if cited and not hit.oid.startswith(cited):
+        return f"{ref} cites blob {cited}, but HEAD now has {hit.citation}"
+    return None
+
+
+def cat_json(view: nav.View, hit: nav.Hit, data: bytes) -> dict[str, Any]:
+    """``cat --json``: the hit's fields plus ``content`` (UTF-8 text) or ``content_base64``."""
+    out = nav.hit_json(view, hit)
+    try:
+        out["content"] = data.decode("utf-8")
+    except UnicodeDecodeError:
+        out["content_base64"] = base64.b64encode(data).decode("ascii")
+    return out
