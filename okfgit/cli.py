@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "log": ("run", "Add a dated entry to the active run's log.md."),
     "promote": ("promote", "Promote a concept job -> project or project -> global."),
     "review": ("review", "Review a branch's knowledge changes; verdict for a pull request."),
+    "mcp": ("mcp", "Serve the knowledge base to agents over MCP; register it with an agent."),
 }
 
 

@@ -1,0 +1,396 @@
+"""``okfgit mcp``: the read verbs, ``status``, ``note`` and ``log`` as MCP tools.
+
+This module knows nothing of the MCP SDK (``mcp_stdio`` is the adapter): each tool is a
+function from its arguments to a ``ToolResult`` (the text the CLI prints, the JSON
+``--json`` prints) and a thin call into the library the CLI uses. Failures are
+``OkfError``s carrying the CLI's message; the adapter turns them into tool errors.
+
+A ``Reader`` keeps the read model warm between calls: each call re-reads which tiers
+are in view (the active run may change) and each tier's HEAD, and rebuilds only the
+tiers whose HEAD moved, so a commit made by anyone between two calls is seen by the
+next one. The write rule: ``note`` and ``log`` write to the active run's job tier and
+nowhere else; no tool writes to the project or global tier.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from okfgit import TOOL
+from okfgit.context import Context
+from okfgit.errors import IntegrityError, OkfError, UsageError
+from okfgit.format import index_md as index
+from okfgit.git import Repo
+from okfgit.knowledge.cards import Card, TierCards
+from okfgit.knowledge.tiers import Tier, Workspace, check_scope, open_workspace
+from okfgit.plan import Plan, apply
+from okfgit.verbs import nav, nav_render
+from okfgit.verbs import run as runs
+
+SCHEME = "okf"
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool returns: text for the agent to read, and the same as JSON."""
+
+    text: str
+    data: dict[str, Any]
+    extra: tuple[str, ...] = ()  # more text blocks (``cat``: its citation, apart from the bytes)
+    blob: bytes | None = None  # ``cat`` of bytes that are not UTF-8: returned as a blob
+
+
+@dataclass(frozen=True)
+class Resource:
+    uri: str
+    name: str
+    description: str
+
+
+class Reader:
+    """The tiers in view, read at HEAD, kept between calls and refreshed when a HEAD moves."""
+
+    def __init__(self, ctx: Context, repo: Path | None = None, run: str | None = None) -> None:
+        self.ctx = ctx
+        self.repo = repo
+        self.run = run
+        self._repos: dict[Path, Repo] = {}
+        self._tiers: dict[tuple[str, Path], tuple[str | None, TierCards]] = {}
+        self._views: dict[str, tuple[tuple[tuple[str, str | None], ...], nav.View]] = {}
+
+    def workspace(self) -> Workspace:
+        """Read again on every call: ``okfgit run start`` may have changed the active run."""
+        return open_workspace(self.ctx, self.repo, self.run)
+
+    def view(self, scope: str = "all", ws: Workspace | None = None) -> nav.View:
+        tiers = (ws or self.workspace()).selected(check_scope(scope, allow_all=True))
+        heads = tuple((tier.label, self._head(tier)) for tier in tiers)
+        cached = self._views.get(scope)
+        if cached is not None and cached[0] == heads:
+            return cached[1]
+        view = nav.View([self._cards(tier, head) for tier, (_, head) in zip(tiers, heads)])
+        self._views[scope] = (heads, view)
+        return view
+
+    def _head(self, tier: Tier) -> str | None:
+        repo = self._repos.get(tier.repo_path)
+        if repo is None:
+            repo = self._repos[tier.repo_path] = tier.open()
+        return repo.head_commit()
+
+    def _cards(self, tier: Tier, head: str | None) -> TierCards:
+        key = (tier.label, tier.repo_path)
+        known = self._tiers.get(key)
+        if known is not None and known[0] == head:
+            return known[1]
+        cards = TierCards(tier)
+        self._tiers[key] = (cards.commit, cards)
+        return cards
+
+
+# -- the tools ----------------------------------------------------------------------
+
+
+def search(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
+    view = reader.view(_scope(args))
+    hits = nav.search(view, _words(args, "words"), _text(args, "type"), _strings(args, "tags"))
+    now = reader.ctx.now()
+    lines = [nav_render.concept_line(view, c, marks(c, now)) for c in hits]
+    results = [_with_marks(nav.concept_json(view, c), marks(c, now)) for c in hits]
+    return ToolResult("\n".join(lines) or "no matching concepts", {"results": results})
+
+
+def cat(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
+    view = reader.view(_scope(args))
+    ref = _required(args, "ref")
+    hit = nav.resolve(view, ref)
+    data = view.tier(hit.tier).blob(hit.path)
+    out = nav_render.cat_json(view, hit, data)
+    notes = [f"citation: {hit.citation}"]
+    if hit.concept is not None:
+        notes += [f"shadows: {c.citation}" for c in view.shadows(hit.concept)]
+    warnings = [w for w in (nav_render.cited_oid_warning(view, ref, hit), hit.problem) if w]
+    notes += [f"warning: {w}" for w in warnings]
+    if warnings:
+        out["warnings"] = warnings
+    text = out.get("content")
+    if text is None:
+        return ToolResult("", out, ("\n".join(notes),), blob=data)
+    return ToolResult(text, out, ("\n".join(notes),))
+
+
+def ls(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
+    view = reader.view(_scope(args))
+    listing = nav.ls(view, _text(args, "path") or "")
+    return ToolResult("\n".join(nav_render.listing_lines(view, listing)), nav.listing_json(view, listing))
+
+
+def links(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
+    view = reader.view(_scope(args))
+    report = nav.link_report(view, nav.resolve_ref(view, _required(args, "ref")))
+    return ToolResult("\n".join(nav_render.links_lines(report)), nav.links_json(view, report))
+
+
+def status(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
+    from okfgit.verbs import status as status_mod  # capture and projection: loaded when asked
+
+    ws = reader.workspace()
+    st = status_mod.status(reader.ctx, ws)
+    data = {"run": ws.run, **st.to_json(), "warnings": list(st.projection.warnings)}
+    head = f"active run: {ws.run}" if ws.run else "active run: none (`okfgit run start SLUG` starts one)"
+    return ToolResult(head + "\n" + status_mod.render(st), data)
+
+
+def note(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
+    ws = reader.workspace()
+    tier, path, okf_id, plan = runs.note_plan(
+        reader.ctx, ws, _required(args, "type"), _required(args, "title"),
+        claim=_text(args, "claim"), why=_text(args, "why"), evidence=_text(args, "evidence"),
+        generalizes=_text(args, "generalizes") or "unsure", tags=tuple(_strings(args, "tags")),
+        slug=_text(args, "slug"),
+    )
+    commit = _apply_to_job(reader.ctx, plan)
+    hit = reader.view("all", ws).hit(tier.label, path)
+    cited = hit.citation if hit else f"{tier.label}:{path}"
+    data = {"run": tier.run, "path": path, "okf_id": okf_id, "commit": commit, "citation": cited}
+    return ToolResult(f"noted {cited} ({commit[:7]})", data)
+
+
+def log(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
+    ws = reader.workspace()
+    tier, plan = runs.log_plan(reader.ctx, ws, _required(args, "text"))
+    commit = _apply_to_job(reader.ctx, plan)
+    hit = reader.view("all", ws).hit(tier.label, runs.LOG)
+    cited = hit.citation if hit else f"{tier.label}:{runs.LOG}"
+    data = {"run": tier.run, "path": runs.LOG, "commit": commit, "citation": cited}
+    return ToolResult(f"logged in {cited} ({commit[:7]})", data)
+
+
+def _apply_to_job(ctx: Context, plan: Plan) -> str:
+    """Carry out ``plan`` only if it commits to a job tier and writes nothing else."""
+    if plan.writes or any(c.tier.name != "job" for c in plan.commits):
+        raise IntegrityError("an MCP tool writes only to the active run's job tier; nothing was changed")
+    done = apply(ctx, plan)
+    return done.commits[-1][1]
+
+
+Tool = Callable[[Reader, Mapping[str, Any]], ToolResult]
+
+_SCOPE = {"type": "string", "enum": ["all", "job", "project", "global"],
+          "description": "Which tiers: all (default: every active tier), or one tier."}
+_REF = {"type": "string", "description": "A slug, frontmatter name, okf_id, KB path (folder/ = its index.md), "
+                                         "tier:REF, or a citation pasted back (project:x.md@1234567)."}
+_WORDS = {"type": "array", "items": {"type": "string"}}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    properties: dict[str, Any]
+    run: Tool
+    required: tuple[str, ...] = ()
+    writes: bool = False
+    schema: dict[str, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        schema: dict[str, Any] = {"type": "object", "properties": self.properties, "additionalProperties": False}
+        if self.required:
+            schema["required"] = list(self.required)
+        object.__setattr__(self, "schema", schema)
+
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "search",
+        "Find concepts in every tier (job > project > global) whose type and tags match and whose title or "
+        "description contains every word (case-insensitive). Each hit is cited tier:path@oid; deprecated "
+        "and stale concepts are marked. Bodies are not searched: cat a hit to read it.",
+        {"words": {**_WORDS, "description": "Words that must all appear in the title or description."},
+         "type": {"type": "string", "description": "Only concepts of this OKF type (Decision, Lesson, ...)."},
+         "tags": {**_WORDS, "description": "Only concepts carrying every one of these tags."},
+         "scope": _SCOPE},
+        search,
+    ),
+    ToolSpec(
+        "cat",
+        "Read one concept (or an index.md, log.md or any file of a tier) exactly as committed at HEAD, "
+        "with its citation tier:path@oid. An unknown or ambiguous REF lists candidates.",
+        {"ref": _REF, "scope": _SCOPE}, cat, required=("ref",),
+    ),
+    ToolSpec(
+        "ls",
+        "List the folders and concepts at a KB path (default: the root) across the tiers in view, each "
+        "concept cited tier:path@oid with its type, title and description.",
+        {"path": {"type": "string", "description": "A KB folder such as decisions, or tier:path (project:decisions)."},
+         "scope": _SCOPE},
+        ls,
+    ),
+    ToolSpec(
+        "links",
+        "A concept's outgoing links (each resolved and cited, or dangling, external, escapes) and its "
+        "backlinks from every tier in view.",
+        {"ref": _REF, "scope": _SCOPE}, links, required=("ref",),
+    ),
+    ToolSpec(
+        "status",
+        "The tiers in view, the active run, and what needs a person: pending captures, conflicts, "
+        "unreadable memory files, stale projections, hooks (what `okfgit status` shows).",
+        {}, status,
+    ),
+    ToolSpec(
+        "note",
+        "Write one insight of the active run to its job tier (notes/<slug>.md, its index and a log.md "
+        "entry) as one commit, as `okfgit note` does. Never writes to the project or global tier; "
+        "without an active run it fails and names `okfgit run start`.",
+        {"type": {"type": "string", "enum": list(runs.NOTE_TYPES)},
+         "title": {"type": "string"},
+         "claim": {"type": "string", "description": "The one-line claim (default: the title)."},
+         "why": {"type": "string"},
+         "evidence": {"type": "string", "description": "What shows it: a command, a measurement, a citation."},
+         "generalizes": {"type": "string", "enum": list(runs.GENERALIZES),
+                         "description": "Likely true beyond this run? `no` keeps it out of promotion."},
+         "tags": {**_WORDS, "description": "Kebab-case tags."},
+         "slug": {"type": "string", "description": "File name under notes/ (default: from the title)."}},
+        note, required=("type", "title"), writes=True,
+    ),
+    ToolSpec(
+        "log",
+        "Add a dated entry to the active run's log.md (job tier) as one commit, as `okfgit log` does.",
+        {"text": {"type": "string"}}, log, required=("text",), writes=True,
+    ),
+)
+
+
+def call(reader: Reader, name: str, args: Mapping[str, Any] | None) -> ToolResult:
+    """Run tool ``name``; an OkfError (the CLI's message) for anything that goes wrong."""
+    spec = next((t for t in TOOLS if t.name == name), None)
+    if spec is None:
+        raise UsageError(f"unknown tool {name!r}: use one of {', '.join(t.name for t in TOOLS)}")
+    args = dict(args or {})
+    unknown = sorted(set(args) - set(spec.properties))
+    if unknown:
+        raise UsageError(f"{name}: unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
+    return spec.run(reader, args)
+
+
+# -- resources: every index.md of every tier in view ----------------------------------
+
+
+def resources(reader: Reader) -> list[Resource]:
+    view = reader.view()
+    out = []
+    for label in view.labels:
+        tier = view.tier(label)
+        for path in sorted(tier.entries):
+            folder = index.parent(path)
+            if path != index.index_path(folder):
+                continue
+            out.append(Resource(resource_uri(label, path), f"{label}:{path}",
+                                f"The index of {label}:{folder + '/' if folder else '/'}"))
+    return out
+
+
+def read_resource(reader: Reader, uri: str) -> tuple[str, bytes]:
+    """(the citation, the blob's bytes) of ``okf://<tier>/<path>``."""
+    label, path = parse_uri(uri)
+    view = reader.view()
+    if label not in view.labels:
+        raise UsageError(f"{uri}: the {label} tier is not in view (tiers in view: {', '.join(view.labels) or 'none'})")
+    hit = view.hit(label, path)
+    if hit is None:
+        raise UsageError(f"{uri}: no such file in {label} at HEAD")
+    return hit.citation, view.tier(label).blob(path)
+
+
+def resource_uri(label: str, path: str) -> str:
+    return f"{SCHEME}://{label}/{urllib.parse.quote(path)}"
+
+
+def parse_uri(uri: str) -> tuple[str, str]:
+    prefix = f"{SCHEME}://"
+    if not uri.startswith(prefix):
+        raise UsageError(f"{uri}: not an {SCHEME}:// resource")
+    rest = urllib.parse.unquote(uri[len(prefix):])
+    parts = rest.split("/", 2) if rest.startswith("job/") else rest.split("/", 1)
+    if len(parts) < (3 if rest.startswith("job/") else 2):
+        raise UsageError(f"{uri}: expected {prefix}<tier>/<path>")
+    label = "/".join(parts[:-1])
+    return label, parts[-1]
+
+
+# -- marks and arguments --------------------------------------------------------------
+
+
+def marks(card: Card, now: int) -> tuple[str, ...]:
+    """``deprecated`` and ``stale`` when the card carries the concept's ``status`` and
+    ``stale_after`` (an older card cache does not; then nothing is marked)."""
+    out = []
+    if str(getattr(card.fact, "status", "") or "").lower() == "deprecated":
+        out.append("deprecated")
+    stale_after = getattr(card.fact, "stale_after", None)
+    if isinstance(stale_after, (int, float)) and now >= stale_after:
+        out.append("stale")
+    return tuple(out)
+
+
+def _with_marks(data: dict[str, Any], found: Sequence[str]) -> dict[str, Any]:
+    if found:
+        data["marks"] = list(found)
+    return data
+
+
+def _scope(args: Mapping[str, Any]) -> str:
+    return _text(args, "scope") or "all"
+
+
+def _text(args: Mapping[str, Any], key: str) -> str | None:
+    value = args.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"{key} must be a string, not {json.dumps(value)}")
+    return value
+
+
+def _required(args: Mapping[str, Any], key: str) -> str:
+    value = _text(args, key)
+    if value is None or not value.strip():
+        raise UsageError(f"{key} is required")
+    return value
+
+
+def _strings(args: Mapping[str, Any], key: str) -> list[str]:
+    value = args.get(key)
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UsageError(f"{key} must be a list of strings")
+    return list(value)
+
+
+def _words(args: Mapping[str, Any], key: str) -> list[str]:
+    """A list of words, or one string of words separated by spaces."""
+    return [w for item in _strings(args, key) for w in item.split()]
+
+
+def server_name() -> str:
+    return "okfgit"
+
+
+def server_version() -> str:
+    return TOOL.split()[-1]
+
+
+def check_error(exc: BaseException) -> str:
+    """The text of a tool error: the CLI's message for an OkfError, a plain line otherwise."""
+    if isinstance(exc, OkfError):
+        return str(exc)
+    return f"internal error: {type(exc).__name__}: {exc}"

@@ -1,0 +1,165 @@
+"""``okfgit mcp`` through the official SDK's stdio client, against real repositories."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from tests.conftest import Runner, trailers_by_git
+
+Session = Callable[[ClientSession], Awaitable[None]]
+
+
+def serve(cwd: Path, env: dict[str, str], body: Session, *args: str) -> None:
+    """Start `okfgit mcp` in ``cwd`` as an agent would, and run ``body`` against it."""
+
+    async def main() -> None:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "okfgit", "mcp", *args], cwd=cwd, env=env)
+        with open(cwd.parent / "mcp-server.log", "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    await body(session)
+
+    anyio.run(main)
+
+
+async def call(session: ClientSession, tool: str, **args: Any) -> tuple[bool, list[str], dict[str, Any] | None]:
+    result = await session.call_tool(tool, args)
+    texts = [c.text for c in result.content if c.type == "text"]
+    return result.is_error, texts, result.structured_content
+
+
+def _with_run(project: Path, okfgit: Runner) -> Path:
+    okfgit("new", "cache-policy", "--type", "Decision", "--title", "Cache policy", "--description",
+           "We cache responses for a day.", "--tag", "perf", "--dir", "decisions", "--no-edit", cwd=project)
+    okfgit("run", "start", "r1", "--task", "Make the cache faster.", cwd=project)
+    return project / "runstate" / "r1" / "okf"
+
+
+def test_tools_resources_search_cat_and_note(project: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:
+    job = _with_run(project, okfgit)
+    cli_search = json.loads(okfgit("search", "cache", "--json", cwd=project).out)
+    cli_cat = json.loads(okfgit("cat", "cache-policy", "--json", cwd=project).out)
+    blob = git("cat-file", "blob", "HEAD:.okf/decisions/cache-policy.md", cwd=project).out
+    project_head = git("rev-parse", "HEAD", cwd=project).out
+    seen: dict[str, Any] = {}
+
+    async def body(session: ClientSession) -> None:
+        seen["tools"] = {t.name for t in (await session.list_tools()).tools}
+        seen["resources"] = {str(r.uri) for r in (await session.list_resources()).resources}
+        index = await session.read_resource("okf://project/decisions/index.md")
+        seen["index"] = index.contents[0].text  # type: ignore[union-attr]
+        seen["search"] = await call(session, "search", words=["cache"])
+        seen["cat"] = await call(session, "cat", ref="cache-policy")
+        seen["note"] = await call(session, "note", type="lesson", title="Warm the cache first",
+                                  claim="Cold runs vary threefold.", generalizes="yes", tags=["perf"])
+        seen["found"] = await call(session, "search", words=["warm"])
+        seen["log"] = await call(session, "log", text="Measured the cold start.")
+
+    serve(project, env, body)
+    assert seen["tools"] == {"search", "cat", "ls", "links", "status", "note", "log"}
+    assert {"okf://project/index.md", "okf://project/decisions/index.md", "okf://job/r1/index.md",
+            "okf://job/r1/notes/index.md"} <= seen["resources"]
+    assert seen["index"] == git("cat-file", "blob", "HEAD:.okf/decisions/index.md", cwd=project).out
+
+    error, texts, data = seen["search"]
+    assert not error and data == {"results": cli_search}
+    assert texts[0].startswith(cli_search[0]["citation"] + "  [Decision] Cache policy")
+
+    error, texts, data = seen["cat"]
+    assert not error and data == cli_cat
+    assert texts == [blob, f"citation: {cli_cat['citation']}"]
+
+    error, texts, data = seen["note"]
+    assert not error and data is not None
+    assert data["path"] == "notes/warm-the-cache-first.md" and data["citation"].startswith("job/r1:notes/warm")
+    assert ("Okf-Operation", "note") in trailers_by_git(git, job, "HEAD~1")
+    assert any(key == "Okf-Tool" for key, _ in trailers_by_git(git, job, "HEAD~1"))
+    assert ("Okf-Operation", "log") in trailers_by_git(git, job)
+    assert git("rev-parse", "HEAD", cwd=project).out == project_head  # the project tier is never written
+    assert seen["found"][2]["results"][0]["citation"] == data["citation"]  # the next call sees the new commit
+    assert "Measured the cold start." in (job / "log.md").read_text()
+
+
+def test_errors_are_tool_errors_and_the_server_lives_on(project: Path, okfgit: Runner, env: dict[str, str]) -> None:
+    okfgit("new", "cache-policy", "--type", "Decision", "--description", "We cache.", "--no-edit", cwd=project)
+    seen: dict[str, Any] = {}
+
+    async def body(session: ClientSession) -> None:
+        seen["note"] = await call(session, "note", type="Lesson", title="x")
+        seen["log"] = await call(session, "log", text="x")
+        seen["unknown"] = await call(session, "cat", ref="cache-polcy")
+        seen["bad"] = await call(session, "search", words=[1])
+        seen["extra"] = await call(session, "ls", nope="x")
+        seen["scope"] = await call(session, "ls", scope="job")
+        seen["after"] = await call(session, "cat", ref="cache-policy")
+
+    serve(project, env, body)
+    for key in ("note", "log"):
+        error, texts, _ = seen[key]
+        assert error and "no active run" in texts[0] and "okfgit run start" in texts[0]
+    error, texts, _ = seen["unknown"]
+    assert error and texts[0].startswith("no concept or file matches 'cache-polcy'")
+    assert "did you mean: cache-policy (project:cache-policy.md@" in texts[0]
+    assert seen["bad"][0] and seen["extra"][0] and seen["scope"][0]
+    assert not seen["after"][0]
+
+
+def test_a_commit_by_someone_else_is_seen_by_the_next_call(project: Path, okfgit: Runner, git: Runner,
+                                                          env: dict[str, str]) -> None:
+    okfgit("new", "first", "--description", "The first one.", "--no-edit", cwd=project)
+    seen: dict[str, Any] = {}
+
+    async def body(session: ClientSession) -> None:
+        seen["before"] = await call(session, "search", words=["second"])
+        seen["ls_before"] = await call(session, "ls")
+        (project / ".okf" / "second.md").write_text(
+            "---\ntype: Note\ntitle: Second\ndescription: The second one, by hand.\n---\n\nBody.\n")
+        git("add", ".okf/second.md", cwd=project)
+        git("commit", "-q", "-m", "a hand-written concept", cwd=project)
+        seen["after"] = await call(session, "search", words=["second"])
+        seen["cat"] = await call(session, "cat", ref="second")
+
+    serve(project, env, body)
+    assert seen["before"][2] == {"results": []}
+    assert [r["path"] for r in seen["after"][2]["results"]] == ["second.md"]
+    assert seen["cat"][1][0].endswith("Body.\n")
+
+
+def test_ls_links_and_status(project: Path, okfgit: Runner, env: dict[str, str]) -> None:
+    _with_run(project, okfgit)
+    okfgit("new", "storage", "--description", "Blobs live in sqlite, see [[cache-policy]].", "--no-edit",
+           cwd=project)
+    cli_ls = json.loads(okfgit("ls", "--json", cwd=project).out)
+    cli_links = json.loads(okfgit("links", "cache-policy", "--json", cwd=project).out)
+    seen: dict[str, Any] = {}
+
+    async def body(session: ClientSession) -> None:
+        seen["ls"] = await call(session, "ls")
+        seen["links"] = await call(session, "links", ref="cache-policy")
+        seen["status"] = await call(session, "status")
+
+    serve(project, env, body)
+    assert seen["ls"][2] == cli_ls and seen["links"][2] == cli_links
+    assert seen["ls"][1][0].startswith("# /  (tiers: job/r1, project)")
+    error, texts, data = seen["status"]
+    assert not error and data is not None and data["run"] == "r1" and data["tiers"] == ["job/r1", "project"]
+    assert texts[0].startswith("active run: r1")
+
+
+def test_without_the_sdk_mcp_exits_2_naming_the_extra(project: Path, okfgit_proc: Runner, tmp_path: Path,
+                                                      env: dict[str, str]) -> None:
+    shadow = tmp_path / "no-sdk"
+    (shadow / "mcp").mkdir(parents=True)
+    (shadow / "mcp" / "__init__.py").write_text("raise ImportError('no MCP SDK here')\n")
+    path = str(shadow) + ((":" + env["PYTHONPATH"]) if env.get("PYTHONPATH") else "")
+    result = okfgit_proc("mcp", cwd=project, extra_env={"PYTHONPATH": path}, expect=2)
+    assert "pip install 'okfgit[mcp]'" in result.err
