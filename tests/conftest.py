@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 
 REAL_HOME = Path(os.path.expanduser("~")).resolve()
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
-BUNDLES = SHARED / "okf-bundles"
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+BUNDLES = FIXTURES / "okf-bundles"  # real OKF v0.2 bundles and their licence (see its README.md)
 EPOCH = "1764460800"  # 2025-11-30T00:00:00Z
 
 
@@ -245,7 +244,3 @@ def trailers_by_git(git: Runner, cwd: Path, rev: str = "HEAD") -> list[tuple[str
 def fsck(git: Runner, cwd: Path) -> None:
     result = git("fsck", "--strict", "--no-progress", cwd=cwd)
     assert "error" not in result.err.lower(), result
-
-
-def requires_bundles() -> pytest.MarkDecorator:
-    return pytest.mark.skipif(not BUNDLES.is_dir(), reason="../shared/okf-bundles is not present in this checkout")

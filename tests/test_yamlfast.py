@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from okfgit.format import concept as okf
 from okfgit.format import yamlfast
-from tests.conftest import BUNDLES, FIXTURES
+from tests.conftest import FIXTURES
 
 RESOLVERS = okf._Loader.yaml_implicit_resolvers
 
@@ -52,7 +52,7 @@ def test_everything_else_is_left_to_pyyaml(text: str) -> None:
 
 
 def test_every_real_and_fixture_file_agrees() -> None:
-    roots = [FIXTURES, Path(__file__).resolve().parent.parent / ".okf"] + ([BUNDLES] if BUNDLES.is_dir() else [])
+    roots = [FIXTURES, Path(__file__).resolve().parent.parent / ".okf"]
     seen = 0
     for root in roots:
         for path in sorted(root.rglob("*.md")):
