@@ -104,17 +104,17 @@ def test_intro_survives_and_output_is_deterministic(tmp_path: Path, git: Runner,
 
 
 def test_subfolder_descriptions_are_kept(repo: Path, okfgit: Runner, git: Runner) -> None:
-    kb = kb_repo(repo, git, files={
-        "index.md": "# Subdirectories\n\n* [tables](tables/index.md) - Every table of the dataset, one per file.\n",
-        "tables/orders.md": note("Orders", "One row per order."),
-        "tables/index.md": "# BigQuery Table\n\n* [Orders](orders.md) - One row per order.\n",
-    })
+    # OKF's own entry form (OKF section 8, the reference implementation): kept as written.
+    root = "# Subdirectories\n\n* [tables](tables/index.md) - Every table of the dataset, one per file.\n"
+    tables = "# BigQuery Table\n\n* [Orders](orders.md) - One row per order.\n"
+    kb = kb_repo(repo, git, files={"index.md": root, "tables/orders.md": note("Orders", "One row per order."),
+                                   "tables/index.md": tables})
+    before = head(git, repo)
+    okfgit("index", "--check", cwd=repo, expect=0)
     okfgit("index", cwd=repo)
-    assert (kb / "index.md").read_text() == (
-        '---\nokf_version: "0.2"\n---\n\n# Subdirectories\n\n'
-        f"- [tables](tables/index.md) {DASH} Every table of the dataset, one per file.\n"
-    )
-    assert (kb / "tables" / "index.md").read_text() == f"# BigQuery Table\n\n- [Orders](orders.md) {DASH} One row per order.\n"
+    assert head(git, repo) == before
+    assert (kb / "index.md").read_text() == root
+    assert (kb / "tables" / "index.md").read_text() == tables
 
 
 def test_needs_merge_siblings_and_symlinks_are_not_listed(repo: Path, okfgit: Runner, git: Runner) -> None:
@@ -253,18 +253,40 @@ def test_index_keeps_the_outro_and_drops_only_entries_for_kb_paths(repo: Path, o
     assert index_findings(okfgit, repo) == []
 
 
-def test_a_section_of_nothing_but_kb_entries_is_regenerated_whole(repo: Path, okfgit: Runner, git: Runner) -> None:
-    # The shape OKF's reference generator writes: concepts, then a "Subdirectories" section.
+def test_an_index_in_another_form_keeps_it_and_gains_missing_entries(repo: Path, okfgit: Runner,
+                                                                     git: Runner) -> None:
+    # The shape OKF's reference generator writes: one heading per type, "* [T](p) - d", then
+    # "Subdirectories". okfgit keeps the form and the grouping, fixes what is stale, drops
+    # what is gone and adds what is missing in that form, under the heading of its type.
     kb = kb_repo(repo, git, files={
         "refs/a.md": note("A", "One."),
+        "refs/c.md": note("C", "Three."),
+        "refs/t.md": "---\ntype: BigQuery Table\ntitle: T\ndescription: A table.\n---\nBody.\n",
         "refs/sub/b.md": note("B", "Two."),
         "refs/sub/index.md": "# Sub\n\nThe sub folder.\n",
-        "refs/index.md": "# Reference\n\n* [A](a.md) - One.\n\n# Subdirectories\n\n* [sub](sub/index.md) - Below.\n",
+        "refs/more/d.md": note("D", "Four."),
+        "refs/index.md": ("# Note\n\n* [A](a.md) - Old words.\n* [Gone](gone.md) - Deleted.\n\n"
+                          "# Subdirectories\n\n* [sub](sub/index.md) - Below.\n\nA closing remark.\n"),
         "index.md": "# Knowledge\n",
     })
     okfgit("index", cwd=repo)
     assert (kb / "refs" / "index.md").read_text() == (
-        f"# Reference\n\n- [A](a.md) {DASH} One.\n- [sub](sub/index.md) {DASH} Below.\n")
+        "# Note\n\n* [A](a.md) - One.\n* [C](c.md) - Three.\n\n"
+        "# Subdirectories\n\n* [more](more/index.md) - Concepts under more/.\n* [sub](sub/index.md) - Below.\n\n"
+        "A closing remark.\n\n# BigQuery Table\n\n* [T](t.md) - A table.\n")
+    assert (kb / "refs" / "more" / "index.md").read_text().startswith("# More\n\n- [D](d.md) \u2014 Four.")
+    okfgit("index", "--check", cwd=repo, expect=0)
+
+
+def test_an_ungrouped_list_in_another_form_gains_entries_after_its_last(repo: Path, okfgit: Runner,
+                                                                       git: Runner) -> None:
+    kb = kb_repo(repo, git, files={
+        "a.md": note("A", "One."), "b.md": note("B", "Two."), "z.md": note("Z", "Last."),
+        "index.md": "# Start\n\nRead these first.\n\n* [Z](z.md) - Last.\n* [B](b.md) - Two.\n\nThe end.\n",
+    })
+    okfgit("index", cwd=repo)
+    assert (kb / "index.md").read_text() == ("# Start\n\nRead these first.\n\n* [Z](z.md) - Last.\n"
+                                             "* [B](b.md) - Two.\n* [A](a.md) - One.\n\nThe end.\n")
 
 
 def test_crlf_intro_and_outro_keep_their_bytes(repo: Path, okfgit: Runner, git: Runner) -> None:

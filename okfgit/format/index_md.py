@@ -15,7 +15,7 @@ index always declares ``okf_version``.
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass
 
 from okfgit.format import markdown as links
@@ -39,6 +39,8 @@ _LINK_ITEM = re.compile(
 _STRICT = re.compile(r"^- \[([^\[\]]*)\]\(([^()\s]+)\)(?: \u2014 (\S(?:.*\S)?))?$")
 
 _SEPARATOR = re.compile(r"^\s*(?:\u2014|\u2013|-|:)?\s*")
+SEPARATORS = (" - ", f" {DASH} ", " \u2013 ", ": ")
+_BULLET = re.compile(r"^ ?([-*+]|\d{1,9}[.)])[ \t]")
 
 
 _NEEDS_MERGE = re.compile(r"\.needs-merge(?:-[1-9][0-9]*)?\.md$")
@@ -74,6 +76,17 @@ class Line:
     target: str | None
     description: str
     strict: bool
+    bullet: str = "-"  # the list marker as written ("-", "*", "+", "1.")
+    separator: str = ""  # what joins the link and the description as written (" - ", " \u2014 ")
+
+    @property
+    def conforming(self) -> bool:
+        """An OKF §8 entry in a form a person or the reference implementation writes:
+        ``-``/``*``/``+`` bullet, the link, then nothing or `` - ``/`` \u2014 ``/`` \u2013 ``/``: ``
+        and a description."""
+        if self.target is None or self.bullet not in ("-", "*", "+"):
+            return False
+        return self.strict or (self.separator in SEPARATORS if self.description else self.separator == "")
 
 
 def entry_lines(text: str) -> list[Line]:
@@ -95,17 +108,25 @@ def entry_lines(text: str) -> list[Line]:
 def _line(number: int, line: str) -> Line:
     strict = _STRICT.match(line)
     if strict:
-        return Line(number, line, strict.group(1), strict.group(2), strict.group(3) or "", True)
+        description = strict.group(3) or ""
+        return Line(number, line, strict.group(1), strict.group(2), description, True, "-",
+                    f" {DASH} " if description else "")
+    bullet = _BULLET.match(line)
+    marker = bullet.group(1) if bullet else ""
     link = _LINK_ITEM.match(line)
     if link:
-        description = _SEPARATOR.sub("", link.group(3), count=1).strip()
-        return Line(number, line, link.group(1), link.group(2), description, False)
-    return Line(number, line, None, None, "", False)
+        tail = link.group(3)
+        separator = _SEPARATOR.match(tail)
+        joint = separator.group(0) if separator else ""
+        description = tail[len(joint):].strip()
+        return Line(number, line, link.group(1), link.group(2), description, False, marker,
+                    joint if description else tail)
+    return Line(number, line, None, None, "", False, marker)
 
 
 def expected_entry(title: str, target: str, description: str) -> str:
     """The exact entry line okfgit writes for a concept."""
-    return _entry(_escape_title(title), target, description)
+    return _entry(escape_title(title), target, description)
 
 
 @dataclass(frozen=True)
@@ -114,6 +135,7 @@ class Item:
 
     title: str
     description: str
+    type: str = ""
 
 
 def parent(path: str) -> str:
@@ -141,10 +163,10 @@ def item_of(data: bytes, path: str) -> Item:
     except OkfError:
         meta = {}
     title = okf.one_line(meta.get("title")) or okf.title_from_path(path)
-    return Item(_escape_title(title), okf.one_line(meta.get("description")))
+    return Item(escape_title(title), okf.one_line(meta.get("description")), okf.one_line(meta.get("type")))
 
 
-def _escape_title(title: str) -> str:
+def escape_title(title: str) -> str:
     return title.replace("[", "(").replace("]", ")")
 
 
@@ -345,7 +367,214 @@ def _insert_heading(head: str, heading: str, newline: str = "\n") -> str:
 
 
 def _entry(title: str, target: str, description: str) -> str:
-    return f"- [{title}]({target}) {DASH} {description}" if description else f"- [{title}]({target})"
+    return OKFGIT_FORM.entry(title, target, description)
+
+
+# -- an index in another form: kept as it is written ---------------------------------------
+
+
+@dataclass(frozen=True)
+class Form:
+    """How a folder's index writes its entries: the bullet and the separator."""
+
+    bullet: str
+    separator: str
+
+    def entry(self, title: str, target: str, description: str) -> str:
+        link = f"{self.bullet} [{title}]({target})"
+        return f"{link}{self.separator}{description}" if description else link
+
+
+OKFGIT_FORM = Form("-", f" {DASH} ")
+SUBFOLDERS_HEADING = "Subdirectories"  # the reference implementation's group for folders
+
+
+def form_of(lines: Iterable[Line]) -> Form:
+    """The form most of ``lines`` use (okfgit's when they use none)."""
+    bullets: dict[str, int] = {}
+    separators: dict[str, int] = {}
+    for line in lines:
+        if line.target is None:
+            continue
+        if line.bullet in ("-", "*", "+"):
+            bullets[line.bullet] = bullets.get(line.bullet, 0) + 1
+        if line.description and line.separator in SEPARATORS:
+            separators[line.separator] = separators.get(line.separator, 0) + 1
+    bullet = max(bullets, key=lambda b: (bullets[b], b == "-")) if bullets else OKFGIT_FORM.bullet
+    separator = max(separators, key=lambda s: (separators[s], s == OKFGIT_FORM.separator)) if separators \
+        else OKFGIT_FORM.separator
+    return Form(bullet, separator)
+
+
+def own_form(page: Page) -> bool:
+    """Every entry of the page is in okfgit's exact shape (or it has none): okfgit rebuilds it."""
+    return all(line.strict for line in page.entries)
+
+
+def _heading_text(line: str) -> str:
+    return line.strip().lstrip("#").strip().rstrip("#").strip()
+
+
+def keep_form(folder: str, data: bytes, source: str, kb_folders: Container[str], concepts: Mapping[str, Item],
+              subfolders: Mapping[str, str], exists: Callable[[str], bool]) -> bytes:
+    """Index ``source`` as written, with its entries brought up to date in its own form.
+
+    Entries for the folder's concepts get the title and description of the frontmatter
+    (bullet and separator as each line writes them); entries whose target no longer exists
+    are dropped; concepts and subfolders not listed are added in the form most entries
+    use: under the heading naming their type (``Subdirectories`` for folders) when the
+    entries are grouped that way, a new section of that name when there is none, else
+    after the last entry. Every other byte stays.
+    """
+    text = data.decode("utf-8", errors="surrogateescape")
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    lines = _split_lines(text[len(bom):])
+    newline = "\r\n" if lines and lines[0].endswith("\r\n") else "\n"
+    fenced = _fenced(lines)
+    headings: dict[int, str] = {}
+    entries: dict[int, Line] = {}
+    for number, raw in enumerate(lines):
+        if number in fenced:
+            continue
+        content = _content(raw)
+        if HEADING.match(content):
+            headings[number] = content
+            continue
+        item = _ITEM.match(content)
+        if item is None or not item.group(1).startswith("["):
+            continue
+        parsed = _line(number + 1, content)
+        if is_generated(source, parsed, kb_folders):
+            entries[number] = parsed
+    form = form_of(entries.values())
+    replaced: dict[int, str | None] = {}
+    listed_concepts: set[str] = set()
+    listed_subs: dict[str, str] = {}
+    group_of: dict[int, str] = {}  # entry line -> the group (type) its target belongs to
+    for number, line in entries.items():
+        target = links.resolve(source, line.target or "")
+        path = target.path or "index.md"
+        name = path.rsplit("/", 1)[-1]
+        sub = _subfolder_name(folder, line.target or "")
+        if parent(path) == folder and name in concepts:
+            listed_concepts.add(name)
+            concept = concepts[name]
+            group_of[number] = concept.type
+            if concept.description == "" and line.description:
+                # No description in the frontmatter: the entry's own words are all there is.
+                concept = Item(concept.title, line.description, concept.type)
+            if (line.title, line.description) != (concept.title, concept.description):
+                joint = line.separator if line.separator in SEPARATORS else form.separator
+                bullet = line.bullet if line.bullet in ("-", "*", "+") else form.bullet
+                fixed = Form(bullet, joint).entry(concept.title, line.target or "", concept.description)
+                indent = lines[number][: len(lines[number]) - len(lines[number].lstrip(" "))]
+                replaced[number] = indent + fixed + lines[number][len(_content(lines[number])):]
+        elif sub is not None and sub in subfolders:
+            listed_subs[sub] = line.target or ""
+            group_of[number] = SUBFOLDERS_HEADING
+        elif not exists(path):
+            replaced[number] = None
+    missing = [(concepts[n].type, concepts[n].title, n, concepts[n].description) for n in sorted(concepts)
+               if n not in listed_concepts]
+    sub_target = "{}/" if listed_subs and all(t.endswith("/") for t in listed_subs.values()) else "{}/index.md"
+    missing += [(SUBFOLDERS_HEADING, n, sub_target.format(n), subfolders[n]) for n in sorted(subfolders)
+                if n not in listed_subs]
+    section_of = _sections(lines, headings)
+    grouped = any(_heading_text(headings[section_of[n]]).casefold() == group.casefold()
+                  for n, group in group_of.items() if group and section_of.get(n) is not None)
+    inserts: dict[int, list[str]] = {}
+    appended: dict[str, list[str]] = {}
+    for group, title, link, description in missing:
+        new = form.entry(title, link, description)
+        if grouped:
+            heading = next((h for h in sorted(headings) if _heading_text(headings[h]).casefold()
+                            == (group or "Other").casefold()), None)
+            if heading is None:
+                appended.setdefault(group or "Other", []).append(new)
+                continue
+            members = [n for n in sorted(entries) if section_of.get(n) == heading]
+            after = _section_end(lines, headings, heading) if not members else None
+        else:
+            members = sorted(entries)
+            after = None
+        at = _insert_at(members, entries, title, after)
+        inserts.setdefault(at, []).append(new)
+    out: list[str] = []
+    removed = _emptied_sections(lines, headings, section_of, replaced)
+    for number, raw in enumerate(lines):
+        out.extend(added + newline for added in inserts.get(number, []))
+        if number in removed or (number in replaced and replaced[number] is None):
+            continue
+        if out and _blank(out[-1]) and _blank(raw) and (number - 1 in removed or replaced.get(number - 1, "") is None):
+            continue
+        out.append(replaced.get(number) or raw)
+    tail = inserts.get(len(lines), [])
+    if tail or appended:
+        if out and not out[-1].endswith("\n"):
+            out[-1] += newline
+    out.extend(added + newline for added in tail)
+    level = _group_level(headings, section_of, group_of)
+    for group in sorted(appended):
+        if out and not _blank(out[-1]):
+            out.append(newline)
+        out.append(f"{'#' * level} {group}{newline}{newline}")
+        out.extend(added + newline for added in appended[group])
+    return (bom + "".join(out)).encode("utf-8", errors="surrogateescape")
+
+
+def _sections(lines: list[str], headings: Mapping[int, str]) -> dict[int, int]:
+    """Line number -> the heading line above it (lines above the first heading are left out)."""
+    out: dict[int, int] = {}
+    current: int | None = None
+    for number in range(len(lines)):
+        if number in headings:
+            current = number
+        elif current is not None:
+            out[number] = current
+    return out
+
+
+def _section_end(lines: list[str], headings: Mapping[int, str], heading: int) -> int:
+    """Where an entry goes in a section with no entries: after its last non-blank line."""
+    stop = min((h for h in headings if h > heading), default=len(lines))
+    last = heading
+    for number in range(heading + 1, stop):
+        if not _blank(lines[number]):
+            last = number
+    return last
+
+
+def _insert_at(members: list[int], entries: Mapping[int, Line], title: str, after: int | None) -> int:
+    """The line a new entry goes before: in title order when the entries are, else after the last."""
+    if not members:
+        return after + 1 if after is not None else 0
+    titles = [(entries[n].title or "").casefold() for n in members]
+    if titles == sorted(titles):
+        for n in members:
+            if (entries[n].title or "").casefold() > title.casefold():
+                return n
+    return members[-1] + 1
+
+
+def _emptied_sections(lines: list[str], headings: Mapping[int, str], section_of: Mapping[int, int],
+                      replaced: Mapping[int, str | None]) -> set[int]:
+    """Headings (and their blank lines) whose every entry was dropped and nothing else written."""
+    out: set[int] = set()
+    for heading in headings:
+        body = [n for n, h in section_of.items() if h == heading]
+        dropped = [n for n in body if n in replaced and replaced[n] is None]
+        if dropped and all(n in dropped or _blank(lines[n]) for n in body):
+            out.add(heading)
+            out.update(body)
+    return out
+
+
+def _group_level(headings: Mapping[int, str], section_of: Mapping[int, int], group_of: Mapping[int, str]) -> int:
+    for number in group_of:
+        heading = section_of.get(number)
+        if heading is not None:
+            return len(headings[heading].strip()) - len(headings[heading].strip().lstrip("#"))
+    return 1
 
 
 def describe_folder(intro: str, name: str) -> str:
@@ -441,7 +670,13 @@ def regenerate(
         for sub in subs[folder]:
             name = sub.rsplit("/", 1)[-1]
             subfolders[name] = kept.get(name) or describe_folder(page_of(sub).intro, name)
-        text = rebuild(folder, page_of(folder), items, subfolders)
+        page = page_of(folder)
+        existing = read(index_path(folder))
+        if existing is not None and not own_form(page):
+            text = keep_form(folder, existing, index_path(folder), kb_folders, items, subfolders,
+                             lambda path: links.exists(path, paths))
+        else:
+            text = rebuild(folder, page, items, subfolders)
         if read(index_path(folder)) != text:
             out[index_path(folder)] = text
     return out
