@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -10,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from okfgit.format import concept as okf
-from tests.conftest import BUNDLES, Runner, fsck, requires_bundles, trailers_by_git
+from tests.conftest import BUNDLES, Runner, fsck, trailers_by_git
 
 PROFILE = {"type", "title", "description", "scope", "okf_id", "okf_source"}
 
@@ -67,14 +66,9 @@ def check_conformance(git: Runner, repo: Path, env: dict[str, str], scope: str =
             assert f"]({path})" in root, path
 
 
-def doctor_available() -> bool:
-    return importlib.util.find_spec("okfgit.commands.doctor") is not None
-
-
 # -- the real bundles -----------------------------------------------------------------
 
 
-@requires_bundles()
 @pytest.mark.parametrize("name", ["stackoverflow", "ga4"])
 def test_adopt_real_bundle(name: str, project: Path, okfgit: Runner, git: Runner, env: dict[str, str],
                            tmp_path: Path) -> None:
@@ -112,36 +106,6 @@ def test_adopt_real_bundle(name: str, project: Path, okfgit: Runner, git: Runner
     fsck(git, project)
     found = json.loads(okfgit("search", "--scope", "project", "--json", cwd=project).out)
     assert len(found) == len(concepts)
-
-
-def adopt_both_bundles(project: Path, okfgit: Runner, tmp_path: Path) -> dict:
-    for name in ("stackoverflow", "ga4"):
-        shutil.copytree(BUNDLES / name, tmp_path / "src" / name)
-        okfgit("adopt", str(tmp_path / "src" / name), "--dir", name, cwd=project)
-    report = json.loads(okfgit("doctor", "--scope", "project", "--json", cwd=project, expect=None).out)
-    return report
-
-
-# The bundles' own bytes that adopt must keep: their index entries ("* [T](p) - s", valid
-# OKF links but not okfgit's "- [T](p) — s") and tags that are not kebab-case ("Q&A").
-KEPT_AS_WRITTEN = {"index-entry-malformed", "tags-invalid"}
-
-
-@requires_bundles()
-@pytest.mark.skipif(not doctor_available(), reason="okfgit doctor is not built yet")
-def test_adopted_bundles_are_conformant_by_doctor(project: Path, okfgit: Runner, tmp_path: Path) -> None:
-    tier = adopt_both_bundles(project, okfgit, tmp_path)["tiers"][0]
-    assert tier["okf"]["conformant"] is True and tier["okf"]["findings"] == []
-    assert tier["concepts"] == 35
-    errors = [f for f in tier["profile"]["findings"] if f["severity"] == "error"]
-    assert [f for f in errors if f["code"] not in KEPT_AS_WRITTEN] == []
-
-
-@requires_bundles()
-@pytest.mark.skipif(not doctor_available(), reason="okfgit doctor is not built yet")
-def test_adopted_bundles_pass_doctor(project: Path, okfgit: Runner, tmp_path: Path) -> None:
-    report = adopt_both_bundles(project, okfgit, tmp_path)
-    assert report["errors"] == 0
 
 
 # -- adopting files already committed in the tier ------------------------------------------

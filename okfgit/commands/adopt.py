@@ -28,9 +28,10 @@ def adopt_cmd(src: Path | None, scope: str, folder: str | None, dry_run: bool, r
 
     Only missing keys are added (okf_id, scope, title from the filename,
     description from the first sentence, okf_source: authored, and type: Note when
-    there is none); every other key and every body byte stays as it was. Missing
-    index.md files are written; a bundle's own index.md is kept byte for byte,
-    okfgit's are refreshed (so the root index links SUBDIR). Non-markdown files
+    there is none); every other key and every body byte stays as it was, but for
+    bundle-absolute links (/x.md), which are re-rooted under SUBDIR (/SUBDIR/x.md)
+    and listed. Missing index.md files are written; an existing index.md keeps its
+    form and gains only missing entries (so the root index links SUBDIR). Non-markdown files
     are copied byte for byte; hidden files and folders are skipped. Unreadable input (invalid
     YAML, not UTF-8, binary, symlinks, a file that would overwrite a different
     one) is listed and nothing is written (exit 2)."""
@@ -43,7 +44,8 @@ def adopt_cmd(src: Path | None, scope: str, folder: str | None, dry_run: bool, r
         emit_json({"tier": result.tier.label, "dir": result.folder, "source": result.source,
                    "commit": result.commit, "dry_run": dry_run, "adopted": result.adopted,
                    "copied": result.copied, "indexes": result.indexes, "skipped": result.skipped,
-                   "notes": result.notes})
+                   "notes": result.notes, "rewrites": [r.as_dict() for r in result.rewrites],
+                   "unresolved_in_source": [r.as_dict() for r in result.unresolved]})
         return
     if dry_run:
         click.echo(plan_mod.render(result.plan) or "nothing to adopt")
@@ -54,6 +56,11 @@ def adopt_cmd(src: Path | None, scope: str, folder: str | None, dry_run: bool, r
         click.echo(f"adopted {len(result.adopted)} concepts into {where} ({(result.commit or '')[:7]}): "
                    f"{len(result.copied)} other files copied as they are, "
                    f"{len(result.indexes)} index.md written")
+    if result.rewrites and not dry_run:
+        click.echo(f"re-rooted {len(result.rewrites)} bundle-absolute link{'s' if len(result.rewrites) != 1 else ''} "
+                   f"under /{result.folder}/:")
+        click.echo("\n".join(f"  {r}" for r in result.rewrites))
     warn(result.notes)
+    warn([f"link did not resolve in the source either (kept as written): {r}" for r in result.unresolved])
     if result.skipped:
         warn([f"skipped hidden entries: {', '.join(result.skipped)}"])

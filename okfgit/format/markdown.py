@@ -155,3 +155,48 @@ def wiki_names(paths_and_names: Iterable[tuple[str, str | None]]) -> dict[str, s
         if name:
             out[name] = path
     return out
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """One link target rewritten in place: ``line`` is 1-based in the text given."""
+
+    line: int
+    old: str
+    new: str
+
+
+def rebase_absolute(text: str, folder: str) -> tuple[str, list[Rewrite]]:
+    """``text`` with every bundle-absolute link target (``/x/y.md``, OKF §6.1) re-rooted
+    under ``folder`` (``/folder/x/y.md``): markdown links, images and reference
+    definitions outside code. Only the target characters change; every other character,
+    line ending included, stays."""
+    if not folder or "/" not in text:
+        return text, []
+    prefix = "/" + folder.strip("/")
+    outside = {number for number, _ in outside_code(text)}  # the one fence rule
+    out: list[str] = []
+    rewrites: list[Rewrite] = []
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        out.append(_rebase_line(line, number, prefix, rewrites) if number in outside and "[" in line else line)
+    return "".join(out), rewrites
+
+
+def _rebase_line(line: str, number: int, prefix: str, rewrites: list[Rewrite]) -> str:
+    if line.startswith(("    ", "\t")) and not line.lstrip().startswith(("-", "*", "+")):
+        return line  # indented code block
+    # Code spans are masked, not removed, so that match offsets are offsets in ``line``.
+    masked = _CODE_SPAN.sub(lambda m: "\x01" * len(m.group(0)), line) if "`" in line else line
+    spans = [m.span(1) for m in _MD_LINK.finditer(masked)]
+    ref = _REF_DEF.match(masked.rstrip("\r\n"))
+    if ref:
+        spans.append(ref.span(1))
+    found = []
+    for start, end in spans:
+        target = line[start:end]
+        if target.startswith("/") and not target.startswith("//"):
+            found.append((start, end, target, prefix + target))
+    for start, end, old, new in sorted(found, reverse=True):
+        line = line[:start] + new + line[end:]
+    rewrites.extend(Rewrite(number, old, new) for _, _, old, new in sorted(found))
+    return line

@@ -4,15 +4,20 @@ Adopting only *adds* what okfgit's profile needs and is missing: ``okf_id``, ``s
 ``title`` (from the filename), ``description`` (the body's first sentence),
 ``okf_source: authored``, and ``type: Note`` where OKF's required ``type`` is missing.
 Every other key keeps its value and its formatting, and every body byte stays, because
-keys are added with ``okf.set_keys``. Missing ``index.md`` files are written; existing
-ones are kept byte for byte. It all lands as one commit, or nothing does: any unreadable
-or unfit input is reported, with every problem listed, before anything is written.
+keys are added with ``okf.set_keys``. Adopted into a subfolder (``--dir``), a bundle's
+bundle-absolute links (``/glossary/term.md``, OKF §6.1, resolved against the bundle root)
+are re-rooted (``/retail/glossary/term.md``) so that every link that resolved in the
+source resolves in the tier; only those link targets change, each is listed in the commit
+message and the report, and links that did not resolve in the source are reported as the
+source's. Frontmatter values are never rewritten. Missing ``index.md`` files are written;
+existing ones keep their form, gaining only missing entries. It all lands as one commit,
+or nothing does: any unreadable or unfit input is reported, with every problem listed,
+before anything is written.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +27,7 @@ from typing import Any
 from okfgit import fsutil
 from okfgit.format import index_md as index
 from okfgit.format import concept as okf
+from okfgit.format import markdown as links
 from okfgit.verbs import new as store
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError, ValidationError
@@ -44,8 +50,26 @@ class Adoption:
     indexes: list[str] = field(default_factory=list)  # index.md files written
     skipped: list[str] = field(default_factory=list)  # hidden source files left out
     notes: list[str] = field(default_factory=list)
+    rewrites: list[LinkRewrite] = field(default_factory=list)  # bundle-absolute links re-rooted
+    unresolved: list[LinkRewrite] = field(default_factory=list)  # links already dangling in the source
     plan: Plan = field(default_factory=Plan)
     commit: str | None = None
+
+
+@dataclass(frozen=True)
+class LinkRewrite:
+    """A link in an adopted file: ``new`` is its re-rooted target ("" when left as written)."""
+
+    file: str
+    line: int
+    old: str
+    new: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "target": self.old, **({"new": self.new} if self.new else {})}
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.old}" + (f" -> {self.new}" if self.new else "")
 
 
 @dataclass(frozen=True)
@@ -55,6 +79,7 @@ class _Source:
     dest: str
     name: str
     data: bytes
+    rel: str = ""  # the path in the source bundle (for resolving its links)
 
 
 def adopt_plan(ws: Workspace, src: Path | None, scope: str, folder: str | None = None) -> Adoption:
@@ -70,7 +95,8 @@ def adopt_plan(ws: Workspace, src: Path | None, scope: str, folder: str | None =
         source = _check_source(tier, src)
         adoption = Adoption(tier, region, str(source))
         files = list(_source_files(source, region, adoption, problems))
-    changes = _concept_changes(tier, snap, files, adoption, problems)
+    rebase = region if src is not None else None
+    changes = _concept_changes(tier, snap, files, adoption, problems, rebase)
     if problems:
         lines = "\n".join(f"  {p}" for p in problems)
         raise ValidationError(f"cannot adopt into {tier.label}: {len(problems)} problem(s), nothing was written:\n{lines}")
@@ -81,6 +107,7 @@ def adopt_plan(ws: Workspace, src: Path | None, scope: str, folder: str | None =
         adoption.plan.commits.append(TierCommit(
             tier, "adopt", f"okf: adopt {len(adoption.adopted)} concepts from {what} into {where}", changes,
             trailers=(("Okf-Adopted", str(len(adoption.adopted))), ("Okf-Source", adoption.source)),
+            body=_links_message(adoption),
             old={p: (snap.blob(p) if p in snap.entries else None) for p in changes},
         ))
     return adoption
@@ -159,7 +186,7 @@ def _source_files(source: Path, region: str, adoption: Adoption, problems: list[
             except (OSError, UsageError) as exc:
                 problems.append(f"{full}: cannot be read ({getattr(exc, 'strerror', None) or exc})")
                 continue
-            yield _Source(dest, str(full), data)
+            yield _Source(dest, str(full), data, rel)
 
 
 def _tree_files(snap: Snapshot, region: str, problems: list[str]) -> Iterator[_Source]:
@@ -182,11 +209,16 @@ def _tree_files(snap: Snapshot, region: str, problems: list[str]) -> Iterator[_S
 
 
 def _concept_changes(tier: Tier, snap: Snapshot, files: list[_Source], adoption: Adoption,
-                     problems: list[str]) -> dict[str, bytes | None]:
-    """New bytes per path for every file that needs writing; problems collected, not raised."""
+                     problems: list[str], rebase: str | None = None) -> dict[str, bytes | None]:
+    """New bytes per path for every file that needs writing; problems collected, not raised.
+
+    ``rebase``: the folder a copied bundle lands in ("" for the root), under which its
+    bundle-absolute links are re-rooted; None when adopting files already in the tier.
+    """
     changes: dict[str, bytes | None] = {}
     in_place = {f.dest for f in files if f.dest in snap.entries and snap.blob(f.dest) == f.data}
     taken = _ids_in_tier(snap, in_place)
+    bundle = {f.rel for f in files}
     for file in files:
         existing = snap.blob(file.dest) if file.dest in snap.entries else None
         if existing is not None and existing != file.data:
@@ -199,6 +231,10 @@ def _concept_changes(tier: Tier, snap: Snapshot, files: list[_Source], adoption:
                 adoption.copied.append(file.dest)
             continue
         try:
+            if rebase is not None:
+                file = _rebased(file, rebase, bundle, adoption)
+                if rebase and file.rel == "index.md":
+                    file = _without_version(file, adoption)
             parsed = okf.split(file.data, file.name)
             if not okf.is_concept_path(file.dest):
                 new = file.data
@@ -260,13 +296,62 @@ def _with_profile(tier: Tier, file: _Source, parsed: okf.Parsed, taken: dict[str
     return okf.set_keys(file.data, file.name, updates)
 
 
+def _rebased(file: _Source, folder: str, bundle: set[str], adoption: Adoption) -> _Source:
+    """``file`` with its bundle-absolute links re-rooted under ``folder``; its links that do
+    not resolve in the source bundle are recorded as the source's (ValidationError when
+    the file cannot be read)."""
+    parsed = okf.split(file.data, file.name)
+    head = file.data[: len(file.data) - len(parsed.body)]
+    first = head.count(b"\n")  # body line n is file line first + n
+    for link in links.extract(parsed.body):
+        if link.kind != "md":
+            continue
+        target = links.resolve(file.rel, link.target)
+        if not target.external and (target.escapes or not links.exists(target.path or "index.md", bundle)):
+            adoption.unresolved.append(LinkRewrite(file.dest, first + link.line, link.target))
+    text, rewrites = links.rebase_absolute(parsed.body.decode("utf-8"), folder)
+    if not rewrites:
+        return file
+    adoption.rewrites.extend(LinkRewrite(file.dest, first + r.line, r.old, r.new) for r in rewrites)
+    return _Source(file.dest, file.name, head + text.encode("utf-8"), file.rel)
+
+
+def _without_version(file: _Source, adoption: Adoption) -> _Source:
+    """A bundle's root index adopted into a subfolder, less its ``okf_version`` frontmatter:
+    OKF §8 allows frontmatter only in the root ``index.md``, which the tier's own is."""
+    parsed = okf.split(file.data, file.name)
+    if not parsed.has_frontmatter or set(parsed.meta) - {"okf_version"}:
+        return file
+    body = parsed.body
+    while body.startswith((b"\n", b"\r\n")):
+        body = body[1:] if body.startswith(b"\n") else body[2:]
+    version = parsed.meta.get("okf_version")
+    adoption.notes.append(f"{file.dest}: left out its frontmatter (okf_version: {version}); only the tier's root "
+                          "index.md may carry one (OKF §8)")
+    return _Source(file.dest, file.name, (okf.BOM if parsed.bom else b"") + body, file.rel)
+
+
+def _links_message(adoption: Adoption) -> str:
+    """The commit message body: every re-rooted link, and the links the source left dangling."""
+    parts = []
+    if adoption.rewrites:
+        lines = "\n".join(f"- {r}" for r in adoption.rewrites)
+        parts.append(f"Re-rooted {len(adoption.rewrites)} bundle-absolute link"
+                     f"{'s' if len(adoption.rewrites) != 1 else ''} under /{adoption.folder}/:\n\n{lines}")
+    if adoption.unresolved:
+        lines = "\n".join(f"- {r}" for r in adoption.unresolved)
+        parts.append(f"Links that did not resolve in the source either (kept as written):\n\n{lines}")
+    return "\n\n".join(parts)
+
+
 def _add_indexes(tier: Tier, snap: Snapshot, region: str, changes: dict[str, bytes | None],
                  adoption: Adoption) -> None:
-    """Write the index.md files missing under ``region`` and refresh okfgit's own ones.
+    """Write the index.md files missing under ``region``, and add missing entries to the others.
 
-    An existing index in any other shape (a bundle's own) is kept byte for byte. The
-    folders above ``--dir`` are refreshed as ``okfgit new`` does, so the adopted folder
-    is reachable from the root index.
+    An existing index keeps its form (a bundle's ``* [T](p) - d`` under type headings, or
+    okfgit's own): only entries it lacks are added, in that form. The folders above
+    ``--dir`` are refreshed as ``okfgit new`` does, so the adopted folder is reachable
+    from the root index.
     """
     present = set(snap.entries) | {p for p, d in changes.items() if d is not None}
     concepts = [p for p in present if okf.is_concept_path(p)]
@@ -275,30 +360,11 @@ def _add_indexes(tier: Tier, snap: Snapshot, region: str, changes: dict[str, byt
     new_root = "index.md" not in present
     if new_root:
         changes["index.md"] = store.root_index(tier)
-    wanted = set()
-    for folder in index.folders_of(p for p in concepts if _in_region(p, region)):
-        path = index.index_path(folder)
-        if not _in_region_folder(folder, region) or path not in present or _okfgit_shaped(path, snap, changes):
-            wanted.add(folder)
+    wanted = index.folders_of(p for p in concepts if _in_region(p, region))
     written = index.regenerate(snap, changes, wanted)
     changes.update(written)
     adoption.indexes.extend(sorted(set(written) | ({"index.md"} if new_root else set())))
 
 
-_OKFGIT_ENTRY = re.compile(r"^- \[[^\[\]]*\]\([^()\s]+\)(?: \u2014 \S.*)?$")
-
-
-def _okfgit_shaped(path: str, snap: Snapshot, changes: dict[str, bytes | None]) -> bool:
-    """Every entry of this index has okfgit's exact shape, so regenerating only adds entries."""
-    data = changes.get(path) if path in changes else snap.blob(path)
-    text = (data or b"").decode("utf-8", errors="replace")
-    entries = [line for line in text.splitlines() if index.ENTRY.match(line)]
-    return all(_OKFGIT_ENTRY.match(line) for line in entries)
-
-
 def _in_region(path: str, region: str) -> bool:
     return not region or path.startswith(region + "/")
-
-
-def _in_region_folder(folder: str, region: str) -> bool:
-    return not region or folder == region or folder.startswith(region + "/")

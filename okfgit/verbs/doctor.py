@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from okfgit.format import index_md as index
+from okfgit.format import lifecycle
 from okfgit.format import markdown as links
 from okfgit.format import concept as okf
 from okfgit.context import Context
@@ -40,10 +41,8 @@ ERROR = "error"
 WARNING = "warning"
 RECALL_BYTES = 4096  # Claude Code's recall shows only the first 4 KB of a memory file
 PROFILE_KEYS = ("title", "description", "okf_id", "scope", "okf_source")
-STATUSES = ("draft", "stable", "deprecated")
 NEEDS_MERGE_STATUS = "needs-merge"
 
-_TAG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _LOG_GROUP = re.compile(r"^##[ \t]+(.*?)[ \t#]*$")
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,9}[.)])\s+\S")
@@ -247,12 +246,12 @@ class Scan:
 class Checker:
     """Runs every check over one scanned tier and collects the findings."""
 
-    def __init__(self, scan: Scan, today: dt.date, wiki_elsewhere: Callable[[str], bool]) -> None:
+    def __init__(self, scan: Scan, now: dt.date | dt.datetime, wiki_elsewhere: Callable[[str], bool]) -> None:
         self.scan = scan
         self.tier = scan.snap.tier
         self.entries = scan.snap.entries
         self.docs = scan.docs
-        self.today = today
+        self.now = lifecycle.instant_of(now)
         self.wiki_elsewhere = wiki_elsewhere
         self.findings = list(scan.findings)
 
@@ -265,6 +264,7 @@ class Checker:
         for doc in concepts:
             self.concept(doc)
         self.duplicate_ids(concepts)
+        self.superseded_by(concepts)
         for path, doc in sorted(self.docs.items()):
             if path.rsplit("/", 1)[-1] == "log.md":
                 self.log(doc)
@@ -343,34 +343,40 @@ class Checker:
             self.add(PROFILE, "tags-invalid", doc.path, "tags must be a list of words, not of lists, mappings or "
                      "numbers", doc.key_line("tags"))
             return
-        bad = [t for t in tags if not _TAG.match(t)]
-        if bad:
-            # A warning: okfgit never writes such tags, but a bundle's own stay as written.
-            shown = ", ".join(repr(t) for t in bad)
-            self.add(PROFILE, "tag-not-kebab", doc.path, f"tags are kebab-case (lower-case words joined by '-'): "
-                     f"{shown}", doc.key_line("tags"), WARNING)
+        # Any other string is a tag OKF allows (§4.1: short strings); okfgit writes kebab-case
+        # ones, but a bundle's own ("Q&A", "user activity") are kept and never warned about.
 
     def lifecycle(self, doc: Doc) -> None:
+        """OKF's lifecycle and trust families, read by ``format.lifecycle`` (§5.2-§5.5)."""
         status = doc.meta.get("status")
+        life = lifecycle.lifecycle(doc.meta)
         if status == NEEDS_MERGE_STATUS:
             self.add(PROFILE, "needs-merge", doc.path, "status: needs-merge; resolve the conflict, then set "
                      "status to draft, stable or deprecated", doc.key_line("status"))
-        elif status is not None and status not in STATUSES:
+        elif life.status not in lifecycle.STATUSES:
             self.add(PROFILE, "status-invalid", doc.path, f"status {status!r} is not one of "
-                     f"{', '.join(STATUSES)}", doc.key_line("status"), WARNING)
-        stale = doc.meta.get("stale_after")
-        if stale is None:
-            return
-        try:
-            day = dt.date.fromisoformat(str(stale)) if _ISO_DAY.match(str(stale)) else None
-        except ValueError:
-            day = None
-        if day is None:
-            self.add(PROFILE, "stale-after-invalid", doc.path, f"stale_after {stale!r} is not a YYYY-MM-DD date",
-                     doc.key_line("stale_after"), WARNING)
-        elif day <= self.today:
-            self.add(PROFILE, "stale", doc.path, f"stale since {day.isoformat()} (stale_after); re-verify it or "
-                     "move the date", doc.key_line("stale_after"), WARNING)
+                     f"{', '.join(lifecycle.STATUSES)}", doc.key_line("status"), WARNING)
+        if life.stale_after_invalid:
+            self.add(PROFILE, "stale-after-invalid", doc.path, f"stale_after {doc.meta.get('stale_after')!r} is "
+                     "not an ISO 8601 instant (such as 2026-09-23T00:00:00Z); okfgit cannot tell when it goes "
+                     "stale", doc.key_line("stale_after"), WARNING)
+        elif life.is_stale(self.now):
+            self.add(PROFILE, "stale", doc.path, f"stale since {life.stale_label()} (stale_after); re-verify it "
+                     "and move stale_after on", doc.key_line("stale_after"), WARNING)
+        problem = lifecycle.trust(doc.meta).problem
+        if problem is not None:
+            self.add(PROFILE, "verified-invalid", doc.path, f"{problem}; review treats the concept as "
+                     "human-reviewed until it is fixed", doc.key_line("verified"))
+
+    def superseded_by(self, concepts: list[Doc]) -> None:
+        """A ``superseded_by`` must name a concept of the tier (a path or an ``okf_id``)."""
+        ids = {d.meta.get("okf_id") for d in concepts if isinstance(d.meta.get("okf_id"), str)}
+        for doc in concepts:
+            for ref in lifecycle.lifecycle(doc.meta).superseded_by:
+                if ref in ids or any(p in self.entries for p in lifecycle.ref_candidates(ref, doc.path)):
+                    continue
+                self.add(PROFILE, "superseded-by-dangling", doc.path, f"superseded_by names {ref}, which is no "
+                         "concept path or okf_id in this tier", doc.key_line("superseded_by"), WARNING)
 
     def duplicate_ids(self, concepts: list[Doc]) -> None:
         owners: dict[str, list[str]] = {}
@@ -535,19 +541,23 @@ class IndexCheck:
     def entry_shape(self, path: str, line: index.Line, number: int, resolved: str) -> None:
         if not index.kb_target(resolved):
             return  # an entry for a file that is not a concept or folder: the index's outro, a person's
-        if not line.strict:
-            # A warning: the entry is a working OKF link, only not in okfgit's exact shape.
-            self.c.add(PROFILE, "index-entry-malformed", path, f"entry is not in okfgit's shape "
-                       f"'- [Title](path) \u2014 one sentence' (`okfgit index` rewrites it): {line.text.strip()!r}",
-                       number, WARNING)
+        if not line.conforming:
+            # A warning: the entry is a working OKF link, only in no form okfgit recognises.
+            self.c.add(PROFILE, "index-entry-malformed", path, f"entry is not in an index entry form "
+                       f"('* [Title](path) - description' or '- [Title](path) \u2014 description'): "
+                       f"{line.text.strip()!r}", number, WARNING)
             return
         doc = self.c.docs.get(resolved)
         if doc is None or not doc.has_frontmatter or okf.is_reserved(resolved):
             return
-        title = okf.one_line(doc.meta.get("title")) or okf.title_from_path(resolved)
-        want = index.expected_entry(title, line.target or "", okf.one_line(doc.meta.get("description")))
-        have = index.expected_entry(line.title or "", line.target or "", line.description)
-        if want != have:
+        item = index.Item(index.escape_title(okf.one_line(doc.meta.get("title")) or okf.title_from_path(resolved)),
+                          okf.one_line(doc.meta.get("description")))
+        if not line.strict and not item.description:
+            item = index.Item(item.title, line.description)  # an entry in another form keeps its own words
+        if (line.title, line.description) != (item.title, item.description):
+            form = index.Form(line.bullet, line.separator if line.separator in index.SEPARATORS
+                              else index.OKFGIT_FORM.separator)
+            want = form.entry(item.title, line.target or "", item.description)
             self.c.add(PROFILE, "index-entry-stale", path, f"entry for {resolved} differs from its frontmatter "
                        f"(expected {want!r}; run `okfgit index`)", number)
 
@@ -599,14 +609,14 @@ class IndexCheck:
 # -- running it ------------------------------------------------------------------------
 
 
-def check_snapshot(snap: Snapshot, today: dt.date, wiki_elsewhere: Callable[[str], bool] | None = None,
+def check_snapshot(snap: Snapshot, today: dt.date | dt.datetime, wiki_elsewhere: Callable[[str], bool] | None = None,
                    worktree: bool = False) -> TierReport:
-    """Every finding for one tier's snapshot."""
+    """Every finding for one tier's snapshot (``today``: a date means its midnight UTC)."""
     scan = Scan(snap)
     return _report(scan, today, wiki_elsewhere or (lambda name: False), worktree)
 
 
-def _report(scan: Scan, today: dt.date, wiki_elsewhere: Callable[[str], bool], worktree: bool) -> TierReport:
+def _report(scan: Scan, today: dt.date | dt.datetime, wiki_elsewhere: Callable[[str], bool], worktree: bool) -> TierReport:
     findings = Checker(scan, today, wiki_elsewhere).run()
     concepts = sum(1 for p in scan.snap.entries if okf.is_concept_path(p))
     return TierReport(scan.snap.tier, scan.snap.commit, worktree, concepts, findings)
@@ -636,7 +646,7 @@ def _run(ctx: Context, ws: Workspace, tiers: list[Tier], skipped: list[str], rea
             continue
         scans[tier.label] = Scan(snap)
     elsewhere = _Elsewhere(ws, scans, read)
-    today = dt.date.fromisoformat(ctx.today())
+    today = lifecycle.instant_of(ctx.now())
     reports = [_report(scan, today, elsewhere.lookup(label), worktree) for label, scan in scans.items()]
     return Report(reports, skipped)
 

@@ -1,0 +1,166 @@
+"""Conformance to OKF v0.2, tested against the standard's own bundles (fixtures/okf-bundles).
+
+Each bundle is adopted into a subfolder of the project tier, then: doctor finds no error and
+no warning for anything the spec allows, ``index --check`` is clean, every link that resolved
+in the source resolves in the tier, and every body byte outside the re-rooted links and every
+frontmatter key and value is unchanged.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from okfgit.format import concept as okf
+from okfgit.format import lifecycle
+from okfgit.format import markdown as links
+from tests.conftest import BUNDLES, EPOCH, Runner, fsck
+
+NAMES = sorted(p.name for p in BUNDLES.iterdir() if p.is_dir())
+NOW = dt.datetime.fromtimestamp(int(EPOCH), dt.timezone.utc)
+# Warnings doctor may give a bundle the spec allows: each one names what the bundle itself
+# says or what the spec recommends, never a form the spec defines.
+ADVISORY = {
+    "stale",  # the concept's own stale_after has passed (OKF 5.5)
+    "description-not-one-sentence",  # OKF 4.1: "A single sentence summarizing the concept"
+    "over-4kb",  # advice for projection: Claude Code's recall shows only a memory file's first 4 KB
+}
+
+
+def blob(repo: Path, path: str, env: dict[str, str]) -> bytes:
+    return subprocess.run(["git", "cat-file", "blob", f"HEAD:{path}"], cwd=repo, env=env, capture_output=True,
+                          check=True).stdout
+
+
+def unrooted(data: bytes, name: str) -> bytes:
+    """``data`` with adopt's re-rooting undone, spelled out independently of okfgit's code."""
+    return data.replace(f"](/{name}/".encode(), b"](/").replace(f"]: /{name}/".encode(), b"]: /")
+
+
+def test_the_bundles_and_their_licence_are_here() -> None:
+    assert {"ga4", "stackoverflow", "ml_experiment_trail", "okfgit_retail"} <= set(NAMES)
+    assert "Apache License" in (BUNDLES / "LICENSE.md").read_text()
+    assert all(name in (BUNDLES / "README.md").read_text() for name in NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_adopting_a_real_bundle_keeps_it_whole_and_conformant(name: str, project: Path, okfgit: Runner,
+                                                             git: Runner, env: dict[str, str],
+                                                             tmp_path: Path) -> None:
+    source = tmp_path / "src" / name
+    shutil.copytree(BUNDLES / name, source)
+    originals = {p.relative_to(source).as_posix(): p.read_bytes() for p in sorted(source.rglob("*")) if p.is_file()}
+
+    adopted = json.loads(okfgit("adopt", str(source), "--dir", name, "--json", cwd=project).out)
+
+    report = json.loads(okfgit("doctor", "--scope", "project", "--json", cwd=project).out)
+    findings = [f for t in report["tiers"] for g in ("okf", "profile") for f in t[g]["findings"]]
+    assert report["errors"] == 0, findings
+    assert {f["code"] for f in findings} <= ADVISORY, findings
+    stale = sorted(f"{name}/{rel}" for rel, data in originals.items() if okf.is_concept_path(rel)
+                   and lifecycle.lifecycle(okf.split(data, rel).meta).is_stale(NOW))
+    assert sorted(f["file"] for f in findings if f["code"] == "stale") == stale
+    assert "every index is up to date" in okfgit("index", "--check", "--scope", "project", cwd=project).out
+
+    tier = set(git("ls-tree", "-r", "--name-only", "HEAD", cwd=project).out.split())
+    tier = {p.removeprefix(".okf/") for p in tier if p.startswith(".okf/")}
+    rewrites = 0
+    for rel, data in originals.items():
+        after = blob(project, f".okf/{name}/{rel}", env)
+        if not rel.endswith(".md"):
+            assert after == data, rel
+            continue
+        old, new = okf.split(data, rel), okf.split(after, rel)
+        if okf.is_concept_path(rel):
+            assert {k: new.meta[k] for k in old.meta} == old.meta, rel  # every key and value
+            assert data[old.fm_start:old.fm_end] in after, rel  # and how each was written
+        elif rel == "index.md" and old.has_frontmatter:
+            assert not new.has_frontmatter  # only the tier's root index may carry okf_version
+        else:
+            assert data.startswith(after[: after.find(b"\n")]), rel  # an index keeps its form
+        assert unrooted(new.body, name) == old.body.lstrip(b"\n") if rel == "index.md" and old.has_frontmatter \
+            else unrooted(new.body, name) == old.body, rel  # every other body byte
+        before, now = links.extract(old.body), links.extract(new.body)
+        assert [a.kind for a in before] == [b.kind for b in now], rel
+        for a, b in zip(before, now):
+            rewrites += a.target != b.target
+            target = links.resolve(rel, a.target)
+            if target.external or target.escapes or not links.exists(target.path or "index.md", originals):
+                continue
+            moved = links.resolve(f"{name}/{rel}", b.target)
+            assert links.exists(moved.path or "index.md", tier), (rel, a.target, b.target)
+    assert len(adopted["rewrites"]) == rewrites
+    assert adopted["unresolved_in_source"] == []
+    message = git("log", "-1", "--format=%B", cwd=project).out
+    assert all(f"- {r['file']}:{r['line']}: {r['target']} -> {r['new']}" in message for r in adopted["rewrites"])
+    assert git("status", "--porcelain", cwd=project).out == ""
+    fsck(git, project)
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+BUNDLE = {
+    "index.md": "# Subdirectories\n\n* [glossary](glossary/index.md) - Terms.\n",
+    "glossary/index.md": "# Glossary Term\n\n* [Term](term.md) - A term.\n",
+    "glossary/term.md": ("---\ntype: Glossary Term\ntitle: Term\ndescription: A term.\n---\n\nSee [itself](/glossary/term.md),"
+                         " [missing](/glossary/missing.md), [up](../../up.md) and `[code](/glossary/term.md)`.\r\n"),
+}
+
+
+def test_adopt_reroots_links_lists_them_and_reports_the_sources_own_dangling_ones(
+        project: Path, okfgit: Runner, git: Runner, env: dict[str, str], tmp_path: Path) -> None:
+    outside = "---\ntype: Note\n---\n\nA [bundle-absolute link](/glossary/term.md) outside the adopted folder.\n"
+    write(project / ".okf", {"notes/a.md": outside})
+    git("add", ".okf", cwd=project)
+    git("commit", "-q", "-m", "a note by hand", cwd=project)
+    source = tmp_path / "bundle"
+    write(source, BUNDLE)
+
+    dry = okfgit("adopt", str(source), "--dir", "retail", "--dry-run", cwd=project)
+
+    assert "#   Re-rooted 2 bundle-absolute links under /retail/:" in dry.out
+    assert "#   - retail/glossary/term.md:7: /glossary/term.md -> /retail/glossary/term.md" in dry.out
+    assert "#   - retail/glossary/term.md:7: /glossary/missing.md -> /retail/glossary/missing.md" in dry.out
+    assert "+See [itself](/retail/glossary/term.md)," in dry.out
+    assert not (project / ".okf" / "retail").exists()
+
+    result = okfgit("adopt", str(source), "--dir", "retail", cwd=project)
+
+    assert "re-rooted 2 bundle-absolute links under /retail/:\n" in result.out
+    assert "  retail/glossary/term.md:7: /glossary/term.md -> /retail/glossary/term.md\n" in result.out
+    assert ("okfgit: warning: link did not resolve in the source either (kept as written): "
+            "retail/glossary/term.md:7: /glossary/missing.md") in result.err
+    assert "retail/glossary/term.md:7: ../../up.md" in result.err
+    body = okf.split(blob(project, ".okf/retail/glossary/term.md", env), "t").body
+    assert body == (b"\nSee [itself](/retail/glossary/term.md), [missing](/retail/glossary/missing.md), "
+                    b"[up](../../up.md) and `[code](/glossary/term.md)`.\r\n")
+    message = git("log", "-1", "--format=%B", cwd=project).out
+    assert "Links that did not resolve in the source either (kept as written):\n\n" \
+           "- retail/glossary/term.md:7: /glossary/missing.md\n- retail/glossary/term.md:7: ../../up.md" in message
+    assert blob(project, ".okf/notes/a.md", env) == outside.encode()  # never touched
+    report = json.loads(okfgit("doctor", "--scope", "project", "--json", cwd=project, expect=2).out)
+    dangling = sorted((f["file"], f["message"]) for t in report["tiers"] for f in t["profile"]["findings"]
+                      if f["code"] in ("dangling-link", "link-outside-kb"))
+    assert dangling == [  # the source's own broken links, and the outside note's: none added by adopt
+        ("notes/a.md", "link to /glossary/term.md: glossary/term.md does not exist in the tier"),
+        ("retail/glossary/term.md", "link to ../../up.md: up.md does not exist in the tier"),
+        ("retail/glossary/term.md", "link to /retail/glossary/missing.md: retail/glossary/missing.md does not "
+                                    "exist in the tier"),
+    ]
+
+
+def test_adopting_at_the_tier_root_rewrites_nothing(project: Path, okfgit: Runner, tmp_path: Path) -> None:
+    source = tmp_path / "bundle"
+    write(source, {k: v for k, v in BUNDLE.items() if k != "index.md"})
+    out = json.loads(okfgit("adopt", str(source), "--json", cwd=project).out)
+    assert out["rewrites"] == []
+    assert [r["target"] for r in out["unresolved_in_source"]] == ["/glossary/missing.md", "../../up.md"]
