@@ -75,12 +75,16 @@ def test_state_after_projection_and_from_a_worktree(kit: Kit, okfgit: Runner, gi
     assert state.load(Path(linked)).memory_files == st.memory_files
 
 
-def test_record_captured_hands_a_file_to_projection(kit: Kit, okfgit: Runner, git: Runner) -> None:
+def test_adopt_hands_a_file_to_projection(kit: Kit, okfgit: Runner, git: Runner) -> None:
     project(okfgit, kit)
     agent = kit.memory / "unicode.md"
     agent.write_text("an agent's version, now committed by capture\n")
     agent_oid = git("hash-object", str(agent), cwd=kit.repo).out.strip()
-    state.record_captured(kit.repo / ".git", {"unicode.md": agent_oid})
+    st = state.load(kit.repo / ".git")
+    assert st.inputs  # the folder is the projection of these inputs
+    st.adopt({"unicode.md": agent_oid})
+    assert st.wrote("unicode.md", agent_oid) and st.inputs == {}  # ... and no longer is
+    state.save(st)
     assert state.load(kit.repo / ".git").wrote("unicode.md", agent_oid)
     path = kit.repo / ".okf" / "decisions" / "unicode.md"
     path.write_text(path.read_text() + "Captured.\n")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from okfgit.local import lock, paths
+from okfgit.local import lock, paths, state
 from tests.conftest import Runner, fsck, trailers_by_git
-from tests.test_capture import CURRENT, OLDER, blob, head, memory, mtimes, split, write_memory
+from tests.test_capture import CURRENT, OLDER, blob, captured_once, head, memory, mtimes, split, write_memory
 
 
 @pytest.fixture
@@ -87,6 +87,24 @@ def test_the_no_op_path_imports_neither_pygit2_nor_yaml(project: Path, mem: Path
         "okfgit.local.stamps", "okfgit.local.paths", "okfgit.commands._common", "okfgit.context",
         "okfgit.__main__"))
     assert heavy == []
+
+
+def test_one_sync_loads_the_state_once_and_saves_it_once(project: Path, mem: Path, okfgit: Runner, git: Runner,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    file, kb_path = captured_once(project, mem, okfgit, git)
+    before = head(git, project)
+    file.write_bytes(CURRENT)  # the agent writes the captured fact again, natively: a copy of the KB's
+    loads: list[object] = []
+    saves: list[object] = []
+    real_load, real_save = state.load, state.save
+    monkeypatch.setattr(state, "load", lambda *a: loads.append(a) or real_load(*a))
+    monkeypatch.setattr(state, "save", lambda st: saves.append(st) or real_save(st))
+    assert okfgit("sync", cwd=project).out == "okfgit sync: projected 1 file(s)\n"
+    assert (len(loads), len(saves)) == (1, 1)
+    # capture adopted the copy in the state it handed to projection, which put the concept back
+    assert head(git, project) == before
+    assert file.read_bytes() == blob(git, project, f"HEAD:{kb_path}")
+    assert okfgit("sync", cwd=project).out == "okfgit sync: up to date\n"
 
 
 # -- the lock and concurrency ------------------------------------------------------------------

@@ -84,6 +84,7 @@ class State:
     common_dir: Path
     memory_dir: Path | None = None
     memory_dir_mtime_ns: int | None = None
+    # the tier inputs the memory folder is the exact projection of (empty: not known)
     inputs: dict[str, TierInput] = field(default_factory=dict)
     targets: dict[str, FileRecord] = field(default_factory=dict)
     memory_files: dict[str, MemoryFile] = field(default_factory=dict)
@@ -126,6 +127,35 @@ class State:
         """
         found = self.record(path)
         return found is not None and found.oid == oid
+
+    def adopt(self, files: Mapping[str, str], memory_dir: Path | None = None) -> None:
+        """Mark memory files (name relative to the memory folder -> blob OID) as okfgit's.
+
+        Capture calls this once the agent's bytes are in a commit: from then on the file is
+        a copy of knowledge in the KB, so the projection that follows may replace it with the
+        concept. Ownership is by OID, so a file that changed again since capture read it
+        stays the agent's. ``memory_dir`` is used when no projection has recorded a folder.
+
+        The folder now holds files that are not the projection of ``inputs``, so the inputs
+        are forgotten: ``inputs`` only ever names what the folder is the exact projection of.
+        """
+        if not files:
+            return
+        if self.memory_dir is None:
+            if memory_dir is None:
+                return
+            self.memory_dir = Path(os.path.abspath(memory_dir))
+        for name, oid in files.items():
+            try:
+                st = (self.memory_dir / name).lstat()
+            except OSError:
+                continue
+            old = self.memory_files.get(name)
+            self.memory_files[name] = MemoryFile(
+                old.okf_id if old else None, old.tier if old else "", old.path if old else "", oid,
+                st.st_size, st.st_mtime_ns,
+            )
+        self.inputs = {}
 
     def projected(self, okf_id: str) -> list[tuple[str, MemoryFile]]:
         """Memory files (name, record) that hold the concept with ``okf_id``."""
@@ -203,35 +233,14 @@ def dumps(state: State) -> bytes:
     return text.encode("utf-8") + b"\n"
 
 
-def save(state: State, data: bytes | None = None) -> None:
-    """Write the state atomically and durably (it is the only record of what okfgit owns)."""
-    fsutil.atomic_write(state.path, data if data is not None else dumps(state), fsync=True)
-
-
-def record_captured(gitdir: Path, files: Mapping[str, str], memory_dir: Path | None = None) -> None:
-    """Mark memory files (name relative to the memory folder -> blob OID) as okfgit's.
-
-    Capture calls this once the agent's bytes are in a commit: from then on the file is a
-    copy of knowledge in the KB, so the next projection may replace it with the concept.
-    Ownership is by OID, so a file that changed again since capture read it stays the
-    agent's. ``memory_dir`` is used when no projection has recorded a folder yet.
-    """
-    if not files:
-        return
-    current = load(gitdir)
-    if current.memory_dir is None:
-        if memory_dir is None:
-            return
-        current.memory_dir = Path(os.path.abspath(memory_dir))
-    for name, oid in files.items():
-        path = current.memory_dir / name
-        try:
-            st = path.lstat()
-        except OSError:
-            continue
-        old = current.memory_files.get(name)
-        current.memory_files[name] = MemoryFile(
-            old.okf_id if old else None, old.tier if old else "", old.path if old else "", oid,
-            st.st_size, st.st_mtime_ns,
-        )
-    save(current)
+def save(state: State) -> bool:
+    """Write the state atomically and durably (it is the only record of what okfgit owns),
+    unless the file already holds exactly these bytes. True when it wrote."""
+    data = dumps(state)
+    try:
+        if state.path.read_bytes() == data:
+            return False
+    except OSError:
+        pass
+    fsutil.atomic_write(state.path, data, fsync=True)
+    return True

@@ -90,8 +90,10 @@ def target_tier(ws: Workspace, to: str | None) -> Tier:
     return ws.tier("global")
 
 
-def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: bool = False) -> Report:
-    """Read the memory folder and plan the capture commits; writes nothing (but caches)."""
+def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: bool = False,
+                 owned: state.State | None = None) -> Report:
+    """Read the memory folder and plan the capture commits; writes nothing (but caches).
+    ``owned`` is the ownership record when the caller already holds it."""
     if ws.project_repo is None:
         raise UsageError("capture needs a project repository: run it inside one or pass --repo")
     decision = switch.capture_decision(ctx, ws)
@@ -112,7 +114,7 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
         )
         if not force:
             return report
-    st = state.load(project_repo.common_dir)
+    st = owned if owned is not None else state.load(project_repo.common_dir)
     files = _memory_files(choice.path, report)
     candidates: list[tuple[str, bytes, str]] = []
     for origin, file, lst in files:
@@ -178,9 +180,18 @@ def _why(exc: OkfError, origin: str) -> str:
     return text
 
 
-def capture(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: bool = False) -> Report:
-    """Plan and (unless ``dry_run``) commit the capture; then record the captured files as okfgit's."""
-    report = plan_capture(ctx, ws, to=to)
+def capture(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: bool = False,
+            owned: state.State | None = None) -> Report:
+    """Plan and (unless ``dry_run``) commit the capture; then record the captured files as okfgit's.
+
+    ``owned`` is the ownership record as the caller holds it (``sync`` loads it once and hands
+    it on to projection): the captured files are recorded in it and the caller saves it.
+    Without it, the record is loaded and saved here.
+    """
+    loaded_here = owned is None and ws.project_repo is not None
+    if owned is None and ws.project_repo is not None:
+        owned = state.load(ws.tier("project").open().common_dir)
+    report = plan_capture(ctx, ws, to=to, owned=owned)
     if dry_run:
         return report
     if not report.plan.empty:
@@ -188,17 +199,12 @@ def capture(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: bool
         report.commits = [(c.tier.label, oid) for c, oid in done.commits]
     # The agent's bytes are now in a commit (or the KB already says the same): the next
     # projection may replace the file with the concept.
-    owned = dict(report.copies)
-    owned.update({c.origin: c.file_oid for c in report.captured})
-    if owned:
-        project_repo = ws.tier("project").open()
-        state.record_captured(project_repo.common_dir, owned, report.memory_dir)
-        if report.copies and not report.commits:
-            # No tier changed, so projection would take the folder as it left it and never
-            # look at these files: make it check them (state.inputs is its "untouched" proof).
-            current = state.load(project_repo.common_dir)
-            current.inputs = {}
-            state.save(current)
+    taken = dict(report.copies)
+    taken.update({c.origin: c.file_oid for c in report.captured})
+    if taken and owned is not None:
+        owned.adopt(taken, report.memory_dir)
+        if loaded_here:
+            state.save(owned)
     return report
 
 

@@ -16,11 +16,11 @@ import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from okfgit import fsutil
 from okfgit.knowledge import catalog
-from okfgit.local import fastpath
-from okfgit.local import state
+from okfgit.local import fastpath, paths, state
 from okfgit.knowledge.catalog import TierCatalog
 from okfgit.targets.claude_home import claude_home
 from okfgit.context import Context
@@ -59,6 +59,10 @@ class Report:
     dry_run: bool = False
     diff: str = ""
     kept: list[str] = field(default_factory=list)  # memory files left as recorded (names in memory_dir)
+    # The ownership record after this run, and what the fast-path stamp covers: both are
+    # written by ``save`` (None in a dry run and outside a project repository).
+    owned: state.State | None = None
+    stamp: _Stamp | None = None
 
     @property
     def failed(self) -> bool:
@@ -76,6 +80,16 @@ class Report:
         return found
 
 
+@dataclass(frozen=True)
+class _Stamp:
+    """The fast-path stamp's arguments (``fastpath.make_stamp``): it is made only once the
+    state file is saved, because it records that file's stat."""
+
+    invocation: dict[str, Any]
+    dotgits: list[str]
+    watched: list[str]
+
+
 @dataclass
 class _Inputs:
     """The tiers taking part, with their open repositories."""
@@ -86,15 +100,23 @@ class _Inputs:
 
 
 def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "all", dry_run: bool = False,
-            run_arg: str | None = None) -> Report:
-    """Project the selected tiers into the selected targets (``--target claude|agents|all``)."""
+            run_arg: str | None = None, owned: state.State | None = None) -> Report:
+    """Project the selected tiers into the selected targets (``--target claude|agents|all``).
+
+    ``owned`` is the ownership record as the caller holds it (``sync`` loads it once and
+    hands it through capture and projection); the caller then ``save``s the report. Without
+    it, the record is loaded here and saved before returning.
+    """
     if target not in TARGET_CHOICES:
         raise UsageError(f"unknown target {target!r}: use one of {', '.join(TARGET_CHOICES)}")
     report = Report(dry_run=dry_run)
     inputs = _select(ws, scope, report.warnings)
     report.tiers = inputs.infos
     repo = Repo.open(ws.project_repo) if ws.project_repo is not None else None
-    st = state.load(repo.gitdir) if repo is not None else state.State(Path(os.devnull))
+    loaded_here = owned is None and repo is not None
+    if owned is None:
+        owned = state.load(repo.gitdir) if repo is not None else state.State(Path(os.devnull))
+    st = owned
     report.warnings.extend(st.warnings)
     cache: dict[str, bytes] = {}
     view = View(
@@ -125,7 +147,27 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
     if repo is not None:
         _record(ctx, st, repo, planned, failures, memory_dir, inputs, report, scope=scope, target=target,
                 run_arg=run_arg)
+    if loaded_here:
+        save(report)
     return report
+
+
+def save(report: Report) -> None:
+    """Save the ownership record (only when its bytes changed), then the fast-path stamp,
+    in that order: the stamp records the state file's stat. A failed run removes the stamp
+    so that the next run retries in full."""
+    if report.owned is None:
+        return
+    state.save(report.owned)
+    stamp_file = Path(paths.fastpath_stamp(report.owned.common_dir))
+    if report.stamp is None:
+        stamp_file.unlink(missing_ok=True)
+        return
+    data = fastpath.make_stamp(report.stamp.invocation, report.stamp.dotgits, report.stamp.watched)
+    try:
+        fsutil.atomic_write(stamp_file, data, fsync=False)
+    except OkfError:
+        pass  # the stamp is only a cache; the next run takes the full path
 
 
 # -- inputs -----------------------------------------------------------------------------------
@@ -234,7 +276,7 @@ def _outcome(target: str, item: Item, failure: str | None) -> Outcome:
 def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str, Item]], failures: dict[Path, str],
             memory_dir: Path | None, inputs: _Inputs, report: Report, *, scope: str, target: str,
             run_arg: str | None) -> None:
-    """Write the new state (when it changed) and the fast-path stamp (when all went well)."""
+    """The new state and (when all went well) the fast-path stamp, into ``report``; ``save`` writes them."""
     new = state.State(old.common_dir, old.memory_dir, old.memory_dir_mtime_ns, dict(old.inputs), dict(old.targets),
                       dict(old.memory_files))
     memory_failed = False
@@ -256,16 +298,8 @@ def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str,
         new.inputs = {} if memory_failed or report.failed else {
             t.label: state.TierInput(str(t.tier.repo_path), t.commit, t.tree) for t in inputs.infos
         }
-    data = state.dumps(new)
-    try:
-        unchanged = new.path.read_bytes() == data
-    except OSError:
-        unchanged = False
-    if not unchanged:
-        state.save(new, data)
-    stamp_file = Path(fastpath.stamp_path(str(repo.gitdir)))
+    report.owned = new
     if report.failed:
-        stamp_file.unlink(missing_ok=True)  # the next run must retry in full
         return
     watched = [str(item.path) for _, item in planned if item.memory_name is None]
     watched += [str(item.via) for _, item in planned if item.via is not None]  # a retargeted link
@@ -274,11 +308,7 @@ def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str,
     watched += [str(claude_home(ctx.environ, ctx.home) / "settings.json"), str(new.path), fastpath.NAV_PROTOCOL]
     watched += fastpath.config_files(ctx.environ, str(repo.gitdir))
     invocation = fastpath.key(ctx.environ, gitdir=str(repo.gitdir), scope=scope, target=target, run=run_arg)
-    stamp = fastpath.make_stamp(invocation, inputs.dotgits, watched)
-    try:
-        fsutil.atomic_write(stamp_file, stamp, fsync=False)
-    except OkfError:
-        pass  # the stamp is only a cache; the next run takes the full path
+    report.stamp = _Stamp(invocation, list(inputs.dotgits), watched)
 
 
 def _stat_record(path: Path, oid: str) -> state.FileRecord | None:

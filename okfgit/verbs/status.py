@@ -8,7 +8,7 @@ from typing import Any
 from okfgit.verbs import agent_hooks
 from okfgit.verbs import capture
 from okfgit.verbs import hooks
-from okfgit.local import lock, paths
+from okfgit.local import lock, paths, state
 from okfgit.verbs import project as projection
 from okfgit.context import Context
 from okfgit.errors import RepoStateError, UsageError
@@ -68,8 +68,9 @@ def status(ctx: Context, ws: Workspace) -> Status:
     if ws.project_repo is None:
         raise UsageError("status needs a project repository: run it inside one or pass --repo")
     repo = ws.tier("project").open()
-    cap = capture.plan_capture(ctx, ws, force=True)
-    proj = projection.project(ctx, ws, dry_run=True)
+    owned = state.load(repo.common_dir)
+    cap = capture.plan_capture(ctx, ws, force=True, owned=owned)
+    proj = projection.project(ctx, ws, dry_run=True, owned=owned)
     return Status(
         capture=cap,
         projection=proj,

@@ -56,22 +56,24 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         # The file-system clock at the start: a memory file written from now on may be
         # missed by this capture, so the stamp must not vouch for it (syncstamp.py).
         started = os.fstat(held.fd).st_mtime_ns
+        owned = state.load(repo.common_dir)  # once: capture records into it, projection replaces it
         try:
-            report.capture = capture.capture(ctx, ws)
+            report.capture = capture.capture(ctx, ws, owned=owned)
             report.warnings.extend(report.capture.warnings)
         except RepoStateError as exc:
             report.capture_deferred = str(exc)
         except OkfError as exc:
             report.capture_error = str(exc)
-        report.projection = projection.project(ctx, ws, scope="all", target="all", run_arg=run_arg)
+        report.projection = projection.project(ctx, ws, scope="all", target="all", run_arg=run_arg, owned=owned)
         report.warnings.extend(report.projection.warnings)
+        projection.save(report.projection)  # the one save of the state, then projection's stamp
         memory = report.projection.memory_dir or (report.capture.memory_dir if report.capture else None)
         if memory is not None and not report.failed and not report.capture_deferred:
             common = str(repo.common_dir)
-            owned = state.load(repo.common_dir)
+            now_owned = report.projection.owned or owned
 
             def okfgit_wrote(path: str, size: int, mtime_ns: int) -> bool:
-                record = owned.record(path)
+                record = now_owned.record(path)
                 return record is not None and record.size == size and record.mtime_ns == mtime_ns
 
             since = syncstamp.vouch(str(memory), started, okfgit_wrote)
