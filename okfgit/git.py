@@ -178,6 +178,18 @@ class Repo:
             raise UsageError(f"{rev!r} does not resolve to a commit in {self.workdir}") from exc
         return str(commit.id)
 
+    def symbolic_target(self, ref: str) -> str | None:
+        """The ref a symbolic ref points at (``refs/remotes/origin/HEAD`` -> ``refs/remotes/origin/main``)."""
+        found = self.raw.references.get(ref)
+        if found is None:
+            return None
+        target = found.target
+        return target if isinstance(target, str) else None
+
+    def remotes(self) -> list[str]:
+        """The names of the configured remotes."""
+        return [r.name for r in self.raw.remotes if r.name]
+
     def branch_exists(self, name: str) -> bool:
         return f"refs/heads/{name}" in self.raw.references
 

@@ -84,13 +84,66 @@ def test_default_base_is_main_and_bad_ranges_exit_2(tmp_path: Path, okfgit: Runn
     assert "does not resolve" in okfgit("review", "main..nope", cwd=repo, expect=2).err
 
 
-def test_upstream_is_preferred_over_main(tmp_path: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:
+def test_the_base_is_the_pull_requests_never_the_upstream(tmp_path: Path, okfgit: Runner, git: Runner,
+                                                          env: dict[str, str]) -> None:
     repo = build.build("clean-addition", tmp_path / "r", env)
-    git("branch", "-q", "--set-upstream-to=main", cwd=repo)
-    git("checkout", "-q", "-b", "later", cwd=repo)
-    git("branch", "-q", "--set-upstream-to=feature", cwd=repo)
+    remote = tmp_path / "origin.git"
+    git("init", "-q", "--bare", str(remote), cwd=tmp_path)
+    git("remote", "add", "origin", str(remote), cwd=repo)
+    git("push", "-q", "origin", "main", cwd=repo)
+    git("push", "-q", "--set-upstream", "origin", "feature", cwd=repo)  # what promote --open-pr does
     data = json.loads(okfgit("review", "--format", "json", cwd=repo).out)
-    assert data["range"] == "@{upstream}...HEAD" and data["concepts"] == []
+    assert data["range"] == "main...HEAD" and data["counts"]["added"] == 1
+    # origin/HEAD (a clone's default branch) comes before a local main
+    git("remote", "set-head", "origin", "main", cwd=repo)
+    assert json.loads(okfgit("review", "--format", "json", cwd=repo).out)["range"] == "origin/main...HEAD"
+    # in CI, GITHUB_BASE_REF names the pull request's base
+    git("push", "-q", "origin", "main:release", cwd=repo)
+    ci = okfgit("review", "--format", "json", cwd=repo, extra_env={"GITHUB_BASE_REF": "release"})
+    assert json.loads(ci.out)["range"] == "origin/release...HEAD"
+    gone = okfgit("review", cwd=repo, extra_env={"GITHUB_BASE_REF": "nope"}, expect=2)
+    assert "neither origin/nope nor nope" in gone.err and "fetch-depth: 0" in gone.err
+    # --base wins over everything
+    assert json.loads(okfgit("review", "--base", "main", "--format", "json", cwd=repo,
+                             extra_env={"GITHUB_BASE_REF": "nope"}).out)["range"] == "main...HEAD"
+    assert "either a range or --base" in okfgit("review", "main...", "--base", "main", cwd=repo, expect=2).err
+
+
+def test_an_empty_range_is_exit_2_not_merge(tmp_path: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:
+    repo = build.build("clean-addition", tmp_path / "r", env)
+    for args in (["feature...feature"], ["feature..main"], ["--base", "feature"]):
+        result = okfgit("review", *args, cwd=repo, expect=2)
+        assert result.out == "" and "nothing to review" in result.err, result
+    git("checkout", "-q", "main", cwd=repo)
+    assert "nothing to review: main...HEAD is empty" in okfgit("review", cwd=repo, expect=2).err
+
+
+def test_approved_by_clears_needs_human(tmp_path: Path, okfgit: Runner, env: dict[str, str]) -> None:
+    repo = build.build("human-reviewed-edit", tmp_path / "r", env)
+    blocked = okfgit("review", "main...feature", cwd=repo, expect=2)
+    assert "needs-human" in blocked.out and "--approved-by human:<id>" in blocked.out
+    ok = okfgit("review", "main...feature", "--approved-by", "human:alice", "--approved-by", "human:bob",
+                "--format", "markdown", cwd=repo, expect=0)
+    assert ok.out.startswith("## okfgit review: merge\n")
+    assert "Approved by human:alice, human:bob" in ok.out
+    data = json.loads(ok.out.rsplit("```okf-review\n", 1)[1][: -len("```\n")])
+    assert data["verdict"] == "merge" and data["approved_by"] == ["human:alice", "human:bob"]
+    [finding] = data["findings"]
+    assert finding["severity"] == "approved" and finding["rule"] == "human-reviewed-changed"
+    assert finding["message"].endswith("(approved by human:alice, human:bob)")
+    text = okfgit("review", "main...feature", "--approved-by", "human:alice", cwd=repo, expect=0).out
+    assert "approved     human-reviewed-changed" in text and "Verdict: merge. A person approved" in text
+    bad = okfgit("review", "main...feature", "--approved-by", "alice", cwd=repo, expect=2)
+    assert "human:<id>" in bad.err and bad.out == ""
+
+
+def test_approval_does_not_clear_errors(tmp_path: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:
+    repo = _base(tmp_path, env)
+    deploy = _read(repo, "guides/deploy.md").replace("ten minutes", "[five](soak.md) minutes")
+    _commit(repo, git, {"guides/deploy.md": deploy}, "Link the soak time")
+    data = _review(okfgit, repo, "--approved-by", "human:alice", expect=2)
+    assert data["verdict"] == "request-changes"
+    assert {f["severity"] for f in data["findings"]} == {"error", "approved"}
 
 
 def _commit(repo: Path, git: Runner, files: dict[str, str | None], message: str) -> None:

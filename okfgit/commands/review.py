@@ -10,31 +10,57 @@ import click
 from okfgit.verbs import review
 from okfgit.verbs import review_render
 from okfgit.commands._common import repo_option, workspace
+from okfgit.fsutil import atomic_write
 
-_RENDER = {"text": review_render.as_text, "markdown": review_render.as_markdown, "json": review_render.as_json}
+_FORMATS = ("json", "markdown", "text")
 
 
 @click.command("review")
 @click.argument("range_", metavar="[BASE...HEAD]", required=False)
-@click.option("--format", "fmt", type=click.Choice(sorted(_RENDER)), default="text", show_default=True,
-              help="markdown is a pull request comment ending with a fenced okf-review JSON block.")
+@click.option("--base", "base", default=None, metavar="BRANCH",
+              help="The pull request's base branch, compared as BRANCH...HEAD (default: $GITHUB_BASE_REF, "
+                   "else origin/HEAD's branch, else main or master).")
+@click.option("--format", "fmt", type=click.Choice(_FORMATS), default="text", show_default=True,
+              help="markdown is a pull request comment (under 60,000 characters) ending with a fenced okf-review "
+                   "JSON block.")
 @click.option("--pr-body", type=click.File("r", encoding="utf-8"), default=None, metavar="FILE",
               help="A pull request body ('-' for stdin) whose okf-harvest block is checked against the head tree.")
+@click.option("--approved-by", "approved_by", multiple=True, metavar="human:ID",
+              help="A person who approved the pull request; turns needs-human findings into approved ones. Repeat "
+                   "for more.")
+@click.option("--full", is_flag=True, help="Markdown without the size bound (every concept's detail).")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="Also write the full, unbounded report in the chosen format to FILE (for a CI artifact).")
+@click.option("--verbose", "-v", is_flag=True, help="Text: show the content of each added concept.")
 @repo_option
-def review_cmd(range_: str | None, fmt: str, pr_body: IO[str] | None, repo: Path | None) -> int:
+def review_cmd(range_: str | None, base: str | None, fmt: str, pr_body: IO[str] | None,
+               approved_by: tuple[str, ...], full: bool, output: Path | None, verbose: bool,
+               repo: Path | None) -> int:
     """Review the project tier's (.okf/) changes between BASE and HEAD: concepts
-    added, modified (field by field, body as a diff), removed and renamed (matched
-    by okf_id); doctor findings the branch introduces; the review rules (one home
-    per okf_id and title, explicit supersession of decisions, human-reviewed
-    concepts need a person, no needs-merge leftovers); and who made each commit.
+    added (with their content), modified (field by field, body as a diff), removed
+    and renamed (matched by okf_id), and the concepts that link to each; doctor
+    findings the branch introduces; the review rules (one home per okf_id and title,
+    explicit supersession, human-verified knowledge and okfgit.toml need a person,
+    the okf-harvest block claims exactly what changed); and who made each commit.
 
     BASE...HEAD compares with their merge base (BASE..HEAD with BASE itself; a
-    single BASE means BASE...HEAD). Default: HEAD's upstream, else main,
-    origin/main, master or origin/master. Exit 0 when the verdict is merge, 2 for request-changes or
-    needs-human, so CI can gate on it.
+    single BASE means BASE...HEAD). Default: the pull request's base (--base, else
+    $GITHUB_BASE_REF, else origin/HEAD's branch, else main or master), never the
+    branch's own upstream; an empty range is exit 2. Exit 0 when the verdict is
+    merge, 2 for request-changes or needs-human, so CI can gate on it.
     """
     ctx, ws = workspace(repo)
     body = pr_body.read() if pr_body is not None else None
-    result = review.review(ctx, ws, range_, body)
-    click.echo(_RENDER[fmt](result), nl=False)
+    result = review.review(ctx, ws, range_, body, base_ref=base, approved_by=approved_by)
+    if output is not None:
+        atomic_write(output, render(result, fmt, full=True, verbose=True).encode("utf-8"), fsync=False)
+    click.echo(render(result, fmt, full=full, verbose=verbose), nl=False)
     return result.exit_code
+
+
+def render(result: review.Review, fmt: str, *, full: bool, verbose: bool) -> str:
+    if fmt == "json":
+        return review_render.as_json(result)
+    if fmt == "markdown":
+        return review_render.as_markdown(result, full=full)
+    return review_render.as_text(result, verbose=verbose)

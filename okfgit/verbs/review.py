@@ -17,9 +17,10 @@ Verdict: ``request-changes`` when any error, else ``needs-human`` when any, else
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ from okfgit.verbs import doctor
 from okfgit.verbs import harvest
 from okfgit.format import index_md as index
 from okfgit.format import concept as okf
+from okfgit.format import markdown as links
 from okfgit.format import trailers
 from okfgit.context import Context
 from okfgit.errors import UsageError, ValidationError
@@ -37,11 +39,15 @@ from okfgit.knowledge.tiers import Tier, Workspace
 
 ERROR = "error"
 HUMAN = "needs-human"
+APPROVED = "approved"  # a needs-human finding a person approved (``--approved-by``)
 WARNING = "warning"
 MERGE = "merge"
 REQUEST_CHANGES = "request-changes"
 REVIEW_VERSION = 1
-DEFAULT_BASES = ("@{upstream}", "main", "origin/main", "master", "origin/master")
+# Never ``@{upstream}``: a pushed pull request branch's upstream is the branch itself.
+FALLBACK_BASES = ("main", "origin/main", "master", "origin/master")
+# What a needs-human finding asks for: the one act that clears it.
+APPROVAL = "a person must approve the pull request (review --approved-by human:<id>)"
 # Keys whose change rewrites what a concept claims (a Decision must not be rewritten in place).
 CLAIM_KEYS = ("title", "description")
 
@@ -84,6 +90,8 @@ class ConceptChange:
     old_oid: str | None
     fields: tuple[FieldChange, ...] = ()
     body_diff: str = ""
+    body: str | None = None  # the head version's body (None when removed): what is being accepted
+    linked_from: tuple[str, ...] = ()  # concepts at the head that link to this one
 
     def summary(self) -> dict[str, Any]:
         return {"change": self.change, "path": self.path, "old_path": self.old_path, "okf_id": self.okf_id,
@@ -93,7 +101,7 @@ class ConceptChange:
         out = self.summary()
         out.update(type=self.type, title=self.title, description=self.description, old_oid=self.old_oid,
                    fields=[{"key": f.key, "change": f.change, "old": f.old, "new": f.new} for f in self.fields],
-                   body_diff=self.body_diff)
+                   body_diff=self.body_diff, body=self.body, linked_from=list(self.linked_from))
         return out
 
 
@@ -128,6 +136,7 @@ class Review:
     commits: list[CommitInfo] = field(default_factory=list)
     preexisting: int = 0
     harvest: dict[str, Any] | None = None
+    approved_by: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> str:
@@ -151,7 +160,7 @@ class Review:
     def block(self) -> dict[str, Any]:
         """The ``okf-review`` block: verdict, findings and concepts, for a PR comment."""
         return {"version": REVIEW_VERSION, "verdict": self.verdict, "base": self.base, "head": self.head,
-                "findings": [f.as_dict() for f in self.findings],
+                "approved_by": list(self.approved_by), "findings": [f.as_dict() for f in self.findings],
                 "concepts": [c.summary() for c in self.concepts], "tool": TOOL}
 
     def as_dict(self) -> dict[str, Any]:
@@ -166,34 +175,62 @@ class Review:
 # -- the range -------------------------------------------------------------------------
 
 
-def resolve_range(repo: Repo, spec: str | None) -> tuple[str, str, str]:
+def resolve_range(repo: Repo, spec: str | None, base: str | None = None,
+                  environ: Mapping[str, str] | None = None) -> tuple[str, str, str]:
     """(base commit, head commit, label) for ``BASE...HEAD``, ``BASE..HEAD`` or ``BASE``.
 
-    ``A...B`` and a bare ``A`` compare against the merge base, like ``git diff A...B``;
-    without a range, the base is the merge base of HEAD with its upstream, else ``main``,
-    else ``origin/main``.
+    ``A...B`` and a bare ``A`` compare against the merge base, like ``git diff A...B``.
+    Without a range the base is the pull request's base branch (``default_base``), never
+    the branch's own upstream. An empty range (nothing on HEAD that the base lacks) is a
+    UsageError: there is nothing to judge, and "merge" would be a lie.
     """
+    if spec is not None and base is not None:
+        raise UsageError("pass either a range or --base, not both")
     if spec is None:
-        head = repo.resolve("HEAD")
-        for candidate in DEFAULT_BASES:
-            try:
-                other = repo.resolve(candidate)
-            except UsageError:
-                continue
-            return _merge_base(repo, other, head, candidate, "HEAD"), head, f"{candidate}...HEAD"
-        raise UsageError("no upstream branch and no main or master branch to compare with; pass a range, e.g. "
-                         "`okfgit review origin/main...HEAD`")
+        spec = (base or default_base(repo, environ or {})) + "...HEAD"
     if "..." in spec:
         a, b = spec.split("...", 1)
         a, b = a or "HEAD", b or "HEAD"
         head = repo.resolve(b)
-        return _merge_base(repo, repo.resolve(a), head, a, b), head, f"{a}...{b}"
-    if ".." in spec:
+        found = _merge_base(repo, repo.resolve(a), head, a, b), head, f"{a}...{b}"
+    elif ".." in spec:
         a, b = spec.split("..", 1)
         a, b = a or "HEAD", b or "HEAD"
-        return repo.resolve(a), repo.resolve(b), f"{a}..{b}"
-    head = repo.resolve("HEAD")
-    return _merge_base(repo, repo.resolve(spec), head, spec, "HEAD"), head, f"{spec}...HEAD"
+        found = repo.resolve(a), repo.resolve(b), f"{a}..{b}"
+    else:
+        head = repo.resolve("HEAD")
+        found = _merge_base(repo, repo.resolve(spec), head, spec, "HEAD"), head, f"{spec}...HEAD"
+    if next(repo.log(found[0], found[1]), None) is None:
+        raise UsageError(f"nothing to review: {found[2]} is empty (no commit on the head side that the base "
+                         "lacks); is the branch pushed and checked out, and is the base the pull request's base?")
+    return found
+
+
+def default_base(repo: Repo, environ: Mapping[str, str]) -> str:
+    """The pull request's base: ``$GITHUB_BASE_REF`` in CI, else ``origin/HEAD``'s branch, else main/master."""
+    pr_base = environ.get("GITHUB_BASE_REF", "").strip()
+    if pr_base:
+        for candidate in (f"origin/{pr_base}", pr_base):
+            if _resolves(repo, candidate):
+                return candidate
+        raise UsageError(f"GITHUB_BASE_REF is {pr_base!r}, but neither origin/{pr_base} nor {pr_base} is in this "
+                         "clone; fetch it (actions/checkout with fetch-depth: 0) or pass --base")
+    target = repo.symbolic_target("refs/remotes/origin/HEAD")
+    if target and _resolves(repo, target):
+        return target.removeprefix("refs/remotes/")
+    for candidate in FALLBACK_BASES:
+        if _resolves(repo, candidate):
+            return candidate
+    raise UsageError("no base to compare with (no origin/HEAD, main or master); pass --base BRANCH or a range, "
+                     "e.g. `okfgit review origin/main...HEAD`")
+
+
+def _resolves(repo: Repo, rev: str) -> bool:
+    try:
+        repo.resolve(rev)
+    except UsageError:
+        return False
+    return True
 
 
 def _merge_base(repo: Repo, a: str, b: str, a_name: str, b_name: str) -> str:
@@ -203,14 +240,42 @@ def _merge_base(repo: Repo, a: str, b: str, a_name: str, b_name: str) -> str:
     return found
 
 
+def check_approvers(actors: Iterable[str]) -> tuple[str, ...]:
+    """``--approved-by`` values: ``human:<id>`` actors (OKF), each once, in the order given."""
+    out: list[str] = []
+    for actor in actors:
+        actor = actor.strip()
+        if not actor.startswith("human:") or not actor[len("human:"):].strip():
+            raise UsageError(f"--approved-by takes a person as an OKF actor, human:<id> (e.g. human:alice), "
+                             f"not {actor!r}")
+        if actor not in out:
+            out.append(actor)
+    return tuple(out)
+
+
+def approve(findings: list[Finding], approvers: tuple[str, ...]) -> list[Finding]:
+    """Needs-human findings become approved ones, naming who approved them."""
+    if not approvers:
+        return findings
+    who = ", ".join(approvers)
+    return [Finding(APPROVED, f.rule, f.path, f"{f.message} (approved by {who})", f.line) if f.severity == HUMAN
+            else f for f in findings]
+
+
 # -- the review ------------------------------------------------------------------------
 
 
-def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | None = None) -> Review:
-    """Review the project tier's changes in ``spec`` (see ``resolve_range``)."""
+def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | None = None, *,
+           base_ref: str | None = None, approved_by: Iterable[str] = ()) -> Review:
+    """Review the project tier's changes in ``spec`` (see ``resolve_range``).
+
+    ``approved_by``: ``human:`` actors whose approval turns needs-human findings into
+    approved ones (the pull request's approving reviews, in CI).
+    """
+    approvers = check_approvers(approved_by)
     tier = ws.tier("project")
     repo = tier.open()
-    base, head, label = resolve_range(repo, spec)
+    base, head, label = resolve_range(repo, spec, base_ref, ctx.environ)
     old = snapshot(tier, base)
     new = snapshot(tier, head)
     out = Review(base, head, label)
@@ -222,7 +287,8 @@ def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | 
     if pr_body is not None:
         out.harvest, problems = harvest.check(pr_body, new)
         out.findings += [Finding(p.severity, p.rule, p.path, p.message) for p in problems]
-    out.findings = _sorted(_dedupe(out.findings))
+    out.findings = _sorted(approve(_dedupe(out.findings), approvers))
+    out.approved_by = approvers
     out.commits = provenance(repo, tier, base, head)
     return out
 
@@ -255,7 +321,27 @@ def diff_concepts(old: Snapshot, new: Snapshot) -> list[ConceptChange]:
             out.append(_change("renamed", old, new, path, renames[path]))
         else:
             out.append(_change("removed", old, new, path, None))
-    return sorted(out, key=lambda c: (c.path or c.old_path or ""))
+    out = sorted(out, key=lambda c: (c.path or c.old_path or ""))
+    linked = backlinks(new, {p for c in out for p in (c.path, c.old_path) if p})
+    return [dataclasses.replace(c, linked_from=tuple(sorted(set(linked.get(c.path, []) + linked.get(c.old_path or "", []))
+                                                           - {c.path})))
+            if c.path in linked or (c.old_path or "") in linked else c for c in out]
+
+
+def backlinks(snap: Snapshot, targets: set[str]) -> dict[str, list[str]]:
+    """For each of ``targets``, the concepts in ``snap`` whose body links to it (markdown or ``[[name]]``)."""
+    concepts = list(snap.concepts())
+    names = links.wiki_names((c.path, c.meta.get("name") if isinstance(c.meta.get("name"), str) else None)
+                             for c in concepts)
+    out: dict[str, list[str]] = {}
+    for concept in concepts:
+        if b"[" not in concept.body:
+            continue
+        for link in links.extract(concept.body):
+            path = names.get(link.target) if link.kind == "wiki" else links.resolve(concept.path, link.target).path
+            if path in targets and concept.path not in out.setdefault(path, []):
+                out[path].append(concept.path)
+    return out
 
 
 def _okf_id(snap: Snapshot, path: str) -> str | None:
@@ -289,6 +375,7 @@ def _change(kind: str, old: Snapshot, new: Snapshot, old_path: str | None, path:
         shown.okf_id if shown else None, shown.type if shown else "", shown.title if shown else (path or ""),
         shown.description if shown else "",
         new.entries[path].oid if path else None, old.entries[old_path].oid if old_path else None, fields, body,
+        b.body.decode("utf-8", errors="replace") if b is not None else None,
     )
 
 
@@ -389,10 +476,10 @@ def _human_reviewed(change: ConceptChange, before: Concept | None) -> list[Findi
     who = ", ".join(people)
     if change.change == "removed":
         return [Finding(HUMAN, "human-reviewed-removed", change.path, f"removes a concept reviewed by {who}; "
-                        "a person must approve this")]
+                        f"{APPROVAL}")]
     if change.oid != change.old_oid:
         return [Finding(HUMAN, "human-reviewed-changed", change.path, f"changes a concept reviewed by {who}; "
-                        "a person must approve this (and re-verify it)")]
+                        f"{APPROVAL}")]
     return []
 
 
@@ -462,7 +549,7 @@ def _supersession(concept: Concept, old: Snapshot, new: Snapshot) -> list[Findin
                                f"{' and '.join(missing)}"))
         if human_reviewed(target) and _find(old, ref) is not None:
             out.append(Finding(HUMAN, "human-reviewed-superseded", concept.path, f"supersedes {target.path}, "
-                               f"reviewed by {', '.join(human_reviewed(target))}; a person must approve this"))
+                               f"reviewed by {', '.join(human_reviewed(target))}; {APPROVAL}"))
     successors = _refs(concept.meta.get("superseded_by"))
     if successors and concept.meta.get("status") != "deprecated":
         out.append(Finding(ERROR, "supersession", concept.path, "has superseded_by but not status: deprecated"))
@@ -523,7 +610,7 @@ def _dedupe(findings: Iterable[Finding]) -> list[Finding]:
     return list(seen.values())
 
 
-_ORDER = {ERROR: 0, HUMAN: 1, WARNING: 2}
+_ORDER = {ERROR: 0, HUMAN: 1, APPROVED: 2, WARNING: 3}
 
 
 def _sorted(findings: list[Finding]) -> list[Finding]:

@@ -1,20 +1,38 @@
 """Review output: plain text for a terminal, markdown for a pull request comment, JSON.
 
 The markdown ends with a fenced ``okf-review`` JSON block (verdict, findings, concepts),
-so a bot or a person can read the verdict back from the posted comment.
+so a bot or a person can read the verdict back from the posted comment. It is bounded:
+GitHub refuses a comment over 65,536 characters, so past ``LIMIT`` the per-concept detail
+collapses into one row per concept, then into counts per folder; the block is always
+complete, valid JSON at the end (what it had to leave out, it counts). ``full=True`` is
+the unbounded report, for a CI artifact.
+
+Concept text is a contributor's words: in markdown it is escaped (HTML shown as text,
+``@`` mentions neutralised) or fenced, never rendered as it stands.
 """
 
 from __future__ import annotations
 
+import html
 import json
+import re
+from collections.abc import Callable
 from typing import Any
 
-from okfgit.verbs.review import HUMAN, MERGE, REQUEST_CHANGES, CommitInfo, ConceptChange, FieldChange, Finding, Review
+from okfgit.verbs.review import (APPROVED, HUMAN, MERGE, REQUEST_CHANGES, CommitInfo, ConceptChange, FieldChange,
+                                 Finding, Review)
+
+# GitHub's comment limit is 65,536 characters; keep a margin for what CI adds around it.
+LIMIT = 60_000
+BLOCK_BUDGET = 24_000  # at most this much of LIMIT goes to the okf-review block
+DETAIL_CAP = 4_000  # one concept's diff or content, in the detailed comment
+TEXT_CAP = 300  # one title, description or message in the shortened comment
 
 VERDICT_TEXT = {
     MERGE: "No finding blocks these knowledge changes; they can be merged.",
     REQUEST_CHANGES: "Some findings are errors; fix them before merging.",
-    HUMAN: "These changes touch knowledge a person has reviewed; a person must approve them.",
+    HUMAN: "These changes need a person's approval (an approving review of the pull request, passed to "
+           "`okfgit review --approved-by human:<id>`).",
 }
 
 
@@ -25,11 +43,11 @@ def as_json(review: Review) -> str:
 # -- text -------------------------------------------------------------------------------
 
 
-def as_text(review: Review) -> str:
+def as_text(review: Review, verbose: bool = False) -> str:
     lines = [f"okfgit review of .okf/ in {review.range} ({review.base[:12]}..{review.head[:12]}): "
              f"{review.verdict}", "", f"Concepts: {_counts(review)}"]
     for change in review.concepts:
-        lines += _text_concept(change)
+        lines += _text_concept(change, verbose)
     if review.files:
         lines += ["", "Other files: " + ", ".join(f"{c} {p}" for c, p in review.files)]
     if review.harvest is not None:
@@ -44,11 +62,11 @@ def as_text(review: Review) -> str:
         lines.append(f"  {commit.oid[:12]}  {_who(commit)}  {commit.subject}")
         for key, value in _okf_trailers(commit):
             lines.append(f"                {key}: {value}")
-    lines += ["", f"Verdict: {review.verdict}. {VERDICT_TEXT[review.verdict]}"]
+    lines += ["", f"Verdict: {review.verdict}. {_verdict_text(review)}"]
     return "\n".join(lines) + "\n"
 
 
-def _text_concept(change: ConceptChange) -> list[str]:
+def _text_concept(change: ConceptChange, verbose: bool) -> list[str]:
     where = f"{change.old_path} -> {change.path}" if change.old_path else change.path
     out = [f"  {change.change:<9} {where}  {change.type or '(no type)'}: {change.title}"]
     if change.description and change.change in ("added", "removed"):
@@ -60,6 +78,11 @@ def _text_concept(change: ConceptChange) -> list[str]:
     if change.body_diff:
         out.append("      body:")
         out += [f"        {line}" for line in change.body_diff.split("\n")]
+    if verbose and change.change == "added" and change.body is not None:
+        out.append("      content:")
+        out += [f"        {line}" for line in change.body.strip("\n").split("\n")]
+    if change.linked_from:
+        out.append(f"      linked from: {', '.join(change.linked_from)}")
     return out
 
 
@@ -73,44 +96,125 @@ def _field_text(item: FieldChange) -> str:
 
 # -- markdown ----------------------------------------------------------------------------
 
+# How much the markdown shows, most first; the first that fits LIMIT is used.
+DETAIL, ROWS, FOLDERS, MINIMAL = "detail", "rows", "folders", "minimal"
 
-def as_markdown(review: Review) -> str:
+
+def as_markdown(review: Review, full: bool = False) -> str:
+    """The pull request comment: under ``LIMIT`` characters unless ``full``."""
+    if full:
+        return _markdown(review, DETAIL, block(review, None), full=True)
+    the_block = block(review, BLOCK_BUDGET)
+    for level in (DETAIL, ROWS, FOLDERS):
+        text = _markdown(review, level, the_block)
+        if len(text) <= LIMIT:
+            return text
+    return _fit(_markdown(review, MINIMAL, the_block), the_block)
+
+
+def block(review: Review, budget: int | None) -> str:
+    """The fenced ``okf-review`` block; past ``budget`` characters its lists are cut and the cut counted."""
+    data = review.block()
+    text = _fenced_block(data)
+    if budget is None or len(text) <= budget:
+        return text
+    findings, concepts = data["findings"], data["concepts"]
+    data["omitted"] = {"findings": 0, "concepts": 0}
+    data["counts"] = review.counts()
+
+    def with_counts(n_findings: int, n_concepts: int) -> str:
+        data["findings"], data["concepts"] = findings[:n_findings], concepts[:n_concepts]
+        data["omitted"] = {"findings": len(findings) - n_findings, "concepts": len(concepts) - n_concepts}
+        return _fenced_block(data)
+
+    # Findings first (they decide the verdict), then as many concepts as still fit.
+    keep_f = _most(len(findings), lambda n: len(with_counts(n, 0)) <= budget)
+    keep_c = _most(len(concepts), lambda n: len(with_counts(keep_f, n)) <= budget)
+    return with_counts(keep_f, keep_c)
+
+
+def _fenced_block(data: dict[str, Any]) -> str:
+    return "```okf-review\n" + json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n```\n"
+
+
+def _most(total: int, fits: Callable[[int], bool]) -> int:
+    """The largest n in 0..total with fits(n) (fits is monotonic)."""
+    low, high = 0, total
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _markdown(review: Review, level: str, the_block: str, full: bool = False) -> str:
     out = [f"## okfgit review: {review.verdict}", "",
            f"Knowledge changes in `.okf/` from `{review.base[:12]}` to `{review.head[:12]}` ({_code(review.range)}): "
-           f"{_counts(review)}.", "", f"**{VERDICT_TEXT[review.verdict]}**", ""]
+           f"{_counts(review)}.", "", f"**{_verdict_text(review)}**", ""]
+    if level != DETAIL:
+        out += ["> This comment is shortened to stay within GitHub's size limit"
+                + (" (one row per concept)." if level == ROWS else " (counts per folder).")
+                + " Run `okfgit review --full` (or open the review report artifact) for every concept's detail.", ""]
+    if review.approved_by:
+        out += [f"Approved by {', '.join(_text(a) for a in review.approved_by)} (an approving review of the pull "
+                "request).", ""]
     if review.harvest is not None:
-        out += [_harvest_line(review), ""]
-    out += _md_findings(review)
+        out += [_text(_harvest_line(review)), ""]
+    out += _md_findings(review, None if level in (DETAIL, ROWS) else (50 if level == FOLDERS else 20))
     out += ["### Concepts", ""] + (["No concept changed.", ""] if not review.concepts else [])
-    for change in review.concepts:
-        out += _md_concept(change)
+    if review.concepts:
+        if level == DETAIL:
+            for change in review.concepts:
+                out += _md_concept(change, None if full else DETAIL_CAP)
+        elif level == ROWS:
+            out += _md_concept_rows(review.concepts)
+        else:
+            out += _md_folders(review.concepts, None if level == FOLDERS else 40)
     if review.files:
-        out += ["Other files: " + ", ".join(f"{c} `{p}`" for c, p in review.files) + ".", ""]
-    out += _md_commits(review)
-    out += ["```okf-review", json.dumps(review.block(), indent=2, ensure_ascii=False, default=str), "```"]
-    return "\n".join(out) + "\n"
+        shown = review.files if level in (DETAIL, ROWS) else review.files[:20]
+        more = len(review.files) - len(shown)
+        out += ["Other files: " + ", ".join(f"{c} {_code(p)}" for c, p in shown)
+                + (f", and {more} more" if more else "") + ".", ""]
+    out += _md_commits(review, None if level in (DETAIL, ROWS) else (30 if level == FOLDERS else 0))
+    return "\n".join(out) + "\n" + the_block
 
 
-def _md_findings(review: Review) -> list[str]:
+def _fit(text: str, the_block: str) -> str:
+    """Last resort (never expected): cut the prose at a line so the whole stays under LIMIT."""
+    if len(text) <= LIMIT:
+        return text
+    prose = text[: len(text) - len(the_block)]
+    note = "\n\n_(cut to fit; see the full report)_\n\n"
+    keep = prose[: LIMIT - len(the_block) - len(note)]
+    return keep[: keep.rfind("\n") + 1] + note + the_block
+
+
+def _md_findings(review: Review, cap: int | None) -> list[str]:
     out = ["### Findings", ""]
     if not review.findings:
         out.append("None.")
     else:
+        shown = review.findings if cap is None else review.findings[:cap]
         out += ["| severity | rule | where | finding |", "|---|---|---|---|"]
-        for f in review.findings:
-            out.append(f"| {f.severity} | `{f.rule}` | {_code(_where(f))} | {_cell(f.message)} |")
+        for f in shown:
+            message = _text(f.message if cap is None else _short(f.message))
+            out.append(f"| {f.severity} | `{f.rule}` | {_code(_where(f))} | {message} |")
+        if len(shown) < len(review.findings):
+            out += ["", f"… and {len(review.findings) - len(shown)} more findings (all of them are in the "
+                    "`okf-review` block below or in the full report)."]
     if review.preexisting:
         out += ["", f"{_plural(review.preexisting, 'finding')} already on the base branch, not counted here."]
     return out + [""]
 
 
-def _md_concept(change: ConceptChange) -> list[str]:
+def _md_concept(change: ConceptChange, cap: int | None) -> list[str]:
     where = f"{_code(change.old_path or '')} → {_code(change.path)}" if change.old_path else _code(change.path)
-    head = f"#### {change.change} {where}"
-    out = [head, "", f"{change.type or '(no type)'}: {_cell(change.title)}"
+    out = [f"#### {change.change} {where}", "", f"{_text(change.type or '(no type)')}: {_text(change.title)}"
            + (f" · okf_id `{change.okf_id}`" if change.okf_id else ""), ""]
     if change.description and change.change in ("added", "removed"):
-        out += [f"> {_cell(change.description)}", ""]
+        out += [f"> {_text(change.description)}", ""]
     if change.change == "renamed" and not change.fields and not change.body_diff:
         out += ["Content unchanged.", ""]
     if change.fields:
@@ -121,25 +225,81 @@ def _md_concept(change: ConceptChange) -> list[str]:
             out.append(f"| `{item.key}` | {before} | {after} |")
         out.append("")
     if change.body_diff:
-        fence = _fence(change.body_diff)
-        out += ["<details><summary>body diff</summary>", "", fence + "diff", change.body_diff, fence, "",
-                "</details>", ""]
+        out += _details("body diff", "diff", change.body_diff, cap)
+    if change.change == "added" and change.body is not None and change.body.strip():
+        out += _details("content", "markdown", change.body.strip("\n"), cap)
+    if change.linked_from:
+        shown = change.linked_from[:10]
+        more = len(change.linked_from) - len(shown)
+        out += ["Linked from: " + ", ".join(_code(p) for p in shown) + (f" and {more} more" if more else "") + ".",
+                ""]
     return out
 
 
-def _md_commits(review: Review) -> list[str]:
+def _details(summary: str, lang: str, text: str, cap: int | None) -> list[str]:
+    """A collapsed, fenced block (the fence outlasts any backtick run in ``text``), cut at ``cap``."""
+    note = ""
+    if cap is not None and len(text) > cap:
+        kept = text[:cap]
+        kept = kept[: kept.rfind("\n")] if "\n" in kept else kept
+        note = f"… {len(text) - len(kept)} more characters in the full report."
+        text = kept
+    fence = _fence(text)
+    return ([f"<details><summary>{summary}</summary>", "", fence + lang, text, fence, ""]
+            + ([note, ""] if note else []) + ["</details>", ""])
+
+
+def _md_concept_rows(changes: list[ConceptChange]) -> list[str]:
+    out = ["| change | path | type | title |", "|---|---|---|---|"]
+    for c in changes:
+        where = f"{_code(c.old_path)} → {_code(c.path)}" if c.old_path else _code(c.path)
+        out.append(f"| {c.change} | {where} | {_text(_short(c.type or '(no type)', 60))} | {_text(_short(c.title))} |")
+    return out + [""]
+
+
+def _md_folders(changes: list[ConceptChange], cap: int | None) -> list[str]:
+    kinds = ("added", "modified", "removed", "renamed")
+    by_folder: dict[str, dict[str, int]] = {}
+    for c in changes:
+        folder = c.path.rsplit("/", 1)[0] + "/" if "/" in c.path else "(root)"
+        by_folder.setdefault(folder, dict.fromkeys(kinds, 0))[c.change] += 1
+    folders = sorted(by_folder)
+    shown = folders if cap is None else folders[:cap]
+    out = ["| folder | " + " | ".join(kinds) + " |", "|---|" + "---|" * len(kinds)]
+    for folder in shown:
+        out.append(f"| {_code(folder)} | " + " | ".join(str(by_folder[folder][k]) for k in kinds) + " |")
+    if len(shown) < len(folders):
+        out += ["", f"… and {len(folders) - len(shown)} more folders."]
+    return out + [""]
+
+
+def _md_commits(review: Review, cap: int | None) -> list[str]:
     out = ["### Commits", ""]
     if not review.commits:
         return out + ["No commit in the range touches `.okf/`.", ""]
-    out += ["| commit | provenance | subject |", "|---|---|---|"]
-    for commit in review.commits:
-        notes = "<br>".join(_code(f"{k}: {v}") for k, v in _okf_trailers(commit))
-        who = _who(commit) + (f"<br>{notes}" if notes else "")
-        out.append(f"| `{commit.oid[:12]}` | {who} | {_cell(commit.subject)} |")
+    shown = review.commits if cap is None else review.commits[:cap]
+    if shown:
+        out += ["| commit | provenance | subject |", "|---|---|---|"]
+    for commit in shown:
+        trailers = _okf_trailers(commit)
+        if cap is not None and len(trailers) > 4:
+            trailers = trailers[:4] + [("…", f"{len(trailers) - 4} more trailers")]
+        notes = "<br>".join(_code(f"{k}: {v}") for k, v in trailers)
+        who = _text(_who(commit)) + (f"<br>{notes}" if notes else "")
+        out.append(f"| `{commit.oid[:12]}` | {who} | {_text(_short(commit.subject))} |")
+    if len(shown) < len(review.commits):
+        out += ["", f"{_plural(len(review.commits) - len(shown), 'more commit')} touch `.okf/`."]
     return out + [""]
 
 
 # -- shared -------------------------------------------------------------------------------
+
+
+def _verdict_text(review: Review) -> str:
+    if review.verdict == MERGE and any(f.severity == APPROVED for f in review.findings):
+        return (f"A person approved what needed approval ({', '.join(review.approved_by)}) and nothing else blocks "
+                "these knowledge changes; they can be merged.")
+    return VERDICT_TEXT[review.verdict]
 
 
 def _harvest_line(review: Review) -> str:
@@ -180,23 +340,32 @@ def _value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _short(text: str, cap: int = TEXT_CAP) -> str:
+    return text if len(text) <= cap else text[: cap - 1] + "…"
+
+
+# An @ that GitHub would read as a mention (a user or org/team): @name, not mail@example.com.
+_MENTION = re.compile(r"(?<![\w.+-])@(?=[A-Za-z0-9])")
+
+
+def _text(text: str) -> str:
+    """Someone's words as markdown text: HTML shown as text, mentions that ping nobody, one table cell."""
+    escaped = html.escape(text, quote=False)
+    escaped = _MENTION.sub("@&#8203;", escaped)
+    return escaped.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 
 def _code(text: str) -> str:
-    """Inline code that survives backticks and table pipes in the text."""
-    ticks = "``" if "`" in text else "`"
+    """Inline code that survives backticks and table pipes in the text (code shows HTML and @ as text)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{_cell(text)}{pad}{ticks}"
+    return f"{ticks}{pad}{text.replace('|', chr(92) + '|').replace(chr(10), ' ')}{pad}{ticks}"
 
 
 def _fence(text: str) -> str:
-    longest = 0
-    for line in text.split("\n"):
-        stripped = line[1:].lstrip() if line[:1] in "+- " else line
-        run = len(stripped) - len(stripped.lstrip("`"))
-        longest = max(longest, run)
+    """A backtick fence longer than any backtick run in ``text``, so nothing inside can close it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     return "`" * max(3, longest + 1)
 
 
