@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 from okfgit.format import concept as okf
+from tests import fake_gh
 from tests.conftest import Runner, fsck, trailers_by_git
 
 NOTE = "notes/warm-the-cache.md"
@@ -212,41 +213,132 @@ def test_promote_project_to_global(project: Path, okfgit: Runner, git: Runner, h
     fsck(git, root)
 
 
+def _origin(git: Runner, project: Path, tmp_path: Path) -> Path:
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", str(remote), cwd=tmp_path)
+    git("remote", "add", "origin", str(remote), cwd=project)
+    return remote
+
+
+def _path_with(tools: Path) -> dict[str, str]:
+    return {"PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
+
+
 def test_open_pr_without_gh_prints_the_commands(project: Path, okfgit: Runner, git: Runner, tmp_path: Path) -> None:
     _run_with_notes(project, okfgit)
+    _origin(git, project, tmp_path)
     bare = tmp_path / "nogh"
     bare.mkdir()
     (bare / "git").symlink_to(shutil.which("git") or "/usr/bin/git")
     out = okfgit("promote", "warm-the-cache", "--branch", "harvest", "--open-pr", cwd=project,
                  extra_env={"PATH": str(bare)}).out
-    tail = out.split(f"gh is not on PATH; to open the pull request, run in {project}:\n", 1)[1]
-    assert tail.startswith("git push --set-upstream origin harvest\ngh pr create --head harvest --base main "
-                           "--title 'okf-harvest: r1' --body ")
-    assert tail.rstrip().endswith("--label okf-harvest")
+    body_file = project / ".git" / "okf" / "pr" / "harvest.md"
+    assert out.count("```okf-harvest\n") == 1  # the body, printed once
+    assert body_file.read_text() == out.split("PR body:\n\n", 1)[1].split("\ngh is not on PATH", 1)[0]
+    tail = out.split(f"to open the pull request, run in {project}:\n", 1)[1]
+    assert tail.split("\n")[:3] == [
+        "git push --set-upstream origin harvest",
+        "gh label create okf-harvest --force --color 0E8A16 --description 'Knowledge promoted by okfgit'",
+        f"gh pr create --head harvest --base main --title 'okf-harvest: r1' --body-file {body_file} "
+        "--label okf-harvest"]
     assert "--open-pr needs --branch" in okfgit("promote", "x", "--open-pr", cwd=project, expect=2).err
+
+
+def test_open_pr_without_a_remote_writes_nothing(project: Path, okfgit: Runner, git: Runner, tmp_path: Path) -> None:
+    _run_with_notes(project, okfgit)
+    heads = _head(git, project), _head(git, _job(project))
+    result = okfgit("promote", "warm-the-cache", "--branch", "harvest", "--open-pr", cwd=project, expect=2)
+    assert "git remote add origin <url>" in result.err and "nothing was written" in result.err
+    assert result.out == "" and "git push" not in result.err
+    assert (_head(git, project), _head(git, _job(project))) == heads
+    assert not git("branch", "--list", "harvest", cwd=project).out
 
 
 def test_open_pr_with_gh_pushes_and_creates(project: Path, okfgit: Runner, git: Runner, tmp_path: Path) -> None:
     _run_with_notes(project, okfgit)
-    remote = tmp_path / "remote.git"
-    git("init", "-q", "--bare", str(remote), cwd=tmp_path)
-    git("remote", "add", "origin", str(remote), cwd=project)
-    tools = tmp_path / "bin"
-    tools.mkdir()
-    record = tmp_path / "gh-args"
-    gh = tools / "gh"
-    gh.write_text(f"#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n--\\n' \"$a\"; done > {record}\n"
-                  "echo https://example.com/pull/7\n")
-    gh.chmod(0o755)
+    remote = _origin(git, project, tmp_path)
+    tools = fake_gh.install(tmp_path / "bin", [{"prefix": ["pr", "create"], "stdout": "https://example.com/pull/7\n"}])
     out = okfgit("promote", "warm-the-cache", "--branch", "harvest", "--open-pr", cwd=project,
-                 extra_env={"PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}).out
+                 extra_env=_path_with(tools)).out
     assert out.rstrip().endswith("opened the pull request: https://example.com/pull/7")
     assert git("ls-remote", "--heads", str(remote), cwd=tmp_path).out.split() == [
         _head(git, project, "harvest"), "refs/heads/harvest"]
-    args = record.read_text().split("\n--\n")
-    assert args[:8] == ["pr", "create", "--head", "harvest", "--base", "main", "--title", "okf-harvest: r1"]
-    assert args[8] == "--body" and "```okf-harvest\n" in args[9]
-    assert args[10:12] == ["--label", "okf-harvest"]
+    label, create = fake_gh.calls(tools)
+    assert label["args"][:4] == ["label", "create", "okf-harvest", "--force"]
+    body_file = str(project / ".git" / "okf" / "pr" / "harvest.md")
+    assert create["args"] == ["pr", "create", "--head", "harvest", "--base", "main", "--title", "okf-harvest: r1",
+                              "--body-file", body_file, "--label", "okf-harvest"]
+    assert "```okf-harvest\n" in create["body"] and out.count("```okf-harvest\n") == 1
+    # review on the pushed branch compares it with main, not with its own upstream
+    git("checkout", "-q", "harvest", cwd=project)
+    assert git("rev-parse", "--abbrev-ref", "@{upstream}", cwd=project).out.strip() == "origin/harvest"
+    data = json.loads(okfgit("review", "--format", "json", "--pr-body", body_file, cwd=project).out)
+    assert data["range"] == "main...HEAD" and data["verdict"] == "merge"
+    assert [c["path"] for c in data["concepts"]] == [NOTE]
+
+
+def test_open_pr_without_the_label_permission(project: Path, okfgit: Runner, git: Runner, tmp_path: Path) -> None:
+    _run_with_notes(project, okfgit)
+    _origin(git, project, tmp_path)
+    tools = fake_gh.install(tmp_path / "bin", [{"prefix": ["label"], "code": 1, "stderr": "HTTP 403\n"}])
+    result = okfgit("promote", "warm-the-cache", "--branch", "harvest", "--open-pr", cwd=project,
+                    extra_env=_path_with(tools))
+    assert "opening the pull request without it" in result.err
+    assert "--label" not in fake_gh.calls(tools)[-1]["args"]
+
+
+def test_a_failing_gh_loses_nothing(project: Path, okfgit: Runner, git: Runner, tmp_path: Path) -> None:
+    _run_with_notes(project, okfgit)
+    _origin(git, project, tmp_path)
+    tools = fake_gh.install(tmp_path / "bin", [{"prefix": ["pr", "create"], "code": 1,
+                                                "stderr": "GraphQL: body is too long\n"}])
+    result = okfgit("promote", "warm-the-cache", "--branch", "harvest", "--open-pr", cwd=project,
+                    extra_env=_path_with(tools), expect=3)
+    body_file = project / ".git" / "okf" / "pr" / "harvest.md"
+    assert result.out.startswith(f"promoted job/r1:{NOTE} -> project:{NOTE}\n")
+    assert "PR title: okf-harvest: r1" in result.out and result.out.count("```okf-harvest\n") == 1
+    assert "`gh pr create` failed (GraphQL: body is too long)" in result.err
+    assert "The branch harvest was pushed to origin" in result.err and "no pull request was opened" in result.err
+    assert "committed locally" not in result.err
+    assert f"--body-file {body_file}" in result.err and "```okf-harvest\n" in body_file.read_text()
+    # a push that fails says nothing was pushed
+    okfgit("note", "--type", "Lesson", "Second lesson", cwd=project)
+    git("remote", "set-url", "origin", str(tmp_path / "gone.git"), cwd=project)
+    result = okfgit("promote", "second-lesson", "--branch", "harvest-2", "--open-pr", cwd=project,
+                    extra_env=_path_with(tools), expect=3)
+    assert "nothing was pushed. Both commits are made locally" in result.err
+    assert "gh pr create --head harvest-2" in result.err
+
+
+def _many_notes(project: Path, okfgit: Runner, git: Runner, n: int) -> list[str]:
+    """``n`` promotable notes in run r1, written as one commit (not n CLI calls)."""
+    okfgit("run", "start", "r1", cwd=project)
+    job = _job(project)
+    paths = []
+    for i in range(n):
+        path = f"notes/lesson-{i:04d}.md"
+        (job / path).write_text(
+            f"---\ntype: Lesson\ntitle: Lesson number {i}\ndescription: What run r1 learned, item {i}.\n"
+            f"scope: job\nokf_id: 00000000-0000-4000-8000-{i:012d}\nokf_source: authored\ngeneralizes: 'yes'\n"
+            f"---\n\n# Lesson number {i}\n\nWhat run r1 learned, item {i}.\n")
+        paths.append(path)
+    git("add", "-A", cwd=job)
+    git("commit", "-q", "-m", "many notes", cwd=job)
+    okfgit("index", "--scope", "job", cwd=project)
+    return paths
+
+
+def test_a_500_note_promotion_opens_its_pull_request(project: Path, okfgit: Runner, git: Runner,
+                                                     tmp_path: Path) -> None:
+    paths = _many_notes(project, okfgit, git, 500)
+    _origin(git, project, tmp_path)
+    tools = fake_gh.install(tmp_path / "bin", [{"prefix": ["pr", "create"], "stdout": "https://example.com/pull/8\n"}])
+    result = okfgit("promote", *paths, "--branch", "okf/big", "--open-pr", cwd=project, extra_env=_path_with(tools))
+    assert result.out.rstrip().endswith("opened the pull request: https://example.com/pull/8")
+    create = fake_gh.calls(tools)[-1]
+    assert "--body-file" in create["args"] and "--body" not in create["args"]
+    claimed = _harvest(create["body"])["concepts"]
+    assert sorted(c["path"] for c in claimed) == paths
 
 
 def test_emptied_folders(project: Path, okfgit: Runner, git: Runner) -> None:

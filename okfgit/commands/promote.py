@@ -41,6 +41,8 @@ def promote_cmd(refs: tuple[str, ...], from_: str, to: str, branch: str | None, 
         raise click.UsageError("--open-pr needs --branch NAME")
     ctx, ws = workspace(repo, run)
     pp = promote.plan_promotion(ctx, ws, refs, from_, to, branch=branch, folder=folder)
+    if open_pr:
+        harvest.check_remote(pp, remote)
     if dry_run:
         click.echo(promote.dry_run(ctx, pp))
         return
@@ -48,7 +50,14 @@ def promote_cmd(refs: tuple[str, ...], from_: str, to: str, branch: str | None, 
     pr = harvest.open_pr(ctx, done, remote) if open_pr else None
     if as_json:
         emit_json(_json(done, pr))
-        return
+    else:
+        _print(done, pr)
+    if pr is not None and pr.error is not None:
+        raise pr.error
+
+
+def _print(done: promote.Promotion, pr: harvest.PullRequest | None) -> None:
+    pp = done.plan
     warn(pp.warnings)
     on = f" on branch {pp.branch}" if pp.branch else ""
     for item in pp.items:
@@ -58,11 +67,14 @@ def promote_cmd(refs: tuple[str, ...], from_: str, to: str, branch: str | None, 
                f"{pp.source.label} commit {done.source_oid[:12]}")
     if pp.branch:
         click.echo(f"\nPR title: {harvest.pr_title(done)}\nPR body:\n\n{harvest.pr_body(done)}")
-    if pr is not None:
-        if pr.ran:
-            click.echo(f"opened the pull request: {pr.output}")
-        else:
-            click.echo(f"gh is not on PATH; to open the pull request, run in {pp.destination.repo_path}:\n{pr.shell()}")
+    if pr is None:
+        return
+    warn(pr.notes)
+    if not pr.ran:
+        click.echo(f"gh is not on PATH; the body is kept in {pr.body_file}; to open the pull request, run in "
+                   f"{pp.destination.repo_path}:\n{pr.shell()}")
+    elif pr.error is None:
+        click.echo(f"pushed {pp.branch}; body kept in {pr.body_file}\nopened the pull request: {pr.output}")
 
 
 def _json(done: promote.Promotion, pr: harvest.PullRequest | None) -> dict[str, object]:
@@ -77,5 +89,7 @@ def _json(done: promote.Promotion, pr: harvest.PullRequest | None) -> dict[str, 
     if pp.branch:
         out["pr"] = {"title": harvest.pr_title(done), "body": harvest.pr_body(done), "harvest": harvest.block(done)}
     if pr is not None:
-        out["open_pr"] = {"ran": pr.ran, "commands": pr.commands, "output": pr.output}
+        out["open_pr"] = {"ran": pr.ran, "commands": pr.commands, "output": pr.output, "body_file": str(pr.body_file),
+                          "pushed": pr.pushed, "labelled": pr.labelled, "notes": list(pr.notes),
+                          "error": str(pr.error) if pr.error else None}
     return out

@@ -14,14 +14,16 @@ import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from okfgit import TOOL
 from okfgit.context import Context
-from okfgit.errors import UnwritableError, UsageError, ValidationError
+from okfgit.errors import OkfError, UnwritableError, UsageError, ValidationError
 from okfgit.git import clean_git_env
 from okfgit.knowledge.snapshot import Snapshot
-from okfgit.verbs.promote import Promotion
+from okfgit.local import pr_bodies
+from okfgit.verbs.promote import Promotion, PromotionPlan
 
 VERSION = 1
 LABEL = "okf-harvest"
@@ -84,18 +86,38 @@ def _cell(text: str) -> str:
 
 @dataclass(frozen=True)
 class PullRequest:
-    """How the pull request was (or can be) opened: the commands, and gh's output when it ran."""
+    """How the pull request was (or can be) opened: the commands, what ran, and what failed.
+
+    ``error`` is set when a step failed after the commits were made: the command prints
+    everything first (the commits, the title, the body) and then raises it (exit 3).
+    """
 
     commands: list[list[str]]
+    body_file: Path
     ran: bool
     output: str = ""
+    pushed: bool = False
+    labelled: bool = False
+    notes: tuple[str, ...] = ()
+    error: OkfError | None = None
 
     def shell(self) -> str:
         return "\n".join(shlex.join(c) for c in self.commands)
 
 
-def pr_commands(p: Promotion, remote: str = "origin") -> list[list[str]]:
-    """``git push`` of the branch, then ``gh pr create`` with the title, body and label."""
+def check_remote(pp: PromotionPlan, remote: str) -> None:
+    """Before anything is committed: ``--open-pr`` needs ``remote`` in the destination repository."""
+    repo = pp.destination.open() if pp.destination.exists() else None
+    remotes = repo.remotes() if repo is not None else []
+    if remote not in remotes:
+        known = f" (it has: {', '.join(remotes)})" if remotes else " (it has none)"
+        raise UsageError(f"--open-pr pushes to the remote {remote!r}, which {pp.destination.repo_path} does not "
+                         f"have{known}; add it first, e.g. `git remote add {remote} <url>`, or pass --remote "
+                         "(nothing was written)")
+
+
+def pr_commands(p: Promotion, body_file: Path, remote: str = "origin", label: bool = True) -> list[list[str]]:
+    """``git push`` of the branch, ``gh label create`` and ``gh pr create --body-file``."""
     pp = p.plan
     if pp.branch is None:
         raise UsageError("--open-pr needs --branch: the pull request is opened from that branch")
@@ -104,26 +126,62 @@ def pr_commands(p: Promotion, remote: str = "origin") -> list[list[str]]:
     create = ["gh", "pr", "create", "--head", pp.branch]
     if base:
         create += ["--base", base]
-    create += ["--title", pr_title(p), "--body", pr_body(p), "--label", LABEL]
-    return [["git", "push", "--set-upstream", remote, pp.branch], create]
+    create += ["--title", pr_title(p), "--body-file", str(body_file)]
+    if label:
+        create += ["--label", LABEL]
+    return [["git", "push", "--set-upstream", remote, pp.branch], LABEL_COMMAND, create]
+
+
+# --force: create the label, or update it when it exists (so this never fails on a second run).
+LABEL_COMMAND = ["gh", "label", "create", LABEL, "--force", "--color", "0E8A16",
+                 "--description", "Knowledge promoted by okfgit"]
 
 
 def open_pr(ctx: Context, p: Promotion, remote: str = "origin") -> PullRequest:
-    """Push the branch and run ``gh pr create``; without ``gh`` on PATH, only say what to run."""
-    commands = pr_commands(p, remote)
+    """Keep the body under the git common dir, push the branch, make sure the label exists, then
+    ``gh pr create --body-file``; without ``gh`` on PATH, only say what to run."""
+    pp = p.plan
+    assert pp.branch is not None
+    repo = pp.destination.open()
+    body_file = pr_bodies.keep(repo.common_dir, pp.branch, pr_body(p))
+    commands = pr_commands(p, body_file, remote)
     if shutil.which("gh", path=ctx.environ.get("PATH")) is None:
-        return PullRequest(commands, ran=False)
-    env = clean_git_env(ctx.environ)
-    output = ""
-    for command in commands:
-        proc = subprocess.run(command, cwd=p.plan.destination.repo_path, env=env, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise UnwritableError(
-                f"`{shlex.join(command[:3])} ...` failed ({proc.stderr.strip() or proc.returncode}); the branch "
-                f"{p.plan.branch} is committed locally, run the rest yourself:\n" + PullRequest(commands, False).shell()
-            )
-        output = proc.stdout.strip()
-    return PullRequest(commands, ran=True, output=output)
+        return PullRequest(commands, body_file, ran=False)
+    push, label, create = commands
+    where = f"{pp.destination.label} commit {p.destination_oid[:12]} on branch {pp.branch}"
+    kept = f"The pull request body is kept in {body_file}."
+
+    pushed, why = _run(ctx, p, push)
+    if not pushed:
+        return PullRequest(commands, body_file, ran=True, error=UnwritableError(
+            f"`git push --set-upstream {remote} {pp.branch}` failed ({why}); nothing was pushed. Both commits "
+            f"are made locally ({where}). {kept} To open the pull request, run in {pp.destination.repo_path}:\n"
+            + shlex.join(push) + "\n" + shlex.join(label) + "\n" + shlex.join(create)))
+    notes: list[str] = []
+    labelled, _ = _run(ctx, p, label)
+    if not labelled:
+        create = pr_commands(p, body_file, remote, label=False)[2]
+        notes.append(f"could not create the {LABEL} label (no permission?); opening the pull request without it")
+    opened, output = _run(ctx, p, create)
+    if not opened:
+        return PullRequest(commands, body_file, ran=True, pushed=True, labelled=labelled, notes=tuple(notes),
+                           error=UnwritableError(
+            f"`gh pr create` failed ({output}). The branch {pp.branch} was pushed to {remote} ({where}); no pull "
+            f"request was opened. {kept} To open it, run in {pp.destination.repo_path}:\n" + shlex.join(create)))
+    return PullRequest(commands, body_file, ran=True, output=output, pushed=True, labelled=labelled,
+                       notes=tuple(notes))
+
+
+def _run(ctx: Context, p: Promotion, command: list[str]) -> tuple[bool, str]:
+    """Run ``command`` in the destination repository: (succeeded, its output or why it failed)."""
+    try:
+        proc = subprocess.run(command, cwd=p.plan.destination.repo_path, env=clean_git_env(ctx.environ),
+                              capture_output=True, text=True)
+    except OSError as exc:
+        return False, f"{command[0]}: {exc.strerror or exc}"
+    if proc.returncode != 0:
+        return False, proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}"
+    return True, proc.stdout.strip()
 
 
 # -- checking a pull request body ----------------------------------------------------------
