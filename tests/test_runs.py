@@ -157,3 +157,10 @@ def test_dry_runs_write_nothing(project: Path, okfgit: Runner, git: Runner) -> N
     assert "+++ b/job/r1:notes/x.md" in okfgit("note", "--type", "Lesson", "x", "--dry-run", cwd=project).out
     assert "\n+- hello\n" in okfgit("log", "hello", "--dry-run", cwd=project).out
     assert git("rev-parse", "HEAD", cwd=_job(project)).out == head
+
+
+def test_state_is_authored_by_the_configured_user(project: Path, okfgit: Runner, git: Runner) -> None:
+    git("config", "user.email", "carol@example.com", cwd=project)
+    okfgit("run", "start", "r9", cwd=project, extra_env={"GIT_AUTHOR_EMAIL": "", "GIT_AUTHOR_NAME": ""})
+    state = (project / "runstate" / "r9" / "okf" / "STATE.md").read_text()
+    assert "generated: {by: 'human:carol@example.com'" in state or "by: human:carol@example.com" in state, state

@@ -12,6 +12,7 @@ from okfgit.format import index_md as index
 from okfgit.format import concept as okf
 from okfgit.context import Context
 from okfgit.errors import UsageError, ValidationError
+from okfgit.git import Repo
 from okfgit.knowledge.snapshot import snapshot
 from okfgit.plan import Plan, TierCommit, apply, ensure_repo
 from okfgit.knowledge.tiers import RUNSTATE, Tier, Workspace
@@ -37,12 +38,20 @@ class Written:
     message: str = ""
 
 
-def actor(ctx: Context, tier: Tier) -> str:
-    """``human:<id>`` for the person running okfgit (OKF actor convention)."""
+def actor(ctx: Context, tier: Tier, fallback: Path | None = None) -> str:
+    """``human:<id>`` for the person running okfgit (OKF actor convention).
+
+    The author from the environment, else ``user.email``/``user.name`` as git reads them in
+    the tier's repository, or in ``fallback`` (the project repository) while the tier's
+    repository does not exist yet (``run start`` writes STATE.md before creating it).
+    """
     who = ctx.environ.get("GIT_AUTHOR_EMAIL") or ctx.environ.get("GIT_AUTHOR_NAME")
-    if not who and tier.exists():
-        repo = tier.open()
+    places = ([tier.repo_path] if tier.exists() else []) + ([fallback] if fallback is not None else [])
+    for place in places if not who else []:
+        repo = Repo.open(place)
         who = repo.config_get("user.email") or repo.config_get("user.name")
+        if who:
+            break
     return f"human:{who or ctx.environ.get('USER') or 'unknown'}"
 
 

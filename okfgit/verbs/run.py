@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from okfgit.format import index_md as index
 from okfgit.format import concept as okf
@@ -137,7 +138,7 @@ def start_plan(ctx: Context, ws: Workspace, task: str | None = None) -> tuple[Ti
     changes: dict[str, bytes | None] = {}
     if "index.md" not in snap.entries:
         changes["index.md"] = root_index(tier)
-    changes[STATE] = state_file(ctx, tier, task)
+    changes[STATE] = state_file(ctx, tier, task, ws.project_repo)
     if LOG not in snap.entries:
         changes[LOG] = add_log_entry(None, today, f"**Start**: run {tier.run} started.", log_title(tier))
     if f"{NOTES}/index.md" not in snap.entries:
@@ -171,7 +172,7 @@ def root_index(tier: Tier) -> bytes:
             ).encode()
 
 
-def state_file(ctx: Context, tier: Tier, task: str | None) -> bytes:
+def state_file(ctx: Context, tier: Tier, task: str | None, project_repo: Path | None = None) -> bytes:
     title = f"Run {tier.run} state"
     task_line = " ".join(task.split()) if task else ""
     meta: dict[str, object] = {
@@ -181,7 +182,7 @@ def state_file(ctx: Context, tier: Tier, task: str | None) -> bytes:
         "scope": "job",
         "okf_id": okf.new_okf_id(),
         "okf_source": "authored",
-        "generated": {"by": store.actor(ctx, tier), "at": ctx.iso_now()},
+        "generated": {"by": store.actor(ctx, tier, project_repo), "at": ctx.iso_now()},
     }
     task_text = task_line or "_What this run is for, in a sentence or two._"
     body = (
