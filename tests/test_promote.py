@@ -232,7 +232,7 @@ def test_open_pr_without_gh_prints_the_commands(project: Path, okfgit: Runner, g
     (bare / "git").symlink_to(shutil.which("git") or "/usr/bin/git")
     out = okfgit("promote", "warm-the-cache", "--branch", "harvest", "--open-pr", cwd=project,
                  extra_env={"PATH": str(bare)}).out
-    body_file = project / ".git" / "okf" / "pr" / "harvest.md"
+    body_file = project / ".git" / "okf" / "pr-bodies" / "harvest.md"
     assert out.count("```okf-harvest\n") == 1  # the body, printed once
     assert body_file.read_text() == out.split("PR body:\n\n", 1)[1].split("\ngh is not on PATH", 1)[0]
     tail = out.split(f"to open the pull request, run in {project}:\n", 1)[1]
@@ -265,7 +265,7 @@ def test_open_pr_with_gh_pushes_and_creates(project: Path, okfgit: Runner, git: 
         _head(git, project, "harvest"), "refs/heads/harvest"]
     label, create = fake_gh.calls(tools)
     assert label["args"][:4] == ["label", "create", "okf-harvest", "--force"]
-    body_file = str(project / ".git" / "okf" / "pr" / "harvest.md")
+    body_file = str(project / ".git" / "okf" / "pr-bodies" / "harvest.md")
     assert create["args"] == ["pr", "create", "--head", "harvest", "--base", "main", "--title", "okf-harvest: r1",
                               "--body-file", body_file, "--label", "okf-harvest"]
     assert "```okf-harvest\n" in create["body"] and out.count("```okf-harvest\n") == 1
@@ -294,7 +294,7 @@ def test_a_failing_gh_loses_nothing(project: Path, okfgit: Runner, git: Runner, 
                                                 "stderr": "GraphQL: body is too long\n"}])
     result = okfgit("promote", "warm-the-cache", "--branch", "harvest", "--open-pr", cwd=project,
                     extra_env=_path_with(tools), expect=3)
-    body_file = project / ".git" / "okf" / "pr" / "harvest.md"
+    body_file = project / ".git" / "okf" / "pr-bodies" / "harvest.md"
     assert result.out.startswith(f"promoted job/r1:{NOTE} -> project:{NOTE}\n")
     assert "PR title: okf-harvest: r1" in result.out and result.out.count("```okf-harvest\n") == 1
     assert "`gh pr create` failed (GraphQL: body is too long)" in result.err

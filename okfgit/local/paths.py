@@ -9,7 +9,9 @@ spells the folder or a file name; each asks here. What each file is for:
 - ``fastpath.json``, ``sync.json``: the no-op stamps of projection and sync (safe to delete);
 - ``sync.lock``: the sync lock (never deleted: see ``local/lock.py``);
 - ``hook.log`` (and ``hook.log.1``): errors from the git hooks, written by the hook scripts;
-- ``drafts/``: text typed into ``okfgit new --edit`` that could not be committed.
+- ``drafts/``: text typed into ``okfgit new --edit`` that could not be committed;
+- ``pr-bodies/``: pull request bodies ``promote --open-pr`` passed to ``gh --body-file`` (kept, so a
+  failing push or ``gh`` loses nothing).
 
 Standard library only: the no-op fast path imports this on every git checkout.
 """
@@ -28,9 +30,10 @@ SYNC_STAMP = "sync.json"
 LOCK = "sync.lock"
 HOOK_LOG = "hook.log"
 DRAFTS = "drafts"
+PR_BODIES = "pr-bodies"
 
 # Every name above, in the order the README lists them (a test keeps the README complete).
-FILES = (STATE, CATALOG, NAV, FASTPATH_STAMP, SYNC_STAMP, LOCK, HOOK_LOG, DRAFTS + "/")
+FILES = (STATE, CATALOG, NAV, FASTPATH_STAMP, SYNC_STAMP, LOCK, HOOK_LOG, DRAFTS + "/", PR_BODIES + "/")
 
 # Without a repository (the global tier outside any project), drafts go here under $HOME.
 _HOME_DRAFTS = (".cache", "okfgit", "drafts")
@@ -80,3 +83,11 @@ def drafts(common_dir: StrPath | None, home: Path) -> Path:
     if common_dir is None:
         return home.joinpath(*_HOME_DRAFTS)
     return okf_dir(common_dir) / DRAFTS
+
+
+def pr_body(common_dir: StrPath, branch: str, part: int = 0) -> Path:
+    """Where the pull request body (``part`` 0, or its ``part``-th continuation) of ``branch`` is kept;
+    characters other than letters, digits, ``.``, ``_`` and ``-`` in the branch name become ``-``."""
+    name = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in branch)
+    suffix = f".part-{part}" if part else ""
+    return okf_dir(common_dir) / PR_BODIES / f"{name}{suffix}.md"
