@@ -221,18 +221,7 @@ def test_the_target_tier_is_the_job_when_a_run_is_active_and_to_overrides(
     assert split(blob(git, project, "HEAD:.okf/memory/release-freeze.md"))[0]["scope"] == "project"
 
 
-def test_without_a_project_tier_facts_go_to_global(repo: Path, env: dict[str, str], home: Path, okfgit: Runner,
-                                                 git: Runner) -> None:
-    folder = memory(repo, env, home)
-    write_memory(folder, "feedback_testing.md", CURRENT)
-    before = head(git, repo)
-    okfgit("sync", cwd=repo)
-    assert head(git, repo) == before
-    global_dir = home / ".local" / "share" / "okf"
-    meta, _ = split(blob(git, global_dir, "HEAD:memory/feedback-testing.md"))
-    assert meta["scope"] == "global"
-    assert (folder / "feedback_testing.md").read_bytes() == blob(git, global_dir, "HEAD:memory/feedback-testing.md")
-    fsck(git, global_dir)
+# Where facts land without a project tier, and by memory type: tests/test_capture_routing.py
 
 
 # -- edits of projected concepts ------------------------------------------------------------
@@ -430,12 +419,12 @@ def test_bad_memory_files_are_skipped_named_untouched_and_listed(
                   (mem / n).lstat().st_mtime_ns) for n in names}
     outside_before = ((tmp_path / "outside.md").read_bytes(), (tmp_path / "outside.md").stat().st_mtime_ns)
 
-    status = json.loads(okfgit("status", "--json", cwd=project).out)
+    status = json.loads(okfgit("status", "--json", cwd=project, expect=2).out)
     unreadable = {u["origin"]: u["reason"] for u in status["capture"]["unreadable"]}
     assert sorted(unreadable) == names
     for name, reason in expected.items():
         assert unreadable[name].startswith(reason), (name, unreadable[name])
-    text = okfgit("status", cwd=project).out
+    text = okfgit("status", cwd=project, expect=2).out
     assert f"unreadable memory files (left untouched): {len(names)}\n" in text
     for name in names:
         assert f"\n  {name}: " in text
@@ -471,7 +460,7 @@ def test_odd_entries_in_the_memory_folder_are_skipped(project: Path, mem: Path, 
     write_memory(mem, ".hidden.md", OLDER)
     write_memory(mem, "feedback_testing.md", CURRENT)
     result = okfgit("sync", cwd=project)
-    status = json.loads(okfgit("status", "--json", cwd=project).out)
+    status = json.loads(okfgit("status", "--json", cwd=project, expect=2).out)
     unreadable = {u["origin"]: u["reason"] for u in status["capture"]["unreadable"]}
     assert sorted(unreadable) == ["linked", "no_frontmatter.md", "pipe.md"]
     assert "not a regular file" in unreadable["pipe.md"]

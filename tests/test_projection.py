@@ -150,7 +150,7 @@ def test_golden_three_tier_projection(kit: Kit, okfgit: Runner, git: Runner) -> 
     result = project(okfgit, kit)
     check_golden(outputs(kit))
     check_golden_text("expected-stderr.txt", placeholders(kit, result.err))
-    assert result.out.startswith("projected: 14 written\n")
+    assert result.out.startswith("projected: 13 written\n")
 
 
 def test_memory_files_are_blobs_verbatim(kit: Kit, okfgit: Runner, git: Runner) -> None:
@@ -161,7 +161,6 @@ def test_memory_files_are_blobs_verbatim(kit: Kit, okfgit: Runner, git: Runner) 
         "feedback_prefer_rg.md": (kit.repo, "HEAD:.okf/feedback/prefer-rg.md"),
         "style.md": (kit.repo, "HEAD:.okf/guides/style.md"),
         "style-5a1e0000.md": (kit.global_dir, "HEAD:style.md"),
-        "legacy-note.md": (kit.global_dir, "HEAD:legacy-note.md"),
     }
     for name, (where, rev) in sources.items():
         file_oid = git("hash-object", str(kit.memory / name), cwd=kit.repo).out.strip()
@@ -293,7 +292,7 @@ def test_dry_run_prints_diffs_and_writes_nothing(kit: Kit, okfgit: Runner) -> No
     assert f"--- a/{kit.agents_md}\n+++ b/{kit.agents_md}" in result.out
     assert "-An outdated block from an older okfgit." in result.out
     assert f"--- /dev/null\n+++ b/{kit.codex_md}" in result.out
-    assert "14 would be written" in result.out
+    assert "13 would be written" in result.out
     assert not kit.memory.exists() and not kit.codex_md.exists() and not kit.state.exists()
     assert kit.agents_md.read_bytes() == (KIT / "before" / "AGENTS.md").read_bytes()
 
@@ -425,7 +424,7 @@ def test_moving_the_memory_folder_cleans_up_the_old_one(kit: Kit, okfgit: Runner
     (kit.home / ".claude" / "settings.json").write_text(json.dumps({"autoMemoryDirectory": str(target)}))
     result = json.loads(project(okfgit, kit, "--json").out)
     assert sorted(p.name for p in kit.memory.iterdir()) == ["agent_own.md"]
-    assert len(result["removed"]) == 11 and (target / "MEMORY.md").is_file()
+    assert len(result["removed"]) == 10 and (target / "MEMORY.md").is_file()
     assert json.loads(kit.state.read_text())["memory_dir"] == str(target)
 
 

@@ -143,7 +143,9 @@ def test_a_repo_without_a_project_kb_projects_only_global(repo: Path, home: Path
     data = json.loads(result.out)
     assert [t["tier"] for t in data["tiers"]] == ["global"]
     assert not (repo / "AGENTS.md").exists()
-    assert result.err == "okfgit: warning: global:oops.md@687af2c: okf_origin '../escape.md' tries to leave " \
+    assert result.err == "okfgit: warning: skipped global:legacy-note.md: not projected, it has no valid okf_id " \
+                         "(`okfgit doctor` names it; `okfgit adopt` adds one)\n" \
+                         "okfgit: warning: global:oops.md@687af2c: okf_origin '../escape.md' tries to leave " \
                          "the memory folder; projected under its own file name\n"
 
 

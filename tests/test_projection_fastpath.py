@@ -106,7 +106,8 @@ def test_every_relevant_change_ends_the_fast_path(change: str, kit: Kit, okfgit:
     elif change == "state-file":
         kit.state.write_bytes(kit.state.read_bytes() + b"\n")
     elif change == "new-global-tier-commit":
-        (kit.global_dir / "new.md").write_text("---\ntype: Note\ntitle: New\n---\nNew.\n")
+        (kit.global_dir / "new.md").write_text("---\ntype: Note\ntitle: New\n"
+                                               "okf_id: 0e0e0e0e-0000-4000-8000-00000000000e\n---\nNew.\n")
         git("add", "new.md", cwd=kit.global_dir)
         git("commit", "-q", "-m", "new", cwd=kit.global_dir)
     result = okfgit("project", *args, cwd=kit.repo, extra_env=extra)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -28,8 +29,8 @@ def mem(project: Path, env: dict[str, str], home: Path) -> Path:
     return folder
 
 
-def text(okfgit: Runner, project: Path, mem: Path, home: Path) -> str:
-    out = okfgit("status", cwd=project).out
+def text(okfgit: Runner, project: Path, mem: Path, home: Path, expect: int = 0) -> str:
+    out = okfgit("status", cwd=project, expect=expect).out
     return out.replace(str(mem), "@MEM@").replace(str(project), "@REPO@").replace(str(home), "@HOME@")
 
 
@@ -68,7 +69,7 @@ def test_everything_sync_would_do_is_listed_and_nothing_written(project: Path, m
     top = head(git, project)
     before = mtimes(mem, project / "AGENTS.md", project / ".git" / "okf" / "state.json",
                     project / ".git" / "okf" / "fastpath.json", project / ".git" / "okf" / "sync.json")
-    assert text(okfgit, project, mem, home) == f"""\
+    assert text(okfgit, project, mem, home, expect=2) == f"""\
 tiers: project
 {ON}
 memory folder: @MEM@
@@ -79,6 +80,8 @@ conflicts: 1
 project:memory/feedback-testing.needs-merge-2.md
 unreadable memory files (left untouched): 1
   bad.md: invalid YAML frontmatter (line 2): did not find expected ',' or ']'
+needs-merge siblings waiting for a person: 1
+  project:memory/feedback-testing.needs-merge.md: merge what matters into memory/feedback-testing.md, then delete it
 projected files an agent deleted (sync re-projects them): 1
   gone.md
 projections stale: 1
@@ -86,8 +89,9 @@ projections stale: 1
 git hooks: 4 of 4 installed in @REPO@/.git/hooks
 claude code hooks: absent (@HOME@/.claude/settings.json)
 run `okfgit sync` to bring everything in line
+needs a person: 2 needs-merge sibling(s) to merge; 1 memory file(s) okfgit cannot capture
 """
-    st = json.loads(okfgit("status", "--json", cwd=project).out)
+    st = json.loads(okfgit("status", "--json", cwd=project, expect=2).out)
     cap = st["capture"]
     assert (cap["enabled"], cap["reason"], cap["machine"], cap["project"]) == (True, ON, "unset", "unset")
     assert cap["pending"] == [
@@ -97,6 +101,7 @@ run `okfgit sync` to bring everything in line
     assert cap["unreadable"] == [{"origin": "bad.md",
                                   "reason": "invalid YAML frontmatter (line 2): did not find expected ',' or ']'"}]
     assert cap["deleted_by_agent"] == ["gone.md"] and cap["blocked"] == []
+    assert st["needs_merge"] == ["project:memory/feedback-testing.needs-merge.md"]
     assert [s["path"] for s in st["projection"]["skipped"]] == [str(mem / "feedback_testing.md")]
     assert [h["state"] for h in st["hooks"]["hooks"]] == ["ours"] * 4
     assert st["in_sync"] is False and st["sync_lock"] is None
@@ -134,8 +139,15 @@ def test_status_shows_the_last_hook_error(project: Path, mem: Path, okfgit: Runn
     log.parent.mkdir(exist_ok=True)
     log.write_text("2025-11-30T00:00:00Z post-merge: exit 3: okfgit sync --repo x --hook post-merge -- 0\n"
                    "  okfgit: error: something broke\n")
-    assert ("  last hook error: 2025-11-30T00:00:00Z post-merge: exit 3: okfgit sync --repo x --hook post-merge "
-            "-- 0 | okfgit: error: something broke\n") in okfgit("status", cwd=project).out
+    result = okfgit("status", cwd=project, expect=2)
+    assert ("  last hook error (since the last successful sync): 2025-11-30T00:00:00Z post-merge: exit 3: okfgit "
+            "sync --repo x --hook post-merge -- 0 | okfgit: error: something broke\n") in result.out
+    assert result.out.endswith("needs a person: a git hook failed since the last successful sync\n")
+    # a sync that succeeds afterwards makes it history
+    os.utime(log, ns=(1, 1))
+    okfgit("sync", cwd=project)
+    after = okfgit("status", cwd=project)
+    assert "last hook error" not in after.out and after.out.endswith("in sync\n")
 
 
 def test_status_outside_a_repository_is_a_usage_error(tmp_path: Path, okfgit: Runner) -> None:

@@ -14,7 +14,11 @@ from okfgit.commands._common import emit_json, json_option, repo_option, run_opt
 def status_cmd(repo: Path | None, run: str | None, as_json: bool) -> int:
     """Show what `okfgit sync` would do, writing nothing: captures pending,
     conflicts, unreadable memory files, stale projections, which capture switch
-    applies and why, and whether the git and Claude Code hooks are installed."""
+    applies and why, and whether the git and Claude Code hooks are installed.
+
+    Exit 0 when nothing needs a person (sync may still have work to do), 2 when something
+    does: a needs-merge sibling, a memory file okfgit cannot capture or has no tier for, a
+    concept projection skips, a git hook that failed since the last successful sync."""
     from okfgit.verbs import status
 
     ctx, ws = workspace(repo, run)
@@ -24,4 +28,4 @@ def status_cmd(repo: Path | None, run: str | None, as_json: bool) -> int:
     else:
         click.echo(status.render(st))
     warn(st.projection.warnings)
-    return 0
+    return st.exit_code

@@ -8,6 +8,9 @@ parties must agree and either can say no:
 - the project, for everyone who clones it: ``capture = "off"`` in ``.okf/okfgit.toml``,
   read from the tree at HEAD. A machine's ``on`` cannot override it.
 
+The same file says where ``user`` memories (facts about the person) go: ``user_memories =
+"global"`` (the default: the machine's own global tier, never pushed) or ``"project"``.
+
 When the project's setting exists but cannot be read with certainty (not a regular
 file, not UTF-8, not TOML, an unknown key or value, or uncommitted edits to it), capture
 is off: okfgit does not guess in the direction of sharing. ``spec/okf-hooks.md`` pins it.
@@ -27,7 +30,8 @@ from okfgit.knowledge.tiers import PROJECT_PREFIX, Workspace
 CONFIG_KEY = "okf.capture"
 SETTINGS_NAME = "okfgit.toml"
 SETTINGS_PATH = f"{PROJECT_PREFIX}/{SETTINGS_NAME}"  # in the project repo
-_KNOWN_KEYS = {"capture"}
+_KNOWN_KEYS = {"capture", "user_memories"}
+USER_MEMORIES = ("global", "project")  # where a ``user`` memory (about the person) goes
 _VALUES = {"on": "on", "off": "off", True: "on", False: "off"}
 _MAX_BYTES = 64 * 1024
 _REGULAR = (0o100644, 0o100755)
@@ -87,20 +91,35 @@ def machine_setting(ctx: Context, repo_root: Path | None) -> tuple[str, str]:
 
 def project_setting(repo_root: Path | None) -> tuple[str, str]:
     """(``on``|``off``|``unset``|``unreadable``, why) from ``.okf/okfgit.toml`` at HEAD."""
+    word, why, _ = _settings(repo_root)
+    return word, why
+
+
+def user_memories(repo_root: Path | None) -> str:
+    """Where this project sends ``user`` memories: ``global`` (the default: facts about a
+    person stay on their machine) or ``project`` when ``.okf/okfgit.toml`` says
+    ``user_memories = "project"``. An unreadable file turns capture off anyway."""
+    _, _, parsed = _settings(repo_root)
+    return "project" if parsed.get("user_memories") == "project" else "global"
+
+
+def _settings(repo_root: Path | None) -> tuple[str, str, dict[str, object]]:
+    """(capture word, why, the parsed settings) from ``.okf/okfgit.toml`` at HEAD."""
     if repo_root is None:
-        return "unset", "no project repository"
+        return "unset", "no project repository", {}
     repo = Repo.open(repo_root)
     head = repo.head_commit()
     okf_dir = repo.entry_at(head, PROJECT_PREFIX)
     if okf_dir is not None and okf_dir.mode != _TREE:
-        return "unreadable", f"{PROJECT_PREFIX} at HEAD is not a folder, so the project's setting cannot be read"
+        return "unreadable", f"{PROJECT_PREFIX} at HEAD is not a folder, so the project's setting cannot be read", {}
     entry = repo.entry_at(head, SETTINGS_PATH) if okf_dir is not None else None
     if entry is not None and entry.mode not in _REGULAR:
-        return "unreadable", f"{SETTINGS_PATH} at HEAD is not a regular file (a symlink, folder or submodule)"
+        return "unreadable", f"{SETTINGS_PATH} at HEAD is not a regular file (a symlink, folder or submodule)", {}
     if _uncommitted(repo, entry):
-        return "unreadable", f"{SETTINGS_PATH} has uncommitted changes; capture stays off until they are committed"
+        return ("unreadable", f"{SETTINGS_PATH} has uncommitted changes; capture stays off until they are committed",
+                {})
     if entry is None:
-        return "unset", f"the project has no {SETTINGS_PATH} at HEAD"
+        return "unset", f"the project has no {SETTINGS_PATH} at HEAD", {}
     return _parse(repo.read_blob(entry.oid))
 
 
@@ -121,23 +140,26 @@ def _uncommitted(repo: Repo, entry: Entry | None) -> bool:
     return entry is None or entry.oid != blob_oid(data)
 
 
-def _parse(data: bytes) -> tuple[str, str]:
+def _parse(data: bytes) -> tuple[str, str, dict[str, object]]:
     where = f"{SETTINGS_PATH} at HEAD"
     if len(data) > _MAX_BYTES:
-        return "unreadable", f"{where} is larger than {_MAX_BYTES} bytes"
+        return "unreadable", f"{where} is larger than {_MAX_BYTES} bytes", {}
     try:
         parsed = tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
-        return "unreadable", f"{where} is not UTF-8"
+        return "unreadable", f"{where} is not UTF-8", {}
     except tomllib.TOMLDecodeError as exc:
-        return "unreadable", f"{where} is not valid TOML ({exc})"
+        return "unreadable", f"{where} is not valid TOML ({exc})", {}
     unknown = sorted(set(parsed) - _KNOWN_KEYS)
     if unknown:
-        return "unreadable", f"{where} has unknown keys ({', '.join(unknown)}), so its intent is uncertain"
+        return "unreadable", f"{where} has unknown keys ({', '.join(unknown)}), so its intent is uncertain", {}
+    users = parsed.get("user_memories", "global")
+    if users not in USER_MEMORIES:
+        return "unreadable", f"{where} has user_memories = {users!r}; use \"global\" or \"project\"", {}
     if "capture" not in parsed:
-        return "unset", f"{where} does not set capture"
+        return "unset", f"{where} does not set capture", parsed
     value = parsed["capture"]
     word = _VALUES.get(value) if isinstance(value, (str, bool)) else None
     if word is None:
-        return "unreadable", f"{where} has capture = {value!r}; use \"on\" or \"off\""
-    return word, f"{where} says capture = \"{word}\""
+        return "unreadable", f"{where} has capture = {value!r}; use \"on\" or \"off\"", {}
+    return word, f"{where} says capture = \"{word}\"", parsed

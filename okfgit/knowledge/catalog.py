@@ -21,12 +21,12 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from okfgit import TOOL, fsutil
 from okfgit.format import concept as okf
-from okfgit.errors import OkfError
+from okfgit.errors import OkfError, ValidationError
 from okfgit.git import Entry, Repo
 from okfgit.knowledge.tiers import Tier
 from okfgit.local import paths
 
-VERSION = 1
+VERSION = 2  # 2: a concept without a string type is a problem, not a fact
 CATALOG_FILE = paths.CATALOG
 # Rewriting the whole cache costs as much as parsing this many concepts again, so a cache
 # only this far behind its tree is left as it is: the next run diffs from the older tree.
@@ -66,6 +66,10 @@ def fact_of(label: str, path: str, entry: Entry, data: bytes) -> Fact:
     """The fact for the blob at ``path``; ValidationError naming ``label:path`` when it is not a concept."""
     parsed = okf.parse_concept(data, f"{label}:{path}", is_link=entry.mode == LINK_MODE)
     meta = parsed.meta
+    kind = meta.get("type")
+    if not isinstance(kind, str) or not kind.strip():
+        what = "has no type" if kind is None or isinstance(kind, str) else f"has a type that is not a string ({kind!r})"
+        raise ValidationError(f"{label}:{path}: invalid frontmatter: {what}")
     okf_id = meta.get("okf_id")
     origin = meta.get("okf_origin")
     hook = okf.one_line(meta.get("description"))

@@ -67,6 +67,18 @@ class Tier:
     def open(self) -> Repo:
         return Repo.open(self.repo_path)
 
+    def has_kb(self) -> bool:
+        """The tier holds a knowledge base at HEAD: its repository exists and, for the
+        project tier, ``.okf/`` is in the tree (any git repository "exists" as a project
+        repo; only ``okfgit init --scope project`` gives it a tier)."""
+        if not self.exists():
+            return False
+        repo = self.open()
+        head = repo.head_commit()
+        if head is None:
+            return False
+        return not self.prefix or repo.tree_oid(head, self.prefix) is not None
+
 
 @dataclass(frozen=True)
 class Workspace:

@@ -7,6 +7,8 @@ line (when, which hook, exit status) followed by indented lines of okfgit's outp
 
 from __future__ import annotations
 
+import os
+
 from okfgit.local import paths
 
 
@@ -22,3 +24,17 @@ def last_error(common_dir: paths.StrPath) -> str | None:
         return None
     details = [line.strip() for line in lines[starts[-1] + 1:] if line.strip()]
     return lines[starts[-1]] + (f" | {details[-1]}" if details else "")
+
+
+def error_since_last_sync(common_dir: paths.StrPath) -> str | None:
+    """``last_error``, unless a sync succeeded after it was logged (the sync stamp is newer
+    than the log): an error a later sync already got past is history, not news."""
+    error = last_error(common_dir)
+    if error is None:
+        return None
+    try:
+        logged = paths.hook_log(common_dir).stat().st_mtime_ns
+        synced = os.stat(paths.sync_stamp(common_dir)).st_mtime_ns
+    except OSError:
+        return error
+    return None if synced >= logged else error

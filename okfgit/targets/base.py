@@ -65,6 +65,7 @@ class Merged(NamedTuple):
 
     concepts: list[Projected]
     warnings: list[str]
+    skipped: list[str] = []  # "<tier>:<path>" of concepts not projected (unreadable, no valid okf_id)
 
 
 @dataclass

@@ -64,6 +64,7 @@ class Report:
     memory_dir: Path | None = None
     captured: list[Captured] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (origin, why): bad input
+    held: list[tuple[str, str]] = field(default_factory=list)  # (origin, why): a new fact with no tier yet
     unchanged: list[str] = field(default_factory=list)  # okfgit's own files
     deleted: list[str] = field(default_factory=list)  # projected files an agent removed
     copies: dict[str, str] = field(default_factory=dict)  # origin -> oid: saying what the KB says
@@ -76,18 +77,76 @@ class Report:
         return [c for c in self.captured if c.action == "conflict"]
 
 
-def target_tier(ws: Workspace, to: str | None) -> Tier:
-    """job when a run is active, else project when the repo has ``.okf/`` at HEAD, else global."""
-    if to:
-        return ws.tier(check_scope(to))
-    if ws.run:
-        return ws.tier("job")
-    if ws.project_repo is not None:
-        project = ws.tier("project")
-        repo = project.open()
-        if repo.tree_oid(repo.head_commit(), project.prefix) is not None:
-            return project
-    return ws.tier("global")
+NO_PROJECT_TIER = (
+    "capture takes nothing here: this repository has no project tier (no .okf/ at HEAD), so its "
+    "memories belong to no knowledge base; run `okfgit init --scope project` to start capturing"
+)
+USER_TYPE = "user"  # Claude Code's memory type for facts about the person
+
+
+class Held(Exception):
+    """A new fact with nowhere to go yet: left in the memory folder, untouched (the reason)."""
+
+
+@dataclass(frozen=True)
+class Routes:
+    """Where new facts may land, decided once per capture (spec/okf-capture-sync.md §5).
+
+    Only new facts are routed: an edit of a concept always goes to the concept's tier.
+    """
+
+    project: Tier
+    job: Tier | None  # the active run's tier, when a run is active
+    global_: Tier
+    user_memories: str  # "global" | "project" (.okf/okfgit.toml)
+    to: Tier | None  # --to: the person's explicit choice
+
+    @classmethod
+    def of(cls, ws: Workspace, to: str | None) -> Routes:
+        return cls(
+            project=ws.tier("project"),
+            job=ws.tier("job") if ws.run else None,
+            global_=ws.tier("global"),
+            user_memories=switch.user_memories(ws.project_repo),
+            to=ws.tier(check_scope(to)) if to else None,
+        )
+
+    def tiers(self) -> list[Tier]:
+        """Every tier a new fact may land in."""
+        return [t for t in (self.job, self.project, self.global_) if t is not None]
+
+    def route(self, meta: dict[str, Any]) -> Tier:
+        """The tier a new fact goes to, by what it is about; ``Held`` when it cannot go anywhere yet.
+
+        1. ``--to``; 2. the memory's own ``scope:`` when that tier exists; 3. a ``user`` memory
+        (about the person): the global tier, unless the project takes them; 4. anything else
+        (``project``, ``feedback``, ``reference``, untyped): the active run's job tier, else the
+        project tier. The caller has already made sure the project tier exists.
+        """
+        if self.to is not None:
+            return self.to
+        own = meta.get("scope")
+        for tier in self.tiers():
+            if own == tier.name and tier.exists():
+                return tier
+        if memory_type(meta) == USER_TYPE and self.user_memories == "global":
+            if not self.global_.exists():
+                raise Held(
+                    "a user memory (about you, not the project) goes to the global tier, which does not exist "
+                    "yet; run `okfgit init --scope global` to create it (or set user_memories = \"project\" "
+                    f"in {switch.SETTINGS_PATH}); left in the memory folder"
+                )
+            return self.global_
+        return self.job if self.job is not None else self.project
+
+
+def memory_type(meta: dict[str, Any]) -> str:
+    """Claude Code's memory type (top-level ``type``, else ``metadata.type``), lower-case; "" when none."""
+    native = meta.get("metadata")
+    for value in (meta.get("type"), native.get("type") if isinstance(native, dict) else None):
+        if isinstance(value, str) and value.strip():
+            return value.strip().lower()
+    return ""
 
 
 def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: bool = False,
@@ -98,11 +157,18 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
         raise UsageError("capture needs a project repository: run it inside one or pass --repo")
     decision = switch.capture_decision(ctx, ws)
     report = Report(enabled=decision.enabled, reason=decision.reason, switch=decision)
-    if not decision.enabled and not force:
-        return report
-    project_repo = ws.tier("project").open()
+    project_tier = ws.tier("project")
+    project_repo = project_tier.open()
     choice = memory_dir(project_repo.main_workdir, ctx.environ, ctx.home)
     report.memory_dir = choice.path
+    if not project_tier.has_kb():
+        # Nowhere to put this repository's facts: the global tier would carry them into
+        # every other project (and a person's facts need the person to set a tier up).
+        report.enabled = False
+        report.reason = NO_PROJECT_TIER
+        return report
+    if not decision.enabled and not force:
+        return report
     report.warnings.extend(choice.warnings)
     if choice.shared_by is not None:
         # One folder for every project: a memory written in another repository's session
@@ -141,20 +207,24 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
     report.deleted = [o for o in sorted(st.memory_files) if o not in seen and o not in skipped]
     for origin, why in report.skipped:
         report.warnings.append(f"skipped {choice.path / origin}: {why}")
+    for origin, why in report.held:
+        report.warnings.append(f"not captured {choice.path / origin}: {why}")
     return report
 
 
 def _classify_all(ctx: Context, ws: Workspace, to: str | None, common_dir: Path, st: state.State,
                   candidates: list[tuple[str, bytes, str]], report: Report) -> None:
     """Decide each file okfgit did not write (new, update, conflict, a copy) and plan the commits."""
-    dest = target_tier(ws, to)
+    routes = Routes.of(ws, to)
     tiers = ws.active()
-    if dest.label not in {t.label for t in tiers}:
-        tiers.append(dest)
+    tiers += [t for t in routes.tiers() if t.label not in {k.label for k in tiers}]
     kb = _Known.load(common_dir, tiers)
     for origin, data, oid in candidates:
         try:
-            item = _classify(ctx, origin, data, oid, dest, kb, st)
+            item = _classify(ctx, origin, data, oid, routes, kb, st)
+        except Held as held:
+            report.held.append((origin, str(held)))
+            continue
         except OkfError as exc:
             report.skipped.append((origin, _why(exc, origin)))
             continue
@@ -343,12 +413,26 @@ def _read(file: str, st: os.stat_result, root: Path) -> bytes:
     return data
 
 
-def _classify(ctx: Context, origin: str, data: bytes, oid: str, dest: Tier, kb: _Known,
+def _classify(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb: _Known,
               st: state.State) -> Captured | None:
+    """What capturing one file means (None: nothing, the KB already says it); every item
+    returned holds bytes doctor accepts (``_valid``)."""
+    item = _decide(ctx, origin, data, oid, routes, kb, st)
+    return _valid(item) if item is not None else None
+
+
+def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb: _Known,
+            st: state.State) -> Captured | None:
     parsed = okf.split(data, origin)
     if not parsed.has_frontmatter:
         raise UsageError("no frontmatter; not a Claude memory file")
     meta = parsed.meta
+    if not meta:
+        raise UsageError("empty frontmatter (no keys: nothing says what the memory is); not captured")
+    native = meta.get("metadata")
+    if isinstance(native, dict) and native.get("type") is not None and not isinstance(native["type"], str):
+        raise UsageError(f"not captured, it would not be a valid concept: metadata.type must be a string, "
+                         f"not {type(native['type']).__name__}; fix the memory file and the next sync takes it")
     _check_names(meta)
     okf_id = meta.get("okf_id")
     if okf.is_valid_okf_id(okf_id) and okf_id in kb.by_id:
@@ -374,6 +458,7 @@ def _classify(ctx: Context, origin: str, data: bytes, oid: str, dest: Tier, kb: 
         tier, kb_path, head_oid = kb.by_id[known.okf_id]
         _, migrated = _migrate(ctx, origin, data, meta, tier, known.okf_id)
         return _edit(origin, oid, known.okf_id, tier, kb_path, head_oid, kb, st, migrated)
+    dest = routes.route(meta)
     new_id, migrated = _migrate(ctx, origin, data, meta, dest)
     name = okf.one_line(meta.get("name")) or posixpath.basename(origin)[:-3]
     kb_path = kb.free_path(dest, f"{CAPTURE_FOLDER}/{okf.slugify(name)}.md")
@@ -388,6 +473,23 @@ def _edit(origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid
         return Captured("update", origin, oid, okf_id, tier, kb_path, data)
     sibling = kb.free_path(tier, index.needs_merge_path(kb_path))
     return Captured("conflict", origin, oid, okf_id, tier, sibling, data)
+
+
+def _valid(item: Captured) -> Captured:
+    """``item``, when the bytes it would commit make a concept doctor accepts; else a
+    UsageError naming the key, and the agent's file stays as it is (nothing is committed).
+
+    Doctor's own per-file frontmatter checks decide (one rule, in one place); a needs-merge
+    sibling is an error by design (a person merges it), so that finding alone does not count.
+    """
+    from okfgit.verbs.doctor import frontmatter_errors
+
+    found = [f for f in frontmatter_errors(item.tier, item.kb_path, item.data) if f.code != "needs-merge"]
+    if found:
+        why = "; ".join(f.message.replace(" (`okfgit adopt` adds them)", "") for f in found)
+        raise UsageError(f"not captured, it would not be a valid concept: {why}; fix the memory file "
+                         "and the next sync takes it")
+    return item
 
 
 _PROFILE_KEYS = ("type", "title", "scope", "okf_id", "okf_source", "okf_origin", "generated")

@@ -32,6 +32,7 @@ from okfgit.format import markdown as links
 from okfgit.format import concept as okf
 from okfgit.context import Context
 from okfgit.errors import ValidationError
+from okfgit.git import Entry, blob_oid
 from okfgit.knowledge.snapshot import Snapshot, snapshot, worktree_snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
 
@@ -276,6 +277,14 @@ class Checker:
     # concepts ---------------------------------------------------------------------
 
     def concept(self, doc: Doc) -> None:
+        self.frontmatter(doc)
+        if doc.has_frontmatter and len(doc.data) > RECALL_BYTES:
+            self.add(PROFILE, "over-4kb", doc.path, f"is {len(doc.data)} bytes; Claude's recall shows only the first "
+                     "4 KB of a memory file (split it, or keep the essentials first)", severity=WARNING)
+        self.check_links(doc)
+
+    def frontmatter(self, doc: Doc) -> None:
+        """The checks of one concept file on its own (no links, no other file involved)."""
         path = doc.path
         if index.is_needs_merge(path):
             stem = index.needs_merge_master(path)
@@ -286,7 +295,6 @@ class Checker:
             why = ("starts with '---' but no YAML mapping closed by '---' follows" if starts else
                    "has no YAML frontmatter (a '---' line, keys such as type, a closing '---')")
             self.add(OKF, "frontmatter-missing", path, why, 1)
-            self.check_links(doc)
             return
         meta = doc.meta
         kind = meta.get("type")
@@ -296,10 +304,6 @@ class Checker:
             self.add(OKF, "type-invalid", path, f"type must be a string, not {_kind(kind)}", doc.key_line("type"))
         self.profile_keys(doc)
         self.lifecycle(doc)
-        if len(doc.data) > RECALL_BYTES:
-            self.add(PROFILE, "over-4kb", path, f"is {len(doc.data)} bytes; Claude's recall shows only the first "
-                     "4 KB of a memory file (split it, or keep the essentials first)", severity=WARNING)
-        self.check_links(doc)
 
     def profile_keys(self, doc: Doc) -> None:
         meta, path = doc.meta, doc.path
@@ -614,6 +618,17 @@ def check_snapshot(snap: Snapshot, today: dt.date | dt.datetime, wiki_elsewhere:
     """Every finding for one tier's snapshot (``today``: a date means its midnight UTC)."""
     scan = Scan(snap)
     return _report(scan, today, wiki_elsewhere or (lambda name: False), worktree)
+
+
+def frontmatter_errors(tier: Tier, path: str, data: bytes, today: dt.date | None = None) -> list[Finding]:
+    """The errors doctor would report for ``data`` committed at ``path`` in ``tier``,
+    judged on the file alone (links aside): what capture checks before it commits."""
+    entry = Entry(blob_oid(data), 0o100644)
+    scan = Scan(Snapshot(tier, entry.oid, {path: entry}, lambda _oid: data))
+    checker = Checker(scan, today or dt.date.today(), lambda name: False)
+    for doc in scan.docs.values():
+        checker.frontmatter(doc)
+    return [f for f in checker.findings if f.severity == ERROR]
 
 
 def _report(scan: Scan, today: dt.date | dt.datetime, wiki_elsewhere: Callable[[str], bool], worktree: bool) -> TierReport:

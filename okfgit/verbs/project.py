@@ -26,6 +26,7 @@ from okfgit.targets.claude_home import claude_home
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
 from okfgit.git import Repo
+from okfgit.format import concept as okf
 from okfgit.format.index_md import is_needs_merge
 from okfgit.plan import FileWrite, Plan, apply, render
 from okfgit.targets import TARGETS
@@ -63,6 +64,7 @@ class Report:
     # written by ``save`` (None in a dry run and outside a project repository).
     owned: state.State | None = None
     stamp: _Stamp | None = None
+    skipped_concepts: list[str] = field(default_factory=list)  # "<tier>:<path>" not projected
 
     @property
     def failed(self) -> bool:
@@ -136,6 +138,8 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
         report.kept.extend(tp.kept)
         memory_dir = tp.memory_dir or memory_dir
     report.memory_dir = memory_dir
+    if view._merged is not None:
+        report.skipped_concepts = view._merged.skipped
     plan = Plan(writes=[_file_write(item) for _, item in planned if item.action in (WRITE, REMOVE)])
     if dry_run:
         report.diff = render(plan)
@@ -222,24 +226,43 @@ def _merge(inputs: _Inputs, common_dir: Path | None, cache: dict[str, bytes]) ->
         keep = {k: v for k, v in cached.items() if k not in catalogs}
         catalog.save(common_dir, {**keep, **catalogs})
     warnings: list[str] = []
+    skipped: list[str] = []
     seen: dict[str, Projected] = {}
     for info in inputs.infos:
         cat = catalogs[info.label]
         label = info.label
         for path in sorted(cat.problems):
             warnings.append(f"skipped a concept that cannot be read: {cat.problems[path][1]}")
+            skipped.append(f"{label}:{path}")
         for path in sorted(cat.facts):
             if is_needs_merge(path):
                 continue  # an agent's variant waiting for a person (capture's conflict), not knowledge yet
             fact = cat.facts[path]
-            key = fact.okf_id or f"{label}:{path}"
+            if not okf.is_valid_okf_id(fact.okf_id):
+                # No identity: it could not be told apart from another tier's copy, nor recognised
+                # when an agent edits it, so it is not projected until it has one.
+                warnings.append(f"skipped {label}:{path}: not projected, it has no valid okf_id "
+                                f"(`okfgit doctor` names it; `okfgit adopt` adds one)")
+                skipped.append(f"{label}:{path}")
+                continue
+            key = str(fact.okf_id)
             first = seen.get(key)
             if first is None:
                 seen[key] = Projected(key, label, path, fact)
             elif first.tier == label:
                 warnings.append(f"{label}:{path} has the same okf_id as {label}:{first.path}; "
                                 f"projected only {first.path}")
-    return Merged(list(seen.values()), warnings)
+    return Merged(list(seen.values()), warnings, skipped)
+
+
+def unprojected(ws: Workspace) -> tuple[list[str], list[str]]:
+    """(concepts at HEAD that projection skips, as ``<tier>:<path>``, and why each): what
+    ``status`` lists. Reads the per-tier catalogs (cached by tree OID), writes nothing else."""
+    warnings: list[str] = []
+    inputs = _select(ws, "all", warnings)
+    common = Repo.open(ws.project_repo).common_dir if ws.project_repo is not None else None
+    merged = _merge(inputs, common, {})
+    return merged.skipped, [w for w in merged.warnings if w.startswith("skipped ")]
 
 
 def _read(oid: str, cache: dict[str, bytes], repos: dict[str, Repo]) -> bytes:

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from okfgit.verbs import agent_hooks
 from okfgit.verbs import capture
 from okfgit.verbs import hooks
-from okfgit.local import lock, paths, state
+from okfgit.local import hooklog, lock, paths, state
 from okfgit.verbs import project as projection
 from okfgit.context import Context
 from okfgit.errors import RepoStateError, UsageError
 from okfgit.plan import Plan
 from okfgit.verbs.project import Outcome
-from okfgit.knowledge.tiers import Workspace
+from okfgit.format import index_md
+from okfgit.format.index_md import is_needs_merge
+from okfgit.knowledge.tiers import Tier, Workspace
 
 
 @dataclass
@@ -26,10 +30,36 @@ class Status:
     lock_holder: lock.Holder | None
     tiers: list[str]
     blocked: list[str]  # why sync could not commit the pending captures right now
+    needs_merge: list[str] = field(default_factory=list)  # "<tier>:<path>" of siblings at HEAD
+    unprojected: list[str] = field(default_factory=list)  # "<tier>:<path>" projection skips
+    unprojected_why: list[str] = field(default_factory=list)
+    hook_error: str | None = None  # the last hook error since the last successful sync
 
     @property
     def in_sync(self) -> bool:
-        return not self.capture.captured and not self.stale_targets and not self.capture.skipped
+        return not self.capture.captured and not self.stale_targets and not self.attention
+
+    @property
+    def attention(self) -> list[str]:
+        """What needs a person (sync alone will not resolve it); empty when nothing does."""
+        cap = self.capture
+        out: list[str] = []
+        if self.needs_merge or cap.conflicts:
+            out.append(f"{len(self.needs_merge) + len(cap.conflicts)} needs-merge sibling(s) to merge")
+        if cap.skipped:
+            out.append(f"{len(cap.skipped)} memory file(s) okfgit cannot capture")
+        if cap.held:
+            out.append(f"{len(cap.held)} memory file(s) with no tier to go to")
+        if self.unprojected:
+            out.append(f"{len(self.unprojected)} concept(s) not projected")
+        if self.hook_error:
+            out.append("a git hook failed since the last successful sync")
+        return out
+
+    @property
+    def exit_code(self) -> int:
+        """0 when nothing needs a person, 2 when something does (spec/okf-capture-sync.md §9)."""
+        return 2 if self.attention else 0
 
     @property
     def stale_targets(self) -> list[Outcome]:
@@ -39,7 +69,10 @@ class Status:
         cap = self.capture
         return {
             "in_sync": self.in_sync,
+            "attention": self.attention,
             "tiers": self.tiers,
+            "needs_merge": self.needs_merge,
+            "unprojected": self.unprojected,
             "capture": {
                 "enabled": cap.enabled,
                 "reason": cap.reason,
@@ -50,13 +83,14 @@ class Status:
                 "pending": [{"origin": c.origin, "action": c.action, "tier": c.tier.label, "path": c.kb_path}
                             for c in cap.captured],
                 "unreadable": [{"origin": o, "reason": r} for o, r in cap.skipped],
+                "held": [{"origin": o, "reason": r} for o, r in cap.held],
                 "deleted_by_agent": cap.deleted,
             },
             "projection": {
                 "stale": [{"path": str(o.path), "action": o.action, "reason": o.reason} for o in self.stale_targets],
                 "skipped": [{"path": str(o.path), "reason": o.reason} for o in self.projection.of("skipped")],
             },
-            "hooks": self.hooks.to_json(),
+            "hooks": {**self.hooks.to_json(), "last_error": self.hook_error},
             "agent_hooks": self.agent.to_json(),
             "sync_lock": self.lock_holder.describe() if self.lock_holder else None,
         }
@@ -71,15 +105,35 @@ def status(ctx: Context, ws: Workspace) -> Status:
     owned = state.load(repo.common_dir)
     cap = capture.plan_capture(ctx, ws, force=True, owned=owned)
     proj = projection.project(ctx, ws, dry_run=True, owned=owned)
+    tiers = [t for t in ws.active() if t.has_kb()]
+    unprojected, why = projection.unprojected(ws)
+    hook_state = hooks.status(repo.workdir, ctx.environ)
     return Status(
         capture=cap,
         projection=proj,
-        hooks=hooks.status(repo.workdir, ctx.environ),
+        hooks=hook_state,
         agent=agent_hooks.status(ctx),
         lock_holder=lock.holder(paths.lock(repo.common_dir)),
-        tiers=[t.label for t in ws.active()],
+        tiers=[t.label for t in tiers],
         blocked=_blocked(cap.plan) if cap.enabled else [],
+        needs_merge=_needs_merge(tiers),
+        unprojected=unprojected,
+        unprojected_why=why,
+        hook_error=hooklog.error_since_last_sync(repo.common_dir),
     )
+
+
+def _needs_merge(tiers: list[Tier]) -> list[str]:
+    """Every needs-merge sibling committed in the tiers (``<tier>:<path>``): capture's
+    conflicts waiting for a person to merge them."""
+    out: list[str] = []
+    for tier in tiers:
+        repo = tier.open()
+        head = repo.head_commit()
+        if head is None:
+            continue
+        out += [f"{tier.label}:{p}" for p in sorted(repo.tree_entries(head, tier.prefix)) if is_needs_merge(p)]
+    return out
 
 
 def _blocked(plan: Plan) -> list[str]:
@@ -121,6 +175,17 @@ def render(st: Status) -> str:
     if cap.skipped:
         lines.append(f"unreadable memory files (left untouched): {len(cap.skipped)}")
         lines += [f"  {o}: {r}" for o, r in cap.skipped]
+    if cap.held:
+        lines.append(f"memory files waiting for a tier (left untouched): {len(cap.held)}")
+        lines += [f"  {o}: {r}" for o, r in cap.held]
+    if st.needs_merge:
+        lines.append(f"needs-merge siblings waiting for a person: {len(st.needs_merge)}")
+        for sibling in st.needs_merge:
+            master = index_md.needs_merge_master(sibling.split(":", 1)[1])
+            lines.append(f"  {sibling}: merge what matters into {master}, then delete it")
+    if st.unprojected:
+        lines.append(f"concepts not projected: {len(st.unprojected)}")
+        lines += [f"  {w}" for w in st.unprojected_why] or [f"  {p}" for p in st.unprojected]
     if cap.deleted:
         lines.append(f"projected files an agent deleted (sync re-projects them): {len(cap.deleted)}")
         lines += [f"  {o}" for o in cap.deleted]
@@ -131,10 +196,15 @@ def render(st: Status) -> str:
     installed = [h.name for h in st.hooks.hooks if h.state in ("ours", "chained")]
     lines.append(f"git hooks: {len(installed)} of {len(st.hooks.hooks)} installed in {st.hooks.where.path}"
                  + ("" if installed else " (run `okfgit hooks install`)"))
-    if st.hooks.last_error:
-        lines.append(f"  last hook error: {st.hooks.last_error}")
+    if st.hook_error:
+        lines.append(f"  last hook error (since the last successful sync): {st.hook_error}")
     lines.append(f"claude code hooks: {st.agent.state} ({st.agent.path})")
     if st.lock_holder:
         lines.append(f"sync running: {st.lock_holder.describe()}")
-    lines.append("in sync" if st.in_sync else "run `okfgit sync` to bring everything in line")
+    if st.capture.captured or st.stale_targets:
+        lines.append("run `okfgit sync` to bring everything in line")
+    if st.attention:
+        lines.append(f"needs a person: {'; '.join(st.attention)}")
+    elif not st.capture.captured and not st.stale_targets:
+        lines.append("in sync")
     return "\n".join(lines)
