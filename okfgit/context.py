@@ -34,6 +34,11 @@ class Context:
         return Path(value) if value else self.home / ".local" / "share"
 
     @property
+    def xdg_state_home(self) -> Path:
+        value = self.environ.get("XDG_STATE_HOME")
+        return Path(value) if value else self.home / ".local" / "state"
+
+    @property
     def global_dir(self) -> Path:
         """Where the global tier repository lives."""
         return self.xdg_data_home / "okf"
