@@ -151,6 +151,10 @@ class Repo:
             return False
         return True
 
+    def remote_names(self) -> list[str]:
+        """The names of the repository's remotes (``git remote``)."""
+        return [name for name in self.raw.remotes.names() if name]
+
     # -- reading --------------------------------------------------------------------
 
     def head_commit(self) -> str | None:
@@ -348,11 +352,14 @@ class Repo:
         *,
         branch: str | None = None,
         new_branch: bool = False,
+        merge_parent: str | None = None,
     ) -> str:
         """Commit ``changes`` (repo path -> bytes, None to delete) as one commit.
 
         With ``branch`` the commit goes on that branch (created from HEAD with
-        ``new_branch``) and the working tree is not touched. Returns the new commit OID.
+        ``new_branch``) and the working tree is not touched. With ``merge_parent`` it is
+        a merge commit: that commit is its second parent (the tree is still HEAD's tree
+        plus ``changes``). Returns the new commit OID.
         """
         for path in changes:
             fsutil.safe_relpath(path)
@@ -380,12 +387,36 @@ class Repo:
         tree = self._build_tree(parent, changes)
         sig_author, sig_committer = self._signatures(ctx)
         parents = [pygit2.Oid(hex=parent)] if parent else []
+        if merge_parent is not None:
+            parents.append(pygit2.Oid(hex=merge_parent))
         commit = self.raw.create_commit(None, sig_author, sig_committer, message, tree, parents)
         expected = "" if new_branch else (parent or "")
         self._cas_ref(ctx, ref, str(commit), expected, message)
         if update_worktree:
             self._update_worktree(changes)
         return str(commit)
+
+    def fast_forward(self, ctx: Context, target: str) -> list[str]:
+        """Move the current branch forward to ``target`` (a descendant of HEAD, or any commit
+        on an unborn branch) and update exactly the paths that differ, like ``commit_paths``:
+        refuses, changing nothing, when the repository is busy or a path to be updated has
+        uncommitted edits. Returns the paths updated."""
+        ref = self.check_writable_state()
+        parent = self.head_commit()
+        changes: dict[str, bytes | None] = {
+            c.path: (self.read_blob(c.new) if c.new else None)
+            for c in self.diff_paths(self.tree_oid(parent), self.tree_oid(target))
+        }
+        self._check_folders(changes, parent, on_disk=True)
+        dirty = self.dirty_paths(changes, parent)
+        if dirty:
+            raise RepoStateError(
+                f"{self.workdir}: uncommitted edits in {', '.join(sorted(dirty))}; "
+                "commit or stash them first (nothing was changed)"
+            )
+        self._cas_ref(ctx, ref, target, parent or "", f"fast-forward to {target[:12]}")
+        self._update_worktree(changes)
+        return sorted(changes)
 
     def _check_folders(self, changes: Mapping[str, bytes | None], parent: str | None, *, on_disk: bool) -> None:
         """Refuse, before anything is written, paths that would go through a file or a symlink.

@@ -32,6 +32,12 @@ class TierCommit:
     branch: str | None = None
     new_branch: bool = False
     old: dict[str, bytes | None] = field(default_factory=dict)
+    merge_parent: str | None = None  # a merge commit: its second parent (made even with no changes)
+
+    @property
+    def wanted(self) -> bool:
+        """There is something to commit (a merge is committed even when its tree is HEAD's)."""
+        return bool(self.changes) or self.merge_parent is not None
 
     def message(self) -> str:
         trailers = (("Okf-Operation", self.operation), ("Okf-Tool", TOOL)) + tuple(self.trailers)
@@ -57,7 +63,7 @@ class Plan:
 
     @property
     def empty(self) -> bool:
-        return not any(c.changes for c in self.commits) and not self.writes
+        return not any(c.wanted for c in self.commits) and not self.writes
 
 
 @dataclass
@@ -75,12 +81,13 @@ def apply(ctx: Context, plan: Plan) -> Applied:
     """
     done = Applied()
     for commit in plan.commits:
-        if not commit.changes:
+        if not commit.wanted:
             continue
         repo = ensure_repo(ctx, commit.tier)
         changes = {commit.tier.repo_path_of(p): d for p, d in commit.changes.items()}
         oid = repo.commit_paths(
-            ctx, changes, commit.message(), branch=commit.branch, new_branch=commit.new_branch
+            ctx, changes, commit.message(), branch=commit.branch, new_branch=commit.new_branch,
+            merge_parent=commit.merge_parent,
         )
         done.commits.append((commit, oid))
     folders: set[Path] = set()
@@ -112,7 +119,7 @@ def render(plan: Plan) -> str:
     """What ``plan`` would change, as unified diffs (the ``--dry-run`` output)."""
     out: list[str] = []
     for commit in plan.commits:
-        if not commit.changes:
+        if not commit.wanted:
             continue
         where = f" on branch {commit.branch}" if commit.branch else ""
         out.append(f"# commit in {commit.tier.label} ({commit.tier.repo_path}){where}:")

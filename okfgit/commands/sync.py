@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import click
@@ -27,11 +28,14 @@ HOOK_NAMES = ("post-checkout", "post-merge", "post-commit", "post-rewrite")
               help="For agent hooks (Claude Code's SessionEnd and PreCompact): print nothing on stdout, do "
                    "nothing outside a git repository (exit 0); warnings and errors go to stderr, and any "
                    "failure exits 1.")
+@click.option("--fetch", is_flag=True,
+              help="Exchange with the global tier's git remote now (fetch, merge by concept, push), "
+                   "whatever okf.fetchInterval says.")
 @click.argument("hook_args", nargs=-1)
 @repo_option
 @run_option
-def sync_cmd(hook: str | None, wait_s: float, quiet: bool, hook_args: tuple[str, ...], repo: Path | None,
-             run: str | None) -> int:
+def sync_cmd(hook: str | None, wait_s: float, quiet: bool, fetch: bool, hook_args: tuple[str, ...],
+             repo: Path | None, run: str | None) -> int:
     """Capture what agents wrote into Claude Code memory, then project the KB into
     every agent's files, under a lock. This is what the git hooks and the Claude Code
     session hooks run. When nothing changed since the last sync it costs about a
@@ -46,7 +50,9 @@ def sync_cmd(hook: str | None, wait_s: float, quiet: bool, hook_args: tuple[str,
     # hook checks the memory folders only, not every file: the cost must not grow with the
     # KB, and an in-place edit of a memory file is not something git did (the next sync
     # without --hook, e.g. Claude Code's SessionEnd, captures it).
-    if found is not None and fastpath.check(os.environ, cwd, repo=str(repo) if repo else None, scope="all",
+    # A git hook's no-op never touches the network; any other sync is not a no-op when an
+    # exchange with the global remote is due (one small file read: local/exchange.py).
+    if not fetch and found is not None and (hook is not None or not _exchange_due()) and fastpath.check(os.environ, cwd, repo=str(repo) if repo else None, scope="all",
                                             target="all", run=run) \
             and syncstamp.matches(fastpath.common_dir(found[1]), deep=hook is None):
         if hook is None and not quiet:
@@ -65,7 +71,7 @@ def sync_cmd(hook: str | None, wait_s: float, quiet: bool, hook_args: tuple[str,
         ctx, ws = workspace(repo, run)
         if quiet and ws.project_repo is None:
             return 0  # a session outside any git repository: nothing to sync
-        report = sync.sync(ctx, ws, wait_s=wait_s, run_arg=run)
+        report = sync.sync(ctx, ws, wait_s=wait_s, run_arg=run, fetch=fetch)
     except OkfError as exc:
         if not quiet:
             raise
@@ -86,3 +92,12 @@ def sync_cmd(hook: str | None, wait_s: float, quiet: bool, hook_args: tuple[str,
     if report.projection is not None:
         warn(f"{o.path}: {o.reason}" for o in report.projection.outcomes if o.action in ("skipped", "failed"))
     return failure if report.failed else 0
+
+
+def _exchange_due() -> bool:
+    """The global tier has a remote and its fetch interval has passed (standard library only)."""
+    from okfgit.local import exchange
+
+    env = os.environ
+    data = env.get("XDG_DATA_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "share")
+    return exchange.due(os.path.join(data, "okf", ".git"), time.time())

@@ -12,6 +12,8 @@ spells the folder or a file name; each asks here. What each file is for:
 - ``drafts/``: text typed into ``okfgit new --edit`` that could not be committed;
 - ``pr-bodies/``: pull request bodies ``promote --open-pr`` passed to ``gh --body-file`` (kept, so a
   failing push or ``gh`` loses nothing).
+- ``exchange.json`` (the global tier's repository only, with a remote): the record of its
+  exchanges with the remote (``local/exchange.py``; safe to delete).
 
 Standard library only: the no-op fast path imports this on every git checkout.
 """
@@ -31,9 +33,10 @@ LOCK = "sync.lock"
 HOOK_LOG = "hook.log"
 DRAFTS = "drafts"
 PR_BODIES = "pr-bodies"
+EXCHANGE = "exchange.json"
 
 # Every name above, in the order the README lists them (a test keeps the README complete).
-FILES = (STATE, CATALOG, NAV, FASTPATH_STAMP, SYNC_STAMP, LOCK, HOOK_LOG, DRAFTS + "/", PR_BODIES + "/")
+FILES = (STATE, CATALOG, NAV, FASTPATH_STAMP, SYNC_STAMP, LOCK, HOOK_LOG, DRAFTS + "/", PR_BODIES + "/", EXCHANGE)
 
 # Without a repository (the global tier outside any project), drafts go here under $HOME.
 _HOME_DRAFTS = (".cache", "okfgit", "drafts")
@@ -75,6 +78,11 @@ def hook_log(common_dir: StrPath) -> Path:
     """Where the git hook scripts append their errors (they spell it in shell too:
     ``$(git rev-parse --git-common-dir)/okf/hook.log``; a test keeps the two equal)."""
     return okf_dir(common_dir) / HOOK_LOG
+
+
+def exchange(common_dir: StrPath) -> str:
+    """The global tier's exchange record (a string: sync's no-op check reads it with ``os``)."""
+    return os.path.join(os.fspath(common_dir), DIR, EXCHANGE)
 
 
 def drafts(common_dir: StrPath | None, home: Path) -> Path:

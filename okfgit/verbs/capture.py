@@ -336,11 +336,7 @@ class _Known:
     def free_path(self, tier: Tier, path: str) -> str:
         """``path``, or ``<stem>-2.md``, ``-3`` ... when the tier (or this capture) has it; reserves it."""
         taken = self._taken.setdefault(tier.label, set(self.snapshot(tier).entries))
-        candidate = path
-        n = 2
-        while candidate in taken:
-            candidate = f"{path[:-3]}-{n}.md"
-            n += 1
+        candidate = index.free_path(path, taken)
         taken.add(candidate)
         return candidate
 

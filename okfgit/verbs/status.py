@@ -10,6 +10,7 @@ from okfgit.verbs import capture
 from okfgit.verbs import hooks
 from okfgit.local import hooklog, lock, paths, state
 from okfgit.verbs import project as projection
+from okfgit.verbs import remote
 from okfgit.context import Context
 from okfgit.errors import RepoStateError, UsageError
 from okfgit.plan import Plan
@@ -28,6 +29,7 @@ class Status:
     lock_holder: lock.Holder | None
     tiers: list[str]
     blocked: list[str]  # why sync could not commit the pending captures right now
+    remote: remote.RemoteInfo
     needs_merge: list[str] = field(default_factory=list)  # "<tier>:<path>" of siblings at HEAD
     unprojected: list[str] = field(default_factory=list)  # "<tier>:<path>" projection skips
     unprojected_why: list[str] = field(default_factory=list)
@@ -91,6 +93,7 @@ class Status:
             "hooks": {**self.hooks.to_json(), "last_error": self.hook_error},
             "agent_hooks": self.agent.to_json(),
             "sync_lock": self.lock_holder.describe() if self.lock_holder else None,
+            "global_remote": self.remote.to_json() if self.remote.url else None,
         }
 
 
@@ -118,6 +121,7 @@ def status(ctx: Context, ws: Workspace) -> Status:
         unprojected=unprojected,
         unprojected_why=why,
         hook_error=hooklog.error_since_last_sync(repo.common_dir),
+        remote=remote.show(ctx, ws),
     )
 
 
@@ -197,6 +201,8 @@ def render(st: Status) -> str:
     if st.hook_error:
         lines.append(f"  last hook error (since the last successful sync): {st.hook_error}")
     lines.append(f"claude code hooks: {st.agent.state} ({st.agent.path})")
+    if st.remote.url:
+        lines += st.remote.render()
     if st.lock_holder:
         lines.append(f"sync running: {st.lock_holder.describe()}")
     if st.capture.captured or st.stale_targets:

@@ -1,5 +1,8 @@
 """``sync``: capture, then project, always in that order, under a lock.
 
+With a global remote the order is fetch → integrate → capture → project → push
+(``verbs/exchange.py``; spec/okf-global-remote.md).
+
 Concurrent syncs (two git hooks, a hook and a Claude Code session hook) must not
 interleave, so both steps run under ``<git common dir>/okf/sync.lock``; a second sync
 waits a bounded time, then says it skipped. A capture that cannot commit right now (the
@@ -17,6 +20,7 @@ from pathlib import Path
 from okfgit import fsutil
 from okfgit.verbs import capture
 from okfgit.local import lock, paths
+from okfgit.verbs import exchange
 from okfgit.verbs import project as projection
 from okfgit.local import state
 from okfgit.local import stamps as syncstamp
@@ -34,15 +38,19 @@ class SyncReport:
     capture_error: str | None = None
     capture_deferred: str | None = None
     projection: projection.Report | None = None
+    exchange: exchange.Report | None = None
     warnings: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
-        return bool(self.capture_error) or bool(self.projection and self.projection.failed)
+        return (bool(self.capture_error) or bool(self.projection and self.projection.failed)
+                or bool(self.exchange and self.exchange.error))
 
 
-def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg: str | None = None) -> SyncReport:
-    """Capture, then project, under the repository's sync lock."""
+def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg: str | None = None,
+         fetch: bool = False) -> SyncReport:
+    """Capture, then project, under the repository's sync lock; with a global remote, fetch
+    and integrate first and push last (``fetch`` forces the exchange now)."""
     if ws.project_repo is None:
         raise UsageError("sync needs a project repository: run it inside one or pass --repo")
     repo = ws.tier("project").open()
@@ -56,6 +64,7 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         # The file-system clock at the start: a memory file written from now on may be
         # missed by this capture, so the stamp must not vouch for it (syncstamp.py).
         started = os.fstat(held.fd).st_mtime_ns
+        report.exchange = exchange.begin(ctx, ws, force=fetch, wait_s=wait_s)
         owned = state.load(repo.common_dir)  # once: capture records into it, projection replaces it
         try:
             report.capture = capture.capture(ctx, ws, owned=owned)
@@ -67,6 +76,9 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         report.projection = projection.project(ctx, ws, scope="all", target="all", run_arg=run_arg, owned=owned)
         report.warnings.extend(report.projection.warnings)
         projection.save(report.projection)  # the one save of the state, then projection's stamp
+        exchange.end(ctx, ws, report.exchange, wait_s=wait_s)
+        if report.exchange is not None:
+            report.warnings.extend(report.exchange.warnings)
         memory = report.projection.memory_dir or (report.capture.memory_dir if report.capture else None)
         if memory is not None and not report.failed and not report.capture_deferred:
             common = str(repo.common_dir)
@@ -103,6 +115,8 @@ def one_line(report: SyncReport) -> str:
             parts.append(f"{len(cap.conflicts)} need a merge")
     if cap is not None and cap.skipped:
         parts.append(f"{len(cap.skipped)} memory file(s) unreadable")
+    if report.exchange is not None:
+        parts.extend(report.exchange.parts())
     proj = report.projection
     if proj is not None:
         written = proj.count("written") + proj.count("removed")

@@ -1,0 +1,60 @@
+"""The record of the global tier's exchanges with its remote: ``<git common dir>/okf/exchange.json``
+in the global tier's repository (``paths.exchange``).
+
+It holds the remote's URL (as shown, without a user part), the time of the last attempt
+to reach it, of the last success, the last error, and when the next exchange is due (the
+last attempt plus ``okf.fetchInterval``). ``status`` shows it; ``sync`` reads it to fetch at
+most once per interval and, after a failure, to stay off the network until the interval
+has passed (or ``sync --fetch``). Deleting it is safe: the next sync just fetches.
+
+Standard library only: ``okfgit sync``'s no-op check reads ``due`` on every call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from okfgit.local import paths
+
+
+@dataclass
+class Record:
+    remote: str | None = None
+    last_attempt: float | None = None
+    last_success: float | None = None
+    last_error: str | None = None
+    next_due: float | None = None
+
+
+def path(common_dir: str | os.PathLike[str]) -> Path:
+    return Path(paths.exchange(common_dir))
+
+
+def load(common_dir: str | os.PathLike[str]) -> Record:
+    """The record, or an empty one when missing or unreadable."""
+    try:
+        data = json.loads(path(common_dir).read_bytes())
+        return Record(**{k: data.get(k) for k in Record.__dataclass_fields__})
+    except (OSError, ValueError, TypeError, AttributeError):
+        return Record()
+
+
+def dump(record: Record) -> bytes:
+    """The record's bytes (the caller writes them atomically)."""
+    return json.dumps(asdict(record), separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def due(global_common_dir: str, now: float) -> bool:
+    """An exchange is due: the global tier has a remote and its interval has passed.
+
+    For ``okfgit sync``'s no-op check: one small file read, no git.
+    """
+    try:
+        with open(paths.exchange(global_common_dir), encoding="utf-8") as fh:
+            data = json.load(fh)
+        return bool(data.get("remote")) and float(data.get("next_due") or 0) <= now
+    except (OSError, ValueError, TypeError, AttributeError):
+        return False

@@ -1,0 +1,163 @@
+"""Talking to a tier's git remote: the ``git`` command line, bounded in time, never prompting.
+
+okfgit builds no protocol of its own: fetch and push are ``git fetch`` and ``git push``,
+so every transport git knows (a path, ssh, https) and every credential helper or SSH agent
+works unchanged. Credentials are git's business: okfgit never stores or prints one, refuses
+a URL that carries a password, and shows URLs without their user part.
+
+Every call runs with the hook variables stripped (``git.clean_git_env``), no terminal
+prompt (``GIT_TERMINAL_PROMPT=0``), HTTP's low-speed abort, an SSH connect timeout (unless
+the person configured their own SSH command) and a hard deadline: on timeout the whole
+process group (git and its ssh or https helper) is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from okfgit.errors import UsageError
+from okfgit.git import clean_git_env
+
+DEFAULT_TIMEOUT_S = 10.0
+# Local configuration only: these never need the network.
+_CONFIG_TIMEOUT_S = 30.0
+_REJECTED = re.compile(r"\[rejected\]|\[remote rejected\]|non-fast-forward|fetch first|stale info", re.I)
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one network call did: ``ok``; else ``rejected`` (a push the remote refused
+    because it moved) or unreachable/failed with git's own words in ``message``."""
+
+    ok: bool
+    message: str = ""
+    rejected: bool = False
+
+
+def check_url(url: str) -> str:
+    """``url`` when okfgit may store it; UsageError when it carries a password."""
+    url = url.strip()
+    if not url or "\n" in url or "\x00" in url:
+        raise UsageError("a remote URL is one line and not empty")
+    if url.startswith("-"):
+        raise UsageError(f"{url!r} is not a remote URL")
+    if _SCHEME.match(url):
+        parts = urlsplit(url)
+        if parts.password is not None:
+            raise UsageError(
+                "the remote URL carries a password; okfgit never stores credentials: give the URL "
+                "without it and let git's credential helper or your SSH agent supply it"
+            )
+    return url
+
+
+def public_url(url: str) -> str:
+    """``url`` as okfgit shows it: an http(s) URL without its user part (a token is often
+    written there); an ssh URL or a path as it is."""
+    if _SCHEME.match(url):
+        parts = urlsplit(url)
+        if parts.scheme.lower() in ("http", "https", "ftp", "ftps") and "@" in parts.netloc:
+            return parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]).geturl()
+    return url
+
+
+def environment(environ: Mapping[str, str], timeout_s: float, *, own_ssh_command: bool) -> dict[str, str]:
+    """The environment for a network git command (see the module docstring)."""
+    env = clean_git_env(environ)
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["OKFGIT_IN_HOOK"] = "1"  # a hook git might run never starts okfgit again
+    if not own_ssh_command and not env.get("GIT_SSH_COMMAND") and not env.get("GIT_SSH"):
+        connect = max(1, int(timeout_s / 2))
+        env["GIT_SSH_COMMAND"] = f"ssh -o ConnectTimeout={connect} -o BatchMode=yes"
+    return env
+
+
+def _network_args(timeout_s: float) -> list[str]:
+    low = max(1, int(timeout_s / 2))
+    return ["-c", f"http.lowSpeedTime={low}", "-c", "http.lowSpeedLimit=1000"]
+
+
+def _run(args: Sequence[str], cwd: Path, env: Mapping[str, str], timeout_s: float) -> tuple[int, str, str]:
+    """Run git; (exit code, stdout, stderr). Exit code 124 and a message on timeout."""
+    proc = subprocess.Popen(
+        ["git", *args], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.communicate()
+        return 124, "", f"no answer within {timeout_s:g} s"
+    return proc.returncode, out, err
+
+
+def fetch(path: Path, remote: str, env: Mapping[str, str], timeout_s: float) -> Outcome:
+    """Fetch every branch of ``remote`` into ``refs/remotes/<remote>/`` (the remote-tracking
+    refs; no working tree or local branch is touched)."""
+    code, _, text = _run([*_network_args(timeout_s), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                         remote, f"+refs/heads/*:refs/remotes/{remote}/*"], path, env, timeout_s)
+    return Outcome(code == 0, _last_line(text))
+
+
+def push(path: Path, remote: str, local_branch: str, remote_branch: str, env: Mapping[str, str],
+         timeout_s: float) -> Outcome:
+    """Push ``local_branch`` to ``remote_branch``, never forced; ``rejected`` when the remote
+    moved (fetch, integrate, push again)."""
+    code, out, err = _run([*_network_args(timeout_s), "push", "--porcelain", remote,
+                           f"{local_branch}:{remote_branch}"], path, env, timeout_s)
+    if code == 0:
+        return Outcome(True)
+    text = err + "\n" + out
+    return Outcome(False, _last_line(text), rejected=bool(_REJECTED.search(text)))
+
+
+def set_tracking(path: Path, ref: str, commit: str, environ: Mapping[str, str]) -> None:
+    """Point the remote-tracking ref ``ref`` at ``commit`` (after a push git did not record)."""
+    _local(["update-ref", "-m", "okfgit: pushed", ref, commit], path, environ)
+
+
+def remote_branches(path: Path, remote: str, environ: Mapping[str, str]) -> list[str]:
+    """The branch names fetched from ``remote`` (``refs/remotes/<remote>/<name>``)."""
+    prefix = f"refs/remotes/{remote}/"
+    text = _local(["for-each-ref", "--format=%(refname)", prefix], path, environ)
+    return sorted(line[len(prefix):] for line in text.splitlines() if line.startswith(prefix)
+                  and line != prefix + "HEAD")
+
+
+def add_remote(path: Path, name: str, url: str, environ: Mapping[str, str]) -> None:
+    _local(["remote", "add", name, url], path, environ)
+
+
+def set_url(path: Path, name: str, url: str, environ: Mapping[str, str]) -> None:
+    _local(["remote", "set-url", name, url], path, environ)
+
+
+def remove_remote(path: Path, name: str, environ: Mapping[str, str]) -> None:
+    _local(["remote", "remove", name], path, environ)
+
+
+def _local(args: Sequence[str], path: Path, environ: Mapping[str, str]) -> str:
+    env = clean_git_env(environ)
+    env["OKFGIT_IN_HOOK"] = "1"
+    code, out, err = _run(args, path, env, _CONFIG_TIMEOUT_S)
+    if code != 0:
+        raise UsageError(f"{path}: git {args[0]} failed: {_last_line(err)}")
+    return out
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    fatal = [line for line in lines if line.lower().startswith(("fatal:", "error:", "ssh:"))]
+    return (fatal or lines or [""])[-1]

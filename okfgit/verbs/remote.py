@@ -1,0 +1,178 @@
+"""``remote`` and ``init --scope global --remote``: the global tier's git remote.
+
+The remote is a plain git remote of the global tier's repository (``origin`` unless the
+branch's upstream names another), so ``git remote`` in that repository works too and okfgit
+respects what it finds. The exchange itself is ``verbs/exchange.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from okfgit import transport
+from okfgit.context import Context
+from okfgit.errors import IntegrityError, UsageError
+from okfgit.git import Repo
+from okfgit.knowledge.tiers import Workspace
+from okfgit.local import exchange as record
+from okfgit.plan import ensure_repo
+from okfgit.verbs import exchange
+from okfgit.verbs import new as store
+
+DEFAULT_NAME = "origin"
+INIT_TIMEOUT_S = 60.0  # init is a person at a terminal, and may download a whole KB
+
+
+@dataclass
+class RemoteInfo:
+    """What ``remote show`` and ``status`` say about the global tier's remote."""
+
+    tier_root: str
+    name: str | None = None
+    url: str | None = None
+    branch: str | None = None
+    remote_branch: str | None = None
+    ahead: int = 0
+    behind: int = 0
+    last_success: float | None = None
+    last_attempt: float | None = None
+    last_error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tier": self.tier_root, "name": self.name, "url": self.url, "branch": self.branch,
+            "remote_branch": self.remote_branch, "ahead": self.ahead, "behind": self.behind,
+            "last_exchange": exchange.describe_time(self.last_success) if self.last_success else None,
+            "last_attempt": exchange.describe_time(self.last_attempt) if self.last_attempt else None,
+            "last_error": self.last_error,
+        }
+
+    def render(self) -> list[str]:
+        if self.url is None:
+            return [f"global remote: none (set one with `okfgit remote set URL`; tier at {self.tier_root})"]
+        lines = [f"global remote: {self.url} ({self.name}, {self.branch} -> {self.remote_branch})",
+                 f"  {self.ahead} ahead, {self.behind} behind (as of the last fetch); "
+                 f"last exchange: {exchange.describe_time(self.last_success)}"]
+        if self.last_error:
+            lines.append(f"  last attempt failed at {exchange.describe_time(self.last_attempt)}: {self.last_error}")
+        return lines
+
+
+@dataclass
+class Attached:
+    """What ``init --scope global --remote`` did."""
+
+    message: str
+    url: str
+    commit: str | None
+    report: exchange.Report
+    warnings: list[str] = field(default_factory=list)
+
+
+def show(ctx: Context, ws: Workspace) -> RemoteInfo:
+    tier = ws.tier("global")
+    info = RemoteInfo(str(tier.root))
+    if not tier.exists():
+        return info
+    repo = tier.open()
+    tg = exchange.target(repo)
+    if tg is None:
+        return info
+    rec = record.load(repo.common_dir)
+    info.name, info.url, info.branch, info.remote_branch = tg.name, tg.shown, tg.branch, tg.remote_branch
+    info.ahead, info.behind = exchange.counts(repo, tg)
+    info.last_success, info.last_attempt, info.last_error = rec.last_success, rec.last_attempt, rec.last_error
+    return info
+
+
+def set_url(ctx: Context, ws: Workspace, url: str) -> RemoteInfo:
+    """Point the global tier at ``url`` (the next sync exchanges with it, merging by concept)."""
+    url = transport.check_url(url)
+    tier = ws.tier("global")
+    if not tier.exists():
+        raise UsageError(f"the global tier does not exist yet at {tier.root}; run "
+                         "`okfgit init --scope global --remote URL`")
+    repo = tier.open()
+    tg = exchange.target(repo)
+    name = tg.name if tg else DEFAULT_NAME
+    if repo.config_get(f"remote.{name}.url") is None:
+        transport.add_remote(repo.workdir, name, url, ctx.environ)
+    else:
+        transport.set_url(repo.workdir, name, url, ctx.environ)
+    _track(repo, name, None)
+    return show(ctx, ws)
+
+
+def remove(ctx: Context, ws: Workspace) -> str:
+    """Forget the global tier's remote (nothing on the remote or in the tier changes)."""
+    tier = ws.tier("global")
+    tg = exchange.target(tier.open()) if tier.exists() else None
+    if tg is None:
+        return "the global tier has no remote"
+    repo = tier.open()
+    transport.remove_remote(repo.workdir, tg.name, ctx.environ)
+    try:
+        record.path(repo.common_dir).unlink()
+    except OSError:
+        pass
+    return f"removed the global tier's remote {tg.name} ({tg.shown}); the tier and the remote are unchanged"
+
+
+def attach(ctx: Context, ws: Workspace, url: str) -> Attached:
+    """``init --scope global --remote URL``: a remote with history becomes the tier (merged by
+    concept with a local tier that has its own); an empty remote receives the local tier."""
+    url = transport.check_url(url)
+    tier = ws.tier("global")
+    repo = ensure_repo(ctx, tier)
+    tg = exchange.target(repo)
+    name = tg.name if tg else DEFAULT_NAME
+    current = repo.config_get(f"remote.{name}.url")
+    if current is not None and current != url:
+        raise UsageError(f"the global tier already has remote {name} at {transport.public_url(current)}; "
+                         "change it with `okfgit remote set URL`")
+    if current is None:
+        transport.add_remote(repo.workdir, name, url, ctx.environ)
+    env = transport.environment(ctx.environ, INIT_TIMEOUT_S, own_ssh_command=bool(repo.config_get("core.sshCommand")))
+    fetched = transport.fetch(repo.workdir, name, env, INIT_TIMEOUT_S)
+    if not fetched.ok:
+        if current is None:
+            transport.remove_remote(repo.workdir, name, ctx.environ)
+        raise IntegrityError(f"cannot fetch from {transport.public_url(url)}: {fetched.message} "
+                             "(nothing was changed)")
+    _track(repo, name, transport.remote_branches(repo.workdir, name, ctx.environ))
+    tg = exchange.target(repo)
+    assert tg is not None
+    report = exchange.Report(tg.shown, fetched=True)
+    exchange.integrate(ctx, tier, repo, tg, report)
+    written = store.init_tier(ctx, ws, "global")
+    if exchange.counts(repo, tg)[0]:
+        exchange.push(ctx, tier, repo, tg, report, INIT_TIMEOUT_S)
+    if report.unreachable is None:
+        exchange.save_success(repo, tg, ctx.clock())
+    what = {"fast-forward": "took the remote's history", "merge": "merged the remote's history by concept"}
+    done = what.get(report.integrated or "", "the remote had nothing new")
+    if report.pushed:
+        done += "; pushed the local tier"
+    elif report.unreachable:
+        done += "; the push failed and will be retried by the next sync"
+    return Attached(f"global tier at {tier.root} exchanges with {tg.shown}: {done}", tg.shown,
+                    written.commit or report.merge_commit, report, list(report.warnings))
+
+
+def _track(repo: Repo, name: str, branches: list[str] | None) -> None:
+    """Make ``name`` the current branch's upstream (the remote branch of the same name, else
+    the remote's only branch, else main or master when it has them)."""
+    head = repo.head_branch()
+    if head is None:
+        return
+    short = head[len("refs/heads/"):]
+    remote_branch = short
+    if branches and short not in branches:
+        if len(branches) == 1:
+            remote_branch = branches[0]
+        else:
+            remote_branch = next((b for b in ("main", "master") if b in branches), short)
+    repo.config_set(f"branch.{short}.remote", name)
+    if branches is not None or repo.config_get(f"branch.{short}.merge") is None:
+        repo.config_set(f"branch.{short}.merge", f"refs/heads/{remote_branch}")
