@@ -168,3 +168,156 @@ def test_init_with_an_unreachable_remote_changes_nothing(a: Machine, tmp_path: P
     result = a.okfgit("init", "--scope", "global", "--remote", str(tmp_path / "nowhere.git"), cwd=a.proj, expect=3)
     assert "cannot fetch" in result.err
     assert a.git("remote").out == ""
+
+
+# -- the exchange inside sync ------------------------------------------------------------------
+
+
+def two_machines(a: Machine, b: Machine, bare: Path) -> None:
+    """A starts the remote with one concept; B takes it."""
+    a.okfgit("init", "--scope", "global", "--remote", str(bare), cwd=a.proj)
+    a.new("editor", "The person edits with a modal editor.")
+    a.okfgit("sync", "--fetch", cwd=a.proj)
+    b.okfgit("init", "--scope", "global", "--remote", str(bare), cwd=b.proj)
+    assert b.head() == a.head()
+
+
+def test_both_edit_one_concept_apart_each_ends_with_master_and_sibling(a: Machine, b: Machine, bare: Path) -> None:
+    two_machines(a, b, bare)
+    a.edit("editor.md", "modal editor", "modal editor (vim)")
+    b.edit("editor.md", "modal editor", "modal editor (helix)")
+    assert "pushed the global tier" in a.okfgit("sync", "--fetch", cwd=a.proj).out
+    result = b.okfgit("sync", "--fetch", cwd=b.proj)
+    assert "merged the global remote (1 need a merge)" in result.out and "pushed the global tier" in result.out
+    assert "editor.md: the concept changed both here and on the global remote" in result.err
+    assert "global:editor.needs-merge.md" in result.err
+    assert "global tier updated from its remote" in a.okfgit("sync", "--fetch", cwd=a.proj).out
+    for m in (a, b):
+        assert m.head() == remote_log(bare)[0]
+        assert "(helix)" in (m.tier / "editor.md").read_text()
+        assert "(vim)" in (m.tier / "editor.needs-merge.md").read_text()
+        assert m.git("status", "--porcelain").out == ""
+        doctor = m.okfgit("doctor", "--scope", "global", cwd=m.proj, expect=2)
+        assert "needs-merge" in doctor.out + doctor.err and "editor.needs-merge.md" in doctor.out + doctor.err
+        assert "editor.needs-merge.md" not in (m.tier / "index.md").read_text()
+    merge = b.git("log", "-1", "--format=%B", "--merges").out
+    assert "Okf-Operation: merge" in merge and f"Okf-Source: {bare}" in merge
+    assert "- conflict: editor.md -> editor.needs-merge.md" in merge
+    fsck(lambda *x, **k: b.git(*x), b.tier)  # type: ignore[arg-type]
+
+
+def test_a_concept_deleted_on_one_side_and_changed_on_the_other_is_kept(a: Machine, b: Machine,
+                                                                        bare: Path) -> None:
+    two_machines(a, b, bare)
+    a.edit("editor.md", "modal editor", "modal editor (vim)")
+    a.okfgit("sync", "--fetch", cwd=a.proj)
+    b.git("rm", "-q", "editor.md")
+    b.git("commit", "-qm", "drop editor")
+    result = b.okfgit("sync", "--fetch", cwd=b.proj)
+    assert "editor.md: deleted on one side and changed on the other; kept the changed version" in result.err
+    assert "(vim)" in (b.tier / "editor.md").read_text()
+    assert "editor.md" in (b.tier / "index.md").read_text()
+    a.okfgit("sync", "--fetch", cwd=a.proj)
+    assert (a.tier / "editor.md").exists() and a.head() == b.head() == remote_log(bare)[0]
+
+
+def test_a_change_on_one_side_only_is_taken_and_indexes_follow(a: Machine, b: Machine, bare: Path) -> None:
+    two_machines(a, b, bare)
+    a.new("shell", "The person's shell is zsh.")
+    b.new("pager", "The person's pager is less.")
+    a.okfgit("sync", "--fetch", cwd=a.proj)
+    result = b.okfgit("sync", "--fetch", cwd=b.proj)
+    assert "merged the global remote" in result.out and "need a merge" not in result.out
+    index = (b.tier / "index.md").read_text()
+    assert "shell.md" in index and "pager.md" in index
+    b.okfgit("index", "--scope", "global", "--check", cwd=b.proj)
+    b.okfgit("doctor", "--scope", "global", cwd=b.proj)
+    assert any("zsh" in f.read_text() for f in b.memory.glob("*.md"))
+
+
+def test_an_unreachable_remote_warns_once_and_the_commit_is_pushed_later(a: Machine, bare: Path) -> None:
+    a.okfgit("init", "--scope", "global", "--remote", str(bare), cwd=a.proj)
+    before = remote_log(bare)
+    away = bare.with_name("away.git")
+    bare.rename(away)
+    a.new("offline", "A fact learned without network.")
+    result = a.okfgit("sync", "--fetch", cwd=a.proj)
+    assert (result.out + result.err).count("global remote unreachable, will retry") == 1, result
+    assert any("offline" in f.name for f in a.memory.glob("*.md"))  # projected all the same
+    # within the interval, no sync touches the network again (and none warns again)
+    a.new("offline-2", "Another fact learned without network.")
+    quiet = a.okfgit("sync", cwd=a.proj)
+    assert "unreachable" not in quiet.out + quiet.err
+    assert "last attempt failed" in a.okfgit("status", cwd=a.proj).out
+    away.rename(bare)
+    assert remote_log(bare) == before
+    assert "pushed the global tier" in a.okfgit("sync", "--fetch", cwd=a.proj).out
+    assert remote_log(bare)[0] == a.head()
+
+
+def test_a_push_rejected_because_the_remote_moved_is_retried_once(a: Machine, b: Machine, bare: Path) -> None:
+    two_machines(a, b, bare)
+    b.okfgit("sync", "--fetch", cwd=b.proj)  # B's last fetch is now: the next sync will not fetch first
+    a.new("from-a", "A fact machine A learned.")
+    a.okfgit("sync", cwd=a.proj)
+    b.new("from-b", "A fact machine B learned.")
+    result = b.okfgit("sync", cwd=b.proj)
+    assert "merged the global remote" in result.out and "pushed the global tier" in result.out
+    assert remote_log(bare)[0] == b.head()
+    assert (b.tier / "from-a.md").exists() and (b.tier / "from-b.md").exists()
+
+
+def test_status_shows_the_remote_ahead_behind_and_last_exchange(a: Machine, b: Machine, bare: Path) -> None:
+    two_machines(a, b, bare)
+    a.new("late", "A fact not yet sent.")
+    text = a.okfgit("status", cwd=a.proj).out
+    assert f"global remote: {bare} (origin, main -> main)" in text
+    assert "1 ahead, 0 behind" in text and "last exchange: never" not in text
+    data = json.loads(a.okfgit("status", "--json", cwd=a.proj).out)["global_remote"]
+    assert data["ahead"] == 1 and data["behind"] == 0 and data["url"] == str(bare)
+
+
+def test_a_hook_no_op_with_an_unreachable_remote_does_no_network(a: Machine, bare: Path, tmp_path: Path) -> None:
+    a.okfgit("init", "--scope", "global", "--remote", str(bare), cwd=a.proj)
+    a.okfgit("sync", cwd=a.proj)
+    a.git("remote", "set-url", "origin", str(tmp_path / "nowhere.git"))
+    a.git("config", "okf.fetchInterval", "0")
+    a.okfgit("sync", cwd=a.proj)  # due: tries, warns, records the failure
+    a.git("config", "--unset", "okf.fetchInterval")
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "okfgit", "sync", "--hook", "post-merge", "--",
+                           "0"], cwd=a.proj, env=a.env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == "" and "unreachable" not in proc.stderr, proc
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "okfgit.local.fastpath" in imported  # it ran the no-op check ...
+    assert not imported & {"okfgit.transport", "okfgit.verbs.exchange", "okfgit.local.exchange", "pygit2"}
+
+
+@pytest.mark.slow
+def test_syncs_on_two_machines_at_once_converge_and_lose_nothing(a: Machine, b: Machine, bare: Path) -> None:
+    two_machines(a, b, bare)
+    made: list[str] = []
+    for n in range(20):
+        for m, name in ((a, "a"), (b, "b")):
+            m.new(f"{name}-{n}", f"Fact {n} from machine {name}.")
+            made.append(m.head())
+        if n % 5 == 0:  # and a concept both change while apart
+            a.edit("editor.md", "editor", f"editor a{n}")
+            b.edit("editor.md", "editor", f"editor b{n}")
+            made += [a.head(), b.head()]
+        procs = [subprocess.Popen([sys.executable, "-m", "okfgit", "sync", "--fetch"], cwd=m.proj, env=m.env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for m in (a, b)]
+        for p in procs:
+            out, err = p.communicate(timeout=120)
+            assert p.returncode == 0, (out, err)
+    for m in (a, b, a):
+        m.okfgit("sync", "--fetch", cwd=m.proj)
+    top = remote_log(bare)[0]
+    assert a.head() == b.head() == top
+    for commit in made:
+        subprocess.run(["git", "merge-base", "--is-ancestor", commit, top], cwd=bare, check=True)
+    for m in (a, b):
+        names = {p.name for p in m.tier.glob("*.md")}
+        assert {f"{x}-{n}.md" for x in "ab" for n in range(20)} <= names
+        fsck(lambda *x, **k: m.git(*x), m.tier)  # type: ignore[arg-type]
+        assert m.git("status", "--porcelain").out == ""
+    subprocess.run(["git", "fsck", "--strict", "--no-progress"], cwd=bare, check=True, capture_output=True)
