@@ -27,7 +27,7 @@ from okfgit.knowledge import merge
 from okfgit.knowledge.snapshot import snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.local import exchange as record
-from okfgit.local import lock
+from okfgit.local import lock, paths
 from okfgit.plan import Plan, TierCommit, apply
 
 FETCH_INTERVAL_S = 600.0
@@ -168,7 +168,7 @@ def begin(ctx: Context, ws: Workspace, *, force: bool, wait_s: float) -> Report 
     due = force or rec.remote != tg.shown or rec.next_due is None or now >= rec.next_due
     if not due:
         return report
-    held = lock.acquire(lock.lock_path(repo.common_dir), wait_s, now=ctx.clock)
+    held = lock.acquire(paths.lock(repo.common_dir), wait_s, now=ctx.clock)
     if held is None:
         report.busy = True  # another sync is exchanging right now
         return report
@@ -196,7 +196,7 @@ def end(ctx: Context, ws: Workspace, report: Report | None, *, wait_s: float) ->
         return  # the last contact failed: stay off the network until the interval has passed
     if counts(repo, tg)[0] == 0:
         return
-    held = lock.acquire(lock.lock_path(repo.common_dir), wait_s, now=ctx.clock)
+    held = lock.acquire(paths.lock(repo.common_dir), wait_s, now=ctx.clock)
     if held is None:
         report.busy = True
         return
