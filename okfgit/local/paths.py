@@ -11,7 +11,7 @@ spells the folder or a file name; each asks here. What each file is for:
 - ``hook.log`` (and ``hook.log.1``): errors from the git hooks, written by the hook scripts;
 - ``drafts/``: text typed into ``okfgit new --edit`` that could not be committed;
 - ``pr-bodies/``: pull request bodies ``promote --open-pr`` passed to ``gh --body-file`` (kept, so a
-  failing push or ``gh`` loses nothing).
+  failing push or ``gh`` loses nothing);
 - ``exchange.json`` (the global tier's repository only, with a remote): the record of its
   exchanges with the remote (``local/exchange.py``; safe to delete).
 
