@@ -380,3 +380,38 @@ def test_worktree_never_opens_a_fifo(project: Path, okfgit: Runner) -> None:
     os.mkfifo(project / ".okf" / "pipe.md")
     result = okfgit("doctor", "--scope", "project", "--worktree", cwd=project)  # would hang reading it
     assert "pipe.md" not in result.out
+
+
+def test_lifecycle_and_trust_families_as_okf_defines_them(repo: Path, okfgit: Runner, git: Runner) -> None:
+    # The clock is pinned at 2025-11-30T00:00:00Z (tests/conftest.py).
+    files = {
+        "life/past-instant.md": concept("Past", "Stale at an instant.", UID.format(1),
+                                        stale_after="2025-11-29T23:59:59+00:00"),
+        "life/at-now.md": concept("Now", "Stale at this very instant.", UID.format(2),
+                                  stale_after="2025-11-30T01:00:00+01:00"),
+        "life/future.md": concept("Future", "Fresh for one more second.", UID.format(3),
+                                  stale_after="2025-11-30T00:00:01Z"),
+        "life/plain-date.md": concept("Day", "A plain date, midnight UTC.", UID.format(4), stale_after="2025-11-30"),
+        "life/bad-date.md": concept("Bad", "Not a date.", UID.format(5), stale_after="soon"),
+        "life/scalar.md": concept("Scalar", "A verified scalar.", UID.format(6), verified="human:alice"),
+        "life/bare.md": concept("Bare", "A bare mapping.", UID.format(7), verified="{by: Human:Alice}"),
+        "life/old.md": concept("Old", "Replaced.", UID.format(8), status="deprecated",
+                               superseded_by="life/bare.md"),
+        "life/lost.md": concept("Lost", "Replaced by nothing.", UID.format(9), status="deprecated",
+                                superseded_by="/life/nowhere.md"),
+    }
+    kb_repo(repo, git, FIXTURES / "kb-clean", files=files)
+    okfgit("index", "--scope", "project", cwd=repo)
+    _, report = doctor_json(okfgit, repo, "--scope", "project", expect=2)
+    got = {(code, file) for _, code, file, _ in findings(report)}
+    assert got == {
+        ("stale", "life/past-instant.md"), ("stale", "life/at-now.md"), ("stale", "life/plain-date.md"),
+        ("stale-after-invalid", "life/bad-date.md"),
+        ("verified-invalid", "life/scalar.md"),
+        ("superseded-by-dangling", "life/lost.md"),
+    }
+    messages = {f["file"]: f for f in report["tiers"][0]["profile"]["findings"]}
+    assert messages["life/past-instant.md"]["message"].startswith("stale since 2025-11-29T23:59:59Z (stale_after)")
+    assert messages["life/scalar.md"]["severity"] == "error"
+    assert messages["life/scalar.md"]["message"].startswith("verified is text ('human:alice'); OKF §5.2 defines")
+    assert messages["life/lost.md"]["severity"] == "warning"

@@ -164,3 +164,42 @@ def test_adopting_at_the_tier_root_rewrites_nothing(project: Path, okfgit: Runne
     out = json.loads(okfgit("adopt", str(source), "--json", cwd=project).out)
     assert out["rewrites"] == []
     assert [r["target"] for r in out["unresolved_in_source"]] == ["/glossary/missing.md", "../../up.md"]
+
+
+def adopt_retail(project: Path, okfgit: Runner, tmp_path: Path) -> None:
+    shutil.copytree(BUNDLES / "okfgit_retail", tmp_path / "src" / "retail")
+    okfgit("adopt", str(tmp_path / "src" / "retail"), "--dir", "retail", cwd=project)
+
+
+def test_projection_leaves_deprecated_concepts_out_of_memory_md_and_marks_stale_ones(
+        project: Path, okfgit: Runner, home: Path, tmp_path: Path) -> None:
+    adopt_retail(project, okfgit, tmp_path)
+    okfgit("project", "--scope", "project", "--target", "claude", cwd=project)
+    enc = "".join(c if c.isascii() and c.isalnum() else "-" for c in str(project.resolve()))
+    memory = home / ".claude" / "projects" / enc / "memory"
+    lines = (memory / "MEMORY.md").read_text().splitlines()
+    assert not [line for line in lines if "Gross revenue" in line]  # deprecated: history, not memory
+    assert (memory / "revenue-gross.md").is_file()  # still there for superseded_by to reach
+    assert "- [Net revenue](revenue-net.md) \u2014 Revenue counted net of refunds and cancellations." in lines
+    assert ("- [Customers](customers.md) \u2014 (stale since 2025-06-01T00:00:00Z) One row per customer who ever "
+            "placed an order.") in lines
+    assert len(lines) == 7  # eight concepts, one deprecated
+
+
+def test_the_fast_path_expires_when_a_concept_goes_stale(project: Path, okfgit: Runner, home: Path,
+                                                         env: dict[str, str], tmp_path: Path) -> None:
+    from okfgit.local import fastpath
+
+    soon = dt.datetime.fromtimestamp(int(EPOCH) + 60, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    write(tmp_path / "src", {"soon.md": f"---\ntype: Note\ndescription: Fresh for a minute.\nstale_after: {soon}\n"
+                                        "---\nBody.\n"})
+    okfgit("adopt", str(tmp_path / "src"), cwd=project)
+    args = {"repo": None, "scope": "all", "target": "claude", "run": None}
+    okfgit("project", "--target", "claude", cwd=project)
+    assert fastpath.check(env, str(project), **args)  # nothing changed: a no-op
+    later = {**env, "SOURCE_DATE_EPOCH": str(int(EPOCH) + 60)}
+    assert not fastpath.check(later, str(project), **args)  # the concept is stale now
+    okfgit("project", "--target", "claude", cwd=project, extra_env={"SOURCE_DATE_EPOCH": later["SOURCE_DATE_EPOCH"]})
+    enc = "".join(c if c.isascii() and c.isalnum() else "-" for c in str(project.resolve()))
+    memory = (home / ".claude" / "projects" / enc / "memory" / "MEMORY.md").read_text()
+    assert f"- [Soon](soon.md) \u2014 (stale since {soon}) Fresh for a minute.\n" in memory

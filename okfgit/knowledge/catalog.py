@@ -1,7 +1,7 @@
 """What projection needs to know about each concept of a tier, kept up to date by tree diffs.
 
 A ``Fact`` is a pure function of one blob (and its path): its OID, ``okf_id``, origin
-filename, title and one-line hook. A tier's catalog maps every concept path of its KB
+filename, title, one-line hook and lifecycle (``status``, ``stale_after``). A tier's catalog maps every concept path of its KB
 tree to its fact. It is cached in ``<git common dir>/okf/catalog.json`` keyed by the tree
 OID, so when one concept changed, only that blob is read and parsed again (a tree diff
 between the cached tree and the new one), which keeps projection's cost proportional to
@@ -21,12 +21,13 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from okfgit import TOOL, fsutil
 from okfgit.format import concept as okf
+from okfgit.format import lifecycle
 from okfgit.errors import OkfError, ValidationError
 from okfgit.git import Entry, Repo
 from okfgit.knowledge.tiers import Tier
 from okfgit.local import paths
 
-VERSION = 2  # 2: a concept without a string type is a problem, not a fact
+VERSION = 3  # 2: a concept without a string type is a problem, not a fact; 3: status and stale_after
 CATALOG_FILE = paths.CATALOG
 # Rewriting the whole cache costs as much as parsing this many concepts again, so a cache
 # only this far behind its tree is left as it is: the next run diffs from the older tree.
@@ -42,6 +43,8 @@ class Fact(NamedTuple):
     origin: str | None
     title: str
     hook: str
+    status: str  # OKF status as ``format.lifecycle`` reads it ("stable" when absent)
+    stale_after: str  # the instant it goes stale, as okfgit shows it ("" when none or unreadable)
 
 
 F = TypeVar("F")
@@ -75,12 +78,15 @@ def fact_of(label: str, path: str, entry: Entry, data: bytes) -> Fact:
     hook = okf.one_line(meta.get("description"))
     if not hook:
         hook = okf.first_sentence(parsed.body.decode("utf-8", errors="replace"))
+    life = lifecycle.lifecycle(meta)
     return Fact(
         oid=entry.oid,
         okf_id=okf_id if isinstance(okf_id, str) and okf_id else None,
         origin=origin if isinstance(origin, str) and origin else None,
         title=okf.one_line(meta.get("title")) or okf.title_from_path(path),
         hook=hook,
+        status=life.status,
+        stale_after=life.stale_label() or "",
     )
 
 

@@ -19,13 +19,16 @@ memory folder itself (any file added, removed or renamed in it), the Claude sett
 file, the git config files (``okf.run``), the state file and the packaged protocol text
 catch every other change that would make the full run write something. An in-place edit
 of one projected memory file is not watched: the full run would leave such a file to
-capture and write nothing anyway.
+capture and write nothing anyway. The one input that is not a byte is the clock: a
+concept's ``MEMORY.md`` line says when it is stale, so the stamp expires at the earliest
+``stale_after`` still ahead of the run that wrote it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -164,14 +167,18 @@ def stamp_path(gitdir: str) -> str:
     return paths.fastpath_stamp(common_dir(gitdir))
 
 
-def make_stamp(invocation: dict[str, Any], dotgits: Iterable[str], watched: Iterable[str]) -> bytes:
-    """The stamp a full run writes once it is done: heads and stats as they are now."""
+def make_stamp(invocation: dict[str, Any], dotgits: Iterable[str], watched: Iterable[str],
+               expires: int | None = None) -> bytes:
+    """The stamp a full run writes once it is done: heads and stats as they are now, and
+    the instant (epoch seconds) from which a full run would write something else."""
     stamp = {
         "version": VERSION,
         "key": invocation,
         "heads": {d: head_token(d) for d in sorted(set(dotgits))},
         "stats": {p: stat_token(p) for p in sorted(set(watched))},
     }
+    if expires is not None:
+        stamp["expires"] = expires
     return json.dumps(stamp, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
 
 
@@ -200,6 +207,9 @@ def _check(environ: Mapping[str, str], cwd: str, *, repo: str | None, scope: str
         return False
     if stamp.get("key") != key(environ, gitdir=gitdir, scope=scope, target=target, run=run):
         return False
+    expires = stamp.get("expires")
+    if expires is not None and _now(environ) >= expires:
+        return False  # a concept went stale since: its MEMORY.md line must say so
     for dotgit, token in stamp["heads"].items():
         if head_token(dotgit) != token:
             return False
@@ -220,6 +230,11 @@ def _is_inner_tier(workdir: str, environ: Mapping[str, str]) -> bool:
     home = environ.get("HOME")
     data = environ.get("XDG_DATA_HOME") or (os.path.join(home, ".local", "share") if home else None)
     return data is None or os.path.realpath(os.path.join(data, "okf")) == workdir
+
+
+def _now(environ: Mapping[str, str]) -> int:
+    pinned = environ.get("SOURCE_DATE_EPOCH")  # as Context.now() reads the clock
+    return int(pinned) if pinned and pinned.isdigit() else int(time.time())
 
 
 def _read(path: str) -> str:

@@ -90,6 +90,7 @@ class State:
     memory_files: dict[str, MemoryFile] = field(default_factory=dict)
     tool: str = TOOL
     warnings: list[str] = field(default_factory=list)
+    stale_at: int | None = None  # epoch seconds when a projected concept goes stale (MEMORY.md changes)
 
     @property
     def path(self) -> Path:
@@ -168,6 +169,7 @@ class State:
             "tool": self.tool,
             "memory_dir": str(self.memory_dir) if self.memory_dir is not None else None,
             "memory_dir_mtime_ns": self.memory_dir_mtime_ns,
+            **({"stale_at": self.stale_at} if self.stale_at is not None else {}),
             "inputs": self.inputs,
             "targets": self.targets,
             "memory_files": self.memory_files,
@@ -216,6 +218,7 @@ def _parse(common: Path, data: dict[str, Any]) -> State:
         common_dir=common,
         memory_dir=Path(memory_dir) if isinstance(memory_dir, str) else None,
         memory_dir_mtime_ns=int(mtime) if mtime is not None else None,
+        stale_at=int(data["stale_at"]) if data.get("stale_at") is not None else None,
         inputs={str(k): TierInput(*v) for k, v in data["inputs"].items()},
         targets={str(k): FileRecord(*v) for k, v in data["targets"].items()},
         memory_files={str(k): MemoryFile(*v) for k, v in data["memory_files"].items()},

@@ -19,6 +19,7 @@ when every folder between the memory folder and the file is a real folder or mis
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import os
 import re
@@ -28,7 +29,9 @@ from pathlib import Path
 
 from okfgit.targets import claude_home
 from okfgit.format import concept as okf
+from okfgit.format import lifecycle
 from okfgit.git import blob_oid
+from okfgit.knowledge.catalog import Fact
 from okfgit.local.state import MemoryFile, TierInput
 from okfgit.targets import memory_index
 from okfgit.targets.base import FAIL, REMOVE, SKIP, UNCHANGED, WRITE, Item, Projected, TargetPlan, View, folder_problem
@@ -99,6 +102,8 @@ def _untouched(view: View, folder: Path) -> bool:
     inputs = {t.label: TierInput(str(t.tier.repo_path), t.commit, t.tree) for t in view.tiers}
     if state.inputs != inputs or not _folder_unchanged(view, folder):
         return False
+    if state.stale_at is not None and view.ctx.now() >= state.stale_at:
+        return False  # a concept went stale since: its MEMORY.md line says so now
     record = state.targets.get(str(folder / INDEX_NAME))
     if record is None:
         return False
@@ -324,11 +329,15 @@ def _index_item(view: View, folder: Path, names: dict[str, Projected], concepts:
             f"okfgit does not manage and regenerated the rest ({other} other line(s) dropped)"
         )
     name_of = {c.key: n for n, c in names.items()}
-    order = [name_of[c.key] for c in concepts if name_of[c.key] in projected]
+    # Deprecated concepts stay in the folder (reachable through superseded_by) but spend no
+    # line of Claude's 200: MEMORY.md is for what is current.
+    order = [name_of[c.key] for c in concepts if name_of[c.key] in projected
+             and c.fact.status != lifecycle.DEPRECATED]
     total: dict[str, int] = {}
     for name in order:
         total[names[name].tier] = total.get(names[name].tier, 0) + 1
-    entries = (memory_index.Entry(n, names[n].fact.title, names[n].fact.hook, names[n].tier) for n in order)
+    now = lifecycle.instant_of(view.ctx.now())
+    entries = (memory_index.Entry(n, names[n].fact.title, _hook(names[n].fact, now), names[n].tier) for n in order)
     pointers = [memory_index.Pointer(t.label, t.root_index) for t in view.tiers]
     rendered = memory_index.render(kept, entries, pointers, total)
     if rendered.left_out:
@@ -346,6 +355,14 @@ def _index_item(view: View, folder: Path, names: dict[str, Projected], concepts:
             return Item(path, REMOVE, "index of the memory folder, which lists nothing now", old=old)
         return None
     return Item(path, WRITE, "index of the memory folder", data=data, old=old, oid=blob_oid(data))
+
+
+def _hook(fact: Fact, now: dt.datetime) -> str:
+    """A MEMORY.md line's hook; a stale concept's says so first, where no cut can drop it."""
+    stale = lifecycle.parse_instant(fact.stale_after) if fact.stale_after else None
+    if stale is not None and now >= stale:
+        return f"(stale since {fact.stale_after}) {fact.hook}".rstrip()
+    return fact.hook
 
 
 def _old_index(view: View, path: Path) -> Iterator[Item]:

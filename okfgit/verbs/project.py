@@ -27,6 +27,7 @@ from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
 from okfgit.git import Repo
 from okfgit.format import concept as okf
+from okfgit.format import lifecycle
 from okfgit.format.index_md import is_needs_merge
 from okfgit.plan import FileWrite, Plan, apply, render
 from okfgit.targets import TARGETS
@@ -150,7 +151,7 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
     report.outcomes = [_outcome(name, item, failures.get(item.path)) for name, item in planned]
     if repo is not None:
         _record(ctx, st, repo, planned, failures, memory_dir, inputs, report, scope=scope, target=target,
-                run_arg=run_arg)
+                run_arg=run_arg, expires=_next_stale(ctx, view))
     if loaded_here:
         save(report)
     return report
@@ -167,11 +168,23 @@ def save(report: Report) -> None:
     if report.stamp is None:
         stamp_file.unlink(missing_ok=True)
         return
-    data = fastpath.make_stamp(report.stamp.invocation, report.stamp.dotgits, report.stamp.watched)
+    data = fastpath.make_stamp(report.stamp.invocation, report.stamp.dotgits, report.stamp.watched,
+                               report.owned.stale_at)
     try:
         fsutil.atomic_write(stamp_file, data, fsync=False)
     except OkfError:
         pass  # the stamp is only a cache; the next run takes the full path
+
+
+def _next_stale(ctx: Context, view: View) -> int | None:
+    """When the next projected concept goes stale (epoch seconds), if one will: its
+    ``MEMORY.md`` line changes then, so the fast path must not skip that run."""
+    if view._merged is None:
+        return None  # no target read the concepts
+    now = lifecycle.instant_of(ctx.now())
+    ahead = [moment for c in view._merged.concepts if c.fact.stale_after
+             and (moment := lifecycle.parse_instant(c.fact.stale_after)) is not None and moment > now]
+    return int(min(ahead).timestamp()) if ahead else None
 
 
 # -- inputs -----------------------------------------------------------------------------------
@@ -298,10 +311,10 @@ def _outcome(target: str, item: Item, failure: str | None) -> Outcome:
 
 def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str, Item]], failures: dict[Path, str],
             memory_dir: Path | None, inputs: _Inputs, report: Report, *, scope: str, target: str,
-            run_arg: str | None) -> None:
+            run_arg: str | None, expires: int | None = None) -> None:
     """The new state and (when all went well) the fast-path stamp, into ``report``; ``save`` writes them."""
     new = state.State(old.common_dir, old.memory_dir, old.memory_dir_mtime_ns, dict(old.inputs), dict(old.targets),
-                      dict(old.memory_files))
+                      dict(old.memory_files), stale_at=old.stale_at)
     memory_failed = False
     for _, item in planned:
         failed = item.path in failures or item.action == FAIL
@@ -316,6 +329,7 @@ def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str,
         names.update(report.kept)
         new.memory_files = {n: m for n, m in new.memory_files.items() if n in names}
         new.memory_dir = memory_dir
+        new.stale_at = expires
         stat = fastpath.stat_token(str(memory_dir))
         new.memory_dir_mtime_ns = stat[1] if stat else None
         new.inputs = {} if memory_failed or report.failed else {
