@@ -331,3 +331,83 @@ def test_default_base_falls_back_to_master(tmp_path: Path, okfgit: Runner, git: 
     okfgit("new", "x", "--description", "X.", "--no-edit", cwd=repo)
     result = okfgit("review", cwd=repo)
     assert "master...HEAD" in result.out and "merge" in result.out
+
+
+# -- the gaps a maintainer found on real pull requests ------------------------------------
+
+
+def _supersede(repo: Path, git: Runner, old_text: str) -> None:
+    new = DECISION.format(title="Use CockroachDB", description="All services store state in CockroachDB.",
+                          okf_id="77777777-7777-4777-8777-777777777777",
+                          extra="supersedes: 11111111-1111-4111-8111-111111111111\n")
+    index = _read(repo, "decisions/index.md").replace(
+        "- [Trunk", "- [Use CockroachDB](use-cockroach.md) \u2014 All services store state in CockroachDB.\n- [Trunk")
+    if "description: All services store their state in one Postgres cluster." not in old_text:
+        index = index.replace("All services store their state in one Postgres cluster.", "Superseded.")
+    _commit(repo, git, {"decisions/use-cockroach.md": new, "decisions/use-postgres.md": old_text,
+                        "decisions/index.md": index}, "Supersede the Postgres decision")
+
+
+def test_a_supersession_cannot_rewrite_history(tmp_path: Path, okfgit: Runner, git: Runner,
+                                               env: dict[str, str]) -> None:
+    repo = _base(tmp_path, env)
+    old = _read(repo, "decisions/use-postgres.md").replace(
+        "okf_source: authored\n",
+        "okf_source: authored\nstatus: deprecated\nsuperseded_by: 77777777-7777-4777-8777-777777777777\n")
+    rewritten = old.replace("description: All services store their state in one Postgres cluster.",
+                            "description: Superseded.").replace("One backup story", "It was a mistake")
+    _supersede(repo, git, rewritten)
+    data = _review(okfgit, repo, expect=2)
+    assert _rules(data) == [("error", "decision-rewritten", "decisions/use-postgres.md")]
+    message = data["findings"][0]["message"]
+    assert "rewrites description, the body" in message and "status, superseded_by, stale_after" in message
+
+
+def test_harvest_claims_must_cover_the_pull_request(tmp_path: Path, okfgit: Runner, git: Runner,
+                                                    env: dict[str, str]) -> None:
+    repo = build.build("clean-addition", tmp_path / "r", env)
+    good = (REVIEW / "clean-addition" / "pr-body.md").read_text()
+    body = tmp_path / "body.md"
+    body.write_text(good)
+    assert _review(okfgit, repo, "--pr-body", str(body), expect=0)["verdict"] == "merge"
+    # a second concept the block does not claim
+    extra = DECISION.format(title="Use UTC", description="Servers and logs use UTC.",
+                            okf_id="88888888-8888-4888-8888-888888888888", extra="")
+    index = _read(repo, "decisions/index.md") + "- [Use UTC](use-utc.md) \u2014 Servers and logs use UTC.\n"
+    _commit(repo, git, {"decisions/use-utc.md": extra, "decisions/index.md": index}, "Decide on UTC")
+    data = _review(okfgit, repo, "--pr-body", str(body), expect=2)
+    assert _rules(data) == [("error", "harvest-unclaimed", "decisions/use-utc.md")]
+    git("reset", "-q", "--hard", "HEAD~1", cwd=repo)
+    lies = {
+        "destination.commit": good.replace('"commit": "cb1e4c8c', '"commit": "0000000c'),
+        "source.commit": good.replace("0123456789abcdef0123456789abcdef01234567", "f" * 40),
+    }
+    for what, text in lies.items():
+        body.write_text(text)
+        [finding] = _review(okfgit, repo, "--pr-body", str(body), expect=2)["findings"]
+        assert finding["rule"] == "harvest-mismatch" and what in finding["message"], finding
+    body.write_text(good)
+    data = json.loads(okfgit("review", "main...feature", "--format", "json", "--pr-body", str(body), cwd=repo,
+                             extra_env={"GITHUB_HEAD_REF": "okf/other"}, expect=2).out)
+    assert "destination.branch 'feature' is not this pull request's branch 'okf/other'" in \
+        data["findings"][0]["message"]
+    body.write_text(good + "\n" + good.split("\n\n", 1)[1])  # a second, lying block
+    data = _review(okfgit, repo, "--pr-body", str(body), expect=2)
+    assert ("error", "harvest-block", "--pr-body") in _rules(data)
+    assert "has 2 okf-harvest blocks" in data["findings"][0]["message"]
+
+
+def test_changes_that_need_a_person(tmp_path: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:
+    repo = _base(tmp_path, env)
+    git("checkout", "-q", "main", cwd=repo)
+    _commit(repo, git, {"okfgit.toml": "[capture]\nenabled = false\n"}, "Opt out of capture")
+    git("checkout", "-q", "-B", "feature", cwd=repo)
+    verified = _read(repo, "guides/local-setup.md").replace(
+        "okf_source: authored\n", "okf_source: authored\nverified: {by: 'human:alice', at: '2025-11-01T00:00:00Z'}\n")
+    _commit(repo, git, {"okfgit.toml": None, "guides/local-setup.md": verified}, "Drop the opt-out, verify a guide")
+    data = _review(okfgit, repo, expect=2)
+    assert data["verdict"] == "needs-human"
+    assert _rules(data) == [("needs-human", "verified-changed", "guides/local-setup.md"),
+                            ("needs-human", "settings-changed", "okfgit.toml")]
+    approved = _review(okfgit, repo, "--approved-by", "human:carol", expect=0)
+    assert {f["severity"] for f in approved["findings"]} == {"approved"}

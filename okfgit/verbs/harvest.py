@@ -15,10 +15,12 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from okfgit import TOOL
 from okfgit.context import Context
+from okfgit.format import trailers
 from okfgit.errors import OkfError, UnwritableError, UsageError, ValidationError
 from okfgit.git import clean_git_env
 from okfgit.knowledge.snapshot import Snapshot
@@ -200,44 +202,108 @@ class Problem:
 WHERE = "--pr-body"
 
 
-def find_block(text: str) -> str | None:
-    """The contents of the first fenced ``okf-harvest`` block, or None."""
+def find_blocks(text: str) -> list[str]:
+    """The contents of every fenced ``okf-harvest`` block, in order."""
     lines = text.replace("\r\n", "\n").split("\n")
-    for i, line in enumerate(lines):
-        opened = _FENCE.match(line.strip())
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        opened = _FENCE.match(lines[i].strip())
+        i += 1
         if not opened:
             continue
         fence = opened.group(1)
         body: list[str] = []
-        for inner in lines[i + 1:]:
-            stripped = inner.strip()
+        while i < len(lines):
+            stripped = lines[i].strip()
+            i += 1
             if stripped.startswith(fence) and not stripped.strip(fence[0]):
                 break
-            body.append(inner)
-        return "\n".join(body)
-    return None
+            body.append(lines[i - 1])
+        out.append("\n".join(body))
+    return out
 
 
-def check(text: str, tree: Snapshot) -> tuple[dict[str, Any] | None, list[Problem]]:
-    """Parse the block in ``text`` and check each claimed path, blob OID and okf_id against ``tree``."""
-    raw = find_block(text)
-    if raw is None:
+def find_block(text: str) -> str | None:
+    """The contents of the first fenced ``okf-harvest`` block, or None."""
+    found = find_blocks(text)
+    return found[0] if found else None
+
+
+def check(text: str, tree: Snapshot, changed: set[str] | None = None,
+          commits: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+          head_branch: str | None = None) -> tuple[dict[str, Any] | None, list[Problem]]:
+    """Parse the one block in ``text`` and check it against the pull request.
+
+    Each claimed path, blob OID and okf_id against ``tree`` (the head); with ``changed``
+    (the concept paths the pull request adds, modifies or renames) every one of them must be
+    claimed; with ``commits`` (those of ``BASE..HEAD`` touching the tier, with their
+    trailers) ``destination.commit`` must be one of them, an okfgit promotion whose
+    ``Okf-Promoted-From`` trailers name ``source.commit``; with ``head_branch`` (the pull
+    request's branch) ``destination.branch`` must name it.
+    """
+    blocks = find_blocks(text)
+    if not blocks:
         return None, [Problem("warning", "harvest-block", WHERE, f"has no ```{LABEL} block; nothing to check")]
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        return None, [Problem("error", "harvest-block", WHERE, f"{LABEL} block is not valid JSON: {exc.msg} "
-                              f"(line {exc.lineno}, column {exc.colno})")]
-    if not isinstance(data, dict) or not isinstance(data.get("concepts"), list):
-        return None, [Problem("error", "harvest-block", WHERE, f"{LABEL} block must be an object with a "
-                              "concepts list")]
     out: list[Problem] = []
+    if len(blocks) > 1:
+        out.append(Problem("error", "harvest-block", WHERE, f"has {len(blocks)} {LABEL} blocks; a pull request "
+                           "carries one (only the first is read)"))
+    try:
+        data = json.loads(blocks[0])
+    except json.JSONDecodeError as exc:
+        return None, out + [Problem("error", "harvest-block", WHERE, f"{LABEL} block is not valid JSON: {exc.msg} "
+                                    f"(line {exc.lineno}, column {exc.colno})")]
+    if not isinstance(data, dict) or not isinstance(data.get("concepts"), list):
+        return None, out + [Problem("error", "harvest-block", WHERE, f"{LABEL} block must be an object with a "
+                                    "concepts list")]
     if data.get("version") != VERSION:
         out.append(Problem("error", "harvest-block", WHERE, f"{LABEL} version {data.get('version')!r} is not "
                            f"{VERSION}"))
     for number, item in enumerate(data["concepts"], start=1):
         out += _check_claim(number, item, tree)
+    if changed is not None:
+        claimed = {str(c.get("path", "")).lstrip("/") for c in data["concepts"] if isinstance(c, dict)}
+        for path in sorted(changed - claimed):
+            out.append(Problem("error", "harvest-unclaimed", path, f"the pull request adds or changes {path}, but "
+                               f"its {LABEL} block does not claim it; every concept a harvest brings is claimed"))
+    if commits is not None:
+        out += _check_commits(data, commits)
+    out += _check_branch(data, head_branch)
     return data, out
+
+
+def _check_commits(data: dict[str, Any], commits: Mapping[str, Sequence[tuple[str, str]]]) -> list[Problem]:
+    """``destination.commit`` is a promotion in the pull request, made from ``source.commit``."""
+    destination, source = _part(data, "destination"), _part(data, "source")
+    claimed = destination.get("commit")
+    if not isinstance(claimed, str) or claimed not in commits:
+        return [Problem("error", "harvest-mismatch", WHERE, f"the {LABEL} block's destination.commit {claimed!r} "
+                        "is not a commit of this pull request (BASE..HEAD) that changes the knowledge base")]
+    found = commits[claimed]
+    if trailers.values(list(found), "Okf-Operation") != ["promote"]:
+        return [Problem("error", "harvest-mismatch", WHERE, f"the {LABEL} block's destination.commit {claimed[:12]} "
+                        "is not an okfgit promotion (no Okf-Operation: promote trailer)")]
+    origins = {v.rsplit("@", 1)[-1].split(":", 1)[0] for v in trailers.values(list(found), "Okf-Promoted-From")}
+    if source.get("commit") not in origins:
+        named = ", ".join(sorted(origins)) or "nothing"
+        return [Problem("error", "harvest-mismatch", WHERE, f"the {LABEL} block's source.commit "
+                        f"{source.get('commit')!r} is not the commit the promotion {claimed[:12]} came from "
+                        f"(its Okf-Promoted-From trailers name {named})")]
+    return []
+
+
+def _part(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _check_branch(data: dict[str, Any], head_branch: str | None) -> list[Problem]:
+    branch = _part(data, "destination").get("branch")
+    if head_branch is None or branch is None or branch == head_branch:
+        return []
+    return [Problem("error", "harvest-mismatch", WHERE, f"the {LABEL} block's destination.branch {branch!r} is not "
+                    f"this pull request's branch {head_branch!r}")]
 
 
 def _check_claim(number: int, item: Any, tree: Snapshot) -> list[Problem]:

@@ -28,6 +28,7 @@ from okfgit import TOOL
 from okfgit.verbs import doctor
 from okfgit.verbs import harvest
 from okfgit.format import index_md as index
+from okfgit.format import lifecycle
 from okfgit.format import concept as okf
 from okfgit.format import markdown as links
 from okfgit.format import trailers
@@ -50,6 +51,10 @@ FALLBACK_BASES = ("main", "origin/main", "master", "origin/master")
 APPROVAL = "a person must approve the pull request (review --approved-by human:<id>)"
 # Keys whose change rewrites what a concept claims (a Decision must not be rewritten in place).
 CLAIM_KEYS = ("title", "description")
+# What a superseded concept may still change: its lifecycle (OKF §5.4, §5.5), nothing it claims.
+LIFECYCLE_KEYS = ("status", "superseded_by", "stale_after")
+# The project's okfgit settings (the capture opt-out among them): a person decides them.
+SETTINGS = "okfgit.toml"
 
 
 @dataclass(frozen=True)
@@ -283,13 +288,15 @@ def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | 
     out.files = _other_files(old, new)
     today = dt.date.fromisoformat(ctx.today())
     introduced, out.preexisting = _doctor_findings(old, new, today)
-    out.findings = introduced + rules(old, new, out.concepts)
+    out.findings = introduced + rules(old, new, out.concepts) + _settings(out.files)
+    out.commits = provenance(repo, tier, base, head)
     if pr_body is not None:
-        out.harvest, problems = harvest.check(pr_body, new)
+        claimed = {c.path for c in out.concepts if c.change != "removed"}
+        out.harvest, problems = harvest.check(pr_body, new, claimed, {c.oid: c.trailers for c in out.commits},
+                                              ctx.environ.get("GITHUB_HEAD_REF") or None)
         out.findings += [Finding(p.severity, p.rule, p.path, p.message) for p in problems]
     out.findings = _sorted(approve(_dedupe(out.findings), approvers))
     out.approved_by = approvers
-    out.commits = provenance(repo, tier, base, head)
     return out
 
 
@@ -450,7 +457,9 @@ def rules(old: Snapshot, new: Snapshot, changes: list[ConceptChange]) -> list[Fi
         before = _concept(old, change.old_path or change.path) if change.change != "added" else None
         after = _concept(new, change.path) if change.change != "removed" else None
         out += _human_reviewed(change, before)
+        out += _verified(change, before, after)
         out += _decision(change, before, after)
+        out += _superseded_rewrite(change, before, after)
         if before and after and before.okf_id and after.okf_id != before.okf_id:
             out.append(Finding(ERROR, "okf-id-changed", change.path, f"okf_id changed from {before.okf_id} to "
                                f"{after.okf_id}; an okf_id is the concept's identity and never changes"))
@@ -461,10 +470,31 @@ def rules(old: Snapshot, new: Snapshot, changes: list[ConceptChange]) -> list[Fi
 
 
 def human_reviewed(concept: Concept) -> list[str]:
-    """The ``human:`` actors in the concept's ``verified`` (a bare mapping is a one-element list)."""
-    verified = concept.meta.get("verified")
-    entries = [verified] if isinstance(verified, dict) else verified if isinstance(verified, list) else []
-    return [str(e.get("by")) for e in entries if isinstance(e, dict) and str(e.get("by", "")).startswith("human:")]
+    """Who makes the concept human-reviewed (OKF §5.3, read by ``format.lifecycle``); an unreadable
+    ``verified`` counts, fail closed, as a person's."""
+    trust = lifecycle.trust(concept.meta)
+    if trust.humans:
+        return list(trust.humans)
+    return ["an unreadable verified entry"] if trust.problem else []
+
+
+def _verified(change: ConceptChange, before: Concept | None, after: Concept | None) -> list[Finding]:
+    """A change to ``verified`` claims (or withdraws) a person's acceptance: a person approves it."""
+    if after is None:
+        return []
+    was = before.meta.get("verified") if before is not None else None
+    now = after.meta.get("verified")
+    if was == now:
+        return []
+    what = "adds" if was is None else "removes" if now is None else "changes"
+    return [Finding(HUMAN, "verified-changed", change.path, f"{what} verified (a claim that someone checked this "
+                    f"concept); {APPROVAL}")]
+
+
+def _settings(files: list[tuple[str, str]]) -> list[Finding]:
+    return [Finding(HUMAN, "settings-changed", path, f"{kind} the project's okfgit settings (what okfgit may "
+                    f"capture into this repository among them); {APPROVAL}")
+            for kind, path in files if path == SETTINGS]
 
 
 def _human_reviewed(change: ConceptChange, before: Concept | None) -> list[Finding]:
@@ -496,11 +526,30 @@ def _decision(change: ConceptChange, before: Concept | None, after: Concept | No
     if after is None:
         return []
     rewritten = before.body != after.body or any(before.meta.get(k) != after.meta.get(k) for k in CLAIM_KEYS)
-    if rewritten and not (after.meta.get("status") == "deprecated" and after.meta.get("superseded_by")):
+    if rewritten and not _superseded(after):
         return [Finding(ERROR, "decision-rewritten", change.path, "rewrites a Decision in place; write the new "
                         "decision as its own concept with supersedes, and mark this one status: deprecated with "
                         "superseded_by")]
     return []
+
+
+def _superseded(concept: Concept) -> bool:
+    state = lifecycle.lifecycle(concept.meta)
+    return state.deprecated and bool(state.superseded_by)
+
+
+def _superseded_rewrite(change: ConceptChange, before: Concept | None, after: Concept | None) -> list[Finding]:
+    """A concept superseded in this change (or before it) keeps what it said: only its lifecycle moves."""
+    if before is None or after is None or not _superseded(after):
+        return []
+    changed = [f.key for f in change.fields if f.key not in LIFECYCLE_KEYS]
+    if before.body != after.body:
+        changed.append("the body")
+    if not changed:
+        return []
+    return [Finding(ERROR, "decision-rewritten", change.path, f"is superseded, yet this change rewrites "
+                    f"{', '.join(changed)}; a superseded concept keeps its words (history), and may change only "
+                    f"{', '.join(LIFECYCLE_KEYS)}: put the new content in the concept that supersedes it")]
 
 
 def _refs(value: Any) -> list[str]:
