@@ -407,6 +407,8 @@ class Repo:
             c.path: (self.read_blob(c.new) if c.new else None)
             for c in self.diff_paths(self.tree_oid(parent), self.tree_oid(target))
         }
+        for path in changes:
+            fsutil.safe_relpath(path)  # a tree from elsewhere may hold a path git would never write
         self._check_folders(changes, parent, on_disk=True)
         dirty = self.dirty_paths(changes, parent)
         if dirty:
