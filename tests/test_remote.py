@@ -321,3 +321,50 @@ def test_syncs_on_two_machines_at_once_converge_and_lose_nothing(a: Machine, b: 
         fsck(lambda *x, **k: m.git(*x), m.tier)  # type: ignore[arg-type]
         assert m.git("status", "--porcelain").out == ""
     subprocess.run(["git", "fsck", "--strict", "--no-progress"], cwd=bare, check=True, capture_output=True)
+
+
+def test_the_same_new_path_on_both_sides_keeps_both(a: Machine, b: Machine, bare: Path) -> None:
+    a.okfgit("init", "--scope", "global", "--remote", str(bare), cwd=a.proj)
+    a.new("shell", "The person's shell is zsh.")
+    a.okfgit("sync", "--fetch", cwd=a.proj)
+    b.okfgit("init", "--scope", "global", cwd=b.proj)
+    b.new("shell", "The person's shell is fish.")
+    result = b.okfgit("init", "--scope", "global", "--remote", str(bare), cwd=b.proj)
+    assert "global:shell.needs-merge.md" in result.err
+    assert "fish" in (b.tier / "shell.md").read_text() and "zsh" in (b.tier / "shell.needs-merge.md").read_text()
+
+
+def test_uncommitted_edits_in_the_global_tier_defer_the_exchange(a: Machine, b: Machine, bare: Path) -> None:
+    two_machines(a, b, bare)
+    a.edit("editor.md", "modal editor", "modal editor (vim)")
+    a.okfgit("sync", "--fetch", cwd=a.proj)
+    (b.tier / "editor.md").write_text((b.tier / "editor.md").read_text() + "\nA person typing.\n")
+    before = b.head()
+    result = b.okfgit("sync", "--fetch", cwd=b.proj)
+    assert "global exchange deferred (global tier busy)" in result.out
+    assert "uncommitted edits in editor.md" in result.err
+    assert b.head() == before and "A person typing." in (b.tier / "editor.md").read_text()
+
+
+def test_a_hook_sync_pushes_but_fetches_at_most_once_per_interval(a: Machine, bare: Path) -> None:
+    from okfgit.local import exchange as record
+
+    a.okfgit("init", "--scope", "global", "--remote", str(bare), cwd=a.proj)
+    a.okfgit("sync", "--fetch", cwd=a.proj)
+    fetched = record.load(a.tier / ".git").last_attempt
+    a.new("hooked", "A fact written between two commits.")
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "work"], cwd=a.proj, env=a.env, check=True)
+    result = a.proc("sync", "--repo", str(a.proj), "--hook", "post-commit", cwd=a.proj)
+    assert result.out == "" and "pushed the global tier" in result.err and len(result.err.splitlines()) == 1
+    assert remote_log(bare)[0] == a.head()
+    assert record.load(a.tier / ".git").last_attempt == fetched  # pushed without fetching again
+
+
+def test_a_hook_says_unreachable_in_its_one_line(a: Machine, bare: Path, tmp_path: Path) -> None:
+    a.okfgit("init", "--scope", "global", "--remote", str(bare), cwd=a.proj)
+    a.git("remote", "set-url", "origin", str(tmp_path / "nowhere.git"))
+    a.git("config", "okf.fetchInterval", "0")
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "work"], cwd=a.proj, env=a.env, check=True)
+    result = a.proc("sync", "--repo", str(a.proj), "--hook", "post-commit", cwd=a.proj)
+    assert result.out == "" and len(result.err.splitlines()) == 1
+    assert "global remote unreachable, will retry" in result.err
