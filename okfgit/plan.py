@@ -8,6 +8,7 @@ that carries one out.
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,13 +47,16 @@ class TierCommit:
 
 @dataclass(frozen=True)
 class FileWrite:
-    """One file to write (``data``) or remove (None) outside any tier."""
+    """One file to write (``data``) or remove (None) outside any tier; with ``touch``, only
+    its modification time is set (to ``mtime_ns``), its bytes stay as they are."""
 
     path: Path
     data: bytes | None
     reason: str
     fsync: bool
     old: bytes | None = None
+    mtime_ns: int | None = None  # the modification time the file gets (None: the time of writing)
+    touch: bool = False
 
 
 @dataclass
@@ -93,11 +97,15 @@ def apply(ctx: Context, plan: Plan) -> Applied:
     folders: set[Path] = set()
     for write in plan.writes:
         try:
-            if write.data is None:
+            if write.touch:
+                pass
+            elif write.data is None:
                 if write.path.exists() or write.path.is_symlink():
                     write.path.unlink()
             else:
                 fsutil.atomic_write(write.path, write.data, fsync=write.fsync)
+            if write.mtime_ns is not None and (write.touch or write.data is not None):
+                os.utime(write.path, ns=(write.mtime_ns, write.mtime_ns), follow_symlinks=False)
             folders.add(write.path.parent)
             done.written.append(write)
         except OSError as exc:

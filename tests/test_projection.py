@@ -166,7 +166,7 @@ def test_memory_files_are_blobs_verbatim(kit: Kit, okfgit: Runner, git: Runner) 
         file_oid = git("hash-object", str(kit.memory / name), cwd=kit.repo).out.strip()
         assert file_oid == git("rev-parse", rev, cwd=where).out.strip(), name
     state = json.loads(kit.state.read_text())
-    okf_id, tier, path, oid, _, _ = state["memory_files"]["testing.md"]
+    okf_id, tier, path, oid = state["memory_files"]["testing.md"][:4]
     assert (okf_id, tier, path) == ("11111111-2222-4333-8444-555555555555", "project", "testing.md")
     assert oid == git("rev-parse", "HEAD:.okf/testing.md", cwd=kit.repo).out.strip()
     assert state["inputs"]["project"][2] == git("rev-parse", "HEAD:.okf", cwd=kit.repo).out.strip()
@@ -201,8 +201,13 @@ def test_one_changed_concept_rewrites_its_file_and_memory_md_only(kit: Kit, okfg
     assert sorted(Path(w["path"]).name for w in result["written"]) == ["MEMORY.md", "testing.md"]
     assert result["removed"] == [] and result["skipped"] == []
     after = mtimes(kit)
-    changed = sorted(Path(p).name for p in after if after[p] != before[p])
-    assert changed == ["MEMORY.md", "memory", "testing.md"]  # the folder: two atomic renames
+    # Bytes: only the changed concept and MEMORY.md. Times: the changed concept is now the
+    # newest file, first in Claude's recall order (spec/okf-projection.md), and the others
+    # keep their order below it.
+    files = sorted((p for p in after if Path(p).suffix == ".md" and Path(p).parent == kit.memory
+                    and Path(p).name != "MEMORY.md"), key=lambda p: -after[p])
+    assert Path(files[0]).name == "testing.md"
+    assert files[1:] == sorted(files[1:], key=lambda p: -before[p])
     assert (kit.memory / "testing.md").read_bytes() == path.read_bytes()
     assert "- [Testing](testing.md) \u2014 How we test here; overrides" in (kit.memory / "MEMORY.md").read_text()
 

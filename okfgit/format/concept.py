@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from okfgit.format import yamlfast
-from okfgit.errors import IntegrityError, ValidationError
+from okfgit.errors import IntegrityError, OkfError, ValidationError
 
 RESERVED = ("index.md", "log.md")
 SCOPES = ("global", "project", "job")
@@ -302,3 +302,68 @@ def one_line(value: Any) -> str:
     if value is None:
         return ""
     return " ".join(str(value).split())
+
+
+# -- key positions --------------------------------------------------------------------------
+
+SUMMARY_KEYS = ("name", "description", "type")  # what a reader needs to summarise a concept
+_KEY_LINE = re.compile(rb"^([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*:")
+
+
+def key_lines(data: bytes, keys: tuple[str, ...] = SUMMARY_KEYS) -> dict[str, int]:
+    """1-based line numbers (in the file) of the top-level frontmatter ``keys`` present."""
+    lines = data.split(b"\n")
+    if not lines or lines[0].rstrip(b"\r") != b"---":
+        return {}
+    out: dict[str, int] = {}
+    for number, raw in enumerate(lines[1:], start=2):
+        line = raw.rstrip(b"\r")
+        if line in (b"---", b"..."):
+            break
+        match = _KEY_LINE.match(line)
+        if match:
+            key = match.group(1).decode("ascii")
+            if key in keys and key not in out:
+                out[key] = number
+    return out
+
+
+def keys_first(data: bytes, keys: tuple[str, ...], within: int) -> bytes | None:
+    """``data`` with the top-level entries ``keys`` moved to the top of the frontmatter, or
+    None when they already sit within the first ``within`` lines, or when moving them would
+    not help or would change what the frontmatter means.
+
+    Only whole top-level entries move (a key line and the indented or list lines under it);
+    the body and every other byte stay as they are.
+    """
+    found = key_lines(data, keys)
+    if not found or max(found.values()) <= within:
+        return None
+    lines = data.split(b"\n")
+    end = next((i for i in range(1, len(lines)) if lines[i].rstrip(b"\r") in (b"---", b"...")), None)
+    if end is None:
+        return None
+    entries: list[list[bytes]] = []
+    lead: list[bytes] = []  # comments or blank lines before the first key stay first
+    for raw in lines[1:end]:
+        if _KEY_LINE.match(raw):
+            entries.append([raw])
+        elif entries:
+            entries[-1].append(raw)
+        else:
+            lead.append(raw)
+
+    def key_of(entry: list[bytes]) -> str:
+        match = _KEY_LINE.match(entry[0])
+        return match.group(1).decode("ascii") if match else ""
+
+    first = [e for key in keys for e in entries if key_of(e) == key]
+    others = [e for e in entries if all(e is not f for f in first)]
+    out = b"\n".join([lines[0], *lead, *(x for e in first + others for x in e), *lines[end:]])
+    if max(key_lines(out, keys).values()) > within:
+        return None  # the entries themselves are longer than that: nothing to gain
+    try:
+        same = split(out, "reordered").meta == split(data, "original").meta
+    except OkfError:
+        same = False
+    return out if same else None  # never write a file that means something else

@@ -27,7 +27,7 @@ from okfgit.git import Entry, Repo
 from okfgit.knowledge.tiers import Tier
 from okfgit.local import paths
 
-VERSION = 3  # 2: a concept without a string type is a problem, not a fact; 3: status and stale_after
+VERSION = 4  # 2: a concept without a string type is a problem, not a fact; 3: status and stale_after; 4: what Claude's recall order needs
 CATALOG_FILE = paths.CATALOG
 # Rewriting the whole cache costs as much as parsing this many concepts again, so a cache
 # only this far behind its tree is left as it is: the next run diffs from the older tree.
@@ -45,6 +45,10 @@ class Fact(NamedTuple):
     hook: str
     status: str  # OKF status as ``format.lifecycle`` reads it ("stable" when absent)
     stale_after: str  # the instant it goes stale, as okfgit shows it ("" when none or unreadable)
+    type: str = ""
+    captured: bool = False  # okf_source: claude-memory (an agent wrote it first)
+    verified: bool = False  # human-reviewed (OKF `verified` by a human: actor, or unreadable: fail closed)
+    summary_line: int = 0  # the last line holding a SUMMARY_KEYS key (Claude reads only the first 30)
 
 
 F = TypeVar("F")
@@ -87,6 +91,10 @@ def fact_of(label: str, path: str, entry: Entry, data: bytes) -> Fact:
         hook=hook,
         status=life.status,
         stale_after=life.stale_label() or "",
+        type=okf.one_line(meta.get("type")),
+        captured=meta.get("okf_source") == "claude-memory",
+        verified=lifecycle.trust(meta).human_reviewed,
+        summary_line=max(okf.key_lines(data).values(), default=0),
     )
 
 

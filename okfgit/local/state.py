@@ -43,10 +43,14 @@ class FileRecord(NamedTuple):
 
 
 class MemoryFile(NamedTuple):
-    """A projected memory file: the concept it holds, verbatim, and the file's stat.
+    """A projected memory file: the concept it holds and the file's stat.
 
     A tuple, so that 10,000 of them load and save quickly; on disk it is the JSON array
-    ``[okf_id, tier, path, oid, size, mtime_ns]``.
+    ``[okf_id, tier, path, oid, size, mtime_ns, since, written]``. ``oid`` is the concept's
+    blob; ``written`` is the OID of the bytes in the file when they differ from the blob
+    (keys moved within Claude's 30-line read), else empty; ``since`` is when okfgit first
+    wrote this blob there (the folder's projection generation: 0 for the first projection
+    into it, one more for each later one that wrote a file), which ranks what changed last first.
     """
 
     okf_id: str | None
@@ -55,10 +59,17 @@ class MemoryFile(NamedTuple):
     oid: str
     size: int
     mtime_ns: int
+    since: int = 0
+    written: str = ""
+
+    @property
+    def file_oid(self) -> str:
+        """The blob OID of the bytes okfgit put in the file."""
+        return self.written or self.oid
 
     @property
     def record(self) -> FileRecord:
-        return FileRecord(self.oid, self.size, self.mtime_ns)
+        return FileRecord(self.file_oid, self.size, self.mtime_ns)
 
     @property
     def citation(self) -> str:
@@ -88,6 +99,10 @@ class State:
     inputs: dict[str, TierInput] = field(default_factory=dict)
     targets: dict[str, FileRecord] = field(default_factory=dict)
     memory_files: dict[str, MemoryFile] = field(default_factory=dict)
+    # Claude's recall order (targets/recall.py): the time (seconds) the top files' times were
+    # last set below, and the folder's projection generation (see MemoryFile.since).
+    recall_top_s: int | None = None
+    generation: int = 0
     tool: str = TOOL
     warnings: list[str] = field(default_factory=list)
     stale_at: int | None = None  # epoch seconds when a projected concept goes stale (MEMORY.md changes)
@@ -154,7 +169,7 @@ class State:
             old = self.memory_files.get(name)
             self.memory_files[name] = MemoryFile(
                 old.okf_id if old else None, old.tier if old else "", old.path if old else "", oid,
-                st.st_size, st.st_mtime_ns,
+                st.st_size, st.st_mtime_ns, old.since if old else 0,
             )
         self.inputs = {}
 
@@ -173,6 +188,7 @@ class State:
             "inputs": self.inputs,
             "targets": self.targets,
             "memory_files": self.memory_files,
+            "recall": [self.recall_top_s, self.generation],
         }
 
 
@@ -224,6 +240,10 @@ def _parse(common: Path, data: dict[str, Any]) -> State:
         memory_files={str(k): MemoryFile(*v) for k, v in data["memory_files"].items()},
         tool=str(data.get("tool", "")),
     )
+    recall = data.get("recall")
+    if isinstance(recall, list) and len(recall) == 2:
+        state.recall_top_s = int(recall[0]) if isinstance(recall[0], int) else None
+        state.generation = int(recall[1]) if isinstance(recall[1], int) else 0
     for rec in state.memory_files.values():
         if not (isinstance(rec.oid, str) and isinstance(rec.size, int) and isinstance(rec.mtime_ns, int)):
             raise ValueError(f"bad memory file record {list(rec)!r}")

@@ -28,6 +28,7 @@ REMOVE = "remove"
 UNCHANGED = "unchanged"
 SKIP = "skip"
 FAIL = "fail"
+TOUCH = "touch"  # the bytes stay; only the modification time is set (Claude's recall order)
 
 
 class TierInfo(NamedTuple):
@@ -111,6 +112,7 @@ class Item(NamedTuple):
     concept: Projected | None = None
     keep_record: bool = True
     via: Path | None = None  # the symlink ``path`` was reached through (a home-level block file)
+    mtime_ns: int | None = None  # the modification time the file gets (write, touch)
 
 
 @dataclass
@@ -121,6 +123,11 @@ class TargetPlan:
     # Memory files (names in memory_dir) left exactly as recorded: no item each, since a
     # one-change run over 10,000 concepts must not build 10,000 objects.
     kept: list[str] = field(default_factory=list)
+    # Set by the memory target: the top files' time anchor and the folder's generation
+    # (targets/recall.py), and the recall order it chose (file names, first first).
+    recall_top_s: int | None = None
+    generation: int | None = None
+    recall_order: list[str] = field(default_factory=list)
 
 
 def folder_problem(folder: Path) -> str | None:

@@ -33,8 +33,9 @@ from okfgit.format import lifecycle
 from okfgit.git import blob_oid
 from okfgit.knowledge.catalog import Fact
 from okfgit.local.state import MemoryFile, TierInput
-from okfgit.targets import memory_index
-from okfgit.targets.base import FAIL, REMOVE, SKIP, UNCHANGED, WRITE, Item, Projected, TargetPlan, View, folder_problem
+from okfgit.targets import memory_index, recall
+from okfgit.targets.base import (FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, Projected, TargetPlan, View,
+                                 folder_problem)
 
 INDEX_NAME = "MEMORY.md"
 _MAX_COMPONENT = 255
@@ -73,6 +74,7 @@ class ClaudeMemory:
         out.warnings.extend(warnings)
         trust = _folder_unchanged(view, folder)
         out.items.extend(_reconcile(view, folder, names, trust, out.kept))
+        _recall_order(view, folder, names, out)
         index = _index_item(view, folder, names, merged.concepts, out)
         if index is not None:
             out.items.append(index)
@@ -251,8 +253,9 @@ def _reconcile(view: View, folder: Path, names: dict[str, Projected], trust: boo
     for name in sorted(names):
         concept = names[name]
         rec = records.get(name)
+        wanted = _Wanted(view, concept)
         if trust and rec is not None and rec.oid == concept.fact.oid and rec.path == concept.path \
-                and rec.tier == concept.tier and rec.okf_id == concept.fact.okf_id:
+                and rec.tier == concept.tier and rec.okf_id == concept.fact.okf_id and rec.file_oid == wanted.oid:
             kept.append(name)
             continue
         path = folder / name
@@ -265,7 +268,7 @@ def _reconcile(view: View, folder: Path, names: dict[str, Projected], trust: boo
         missing = present is not None and "/" not in name and name.casefold() not in present
         kind, data = ("missing", None) if missing else _current(path)
         if kind == "missing":
-            yield Item(path, WRITE, f"{why} (new)", data=view.read(concept.fact.oid), oid=concept.fact.oid,
+            yield Item(path, WRITE, f"{why} (new){wanted.note}", data=wanted.data, oid=wanted.oid,
                        memory_name=name, concept=concept)
         elif kind == "other":
             yield Item(path, SKIP, "is a symlink or a folder, not a file okfgit wrote; left alone",
@@ -273,11 +276,11 @@ def _reconcile(view: View, folder: Path, names: dict[str, Projected], trust: boo
         else:
             assert data is not None
             current = blob_oid(data)
-            if current == concept.fact.oid:
+            if current == wanted.oid:
                 yield Item(path, UNCHANGED, why, oid=current, memory_name=name, concept=concept)
-            elif rec is not None and current == rec.oid:
-                yield Item(path, WRITE, f"{why} (updated)", data=view.read(concept.fact.oid), old=data,
-                           oid=concept.fact.oid, memory_name=name, concept=concept)
+            elif rec is not None and current == rec.file_oid:
+                yield Item(path, WRITE, f"{why} (updated){wanted.note}", data=wanted.data, old=data,
+                           oid=wanted.oid, memory_name=name, concept=concept)
             else:
                 yield Item(path, SKIP, f"was not written by okfgit (or was edited since); left for capture, "
                            f"so {concept.citation} is not projected there", memory_name=name, concept=concept)
@@ -302,11 +305,87 @@ def _removal(folder: Path, name: str, rec: MemoryFile, same_folder: bool,
     kind, data = _current(path)
     if kind == "missing":
         return
-    if kind == "file" and data is not None and blob_oid(data) == rec.oid:
+    if kind == "file" and data is not None and blob_oid(data) == rec.file_oid:
         yield Item(path, REMOVE, f"held {rec.citation}, {where}", old=data, memory_name=name)
     else:
         yield Item(path, SKIP, f"held {rec.citation}, {where}, but was edited since okfgit wrote it; "
                    "left for capture", memory_name=name, keep_record=False)
+
+
+class _Wanted:
+    """The bytes a concept's memory file should hold: its blob verbatim, or, when a key Claude
+    reads sits past the lines it reads, the blob with those keys moved to the top."""
+
+    def __init__(self, view: View, concept: Projected) -> None:
+        self._view = view
+        self._oid = concept.fact.oid
+        self._fixed: bytes | None = None
+        if concept.fact.summary_line > recall.SCAN_LINES:
+            self._fixed = recall.within_scan(view.read(concept.fact.oid))
+
+    @property
+    def oid(self) -> str:
+        return blob_oid(self._fixed) if self._fixed is not None else self._oid
+
+    @property
+    def data(self) -> bytes:
+        return self._fixed if self._fixed is not None else self._view.read(self._oid)
+
+    @property
+    def note(self) -> str:
+        return f"; keys {', '.join(recall.SCAN_KEYS)} moved within Claude's {recall.SCAN_LINES}-line read" \
+            if self._fixed is not None else ""
+
+
+# -- Claude's recall order ------------------------------------------------------------------
+
+
+def _recall_order(view: View, folder: Path, names: dict[str, Projected], out: TargetPlan) -> None:
+    """Rank the projected files (targets/recall.py) and give each the modification time its
+    rank needs, so that Claude's newest 200 are okfgit's top 200. Only files whose recorded
+    time differs are touched; a run that changes nothing moves no time."""
+    state = view.state
+    records = state.memory_files if state.memory_dir == folder else {}
+    first = not records
+    writes = any(i.action == WRITE and i.memory_name for i in out.items)
+    generation = 0 if first else state.generation + (1 if writes else 0)
+    live = {i.memory_name: i for i in out.items if i.memory_name and i.action in (WRITE, UNCHANGED)}
+    projected = [*live, *out.kept]
+    tier_rank = {t.label: n for n, t in enumerate(view.tiers)}
+    candidates = []
+    for name in projected:
+        concept = names[name]
+        rec = records.get(name)
+        since = rec.since if rec is not None and rec.oid == concept.fact.oid else generation
+        fact = concept.fact
+        candidates.append(recall.Candidate(name, tier_rank.get(concept.tier, len(tier_rank)), concept.path,
+                                           fact.captured, fact.verified, fact.type, fact.status == "deprecated",
+                                           since))
+    order = recall.rank(candidates)
+    recorded = {n: r.mtime_ns for n, r in records.items() if n not in live or live[n].action != WRITE}
+    top = state.recall_top_s
+    if top is None or recall.needs_restamp(order, recorded, top):
+        top = int(view.ctx.clock())
+    wanted = recall.mtimes(order, top)
+    out.recall_top_s, out.generation, out.recall_order = top, generation, order
+    for index, item in enumerate(out.items):
+        name = item.memory_name or ""
+        if name not in wanted:
+            continue
+        if item.action == WRITE:
+            out.items[index] = item._replace(mtime_ns=wanted[name])
+        elif item.action == UNCHANGED and recorded.get(name) != wanted[name]:
+            out.items[index] = item._replace(action=TOUCH, mtime_ns=wanted[name],
+                                             reason=f"{item.reason}; time set for Claude's recall order")
+    touched = set()
+    for name in out.kept:
+        rec = records.get(name)
+        if rec is not None and rec.mtime_ns != wanted[name]:
+            touched.add(name)
+            out.items.append(Item(folder / name, TOUCH, f"holds {names[name].citation}; time set for Claude's "
+                                  "recall order", oid=rec.file_oid, memory_name=name, concept=names[name],
+                                  mtime_ns=wanted[name]))
+    out.kept[:] = [n for n in out.kept if n not in touched]
 
 
 # -- MEMORY.md --------------------------------------------------------------------------------
@@ -318,7 +397,7 @@ def _index_item(view: View, folder: Path, names: dict[str, Projected], concepts:
     kind, old = _current(path)
     if kind == "other":
         return Item(path, SKIP, "is a symlink or a folder; MEMORY.md was not regenerated")
-    projected = {i.memory_name for i in out.items if i.action in (WRITE, UNCHANGED) and i.memory_name}
+    projected = {i.memory_name for i in out.items if i.action in (WRITE, UNCHANGED, TOUCH) and i.memory_name}
     projected.update(out.kept)
     managed = projected | {i.memory_name for i in out.items if i.action == REMOVE and i.memory_name}
     kept, other = memory_index.kept_lines(old, managed, lambda name: (folder / name).is_file())

@@ -31,7 +31,7 @@ from okfgit.format import lifecycle
 from okfgit.format.index_md import is_needs_merge
 from okfgit.plan import FileWrite, Plan, apply, render
 from okfgit.targets import TARGETS
-from okfgit.targets.base import FAIL, REMOVE, SKIP, UNCHANGED, WRITE, Item, Merged, Projected, TierInfo, View
+from okfgit.targets.base import FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, Merged, Projected, TierInfo, View
 from okfgit.knowledge.tiers import PRECEDENCE, Tier, Workspace
 
 TARGET_CHOICES = ("claude", "agents", "all")
@@ -66,6 +66,9 @@ class Report:
     owned: state.State | None = None
     stamp: _Stamp | None = None
     skipped_concepts: list[str] = field(default_factory=list)  # "<tier>:<path>" not projected
+    recall_top_s: int | None = None  # the memory target's recall anchor and generation (targets/recall.py)
+    generation: int | None = None
+    recall_order: list[str] = field(default_factory=list)  # memory file names, Claude's first recall first
 
     @property
     def failed(self) -> bool:
@@ -138,10 +141,13 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
         planned.extend((tgt.name, item) for item in tp.items)
         report.kept.extend(tp.kept)
         memory_dir = tp.memory_dir or memory_dir
+        if tp.generation is not None:
+            report.recall_top_s, report.generation, report.recall_order = tp.recall_top_s, tp.generation, \
+                tp.recall_order
     report.memory_dir = memory_dir
     if view._merged is not None:
         report.skipped_concepts = view._merged.skipped
-    plan = Plan(writes=[_file_write(item) for _, item in planned if item.action in (WRITE, REMOVE)])
+    plan = Plan(writes=[_file_write(item) for _, item in planned if item.action in (WRITE, REMOVE, TOUCH)])
     if dry_run:
         report.diff = render(plan)
         report.outcomes = [_outcome(name, item, None) for name, item in planned]
@@ -294,10 +300,13 @@ def _read(oid: str, cache: dict[str, bytes], repos: dict[str, Repo]) -> bytes:
 
 
 def _file_write(item: Item) -> FileWrite:
-    return FileWrite(item.path, item.data if item.action == WRITE else None, item.reason, item.fsync, item.old)
+    return FileWrite(item.path, item.data if item.action == WRITE else None, item.reason, item.fsync, item.old,
+                     mtime_ns=item.mtime_ns, touch=item.action == TOUCH)
 
 
-_PAST = {WRITE: "written", REMOVE: "removed", UNCHANGED: "unchanged", SKIP: "skipped", FAIL: "failed"}
+# A touched file's bytes are unchanged: only its time moved (Claude's recall order).
+_PAST = {WRITE: "written", REMOVE: "removed", UNCHANGED: "unchanged", TOUCH: "unchanged", SKIP: "skipped",
+         FAIL: "failed"}
 
 
 def _outcome(target: str, item: Item, failure: str | None) -> Outcome:
@@ -314,13 +323,13 @@ def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str,
             run_arg: str | None, expires: int | None = None) -> None:
     """The new state and (when all went well) the fast-path stamp, into ``report``; ``save`` writes them."""
     new = state.State(old.common_dir, old.memory_dir, old.memory_dir_mtime_ns, dict(old.inputs), dict(old.targets),
-                      dict(old.memory_files), stale_at=old.stale_at)
+                      dict(old.memory_files), old.recall_top_s, old.generation, stale_at=old.stale_at)
     memory_failed = False
     for _, item in planned:
         failed = item.path in failures or item.action == FAIL
         if item.memory_name is not None:
             memory_failed |= failed
-            _record_memory(new, old, item, failed, memory_dir)
+            _record_memory(new, old, item, failed, memory_dir, report.generation)
         else:
             _record_target(new, item, failed)
     if memory_dir is not None:
@@ -330,6 +339,8 @@ def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str,
         new.memory_files = {n: m for n, m in new.memory_files.items() if n in names}
         new.memory_dir = memory_dir
         new.stale_at = expires
+        if report.generation is not None and not memory_failed:
+            new.recall_top_s, new.generation = report.recall_top_s, report.generation
         stat = fastpath.stat_token(str(memory_dir))
         new.memory_dir_mtime_ns = stat[1] if stat else None
         new.inputs = {} if memory_failed or report.failed else {
@@ -376,7 +387,8 @@ def _record_target(new: state.State, item: Item, failed: bool) -> None:
         new.targets[key] = record
 
 
-def _record_memory(new: state.State, old: state.State, item: Item, failed: bool, memory_dir: Path | None) -> None:
+def _record_memory(new: state.State, old: state.State, item: Item, failed: bool, memory_dir: Path | None,
+                   generation: int | None) -> None:
     name = item.memory_name
     assert name is not None
     if failed:
@@ -391,13 +403,17 @@ def _record_memory(new: state.State, old: state.State, item: Item, failed: bool,
         return
     assert item.oid is not None
     current = old.memory_files.get(name) if old.memory_dir == memory_dir else None
-    if item.action == UNCHANGED and current is not None and current.oid == item.oid:
-        if (current.okf_id, current.tier, current.path) == (concept.fact.okf_id, concept.tier, concept.path):
+    okf_id, oid = concept.fact.okf_id, concept.fact.oid
+    written = item.oid if item.oid != oid else ""
+    since = current.since if current is not None and current.oid == oid else (generation or 0)
+    if item.action == UNCHANGED and current is not None and current.file_oid == item.oid:
+        if (current.okf_id, current.tier, current.path, current.oid, current.since) == (
+                okf_id, concept.tier, concept.path, oid, since):
             return
-        new.memory_files[name] = state.MemoryFile(concept.fact.okf_id, concept.tier, concept.path, item.oid,
-                                                  current.size, current.mtime_ns)
+        new.memory_files[name] = state.MemoryFile(okf_id, concept.tier, concept.path, oid, current.size,
+                                                  current.mtime_ns, since, written)
         return
     record = _stat_record(item.path, item.oid)
     if record is not None:
-        new.memory_files[name] = state.MemoryFile(concept.fact.okf_id, concept.tier, concept.path, item.oid,
-                                                  record.size, record.mtime_ns)
+        new.memory_files[name] = state.MemoryFile(okf_id, concept.tier, concept.path, oid, record.size,
+                                                  record.mtime_ns, since, written)

@@ -1,0 +1,126 @@
+"""What Claude Code can recall from its memory folder, and okfgit's choice of it.
+
+Claude Code 2.1 (read from its shipped code) builds its recall candidates like this: every
+``*.md`` under the memory folder, recursively, ``MEMORY.md`` aside; only the first 30 lines
+of each are read (for the frontmatter ``description`` and ``type``); sorted by modification
+time, newest first; the first 200 kept. So with more than 200 files, file times decide what
+Claude can ever recall. okfgit therefore ranks every projected concept by one rule
+(``rank``; spec/okf-projection.md, "What Claude can recall") and sets each file's
+modification time from its rank (``mtimes``), so that the 200 newest files are exactly
+okfgit's top 200, and makes sure the keys Claude reads sit within the first 30 lines
+(``within_scan``).
+
+Pure functions: bytes and records in, data out; projection applies the result.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from okfgit.format import concept as okf
+
+RECALL_LIMIT = 200  # recall candidates Claude Code keeps, newest first
+SCAN_LINES = 30  # lines of each memory file it reads
+FRESH_LIMIT = 100  # at most this many slots go to what changed last, so churn cannot evict the rest
+SCAN_KEYS = okf.SUMMARY_KEYS  # name, description, type
+_REST_AGE_S = 86_400  # files below the top 200 are this much older than the oldest of it
+_PRIORITY_TYPES = frozenset({"decision", "playbook", "lesson"})
+
+
+class Candidate(NamedTuple):
+    """One projected memory file as the ranking sees it."""
+
+    name: str  # the file's name in the memory folder
+    tier_rank: int  # 0 for the most specific tier in the projection
+    path: str  # the concept's KB path
+    captured: bool  # okf_source: claude-memory (an agent wrote it first)
+    verified: bool  # human-verified (a `verified` entry by a human: actor)
+    type: str
+    deprecated: bool  # status: deprecated
+    since: int  # the projection generation in which okfgit first wrote this blob there (0: the first)
+
+
+def rank(candidates: Iterable[Candidate], baseline: int = 0) -> list[str]:
+    """File names, the one Claude should recall first first.
+
+    1. What changed last: memories captured from an agent, and concepts whose current
+       blob okfgit first projected after ``baseline`` (the folder's first projection),
+       newest first, at most ``FRESH_LIMIT`` of them;
+    2. human-verified concepts;
+    3. Decisions, Playbooks and Lessons;
+    4. everything else;
+    5. deprecated concepts, always last.
+    Ties: most specific tier first, then KB path, then file name.
+    """
+    items = list(candidates)
+    fresh = sorted((c for c in items if not c.deprecated and (c.captured or c.since > baseline)),
+                   key=lambda c: (-c.since, c.tier_rank, c.path, c.name))[:FRESH_LIMIT]
+    chosen = {c.name for c in fresh}
+
+    def group(c: Candidate) -> int:
+        if c.deprecated:
+            return 4
+        if c.verified:
+            return 1
+        if c.type.casefold() in _PRIORITY_TYPES:
+            return 2
+        return 3
+
+    rest = sorted((c for c in items if c.name not in chosen), key=lambda c: (group(c), c.tier_rank, c.path, c.name))
+    return [c.name for c in fresh] + [c.name for c in rest]
+
+
+def mtimes(order: Sequence[str], top_anchor_s: int) -> dict[str, int]:
+    """Modification time (ns) for each name: the top ``RECALL_LIMIT`` one second apart up to
+    ``top_anchor_s``, every other file at one time a day older than the last of them.
+
+    The rest share one time on purpose: their order is never seen by Claude, and a change
+    among them then moves no file's time.
+    """
+    out: dict[str, int] = {}
+    rest = top_anchor_s - RECALL_LIMIT - _REST_AGE_S
+    for i, name in enumerate(order):
+        seconds = top_anchor_s - i if i < RECALL_LIMIT else rest
+        out[name] = seconds * 1_000_000_000
+    return out
+
+
+def needs_restamp(order: Sequence[str], recorded: dict[str, int], top_anchor_s: int) -> bool:
+    """The recorded modification times do not already realise ``order`` from this anchor."""
+    wanted = mtimes(order, top_anchor_s)
+    return any(recorded.get(name) != ns for name, ns in wanted.items())
+
+
+# -- the 30-line read ---------------------------------------------------------------------
+
+
+def within_scan(data: bytes) -> bytes | None:
+    """``data`` with the keys Claude reads moved to the top of its frontmatter, or None when
+    they already sit within the first ``SCAN_LINES`` lines (or cannot be moved safely)."""
+    return okf.keys_first(data, SCAN_KEYS, SCAN_LINES)
+
+
+# -- Claude Code's own listing (for --explain and the tests) ---------------------------------
+
+
+def claude_candidates(folder: Path) -> list[Path]:
+    """The recall candidates exactly as Claude Code 2.1 lists them: every ``*.md`` below
+    ``folder`` except ``MEMORY.md``, newest modification time first, the first 200."""
+    found: list[tuple[int, str, Path]] = []
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in files:
+            if not name.endswith(".md"):
+                continue
+            path = Path(root) / name
+            if path.parent == folder and name == "MEMORY.md":
+                continue
+            try:
+                found.append((os.stat(path).st_mtime_ns, str(path), path))
+            except OSError:
+                continue
+    found.sort(key=lambda t: (-t[0], t[1]))
+    return [p for _, _, p in found[:RECALL_LIMIT]]

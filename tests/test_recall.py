@@ -1,0 +1,84 @@
+"""The recall rule (okfgit.targets.recall): ranking, file times and the 30-line read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from okfgit.targets import recall
+from okfgit.format.concept import key_lines as recall_lines
+from okfgit.targets.recall import Candidate
+
+
+def cand(name: str, *, tier: int = 1, captured: bool = False, verified: bool = False, type_: str = "Reference",
+         deprecated: bool = False, since: int = 0) -> Candidate:
+    return Candidate(name, tier, f"kb/{name}", captured, verified, type_, deprecated, since)
+
+
+def test_rank_order_fresh_verified_types_rest_deprecated() -> None:
+    pool = [cand("old-dep.md", deprecated=True), cand("plain.md"), cand("decision.md", type_="Decision"),
+            cand("verified.md", verified=True), cand("captured.md", captured=True),
+            cand("changed.md", since=2), cand("changed-dep.md", since=3, deprecated=True),
+            cand("job.md", tier=0)]
+    assert recall.rank(pool) == [
+        "changed.md", "captured.md", "verified.md", "decision.md", "job.md", "plain.md", "changed-dep.md",
+        "old-dep.md"]
+
+
+def test_fresh_slots_are_capped() -> None:
+    pool = [cand(f"c{i:03}.md", captured=True, since=1 + i) for i in range(150)] + [cand("v.md", verified=True)]
+    order = recall.rank(pool, baseline=0)
+    assert order[:recall.FRESH_LIMIT] == [f"c{i:03}.md" for i in range(149, 149 - recall.FRESH_LIMIT, -1)]
+    assert order[recall.FRESH_LIMIT] == "v.md"
+
+
+def test_mtimes_top_distinct_rest_one_older_time() -> None:
+    order = [f"f{i}.md" for i in range(250)]
+    times = recall.mtimes(order, top_anchor_s=10_000_000)
+    top = [times[n] for n in order[:200]]
+    assert top == sorted(top, reverse=True) and len(set(top)) == 200
+    assert {times[n] for n in order[200:]} == {(10_000_000 - 200 - 86_400) * 10**9}
+    assert max(times[n] for n in order[200:]) < min(top)
+    assert not recall.needs_restamp(order, times, 10_000_000)
+    assert recall.needs_restamp(order[::-1], times, 10_000_000)
+
+
+LONG = b"---\ntitle: A\n" + b"".join(b"k%02d: v\n" % i for i in range(40)) + \
+    b"type: Decision\ndescription: Why it is so.\ntags:\n- a\n- b\n---\nBody line.\n"
+
+
+def test_keys_after_line_30_move_to_the_top_and_nothing_else_changes() -> None:
+    assert max(recall_lines(LONG).values()) > recall.SCAN_LINES
+    out = recall.within_scan(LONG)
+    assert out is not None
+    assert recall_lines(out) == {"description": 2, "type": 3}
+    assert out.endswith(b"---\nBody line.\n")
+    assert sorted(out.split(b"\n")) == sorted(LONG.split(b"\n"))
+
+
+def test_keys_within_the_read_are_left_alone() -> None:
+    assert recall.within_scan(b"---\ntype: Lesson\ndescription: d\n---\nbody\n") is None
+    assert recall.within_scan(b"no frontmatter\n") is None
+
+
+def test_claude_candidates_is_newest_200_without_memory_md(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    for i in range(210):
+        path = tmp_path / ("sub" if i % 2 else "") / f"m{i:03}.md"
+        path.write_text("x\n")
+        import os
+        os.utime(path, ns=(i * 10**9, i * 10**9))
+    (tmp_path / "MEMORY.md").write_text("index\n")
+    (tmp_path / "notes.txt").write_text("not md\n")
+    found = recall.claude_candidates(tmp_path)
+    assert len(found) == 200
+    assert found[0].name == "m209.md" and found[-1].name == "m010.md"
+    assert all(p.name != "MEMORY.md" for p in found)
+
+
+@pytest.mark.parametrize("data", [LONG.replace(b"type: Decision", b"type: &t Decision")])
+def test_a_reorder_that_would_change_meaning_is_not_made(data: bytes) -> None:
+    # an anchor moved after its alias would not parse the same; the original is projected instead
+    aliased = data.replace(b"k00: v", b"k00: *t")
+    assert recall.within_scan(aliased) is None
