@@ -372,7 +372,9 @@ def _insert_heading(head: str, heading: str, newline: str = "\n") -> str:
         end = head.find(newline + "---", 4)
         if end != -1:
             fm = head[: end + len(newline) + 3]
-            rest = head[end + len(newline) + 3:].strip("\r\n")
+            rest = _without_final_breaks(head[end + len(newline) + 3:])
+            while rest.startswith(("\r\n", "\n")):  # line breaks only: a lone CR is the line's own byte
+                rest = rest[2:] if rest.startswith("\r\n") else rest[1:]
             return fm + blank + heading + (blank + rest if rest else "")
     return heading + (blank + head if head.strip() else "")
 
