@@ -106,7 +106,7 @@ def _run(args: Sequence[str], cwd: Path, env: Mapping[str, str], timeout_s: floa
 def fetch(path: Path, remote: str, env: Mapping[str, str], timeout_s: float) -> Outcome:
     """Fetch every branch of ``remote`` into ``refs/remotes/<remote>/`` (the remote-tracking
     refs; no working tree or local branch is touched)."""
-    code, _, text = _run([*_network_args(timeout_s), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+    code, _, text = _run([*_network_args(timeout_s), "fetch", "--quiet", "--no-tags",
                          remote, f"+refs/heads/*:refs/remotes/{remote}/*"], path, env, timeout_s)
     return Outcome(code == 0, _last_line(text))
 

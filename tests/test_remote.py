@@ -160,7 +160,7 @@ def test_remote_show_set_remove_and_a_plain_git_remote(a: Machine, bare: Path, t
     assert str(other) in a.okfgit("remote", "set", str(other), cwd=a.proj).out
     assert a.git("remote", "get-url", "origin").out.strip() == str(other)
     assert "removed" in a.okfgit("remote", "remove", cwd=a.proj).out
-    assert a.git("remote").out == ""
+    assert a.git("remote").out == "" and not (a.tier / ".git" / "okf" / "exchange.json").exists()
     assert "global remote: none" in a.okfgit("remote", "show", cwd=a.proj).out
 
 
@@ -358,6 +358,15 @@ def test_a_hook_sync_pushes_but_fetches_at_most_once_per_interval(a: Machine, ba
     assert result.out == "" and "pushed the global tier" in result.err and len(result.err.splitlines()) == 1
     assert remote_log(bare)[0] == a.head()
     assert record.load(a.tier / ".git").last_attempt == fetched  # pushed without fetching again
+
+
+def test_a_remote_removed_with_plain_git_is_forgotten(a: Machine, bare: Path) -> None:
+    a.okfgit("init", "--scope", "global", "--remote", str(bare), cwd=a.proj)
+    a.git("remote", "remove", "origin")
+    a.git("config", "okf.fetchInterval", "0")
+    assert "global" not in a.okfgit("sync", cwd=a.proj).out
+    assert not (a.tier / ".git" / "okf" / "exchange.json").exists()
+    assert a.okfgit("sync", cwd=a.proj).out == "okfgit sync: up to date\n"
 
 
 def test_a_hook_says_unreachable_in_its_one_line(a: Machine, bare: Path, tmp_path: Path) -> None:

@@ -161,6 +161,7 @@ def begin(ctx: Context, ws: Workspace, *, force: bool, wait_s: float) -> Report 
     repo = tier.open()
     tg = target(repo)
     if tg is None:
+        forget(repo)  # removed with plain git: the record must not keep making syncs look for it
         return None
     report = Report(tg.shown)
     rec = record.load(repo.common_dir)
@@ -289,6 +290,14 @@ def push(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report, timeo
             report.warnings.append(f"global remote {tg.shown}: {out.message}")
         break
     report.pending = counts(repo, tg)[0]
+
+
+def forget(repo: Repo) -> None:
+    """Remove the exchange record (the tier has no remote any more)."""
+    try:
+        record.path(repo.common_dir).unlink()
+    except OSError:
+        pass
 
 
 def save_success(repo: Repo, tg: Target, now: float) -> None:

@@ -112,10 +112,7 @@ def remove(ctx: Context, ws: Workspace) -> str:
         return "the global tier has no remote"
     repo = tier.open()
     transport.remove_remote(repo.workdir, tg.name, ctx.environ)
-    try:
-        record.path(repo.common_dir).unlink()
-    except OSError:
-        pass
+    exchange.forget(repo)
     return f"removed the global tier's remote {tg.name} ({tg.shown}); the tier and the remote are unchanged"
 
 
