@@ -179,6 +179,29 @@ def test_orphan_begin_at_end_of_file_without_newline():
     assert result.warnings
 
 
+def test_a_lost_end_marker_before_okfgits_own_text_is_repaired_without_a_copy():
+    """The text after the begin is what okfgit would write: it is okfgit's, not a person's."""
+    protocol = "## Knowledge\nRead the index first.\nThen open one concept."
+    existing = f"# Mine\n\n{B}\n{protocol}\nHand after.\n"
+    result = upsert_block(existing, "project", protocol, "CLAUDE.md")
+    assert result.text == f"# Mine\n\n{B}\n{protocol}\n{E}\nHand after.\n"
+    assert result.text.count("Read the index first.") == 1
+    assert "recognised and replaced" in result.warnings[0] and "CLAUDE.md" in result.warnings[0]
+    assert upsert_block(result.text, "project", protocol, "CLAUDE.md") == BlockResult(result.text, False, ())
+
+
+def test_a_lost_end_marker_after_an_older_text_is_found_from_what_okfgit_wrote():
+    """The content changed since (a new okfgit version): the file okfgit last wrote (its blob
+    OID, checked by the caller) says where the old text ended; hand text stays byte for byte."""
+    old = f"# Mine\n\n{B}\nold protocol line 1\nold protocol line 2\n{E}\nHand after.\n  keep  \n"
+    damaged = old.replace(f"{E}\n", "")
+    result = upsert_block(damaged, "project", "new protocol", "CLAUDE.md", wrote=lambda text: text == old)
+    assert result.text == f"# Mine\n\n{B}\nnew protocol\n{E}\nHand after.\n  keep  \n"
+    # without knowing what it wrote, okfgit keeps the old lines as a person's
+    kept = upsert_block(damaged, "project", "new protocol", "CLAUDE.md", wrote=lambda text: False)
+    assert "old protocol line 1" in kept.text and "Hand after." in kept.text
+
+
 def test_end_without_begin():
     result = upsert_block(f"h1\n{E}\nh2\n", "project", "new", "CLAUDE.md")
     assert result.text == f"h1\nh2\n\n{B}\nnew\n{E}\n"
@@ -456,15 +479,25 @@ def test_property_other_scope_block_is_untouched(above, middle, below, g, p, new
     assert glob in removed.text and count(removed.text, B) == 0
 
 
-def replaced_block(lines: list[str]) -> range:
+def replaced_block(lines: list[str], new: str = "") -> range:
     """The lines okfgit may replace, by the rule alone: the first begin for id=project whose
-    next marker line is an end (the innermost well-formed block), or nothing."""
+    next marker line is an end (the innermost well-formed block); else the first begin for
+    id=project without an end whose next lines are exactly the content okfgit writes (its own
+    text, which lost its end marker); or nothing."""
     for i, line in enumerate(lines):
         if line != B:
             continue
         nxt = next((k for k in range(i + 1, len(lines)) if lines[k] in MARKERS), None)
         if nxt is not None and lines[nxt] == E:
             return range(i, nxt + 1)
+    body = new.replace("\r\n", "\n").rstrip("\r\n")
+    want = body.split("\n") if body else []
+    for i, line in enumerate(lines):
+        if line != B or not want:
+            continue
+        nxt = next((k for k in range(i + 1, len(lines)) if lines[k] in MARKERS), len(lines))
+        if lines[i + 1 : i + 1 + len(want)] == want and i + len(want) < nxt:
+            return range(i, i + 1 + len(want))
     return range(0)
 
 
@@ -488,7 +521,7 @@ def test_property_no_line_outside_the_replaced_block_is_ever_lost(lines, new, nl
     fresh = lines_of(render_block("project", new))[:-1]
     assert out[start : start + len(fresh)] == fresh
     rest = out[:start] + out[start + len(fresh) :]
-    replaced = replaced_block(lines)
+    replaced = replaced_block(lines, new)
     outside = [line for i, line in enumerate(lines) if i not in replaced and line not in MARKERS]
     # Exactly the non-marker lines outside the replaced block, in order: none lost, none
     # added (but the one blank line that separates an appended block).

@@ -56,6 +56,22 @@ def test_broken_sentinels_are_repaired_to_one_block(case: str, kit: Kit, okfgit:
     assert str(kit.agents_md) not in again.err
 
 
+@pytest.mark.parametrize("which", ["claude_md", "agents_md", "codex_md"])
+def test_a_deleted_end_marker_leaves_exactly_one_copy_of_the_protocol(which: str, kit: Kit, okfgit: Runner) -> None:
+    path = getattr(kit, which)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("# Mine\n\nHand line.\n")
+    project(okfgit, kit)
+    first = path.read_text()
+    path.write_text(first.replace(END + "\n", "") + "Hand line after.\n")
+    kit.stamp.unlink()
+    result = project(okfgit, kit)
+    text = path.read_text()
+    assert text == first + "Hand line after.\n"
+    assert text.count("## Knowledge base (OKF)") == 1 and text.count(END) == 1
+    assert f"okfgit: warning: {path}: line" in result.err and "recognised and replaced" in result.err
+
+
 def test_a_missing_file_is_created_with_just_the_block(kit: Kit, okfgit: Runner) -> None:
     project(okfgit, kit)
     text = kit.codex_md.read_text()

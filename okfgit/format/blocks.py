@@ -19,6 +19,7 @@ Pure functions: text in, text out. Writing the file is the caller's job.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from okfgit.errors import UsageError, ValidationError
@@ -76,7 +77,8 @@ def read_block(existing: str, scope: str) -> str | None:
     return "".join(_body(line) + "\n" for line in lines[begin + 1 : end])
 
 
-def upsert_block(existing: str | None, scope: str, content: str, filename: str) -> BlockResult:
+def upsert_block(existing: str | None, scope: str, content: str, filename: str,
+                 wrote: Callable[[str], bool] | None = None, known: Sequence[str] = ()) -> BlockResult:
     """``existing`` with the block for ``scope`` set to ``content``.
 
     One well-formed block: only its lines are replaced. No block: the block is appended after
@@ -84,6 +86,12 @@ def upsert_block(existing: str | None, scope: str, content: str, filename: str) 
     is kept), one fresh block goes where the first begin marker for ``scope`` was, and each
     repair is reported in ``warnings`` naming ``filename``. The block takes the file's line
     ending (CRLF when the file's first line ends in CRLF).
+
+    A begin marker whose end marker is gone is followed by text okfgit itself wrote, which
+    must be replaced, not kept as hand text (the file would carry it twice). It is
+    recognised (``_recognise``) when putting an end marker back after it gives exactly the
+    file okfgit last wrote (``wrote``: the caller checks the text against the blob OID it
+    recorded), or when it is, line for line, ``content`` or one of the ``known`` contents.
     """
     block = render_block(scope, content)
     if not existing:
@@ -91,7 +99,7 @@ def upsert_block(existing: str | None, scope: str, content: str, filename: str) 
     newline = _newline_of(existing)
     block_lines = _split_lines(block.replace("\n", newline))
     lines = _split_lines(existing)
-    plan = _plan(lines, scope, filename)
+    plan = _plan(lines, scope, filename, _Recognise(wrote, (content, *known), newline))
 
     out: list[str] = []
     for index, line in enumerate(lines):
@@ -162,7 +170,30 @@ class _Plan:
     warnings: tuple[str, ...]
 
 
-def _plan(lines: list[str], scope: str, filename: str) -> _Plan:
+@dataclass(frozen=True)
+class _Recognise:
+    """How to tell okfgit's own text after a begin marker that lost its end marker."""
+
+    wrote: Callable[[str], bool] | None
+    contents: tuple[str, ...]
+    newline: str
+
+    def end(self, lines: list[str], begin: int, limit: int) -> int | None:
+        """The index just past okfgit's text after ``begin`` (up to ``limit``), or None."""
+        if self.wrote is not None:
+            for at in range(begin + 1, limit + 1):
+                if self.wrote("".join(lines[:at]) + END_MARKER + self.newline + "".join(lines[at:])):
+                    return at
+        for content in sorted(set(self.contents), key=len, reverse=True):
+            body = content.replace("\r\n", "\n").rstrip("\r\n")
+            want = body.split("\n") if body else []
+            got = [_body(line) for line in lines[begin + 1 : begin + 1 + len(want)]]
+            if want and got == want and begin + len(want) <= limit:
+                return begin + 1 + len(want)
+        return None
+
+
+def _plan(lines: list[str], scope: str, filename: str, recognise: _Recognise | None = None) -> _Plan:
     scan = _scan(lines)
     blocks = scan.blocks_for(scope)
     orphans = scan.orphans_for(scope)
@@ -189,6 +220,16 @@ def _plan(lines: list[str], scope: str, filename: str) -> _Plan:
         )
     for index, interrupted_by in orphans:
         removed.add(index)
+        limit = interrupted_by if interrupted_by is not None else len(lines)
+        ends = recognise.end(lines, index, limit) if recognise is not None and chosen is None else None
+        if ends is not None:
+            # okfgit's own text from last time: replaced by the new block, like a well-formed one.
+            chosen = (index, ends - 1)
+            removed.update(range(index, ends))
+            warnings.append(f"{filename}: line {index + 1}: the block id={scope} had lost its "
+                            f"'{END_MARKER}'; the text okfgit wrote there (lines {index + 2}-{ends}) was "
+                            "recognised and replaced, the text after it was kept")
+            continue
         kept = "the text after it, up to the next marker, was kept"
         if interrupted_by is None:
             why = "no end marker follows it"

@@ -164,14 +164,16 @@ class Target(Protocol):
         ...
 
 
-def plan_block(path: Path, scope: str, content: str, why: str, *, follow_link: bool = False) -> TargetPlan:
+def plan_block(path: Path, scope: str, content: str, why: str, *, follow_link: bool = False,
+               owned: State | None = None) -> TargetPlan:
     """The item for a managed block in the person's file at ``path``.
 
     The file holds a person's bytes: outside the block nothing changes; a folder or a file
     that is not UTF-8 is refused (``fail``) and left untouched. A symlink is refused too,
     unless ``follow_link`` (home-level files, often links into a dotfiles folder): then
     the block is updated in the file the link resolves to, which must be a regular file
-    the user can write, and the link itself stays as it is.
+    the user can write, and the link itself stays as it is. ``owned``: the ownership record,
+    which says what okfgit last wrote at ``path`` (``blocks.upsert_block``'s ``wrote``).
     """
     out = TargetPlan()
     via: Path | None = None
@@ -209,7 +211,11 @@ def plan_block(path: Path, scope: str, content: str, why: str, *, follow_link: b
     except UnicodeDecodeError as exc:
         out.items.append(Item(path, FAIL, f"is not UTF-8 (byte {exc.start}); nothing was changed", via=via))
         return out
-    result = blocks.upsert_block(text, scope, content, str(path))
+    # What okfgit last wrote here (the ownership record's blob OID): a block that lost its end
+    # marker is then recognised as okfgit's text and replaced, not kept as a person's.
+    record = owned.record(os.path.abspath(path)) if owned is not None else None
+    wrote = (lambda whole: blob_oid(whole.encode("utf-8")) == record.oid) if record is not None else None
+    result = blocks.upsert_block(text, scope, content, str(path), wrote)
     out.warnings.extend(result.warnings)
     new = result.text.encode("utf-8")
     through = f", through the symlink {via}" if via is not None else ""
