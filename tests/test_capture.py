@@ -197,6 +197,21 @@ def test_memories_in_subfolders_and_taken_names(project: Path, mem: Path, okfgit
             git("rev-parse", "HEAD:.okf/memory/feedback-testing-2.md", cwd=project).out.strip())
 
 
+def test_slugs_keep_letters_of_any_script_and_titles_keep_a_names_words(project: Path, mem: Path, okfgit: Runner,
+                                                                        git: Runner) -> None:
+    write_memory(mem, "uni.md", b"---\nname: \xc3\x9cn\xc3\xafc\xc3\xb6d\xc3\xa9\xe5\x90\x8d\xe5\x89\x8d fact\n"
+                                b"description: A fact with a name in two scripts\ntype: project\n---\nBody.\n")
+    write_memory(mem, "dns.md", b"---\nname: flaky dns\ndescription: DNS in CI is flaky\ntype: project\n---\nB.\n")
+    okfgit("sync", cwd=project)
+    names = git("-c", "core.quotepath=off", "ls-tree", "-r", "--name-only", "HEAD", ".okf/memory", cwd=project).out
+    assert ".okf/memory/\u00fcn\u00efc\u00f6d\u00e9\u540d\u524d-fact.md" in names.split("\n")
+    meta, _ = split(blob(git, project, "HEAD:.okf/memory/flaky-dns.md"))
+    assert meta["title"] == "flaky dns"
+    uni, _ = split(blob(git, project, "HEAD:.okf/memory/\u00fcn\u00efc\u00f6d\u00e9\u540d\u524d-fact.md"))
+    assert uni["title"] == "\u00dcn\u00efc\u00f6d\u00e9\u540d\u524d fact"
+    assert okfgit("doctor", "--scope", "project", cwd=project).code == 0
+
+
 def test_origin_with_a_space_is_escaped_in_the_trailer(project: Path, mem: Path, okfgit: Runner, git: Runner) -> None:
     write_memory(mem, "my notes.md", OLDER)
     okfgit("sync", cwd=project)
@@ -313,7 +328,8 @@ def test_a_concept_changed_on_both_sides_keeps_the_master_and_commits_a_sibling(
     before = head(git, project)
     result = okfgit("sync", cwd=project)
     assert result.out == "okfgit sync: captured 1, 1 need a merge, projected 1 file(s)\n"
-    assert ("okfgit: warning: feedback_testing.md: the concept changed both in the KB and in Claude memory; kept "
+    assert ("okfgit: warning: feedback_testing.md: the concept changed on both sides: in the KB "
+            "(project:memory/feedback-testing.md is no longer what okfgit projected here) and in Claude memory; kept "
             "the KB's version and committed the agent's as project:memory/feedback-testing.needs-merge.md "
             "(needs a person to merge)\n") in result.err
     assert git("rev-parse", "HEAD~1", cwd=project).out.strip() == before
@@ -331,6 +347,17 @@ def test_a_concept_changed_on_both_sides_keeps_the_master_and_commits_a_sibling(
     again = okfgit("sync", cwd=project)
     assert again.out == "okfgit sync: up to date\n" and again.err == ""
     fsck(git, project)
+
+
+def test_an_edited_copy_says_only_the_copy_changed(project: Path, mem: Path, okfgit: Runner, git: Runner) -> None:
+    file, _ = captured_once(project, mem, okfgit, git)
+    write_memory(mem, "copy_of_testing.md", file.read_bytes().replace(b"hid a", b"once hid a"))
+    result = okfgit("sync", cwd=project)
+    assert (f"okfgit: warning: copy_of_testing.md: the agent edited a copy of project:memory/feedback-testing.md "
+            "that okfgit never projected to this file, so it cannot tell which version the agent started from; "
+            "kept the KB's version") in result.err
+    assert "changed on both sides" not in result.err
+    assert b"once hid a" in blob(git, project, "HEAD:.okf/memory/feedback-testing.needs-merge.md")
 
 
 def test_a_second_conflict_gets_the_next_sibling_name(project: Path, mem: Path, okfgit: Runner, git: Runner) -> None:

@@ -90,7 +90,7 @@ def test_note_bad_input(project: Path, okfgit: Runner) -> None:
         okfgit("note", "--type", "Lesson", "x", "--generalizes", "maybe", cwd=project, expect=2).err
     okfgit("note", "--type", "Lesson", "Same title", cwd=project)
     assert "already exists" in okfgit("note", "--type", "Lesson", "Same title", cwd=project, expect=2).err
-    assert "run 'r9' has not been started" in okfgit("note", "--type", "Lesson", "x", "--run", "r9", cwd=project,
+    assert "no run 'r9' in " in okfgit("note", "--type", "Lesson", "x", "--run", "r9", cwd=project,
                                                      expect=2).err
 
 
@@ -164,3 +164,11 @@ def test_state_is_authored_by_the_configured_user(project: Path, okfgit: Runner,
     okfgit("run", "start", "r9", cwd=project, extra_env={"GIT_AUTHOR_EMAIL": "", "GIT_AUTHOR_NAME": ""})
     state = (project / "runstate" / "r9" / "okf" / "STATE.md").read_text()
     assert "generated: {by: 'human:carol@example.com'" in state or "by: human:carol@example.com" in state, state
+
+
+@pytest.mark.parametrize("verb", [("project",), ("sync",), ("status",), ("capture",), ("doctor",)])
+def test_an_unknown_run_is_a_usage_error_naming_the_runs(verb: tuple[str, ...], project: Path, okfgit: Runner) -> None:
+    okfgit("run", "start", "r1", cwd=project)
+    okfgit("run", "start", "r2", cwd=project)
+    result = okfgit(*verb, "--run", "nosuch", cwd=project, expect=2)
+    assert "no run 'nosuch'" in result.err and "the runs here: r1, r2" in result.err

@@ -76,7 +76,8 @@ memory folder: @MEM@
 captures pending: 1
   new: project_freeze.md -> project:memory/release-freeze.md
 conflicts: 1
-  feedback_testing.md: changed in the KB and in memory; sync keeps the KB's and commits the agent's as \
+  feedback_testing.md: the concept changed on both sides: in the KB (project:memory/feedback-testing.md is no \
+longer what okfgit projected here) and in Claude memory; sync keeps the KB's and commits the agent's as \
 project:memory/feedback-testing.needs-merge-2.md
 unreadable memory files (left untouched): 1
   bad.md: invalid YAML frontmatter (line 2): did not find expected ',' or ']'

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from okfgit.format import concept as okf
 from tests.conftest import Runner, fsck, trailers_by_git
 
@@ -107,3 +109,14 @@ def test_new_keeps_the_typed_text_when_it_is_invalid(project: Path, okfgit: Runn
     assert kept.read_text().endswith("my words\n")
     assert kept.is_relative_to(project / ".git" / "okf" / "drafts")
     assert git("rev-parse", "HEAD", cwd=project).out == head
+
+
+@pytest.mark.parametrize("editor", ["false", "no-such-editor-okfgit"])
+def test_every_editor_failure_is_a_usage_error_and_writes_nothing(editor: str, project: Path, okfgit: Runner,
+                                                                  git: Runner) -> None:
+    before = git("rev-parse", "HEAD", cwd=project).out
+    result = okfgit("new", "x", "--edit", cwd=project, extra_env={"EDITOR": editor, "VISUAL": editor}, expect=2)
+    assert "the editor failed" in result.err and "nothing was written" in result.err
+    assert git("rev-parse", "HEAD", cwd=project).out == before
+    assert not (project / ".okf" / "x.md").exists()
+    assert git("status", "--porcelain", cwd=project).out == ""

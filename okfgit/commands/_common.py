@@ -47,11 +47,17 @@ def scope_option(default: str | None = "project", allow_all: bool = False) -> Ca
     return deco
 
 
-def workspace(repo: Path | None = None, run: str | None = None) -> tuple[Context, Workspace]:
-    from okfgit.knowledge.tiers import open_workspace
+def workspace(repo: Path | None = None, run: str | None = None, *,
+              new_run: bool = False) -> tuple[Context, Workspace]:
+    """The context and workspace; a ``--run`` must name an existing run unless ``new_run``
+    (``init --scope job``, ``run start`` create it)."""
+    from okfgit.knowledge.tiers import check_known_run, open_workspace
 
     ctx = Context.from_process()
-    return ctx, open_workspace(ctx, repo, run)
+    ws = open_workspace(ctx, repo, run)
+    if not new_run:
+        check_known_run(ws, run)
+    return ctx, ws
 
 
 def emit_json(data: Any) -> None:

@@ -22,7 +22,7 @@ def init_cmd(scope: str, repo: Path | None, run: str | None, remote_url: str | N
     """Bootstrap a tier: create its repository if needed (global, job), write its
     root index.md and make the first commit. Running it again changes nothing.
     With --remote (global tier): take the knowledge from, or send it to, a git remote."""
-    ctx, ws = workspace(repo, run)
+    ctx, ws = workspace(repo, run, new_run=True)
     if remote_url is not None:
         if scope != "global":
             raise UsageError("--remote is for the global tier: use `okfgit init --scope global --remote URL`")

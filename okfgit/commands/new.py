@@ -13,7 +13,10 @@ from okfgit.errors import UsageError
 
 
 def _editor(data: bytes) -> bytes:
-    edited = click.edit(data.decode("utf-8"), extension=".md", require_save=True)
+    try:
+        edited = click.edit(data.decode("utf-8"), extension=".md", require_save=True)
+    except click.ClickException as exc:  # the editor is missing, or exited non-zero
+        raise UsageError(f"the editor failed ({exc.format_message()}); nothing was written") from exc
     if edited is None:
         raise UsageError("editor closed without saving; nothing was written")
     return edited.encode("utf-8")

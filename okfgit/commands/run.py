@@ -31,7 +31,7 @@ def start_cmd(slug: str, task: str | None, dry_run: bool, repo: Path | None, as_
     it the active run (`git config okf.run SLUG`). Starting an existing run makes it
     active again and writes nothing."""
     check_run(slug)
-    ctx, ws = workspace(repo, slug)
+    ctx, ws = workspace(repo, slug, new_run=True)
     if dry_run:
         click.echo(plan_mod.render(runs.start_plan(ctx, ws, task)[1]) or "# nothing to do: the run exists")
         return

@@ -10,6 +10,7 @@ bytes after the closing fence, and a key edit touches only that key's lines.
 from __future__ import annotations
 
 import re
+import unicodedata
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -271,8 +272,19 @@ def check_slug(slug: str) -> str:
 
 
 def slugify(text: str) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    """A file-name slug: NFC, lower-case, every run of characters that are not letters or
+    digits (of any script) becomes one ``-``. No ASCII folding: ``Ünïcödé名前 fact`` gives
+    ``ünïcödé名前-fact``, not ``n-c-d-fact``."""
+    text = unicodedata.normalize("NFC", text).lower()
+    slug = re.sub(r"[\W_]+", "-", text).strip("-")
     return slug[:60].strip("-") or "concept"
+
+
+def title_from_name(name: str) -> str:
+    """A title for a memory's ``name``: a name written as words (``flaky dns``) is kept as
+    written, words and case; a slug (``feedback-testing``) becomes words (``Feedback Testing``)."""
+    text = one_line(name)
+    return text if " " in text else title_from_path(text)
 
 
 def first_sentence(text: str) -> str:

@@ -148,6 +148,25 @@ class Workspace:
         return out, notes
 
 
+def known_runs(project_repo: Path) -> list[str]:
+    """The runs this project has (``runstate/<slug>/okf`` holding a repository), by slug."""
+    try:
+        folders = sorted((project_repo / RUNSTATE).iterdir())
+    except OSError:
+        return []
+    return [f.name for f in folders if (f / "okf" / ".git").exists()]
+
+
+def check_known_run(ws: Workspace, run: str | None) -> None:
+    """UsageError when ``run`` (a ``--run`` given by a person) names no run of the project:
+    a typo must not silently select an empty tier."""
+    if not run or ws.project_repo is None or ws.tier("job").exists():
+        return
+    runs = known_runs(ws.project_repo)
+    have = f"the runs here: {', '.join(runs)}" if runs else "this project has no runs yet"
+    raise UsageError(f"no run {run!r} in {ws.project_repo}; {have} (`okfgit run start {run}` starts it)")
+
+
 def open_workspace(ctx: Context, repo: Path | None = None, run: str | None = None) -> Workspace:
     """Find the project repository and the active run (``--run`` > ``$OKF_RUN`` > ``okf.run``)."""
     project: Repo | None

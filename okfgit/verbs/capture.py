@@ -54,6 +54,7 @@ class Captured:
     tier: Tier
     kb_path: str
     data: bytes
+    why: str = ""  # for a conflict: which side changed
 
 
 @dataclass
@@ -235,8 +236,8 @@ def _classify_all(ctx: Context, ws: Workspace, to: str | None, common_dir: Path,
         report.captured.append(item)
         if item.action == "conflict":
             report.warnings.append(
-                f"{origin}: the concept changed both in the KB and in Claude memory; kept the KB's "
-                f"version and committed the agent's as {item.tier.label}:{item.kb_path} (needs a person to merge)"
+                f"{origin}: {item.why}; kept the KB's version and committed the agent's as "
+                f"{item.tier.label}:{item.kb_path} (needs a person to merge)"
             )
     report.plan = _build_plan(report.captured, kb)
 
@@ -468,7 +469,13 @@ def _edit(origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid
     if projected is not None and projected.oid == head_oid:
         return Captured("update", origin, oid, okf_id, tier, kb_path, data)
     sibling = kb.free_path(tier, index.needs_merge_path(kb_path))
-    return Captured("conflict", origin, oid, okf_id, tier, sibling, data)
+    if projected is None or projected.okf_id not in (None, okf_id):
+        why = (f"the agent edited a copy of {tier.label}:{kb_path} that okfgit never projected to this file, "
+               "so it cannot tell which version the agent started from")
+    else:
+        why = (f"the concept changed on both sides: in the KB ({tier.label}:{kb_path} is no longer what okfgit "
+               "projected here) and in Claude memory")
+    return Captured("conflict", origin, oid, okf_id, tier, sibling, data, why)
 
 
 def _valid(item: Captured) -> Captured:
@@ -532,7 +539,7 @@ def _migrate(ctx: Context, origin: str, data: bytes, meta: dict[str, Any], dest:
     if not okf.one_line(meta.get("type")):
         adds["type"] = native_type
     if not okf.one_line(meta.get("title")):
-        adds["title"] = okf.title_from_path(name) if name else (description[:80] or stem)
+        adds["title"] = okf.title_from_name(name) if name else (description[:80] or stem)
     if meta.get("scope") != dest.name:
         adds["scope"] = dest.name
     if meta.get("okf_id") != okf_id:

@@ -169,7 +169,7 @@ def render(st: Status) -> str:
     lines.append(f"captures pending: {len(pending)}" + ("" if cap.enabled else " (capture is off: sync will not take them)"))
     lines += [f"  {c.action}: {c.origin} -> {c.tier.label}:{c.kb_path}" for c in pending]
     lines.append(f"conflicts: {len(cap.conflicts)}")
-    lines += [f"  {c.origin}: changed in the KB and in memory; sync keeps the KB's and commits the agent's as "
+    lines += [f"  {c.origin}: {c.why}; sync keeps the KB's and commits the agent's as "
               f"{c.tier.label}:{c.kb_path}" for c in cap.conflicts]
     if st.blocked:
         lines.append("sync would defer the capture for now (it projects anyway):")
