@@ -35,7 +35,7 @@ def adopt_cmd(src: Path | None, scope: str, folder: str | None, dry_run: bool, r
     are copied byte for byte; hidden files and folders are skipped. Unreadable input (invalid
     YAML, not UTF-8, binary, symlinks, a file that would overwrite a different
     one) is listed and nothing is written (exit 2)."""
-    ctx, ws = workspace(repo, run)
+    ctx, ws = workspace(repo, run, new_run=scope == "job")  # adopting into a run creates it
     if dry_run:
         result = adopt.adopt_plan(ws, src, scope, folder)
     else:

@@ -44,7 +44,7 @@ def new_cmd(slug: str, scope: str, type_: str, title: str | None, description: s
             as_json: bool) -> None:
     """Create concept SLUG in a tier: writes <dir>/<slug>.md with okfgit's profile
     keys (okf_id, scope, okf_source ...) and the folder's index.md, as one commit."""
-    ctx, ws = workspace(repo, run)
+    ctx, ws = workspace(repo, run, new_run=scope == "job")  # a concept in a run creates it
     use_editor = _interactive() if edit is None else edit
     kwargs = dict(type_=type_, title=title, description=description, tags=tags, folder=folder,
                   editor=_editor if use_editor and not dry_run else None)
