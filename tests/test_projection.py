@@ -140,7 +140,8 @@ def mtimes(kit: Kit) -> dict[str, int]:
 
 
 def project(okfgit: Runner, kit: Kit, *args: str, expect: int = 0):  # noqa: ANN201
-    return okfgit("project", "--run", RUN, *args, cwd=kit.repo, expect=expect)
+    run = ("--run", RUN) if (kit.job / ".git").exists() else ()  # an unknown --run is a usage error
+    return okfgit("project", *run, *args, cwd=kit.repo, expect=expect)
 
 
 # -- the golden projection ---------------------------------------------------------------------
