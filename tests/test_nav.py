@@ -140,7 +140,8 @@ def test_ls_root_and_folder_text_and_json(kb: Path, okfgit: Runner, git: Runner)
         "tier": "project", "path": "decisions/storage.md",
         "oid": git("rev-parse", "HEAD:.okf/decisions/storage.md", cwd=kb).out.strip(),
         "okf_id": ID_A, "type": "Decision", "title": "Storage engine",
-        "description": "We store blobs in sqlite for caching speed.", "tags": ["storage", "perf"], "shadows": [],
+        "description": "We store blobs in sqlite for caching speed.", "tags": ["storage", "perf"],
+        "status": "stable", "superseded_by": [], "stale": False, "stale_after": None, "shadows": [],
     }
     notes = json.loads(okfgit("ls", "project:notes", "--json", cwd=kb).out)
     assert notes["tier"] == "project"

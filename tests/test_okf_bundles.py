@@ -203,3 +203,42 @@ def test_the_fast_path_expires_when_a_concept_goes_stale(project: Path, okfgit: 
     enc = "".join(c if c.isascii() and c.isalnum() else "-" for c in str(project.resolve()))
     memory = (home / ".claude" / "projects" / enc / "memory" / "MEMORY.md").read_text()
     assert f"- [Soon](soon.md) \u2014 (stale since {soon}) Fresh for a minute.\n" in memory
+
+
+def test_the_read_verbs_show_deprecated_and_stale_concepts_as_such(project: Path, okfgit: Runner,
+                                                                    tmp_path: Path) -> None:
+    adopt_retail(project, okfgit, tmp_path)
+    gross = "[deprecated \u2192 /decisions/revenue-net.md]"
+    lines = okfgit("ls", "retail/decisions", cwd=project).out.splitlines()
+    assert [line for line in lines if "revenue-gross.md@" in line][0].endswith(
+        f"Gross revenue \u2014 Revenue counted gross of refunds, before 2026-06.  {gross}")
+    assert not [line for line in lines if "revenue-net.md@" in line and "deprecated" in line]
+    tables = okfgit("ls", "retail/tables", cwd=project).out
+    assert "One row per customer who ever placed an order.  [stale since 2025-06-01T00:00:00Z]" in tables
+    assert "[stale" not in [line for line in tables.splitlines() if "orders.md@" in line][0]  # 2099: fresh
+
+    found = okfgit("search", "revenue", cwd=project).out.splitlines()
+    assert "revenue-gross.md@" in found[-1] and found[-1].endswith(gross)  # current first, deprecated last
+    assert len(found) == 4
+    current = okfgit("search", "revenue", "--no-deprecated", cwd=project).out.splitlines()
+    assert current == found[:-1]
+    hits = {h["path"]: h for h in json.loads(okfgit("search", "--json", cwd=project).out)}
+    assert hits["retail/decisions/revenue-gross.md"]["status"] == "deprecated"
+    assert hits["retail/decisions/revenue-gross.md"]["superseded_by"] == ["/decisions/revenue-net.md"]
+    assert hits["retail/tables/customers.md"]["stale"] is True
+    assert hits["retail/tables/customers.md"]["stale_after"] == "2025-06-01T00:00:00Z"
+    assert hits["retail/tables/orders.md"]["stale"] is False
+    assert hits["retail/tables/orders.md"]["stale_after"] == "2099-09-23T00:00:00Z"
+    assert hits["retail/metrics/freshness.md"]["stale_after"] == "2099-01-01T00:00:00Z"  # a plain date
+    assert hits["retail/computations/revenue.md"]["stale_after"] == "2099-09-22T22:00:00Z"  # +02:00
+    assert hits["retail/tables/orders.md"]["status"] == "stable"
+
+    shown = okfgit("cat", "retail/decisions/revenue-gross.md", cwd=project)
+    assert "deprecated: superseded by /decisions/revenue-net.md\n" in shown.err
+    assert "stale: since 2025-06-01T00:00:00Z (stale_after)\n" in okfgit("cat", "customers", cwd=project).err
+    assert json.loads(okfgit("cat", "customers", "--json", cwd=project).out)["stale"] is True
+
+    links = okfgit("links", "revenue-net", cwd=project).out
+    assert "revenue-gross.md" in links and f"  {gross}" in links  # the backlink from the old decision
+    head = okfgit("links", "revenue-gross", cwd=project).out.splitlines()[0]
+    assert head.endswith(gross)

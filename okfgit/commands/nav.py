@@ -70,6 +70,8 @@ def cat_cmd(ref: str, scope: str, repo: Path | None, run: str | None, as_json: b
     if hit.concept is not None:
         for shadowed in view.shadows(hit.concept):
             click.echo(f"shadows: {shadowed.citation}", err=True)
+        for note in nav_render.lifecycle_notes(view, hit.concept):
+            click.echo(note, err=True)
     if hit.problem:
         warn([hit.problem])
 
@@ -86,21 +88,25 @@ def links_cmd(ref: str, scope: str, repo: Path | None, run: str | None, as_json:
     if as_json:
         emit_json(nav.links_json(view, report))
         return
-    click.echo("\n".join(nav_render.links_lines(report)))
+    click.echo("\n".join(nav_render.links_lines(view, report)))
 
 
 @click.command("search")
 @click.argument("words", nargs=-1)
 @click.option("--type", "type_", default=None, help="Only concepts of this OKF type (case-insensitive).")
 @click.option("--tag", "tags", multiple=True, help="Only concepts carrying this tag; repeat to require several.")
+@click.option("--include-deprecated/--no-deprecated", "include_deprecated", default=True, show_default=True,
+              help="List deprecated concepts (last, marked with their successor), or leave them out.")
 @_reading
-def search_cmd(words: tuple[str, ...], type_: str | None, tags: tuple[str, ...], scope: str, repo: Path | None,
-               run: str | None, as_json: bool) -> None:
+def search_cmd(words: tuple[str, ...], type_: str | None, tags: tuple[str, ...], include_deprecated: bool,
+               scope: str, repo: Path | None, run: str | None, as_json: bool) -> None:
     """Find concepts by frontmatter (--type, --tag) and WORDS, each of which must
     appear (case-insensitive) in the title or the description. No full-text body
-    search. Hits are cited and ranked: title matches first, then by path."""
+    search. Hits are cited and ranked: current concepts first, deprecated ones last
+    (marked with their successor), then title matches first, then by path. Stale
+    concepts (past their stale_after) are marked."""
     view = _view(repo, run, scope)
-    hits = nav.search(view, words, type_, tags)
+    hits = nav.search(view, words, type_, tags, include_deprecated)
     if as_json:
         emit_json([nav.concept_json(view, c) for c in hits])
         return

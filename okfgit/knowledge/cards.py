@@ -1,8 +1,9 @@
 """What the read verbs need to know about each concept, cached per tier by tree diff.
 
 A ``Card`` is one concept as ``ls``, ``cat``, ``links`` and ``search`` see it: its
-citation, ``okf_id``, title, description, type, tags, frontmatter ``name`` and the links in
-its body. Its data (a ``NavFact``) is a pure function of the blob, so it is cached with
+citation, ``okf_id``, title, description, type, tags, frontmatter ``name``, lifecycle
+(``status``, ``superseded_by``, ``stale_after``, read by ``format.lifecycle``) and the links
+in its body. Its data (a ``NavFact``) is a pure function of the blob, so it is cached with
 projection's machinery (``catalog.build_kind``) in ``<git common dir>/okf/nav.json`` of
 the tier's own repository: keyed by tree OID, updated from a tree diff, every fact
 carrying its blob OID. A lookup then parses nothing, and a stale or missing cache only
@@ -12,12 +13,14 @@ any time.
 
 from __future__ import annotations
 
+import datetime as dt
 from functools import cached_property
 from typing import Any, NamedTuple
 
 from okfgit.knowledge import catalog
 from okfgit.format import markdown as links
 from okfgit.format import concept as okf
+from okfgit.format import lifecycle
 from okfgit.knowledge.catalog import TierCatalog
 from okfgit.errors import OkfError, UsageError
 from okfgit.git import Entry, Repo
@@ -42,6 +45,9 @@ class NavFact(NamedTuple):
     named: bool  # the frontmatter ``name`` is set (not empty)
     head: int  # lines before the body, so link lines count from the top of the file
     links: str  # "kind\0target\0line\0..." for each link of the body, in order
+    status: str  # draft | stable | deprecated (stable when absent), or the value as written
+    superseded_by: list[str]
+    stale_after: str  # the instant it goes stale, as okfgit shows it ("" when none or unreadable)
 
 
 def nav_fact(label: str, path: str, entry: Entry, data: bytes) -> NavFact:
@@ -53,6 +59,7 @@ def nav_fact(label: str, path: str, entry: Entry, data: bytes) -> NavFact:
     raw_tags = meta.get("tags")
     tags = [str(t) for t in raw_tags] if isinstance(raw_tags, list) else [raw_tags] if isinstance(raw_tags, str) else []
     found = links.extract(parsed.body)
+    life = lifecycle.lifecycle(meta)
     return NavFact(
         oid=entry.oid,
         okf_id=okf_id if isinstance(okf_id, str) else None,
@@ -64,6 +71,9 @@ def nav_fact(label: str, path: str, entry: Entry, data: bytes) -> NavFact:
         named=bool(meta.get("name")),
         head=data[: len(data) - len(parsed.body)].count(b"\n"),
         links=_SEP.join(f"{link.kind}{_SEP}{link.target}{_SEP}{link.line}" for link in found),
+        status=life.status,
+        superseded_by=list(life.superseded_by),
+        stale_after=life.stale_label() or "",
     )
 
 
@@ -71,7 +81,7 @@ def _from_json(value: list[Any]) -> NavFact:
     return NavFact(*value)
 
 
-NAV: catalog.Kind[NavFact] = catalog.Kind(paths.NAV, 1, nav_fact, _from_json)
+NAV: catalog.Kind[NavFact] = catalog.Kind(paths.NAV, 2, nav_fact, _from_json)  # 2: lifecycle
 
 
 class Card(NamedTuple):
@@ -104,6 +114,27 @@ class Card(NamedTuple):
     @property
     def tags(self) -> list[str]:
         return list(self.fact.tags)
+
+    @property
+    def status(self) -> str:
+        return self.fact.status
+
+    @property
+    def deprecated(self) -> bool:
+        return self.fact.status == lifecycle.DEPRECATED
+
+    @property
+    def superseded_by(self) -> list[str]:
+        return list(self.fact.superseded_by)
+
+    @property
+    def stale_after(self) -> str | None:
+        return self.fact.stale_after or None
+
+    def is_stale(self, now: dt.datetime) -> bool:
+        """OKF §5.5: stale when now >= stale_after."""
+        moment = lifecycle.parse_instant(self.fact.stale_after) if self.fact.stale_after else None
+        return moment is not None and now >= moment
 
     @property
     def slug(self) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import urllib.parse
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from okfgit.context import Context
 from okfgit.errors import IntegrityError, OkfError, UsageError
 from okfgit.format import index_md as index
 from okfgit.git import Repo
-from okfgit.knowledge.cards import Card, TierCards
+from okfgit.knowledge.cards import TierCards
 from okfgit.knowledge.tiers import Tier, Workspace, check_scope, open_workspace
 from okfgit.plan import Plan, apply
 from okfgit.verbs import nav, nav_render
@@ -73,7 +73,7 @@ class Reader:
         cached = self._views.get(scope)
         if cached is not None and cached[0] == heads:
             return cached[1]
-        view = nav.View([self._cards(tier, head) for tier, (_, head) in zip(tiers, heads)])
+        view = nav.View([self._cards(tier, head) for tier, (_, head) in zip(tiers, heads)], self.ctx.now)
         self._views[scope] = (heads, view)
         return view
 
@@ -99,9 +99,9 @@ class Reader:
 def search(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
     view = reader.view(_scope(args))
     hits = nav.search(view, _words(args, "words"), _text(args, "type"), _strings(args, "tags"))
-    now = reader.ctx.now()
-    lines = [nav_render.concept_line(view, c, marks(c, now)) for c in hits]
-    results = [_with_marks(nav.concept_json(view, c), marks(c, now)) for c in hits]
+    # Lifecycle (deprecated last and marked, stale marked) comes with the line and the JSON.
+    lines = [nav_render.concept_line(view, c) for c in hits]
+    results = [nav.concept_json(view, c) for c in hits]
     return ToolResult("\n".join(lines) or "no matching concepts", {"results": results})
 
 
@@ -133,7 +133,7 @@ def ls(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
 def links(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
     view = reader.view(_scope(args))
     report = nav.link_report(view, nav.resolve_ref(view, _required(args, "ref")))
-    return ToolResult("\n".join(nav_render.links_lines(report)), nav.links_json(view, report))
+    return ToolResult("\n".join(nav_render.links_lines(view, report)), nav.links_json(view, report))
 
 
 def status(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
@@ -325,24 +325,6 @@ def parse_uri(uri: str) -> tuple[str, str]:
 
 
 # -- marks and arguments --------------------------------------------------------------
-
-
-def marks(card: Card, now: int) -> tuple[str, ...]:
-    """``deprecated`` and ``stale`` when the card carries the concept's ``status`` and
-    ``stale_after`` (an older card cache does not; then nothing is marked)."""
-    out = []
-    if str(getattr(card.fact, "status", "") or "").lower() == "deprecated":
-        out.append("deprecated")
-    stale_after = getattr(card.fact, "stale_after", None)
-    if isinstance(stale_after, (int, float)) and now >= stale_after:
-        out.append("stale")
-    return tuple(out)
-
-
-def _with_marks(data: dict[str, Any], found: Sequence[str]) -> dict[str, Any]:
-    if found:
-        data["marks"] = list(found)
-    return data
 
 
 def _scope(args: Mapping[str, Any]) -> str:

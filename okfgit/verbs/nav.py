@@ -9,10 +9,12 @@ as ``Card``s from a cache kept by tree diff (``navcards``), so a lookup parses n
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -20,6 +22,7 @@ from typing import Any
 from okfgit.format import index_md as index
 from okfgit.format import markdown as links
 from okfgit.format import concept as okf
+from okfgit.format import lifecycle
 from okfgit.errors import UsageError, ValidationError
 from okfgit.knowledge.cards import Card, TierCards
 from okfgit.knowledge.tiers import TIER_NAMES, Workspace
@@ -49,8 +52,9 @@ def _key(concept: Card) -> tuple[str, str]:
 class View:
     """The selected tiers at HEAD, most specific first, with okf_id precedence applied."""
 
-    def __init__(self, tiers: Sequence[TierCards]) -> None:
+    def __init__(self, tiers: Sequence[TierCards], clock: Callable[[], float] = time.time) -> None:
         self.tiers = list(tiers)
+        self.clock = clock  # epoch seconds: a concept is stale when now >= its stale_after
         self._by_label = {t.label: t for t in self.tiers}
         self._rank = {label: i for i, label in enumerate(self._by_label)}
         self._names: dict[str | None, dict[str, Card]] = {}
@@ -60,6 +64,9 @@ class View:
     @property
     def labels(self) -> list[str]:
         return list(self._by_label)
+
+    def now(self) -> dt.datetime:
+        return lifecycle.instant_of(self.clock())
 
     def tier(self, label: str) -> TierCards:
         return self._by_label[label]
@@ -153,7 +160,7 @@ class View:
 
 def merged_view(ws: Workspace, scope: str = "all") -> View:
     """The tiers ``scope`` selects (default: every active tier) read at HEAD."""
-    return View([TierCards(tier) for tier in ws.selected(scope)])
+    return View([TierCards(tier) for tier in ws.selected(scope)], ws.ctx.now)
 
 
 # -- references ---------------------------------------------------------------------
@@ -359,16 +366,20 @@ def _counts(pool: Iterable[Card], prefix: str) -> dict[str, int]:
 # -- search -------------------------------------------------------------------------
 
 
-def search(view: View, words: Sequence[str] = (), type_: str | None = None, tags: Sequence[str] = ()) -> list[Card]:
+def search(view: View, words: Sequence[str] = (), type_: str | None = None, tags: Sequence[str] = (),
+           include_deprecated: bool = True) -> list[Card]:
     """Visible concepts whose type and tags match and whose title or description holds every word.
 
-    Ranked: more words in the title first, then by path, then most specific tier.
+    Ranked: current concepts before deprecated ones (left out when ``include_deprecated``
+    is False), then more words in the title first, then by path, then most specific tier.
     """
     wanted_type = okf.one_line(type_).lower() if type_ else None
     wanted_tags = {t.lower() for t in tags}
     terms = [w.lower() for w in words if w.strip()]
-    ranked: list[tuple[int, str, int, Card]] = []
+    ranked: list[tuple[bool, int, str, int, Card]] = []
     for concept in view.concepts:
+        if concept.deprecated and not include_deprecated:
+            continue
         if wanted_type is not None and concept.type.lower() != wanted_type:
             continue
         if not wanted_tags <= {t.lower() for t in concept.tags}:
@@ -378,9 +389,9 @@ def search(view: View, words: Sequence[str] = (), type_: str | None = None, tags
         if not all(term in text for term in terms):
             continue
         in_title = sum(1 for term in terms if term in title)
-        ranked.append((-in_title, concept.path, view.rank(concept.tier), concept))
-    ranked.sort(key=lambda r: r[:3])
-    return [r[3] for r in ranked]
+        ranked.append((concept.deprecated, -in_title, concept.path, view.rank(concept.tier), concept))
+    ranked.sort(key=lambda r: r[:4])
+    return [r[4] for r in ranked]
 
 
 # -- links --------------------------------------------------------------------------
@@ -486,6 +497,10 @@ def concept_json(view: View, concept: Card) -> dict[str, Any]:
         "title": concept.title,
         "description": concept.description,
         "tags": concept.tags,
+        "status": concept.status,
+        "superseded_by": concept.superseded_by,
+        "stale": concept.is_stale(view.now()),
+        "stale_after": concept.stale_after,
         "shadows": [c.citation for c in view.shadows(concept)],
     }
     hider = view.shadowed_by(concept)

@@ -10,12 +10,37 @@ from okfgit.knowledge.cards import Card
 from okfgit.verbs import nav
 
 
+def lifecycle_marks(view: nav.View, concept: Card) -> list[str]:
+    """``[deprecated → <successor>]`` and ``[stale since <instant>]``, as they apply."""
+    out = []
+    if concept.deprecated:
+        after = ", ".join(concept.superseded_by)
+        out.append(f"[deprecated \u2192 {after}]" if after else "[deprecated]")
+    if concept.is_stale(view.now()):
+        out.append(f"[stale since {concept.stale_after}]")
+    return out
+
+
+def lifecycle_notes(view: nav.View, concept: Card) -> list[str]:
+    """What ``cat`` says on stderr beside the citation about a concept's lifecycle."""
+    out = []
+    if concept.deprecated:
+        after = ", ".join(concept.superseded_by)
+        out.append(f"deprecated: superseded by {after}" if after else "deprecated: no successor named")
+    if concept.is_stale(view.now()):
+        out.append(f"stale: since {concept.stale_after} (stale_after)")
+    return out
+
+
 def concept_line(view: nav.View, concept: Card, marks: tuple[str, ...] = ()) -> str:
-    """``<citation>  [Type] Title — Description  (shadows ...; shadowed by ...)``."""
+    """``<citation>  [Type] Title — Description  [deprecated → x] [stale since t]  (shadows ...)``."""
     kind = f"[{concept.type}] " if concept.type else ""
     text = f"{concept.citation}  {kind}{concept.title}"
     if concept.description:
         text += f" \u2014 {concept.description}"
+    life = lifecycle_marks(view, concept)
+    if life:
+        text += "  " + " ".join(life)
     notes = list(marks) + [f"shadows {c.citation}" for c in view.shadows(concept)]
     hider = view.shadowed_by(concept)
     if hider is not None:
@@ -37,17 +62,20 @@ def listing_lines(view: nav.View, listing: nav.Listing) -> list[str]:
     return lines
 
 
-def links_lines(report: nav.LinkReport) -> list[str]:
-    lines = [f"# {report.concept.citation}", f"outgoing ({len(report.outgoing)}):"]
+def links_lines(view: nav.View, report: nav.LinkReport) -> list[str]:
+    head = " ".join([f"# {report.concept.citation}"] + lifecycle_marks(view, report.concept))
+    lines = [head, f"outgoing ({len(report.outgoing)}):"]
     for out in report.outgoing:
         shown = f"[[{out.target}]]" if out.kind == "wiki" else out.target
         where = out.hit.citation if out.hit else (out.path or "")
         status = "" if out.status == "ok" else out.status
-        lines.append(f"  line {out.line}  {shown}  -> {' '.join(x for x in (where, status) if x)}")
+        marks = lifecycle_marks(view, out.hit.concept) if out.hit and out.hit.concept else []
+        lines.append(f"  line {out.line}  {shown}  -> {' '.join(x for x in [where, status, *marks] if x)}")
     lines.append(f"backlinks ({len(report.backlinks)}):")
     for back in report.backlinks:
         shown = f"[[{back.target}]]" if back.kind == "wiki" else back.target
-        lines.append(f"  {back.source.citation}  line {back.line}  {shown}")
+        after = "".join(f"  {m}" for m in lifecycle_marks(view, back.source))
+        lines.append(f"  {back.source.citation}  line {back.line}  {shown}{after}")
     return lines
 
 
