@@ -17,6 +17,7 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,21 +87,27 @@ def _network_args(timeout_s: float) -> list[str]:
 
 
 def _run(args: Sequence[str], cwd: Path, env: Mapping[str, str], timeout_s: float) -> tuple[int, str, str]:
-    """Run git; (exit code, stdout, stderr). Exit code 124 and a message on timeout."""
-    proc = subprocess.Popen(
-        ["git", *args], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+    """Run git; (exit code, stdout, stderr). Exit code 124 and a message on timeout.
+
+    Output goes to temporary files, not pipes: a helper git started that outlives it (an
+    SSH connection master) may keep a pipe open, and waiting for its end would wait on it.
+    Only git itself is waited for; on the deadline its whole process group is killed.
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(["git", *args], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=err, start_new_session=True)
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.communicate()
-        return 124, "", f"no answer within {timeout_s:g} s"
-    return proc.returncode, out, err
+            code = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            proc.wait()
+            return 124, "", f"no answer within {timeout_s:g} s"
+        out.seek(0)
+        err.seek(0)
+        return code, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
 
 
 def fetch(path: Path, remote: str, env: Mapping[str, str], timeout_s: float) -> Outcome:

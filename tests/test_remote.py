@@ -98,6 +98,8 @@ def test_init_with_an_empty_remote_pushes_the_local_tier(a: Machine, bare: Path)
     assert "pushed the local tier" in result.out
     assert remote_log(bare) == [a.head()]
     assert a.git("config", "branch.main.remote").out.strip() == "origin"
+    again = a.okfgit("init", "--scope", "global", "--remote", str(bare), cwd=a.proj)
+    assert "the remote had nothing new" in again.out and remote_log(bare) == [a.head()]
 
 
 def test_init_from_a_remote_with_history_clones_it(a: Machine, b: Machine, bare: Path) -> None:
@@ -377,3 +379,16 @@ def test_a_hook_says_unreachable_in_its_one_line(a: Machine, bare: Path, tmp_pat
     result = a.proc("sync", "--repo", str(a.proj), "--hook", "post-commit", cwd=a.proj)
     assert result.out == "" and len(result.err.splitlines()) == 1
     assert "global remote unreachable, will retry" in result.err
+
+
+def test_a_remote_that_never_answers_is_cut_off_at_the_deadline(a: Machine, bare: Path, tmp_path: Path) -> None:
+    a.okfgit("init", "--scope", "global", "--remote", str(bare), cwd=a.proj)
+    hang = tmp_path / "hang.sh"
+    hang.write_text("#!/bin/sh\nsleep 120\n")
+    hang.chmod(0o755)
+    a.git("config", "core.sshCommand", str(hang))
+    a.git("config", "okf.fetchTimeout", "1")
+    a.git("remote", "set-url", "origin", "ssh://git.example.invalid/me/okf.git")
+    result = a.okfgit("sync", "--fetch", cwd=a.proj)
+    assert "global remote unreachable, will retry" in result.out
+    assert "global remote ssh://git.example.invalid/me/okf.git: no answer within 1 s" in result.err

@@ -158,7 +158,10 @@ def begin(ctx: Context, ws: Workspace, *, force: bool, wait_s: float) -> Report 
     tier = ws.tier("global")
     if not tier.exists():
         return None
-    repo = tier.open()
+    try:
+        repo = tier.open()
+    except OkfError:
+        return None  # a damaged global tier: projection says so; there is nothing to exchange
     tg = target(repo)
     if tg is None:
         forget(repo)  # removed with plain git: the record must not keep making syncs look for it
