@@ -82,3 +82,84 @@ def test_a_reorder_that_would_change_meaning_is_not_made(data: bytes) -> None:
     # an anchor moved after its alias would not parse the same; the original is projected instead
     aliased = data.replace(b"k00: v", b"k00: *t")
     assert recall.within_scan(aliased) is None
+
+
+# -- end to end: what Claude Code itself would list ------------------------------------------
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def claude_would_recall(folder: Path) -> list[Path]:
+    """The memory folder listed exactly as Claude Code 2.1 does, independently of okfgit:
+    recursive *.md without MEMORY.md, newest 200 by modification time."""
+    files = [p for p in folder.rglob("*.md") if p != folder / "MEMORY.md"]
+    files.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    return files[:200]
+
+
+def first_30_lines_say(path: Path, key: str) -> bool:
+    head = path.read_text(encoding="utf-8").split("\n")[:30]
+    return any(line.startswith(f"{key}:") for line in head)
+
+
+def test_claude_recalls_what_okfgit_ranks_first(repo: Path, okfgit, git, home: Path) -> None:  # noqa: ANN001
+    import os
+    import sys
+    sys.path.insert(0, str(BENCH))
+    try:
+        import genkb
+    finally:
+        sys.path.remove(str(BENCH))
+    planned = genkb.generate(repo / ".okf", 1000, scope="project")
+    plain = sorted((p for p in planned if "/concept-" in p), reverse=True)  # late paths: never first by path
+    kb = repo / ".okf"
+
+    def edit(path: str, old: str, new: str) -> None:
+        file = kb / path
+        file.write_text(file.read_text().replace(old, new, 1))
+
+    verified, deprecated, padded = plain[:10], plain[10:30], plain[30:33]
+    for path in verified:
+        edit(path, "okf_source: authored\n",
+             "okf_source: authored\nverified:\n- by: human:alice\n  at: 2026-01-01T00:00:00Z\n")
+    for path in deprecated:
+        edit(path, "okf_source: authored\n", "okf_source: authored\nstatus: deprecated\n")
+    pad = "".join(f"x_note_{i:02}: padding\n" for i in range(35))
+    for path in padded:  # description and type pushed past line 30
+        edit(path, "okf_source: authored\n", "okf_source: authored\n" + pad)
+        text = (kb / path).read_text()
+        head, sep, body = text.partition("\n---\n")
+        lines = head.split("\n")
+        moved = [line for line in lines if line.startswith(("type:", "description:"))]
+        (kb / path).write_text("\n".join([x for x in lines if x not in moved] + moved) + sep + body)
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "kb", cwd=repo)
+    okfgit("sync", cwd=repo)
+    from okfgit.targets.claude_home import memory_dir
+    folder = Path(memory_dir(repo.resolve(), os.environ, home).path)
+    for i in range(5):
+        (folder / f"project_fact_{i}.md").write_text(
+            f"---\nname: fact-{i}\ndescription: Fact {i} the agent learned\nmetadata:\n  type: project\n---\n"
+            f"The build needs step {i}.\n")
+    okfgit("sync", cwd=repo)
+    okfgit("sync", cwd=repo)
+
+    top = claude_would_recall(folder)
+    names = {p.name for p in top}
+    assert all(f"project_fact_{i}.md" in names for i in range(5))
+    assert all(path.rsplit("/", 1)[-1] in names for path in verified)
+    assert not any(path.rsplit("/", 1)[-1] in names for path in deprecated)
+    assert all(first_30_lines_say(p, "description") for p in top)
+    for path in padded:
+        projected = folder / path.rsplit("/", 1)[-1]
+        assert first_30_lines_say(projected, "description") and first_30_lines_say(projected, "type")
+        assert sorted(projected.read_bytes().split(b"\n")) == sorted((kb / path).read_bytes().split(b"\n"))
+    before = {p: p.stat().st_mtime_ns for p in folder.rglob("*.md")}
+    okfgit("project", cwd=repo)
+    assert {p: p.stat().st_mtime_ns for p in folder.rglob("*.md")} == before  # no change, no time moved
+
+    changed = next(p for p in plain[40:] if p.rsplit("/", 1)[-1] not in names)  # outside the 200 so far
+    edit(changed, "okf_source: authored\n", "okf_source: authored\n# reworded\n")
+    git("commit", "-q", "-am", "change one concept", cwd=repo)
+    okfgit("sync", cwd=repo)
+    assert claude_would_recall(folder)[0].name == changed.rsplit("/", 1)[-1]
