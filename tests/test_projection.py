@@ -444,7 +444,8 @@ def test_when_the_only_tier_goes_the_memory_folder_empties(kit: Kit, okfgit: Run
 
 
 def test_quiet_does_not_go_with_dry_run_or_json(kit: Kit, okfgit: Runner) -> None:
-    for flag in ("--dry-run", "--json"):
+    for flag in ("--dry-run", "--json", "--explain"):
         r = project(okfgit, kit, "--quiet", flag, expect=2)
-        assert r.err == "okfgit: error: --quiet prints nothing, so it does not go with --dry-run or --json\n"
+        assert r.err == ("okfgit: error: --quiet prints nothing, so it does not go with --dry-run, --json or "
+                         "--explain\n")
     assert not kit.memory.exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,18 @@ def test_claude_recalls_what_okfgit_ranks_first(repo: Path, okfgit, git, home: P
     git("commit", "-q", "-am", "change one concept", cwd=repo)
     okfgit("sync", cwd=repo)
     assert claude_would_recall(folder)[0].name == changed.rsplit("/", 1)[-1]
+
+    # what --explain says is what Claude Code's own listing gives
+    explained = json.loads(okfgit("project", "--explain", "--json", cwd=repo).out)["explain"]
+    recalled = [entry["file"] for entry in explained["claude"]["recall"]]
+    assert recalled == [p.relative_to(folder).as_posix() for p in claude_would_recall(folder)]
+    assert all(entry["citation"].startswith("project:") for entry in explained["claude"]["recall"])
+    memory_md = explained["claude"]["memory_md"]
+    assert memory_md["cut"] and memory_md["lines"] <= 200 and memory_md["bytes"] <= 25_000
+    assert len(explained["claude"]["neither"]) >= explained["claude"]["projected"] - 200 - memory_md["listed"]
+    assert explained["codex"]["max_bytes"] == 32 * 1024
+    assert any("MEMORY.md lists" in s for s in explained["over_budget"])
+    text = okfgit("project", "--explain", cwd=repo).out
+    assert "Claude Code" in text and "recall: the 200 newest memory files" in text and "Codex" in text
+    status = okfgit("status", cwd=repo, expect=None).out
+    assert "over an agent's budget: Claude Code: MEMORY.md lists" in status

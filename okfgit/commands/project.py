@@ -17,8 +17,10 @@ from okfgit.commands._common import emit_json, json_option, repo_option, run_opt
 from okfgit.errors import OkfError, UsageError
 
 if TYPE_CHECKING:
+    from okfgit.targets.budget import Explanation
     from okfgit.verbs.project import Report
 
+NOT_OURS = "(not okfgit's: an agent's or a person's file)"
 NOTHING_TO_DO = "nothing to do: the knowledge at HEAD and every target are as okfgit left them"
 
 
@@ -29,14 +31,18 @@ NOTHING_TO_DO = "nothing to do: the knowledge at HEAD and every target are as ok
               help="claude: the memory folder and ~/.claude/CLAUDE.md; agents: <repo>/AGENTS.md and "
                    "$CODEX_HOME/AGENTS.md.")
 @click.option("--dry-run", is_flag=True, help="Print a unified diff of every file that would change; write nothing.")
+@click.option("--explain", is_flag=True,
+              help="After projecting, show what each agent sees: for Claude Code the MEMORY.md lines (and what "
+                   "was cut), the 200 memory files it can recall, in order, and the concepts in neither; for "
+                   "Codex the size of its AGENTS.md files against the 32 KiB it loads. With --json, as JSON.")
 @click.option("--quiet", is_flag=True,
               help="For agent hooks (Claude Code's SessionStart, whose stdout becomes context): print nothing "
                    "on stdout; warnings and errors go to stderr, and any failure exits 1.")
 @repo_option
 @run_option
 @json_option
-def project_cmd(scope: str, target: str, dry_run: bool, quiet: bool, repo: Path | None, run: str | None,
-                as_json: bool) -> int:
+def project_cmd(scope: str, target: str, dry_run: bool, explain: bool, quiet: bool, repo: Path | None,
+                run: str | None, as_json: bool) -> int:
     """Project the knowledge at HEAD into each agent's own files.
 
     Merges the tiers by okf_id (job over project over global) and writes each concept
@@ -50,9 +56,11 @@ def project_cmd(scope: str, target: str, dry_run: bool, quiet: bool, repo: Path 
     written (the others still are). Outside a git repository only the global tier
     is projected.
     """
-    if quiet and (dry_run or as_json):
-        raise UsageError("--quiet prints nothing, so it does not go with --dry-run or --json")
-    if not dry_run and not as_json and fastpath.check(
+    if quiet and (dry_run or as_json or explain):
+        raise UsageError("--quiet prints nothing, so it does not go with --dry-run, --json or --explain")
+    if explain and dry_run:
+        raise UsageError("--explain reads what the agents see after projecting; it does not go with --dry-run")
+    if not dry_run and not as_json and not explain and fastpath.check(
         os.environ, os.getcwd(), repo=str(repo) if repo else None, scope=scope, target=target, run=run
     ):
         if not quiet:
@@ -63,7 +71,8 @@ def project_cmd(scope: str, target: str, dry_run: bool, quiet: bool, repo: Path 
 
     try:
         ctx, ws = workspace(repo, run)
-        report = projection.project(ctx, ws, scope=scope, target=target, dry_run=dry_run, run_arg=run)
+        report = projection.project(ctx, ws, scope=scope, target=target, dry_run=dry_run, run_arg=run,
+                                    explain=explain)
     except OkfError as exc:
         if not quiet:
             raise
@@ -73,6 +82,9 @@ def project_cmd(scope: str, target: str, dry_run: bool, quiet: bool, repo: Path 
     warn(f"{o.path}: {o.reason}" for o in report.outcomes if o.action in ("skipped", "failed"))
     if as_json:
         emit_json(_as_json(report))
+    elif explain and report.explanation is not None:
+        click.echo(_summary(report, dry_run=False))
+        click.echo(_explained(report.explanation))
     elif dry_run:
         if report.diff:
             click.echo(report.diff)
@@ -117,4 +129,31 @@ def _as_json(report: Report) -> dict[str, Any]:
         "skipped": rows("skipped"),
         "failed": rows("failed"),
         "warnings": report.warnings,
+        **({"explain": report.explanation.to_json()} if report.explanation is not None else {}),
     }
+
+
+def _explained(ex: Explanation) -> str:
+    lines = ["", "Claude Code"]
+    if ex.memory_dir is None:
+        lines.append("  no memory folder (no tier projected into it)")
+    else:
+        cut = "; cut, pointing to the tier indexes for the rest" if ex.memory_md_cut else ""
+        lines.append(f"  MEMORY.md: {len(ex.memory_md_lines)} lines, {ex.memory_md_bytes:,} bytes (loads 200 lines, "
+                     f"25,000 bytes); lists {ex.memory_md_listed} of {ex.projected} projected concepts{cut}")
+        lines.append(f"  recall: the {len(ex.recall)} newest memory files, in the order Claude Code ranks them:")
+        for rank, (name, citation) in enumerate(ex.recall, start=1):
+            lines.append(f"    {rank:>3}. {name}  {citation or NOT_OURS}")
+        lines.append(f"  in neither: {len(ex.neither)} concept(s)" + (":" if ex.neither else ""))
+        lines.extend(f"    {citation}" for citation in ex.neither[:20])
+        if len(ex.neither) > 20:
+            lines.append(f"    ... and {len(ex.neither) - 20} more (--json lists them all)")
+    lines.append("Codex")
+    for f in ex.files:
+        if f.agent == "codex":
+            state = f"{f.size:,} bytes, okfgit's block {f.block:,}" if f.exists else "absent"
+            lines.append(f"  {f.path}: {state}")
+    lines.append(f"  together {ex.codex_bytes:,} of the 32,768 bytes Codex loads")
+    for sentence in ex.over_budget:
+        lines.append(f"over budget: {sentence}")
+    return "\n".join(lines)

@@ -30,7 +30,7 @@ from okfgit.format import concept as okf
 from okfgit.format import lifecycle
 from okfgit.format.index_md import is_needs_merge
 from okfgit.plan import FileWrite, Plan, apply, render
-from okfgit.targets import TARGETS
+from okfgit.targets import TARGETS, budget
 from okfgit.targets.base import FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, Merged, Projected, TierInfo, View
 from okfgit.knowledge.tiers import PRECEDENCE, Tier, Workspace
 
@@ -66,6 +66,7 @@ class Report:
     owned: state.State | None = None
     stamp: _Stamp | None = None
     skipped_concepts: list[str] = field(default_factory=list)  # "<tier>:<path>" not projected
+    explanation: budget.Explanation | None = None  # what each agent sees (project --explain)
     recall_top_s: int | None = None  # the memory target's recall anchor and generation (targets/recall.py)
     generation: int | None = None
     recall_order: list[str] = field(default_factory=list)  # memory file names, Claude's first recall first
@@ -106,12 +107,13 @@ class _Inputs:
 
 
 def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "all", dry_run: bool = False,
-            run_arg: str | None = None, owned: state.State | None = None) -> Report:
+            run_arg: str | None = None, owned: state.State | None = None, explain: bool = False) -> Report:
     """Project the selected tiers into the selected targets (``--target claude|agents|all``).
 
     ``owned`` is the ownership record as the caller holds it (``sync`` loads it once and
     hands it through capture and projection); the caller then ``save``s the report. Without
-    it, the record is loaded here and saved before returning.
+    it, the record is loaded here and saved before returning. With ``explain`` the report
+    also says what each agent sees afterwards (``report.explanation``, targets/budget.py).
     """
     if target not in TARGET_CHOICES:
         raise UsageError(f"unknown target {target!r}: use one of {', '.join(TARGET_CHOICES)}")
@@ -160,6 +162,9 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
                 run_arg=run_arg, expires=_next_stale(ctx, view))
     if loaded_here:
         save(report)
+    if explain:
+        report.explanation = budget.explain(report.owned or st, memory_dir, repo.workdir if repo else None,
+                                            ctx.environ, ctx.home)
     return report
 
 

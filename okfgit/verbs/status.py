@@ -14,6 +14,7 @@ from okfgit.verbs import remote
 from okfgit.context import Context
 from okfgit.errors import RepoStateError, UsageError
 from okfgit.plan import Plan
+from okfgit.targets import budget
 from okfgit.verbs.project import Outcome
 from okfgit.format import index_md
 from okfgit.format.index_md import is_needs_merge
@@ -34,6 +35,7 @@ class Status:
     unprojected: list[str] = field(default_factory=list)  # "<tier>:<path>" projection skips
     unprojected_why: list[str] = field(default_factory=list)
     hook_error: str | None = None  # the last hook error since the last successful sync
+    over_budget: list[str] = field(default_factory=list)  # what an agent cannot see (targets/budget.py)
 
     @property
     def in_sync(self) -> bool:
@@ -94,6 +96,7 @@ class Status:
             "agent_hooks": self.agent.to_json(),
             "sync_lock": self.lock_holder.describe() if self.lock_holder else None,
             "global_remote": self.remote.to_json() if self.remote.url else None,
+            "over_budget": self.over_budget,
         }
 
 
@@ -122,6 +125,7 @@ def status(ctx: Context, ws: Workspace) -> Status:
         unprojected_why=why,
         hook_error=hooklog.error_since_last_sync(repo.common_dir),
         remote=remote.show(ctx, ws),
+        over_budget=budget.explain(owned, owned.memory_dir, repo.workdir, ctx.environ, ctx.home).over_budget,
     )
 
 
@@ -205,6 +209,7 @@ def render(st: Status) -> str:
         lines += st.remote.render()
     if st.lock_holder:
         lines.append(f"sync running: {st.lock_holder.describe()}")
+    lines += [f"over an agent's budget: {sentence} (`okfgit project --explain` lists it)" for sentence in st.over_budget]
     if st.capture.captured or st.stale_targets:
         lines.append("run `okfgit sync` to bring everything in line")
     if st.attention:
