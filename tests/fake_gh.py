@@ -1,7 +1,7 @@
 """A recording ``gh`` for tests: a real executable on PATH that logs each call and answers from a script.
 
 Each call is appended to ``<folder>/gh-calls.jsonl`` as ``{"args": [...], "body": <text of any
---body-file>, "env": {GH_REPO, GITHUB_REPOSITORY}}``. Answers come from ``<folder>/gh-answers.json``:
+--body-file or --input file>, "env": {GH_REPO, GITHUB_REPOSITORY}}``. Answers come from ``<folder>/gh-answers.json``:
 a list of ``{"prefix": [args...], "stdout": "...", "code": 0}``, the first whose prefix matches
 the call's first arguments wins; no match prints nothing and exits 0.
 """
@@ -17,7 +17,7 @@ import json, os, sys
 folder = {folder!r}
 args = sys.argv[1:]
 body = None
-for flag in ("--body-file", "-F"):
+for flag in ("--body-file", "--input"):
     if flag in args and args.index(flag) + 1 < len(args):
         name = args[args.index(flag) + 1]
         body = sys.stdin.read() if name == "-" else open(name, encoding="utf-8").read()

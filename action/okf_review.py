@@ -1,0 +1,168 @@
+"""The okfgit review GitHub Action's one step: review the pull request, comment, label.
+
+Run by ``action.yml`` (``python3 "$GITHUB_ACTION_PATH/action/okf_review.py"``) in a checkout of
+the pull request's head with its history (``fetch-depth: 0``), after okfgit is installed. Standard
+library only; everything GitHub is reached through ``gh`` (``GH_TOKEN``, ``GH_REPO``), so a test
+runs this file as it is, with the GitHub variables set and a recording ``gh`` on PATH.
+
+1. The pull request (number, body, base and head branch) comes from ``$GITHUB_EVENT_PATH``
+   (``pull_request`` or ``pull_request_review`` events).
+2. Its approvals: ``gh api repos/{owner}/{repo}/pulls/{n}/reviews``, the latest review of each
+   person that is not a comment; ``APPROVED`` ones become ``--approved-by human:<login>``.
+3. ``okfgit review --format markdown --output <full report>`` (with ``--pr-body`` when the body
+   holds an ``okf-harvest`` block): the bounded comment on stdout, the full report as a file
+   (``action.yml`` uploads it as the ``okf-review-report`` artifact).
+4. One comment, found again by its first line ``<!-- okfgit-review -->``: updated in place, or
+   created; a pull request that changes nothing under ``.okf/`` and has no comment yet gets none.
+5. The ``okf-needs-human`` label is added while the verdict is needs-human, removed otherwise.
+6. Outputs ``verdict`` and ``report`` go to ``$GITHUB_OUTPUT``; the gate step of ``action.yml``
+   fails the check on request-changes (and on needs-human, unless told otherwise).
+
+Exit 0 when the review ran (whatever its verdict), 1 when it could not (a broken checkout, no
+base branch, okfgit failing): then nothing is posted and the message says why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+MARKER = "<!-- okfgit-review -->"
+LABEL = "okf-needs-human"
+VERDICTS = ("merge", "request-changes", "needs-human")
+
+
+def main() -> int:
+    env = os.environ
+    event = json.loads(Path(env["GITHUB_EVENT_PATH"]).read_text(encoding="utf-8"))
+    pr = event.get("pull_request") or {}
+    number = pr.get("number")
+    if not number:
+        print("okfgit review: this event has no pull request; nothing to review", file=sys.stderr)
+        return 1
+    repo = env.get("GITHUB_REPOSITORY", "")
+    out_dir = Path(env.get("RUNNER_TEMP") or ".") / "okf-review"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    gh_env = {**env, "GH_REPO": repo}
+
+    approvers = approvals(gh_json(["api", "--paginate", f"repos/{repo}/pulls/{number}/reviews"], gh_env))
+    args = [sys.executable, "-m", "okfgit", "review", "--format", "markdown",
+            "--output", str(out_dir / "okf-review-full.md")]
+    body = pr.get("body") or ""
+    if "```okf-harvest" in body:
+        (out_dir / "pr-body.md").write_text(body, encoding="utf-8")
+        args += ["--pr-body", str(out_dir / "pr-body.md")]
+    for actor in approvers:
+        args += ["--approved-by", actor]
+    # pull_request_review events do not set these; the event always names both branches
+    review_env = {**env, "GITHUB_BASE_REF": (pr.get("base") or {}).get("ref") or env.get("GITHUB_BASE_REF", ""),
+                  "GITHUB_HEAD_REF": (pr.get("head") or {}).get("ref") or env.get("GITHUB_HEAD_REF", "")}
+    ran = subprocess.run(args, env=review_env, capture_output=True, text=True,
+                         cwd=env.get("GITHUB_WORKSPACE") or None)
+    sys.stderr.write(ran.stderr)
+    block = review_block(ran.stdout)
+    if ran.returncode not in (0, 2) or block is None:
+        print(f"okfgit review could not judge this pull request (exit {ran.returncode}); nothing was posted",
+              file=sys.stderr)
+        return 1
+    verdict = block["verdict"]
+    comment = f"{MARKER}\n{ran.stdout}"
+    (out_dir / "okf-review.md").write_text(comment, encoding="utf-8")
+    print(f"okfgit review: {verdict}" + (f" (approved by {', '.join(approvers)})" if approvers else ""))
+
+    changed = bool(block.get("concepts") or block.get("findings") or (block.get("omitted") or {}).get("concepts"))
+    post_comment(repo, number, comment, changed, out_dir, gh_env)
+    set_label(number, verdict == "needs-human", gh_env)
+    with open(env.get("GITHUB_OUTPUT") or os.devnull, "a", encoding="utf-8") as fh:
+        fh.write(f"verdict={verdict}\nreport={out_dir / 'okf-review-full.md'}\n")
+    return 0
+
+
+def approvals(reviews: Any) -> list[str]:
+    """``human:<login>`` of each person whose latest review (comments aside) approves, in order."""
+    latest: dict[str, str] = {}
+    for review in reviews if isinstance(reviews, list) else []:
+        login = (review.get("user") or {}).get("login")
+        state = review.get("state")
+        if login and state in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED"):
+            latest.pop(login, None)  # re-inserted last: the order of the latest decisions
+            latest[login] = state
+    return [f"human:{login}" for login, state in latest.items() if state == "APPROVED"]
+
+
+def review_block(markdown: str) -> dict[str, Any] | None:
+    """The ``okf-review`` block at the end of the comment, or None."""
+    if "```okf-review\n" not in markdown:
+        return None
+    text = markdown.rsplit("```okf-review\n", 1)[1].rsplit("```", 1)[0]
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) and data.get("verdict") in VERDICTS else None
+
+
+def post_comment(repo: str, number: int, comment: str, changed: bool, out_dir: Path, env: dict[str, str]) -> None:
+    """Update the one okfgit comment, or create it; a read-only token (a fork) only warns."""
+    existing = [c for c in gh_json(["api", "--paginate", f"repos/{repo}/issues/{number}/comments"], env) or []
+                if isinstance(c, dict) and str(c.get("body", "")).startswith(MARKER)]
+    if not existing and not changed:
+        print("nothing under .okf/ changed; no comment")
+        return
+    payload = out_dir / "comment.json"
+    payload.write_text(json.dumps({"body": comment}), encoding="utf-8")
+    if existing:
+        command = ["api", "--method", "PATCH", f"repos/{repo}/issues/comments/{existing[0]['id']}",
+                   "--input", str(payload)]
+    else:
+        command = ["api", "--method", "POST", f"repos/{repo}/issues/{number}/comments", "--input", str(payload)]
+    if gh(command, env) is None:
+        print("::warning::could not post the review comment (a fork's read-only token?); the check still gates")
+
+
+def set_label(number: int, wanted: bool, env: dict[str, str]) -> None:
+    if wanted:
+        gh(["label", "create", LABEL, "--force", "--color", "D93F0B",
+            "--description", "Knowledge changes that need a person's approval"], env)
+        gh(["pr", "edit", str(number), "--add-label", LABEL], env)
+    else:
+        gh(["pr", "edit", str(number), "--remove-label", LABEL], env, quiet=True)
+
+
+def gh(args: list[str], env: dict[str, str], quiet: bool = False) -> str | None:
+    """Run ``gh``; its output, or None (with a warning unless ``quiet``) when it failed."""
+    try:
+        proc = subprocess.run(["gh", *args], env=env, capture_output=True, text=True)
+    except OSError as exc:
+        print(f"::warning::gh {' '.join(args[:2])}: {exc}")
+        return None
+    if proc.returncode != 0:
+        if not quiet:
+            print(f"::warning::gh {' '.join(args[:3])} failed: {proc.stderr.strip()}")
+        return None
+    return proc.stdout
+
+
+def gh_json(args: list[str], env: dict[str, str]) -> Any:
+    """``gh api --paginate`` output: one JSON array per page, joined into one list."""
+    text = gh(args, env)
+    if text is None:
+        return None
+    decoder = json.JSONDecoder()
+    items: list[Any] = []
+    at = 0
+    while at < len(text):
+        if text[at].isspace():
+            at += 1
+            continue
+        value, at = decoder.raw_decode(text, at)
+        items += value if isinstance(value, list) else [value]
+    return items
+
+
+if __name__ == "__main__":
+    sys.exit(main())
