@@ -94,8 +94,8 @@ def remote_log(bare: Path) -> list[str]:
 
 
 def test_init_with_an_empty_remote_pushes_the_local_tier(a: Machine, bare: Path) -> None:
-    result = a.okfgit("init", "--scope", "global", "--remote", str(bare), cwd=a.proj)
-    assert "pushed the local tier" in result.out
+    result = a.okfgit("init", "--scope", "global", "--remote", str(bare), cwd=a.home)  # no project needed
+    assert "the remote was empty; pushed the local tier" in result.out
     assert remote_log(bare) == [a.head()]
     assert a.git("config", "branch.main.remote").out.strip() == "origin"
     again = a.okfgit("init", "--scope", "global", "--remote", str(bare), cwd=a.proj)
@@ -159,7 +159,8 @@ def test_remote_show_set_remove_and_a_plain_git_remote(a: Machine, bare: Path, t
     assert shown["last_exchange"] is not None
     other = tmp_path / "other.git"
     subprocess.run(["git", "init", "-q", "--bare", str(other)], check=True)
-    assert str(other) in a.okfgit("remote", "set", str(other), cwd=a.proj).out
+    moved = a.okfgit("remote", "set", str(other), cwd=a.proj).out
+    assert str(other) in moved and "last exchange: never" in moved
     assert a.git("remote", "get-url", "origin").out.strip() == str(other)
     assert "removed" in a.okfgit("remote", "remove", cwd=a.proj).out
     assert a.git("remote").out == "" and not (a.tier / ".git" / "okf" / "exchange.json").exists()

@@ -141,6 +141,11 @@ def _commit_of(repo: Repo, ref: str) -> str | None:
         return None
 
 
+def has_history(repo: Repo, tg: Target) -> bool:
+    """The remote branch exists (as of the last fetch)."""
+    return _commit_of(repo, tg.tracking) is not None
+
+
 def counts(repo: Repo, tg: Target) -> tuple[int, int]:
     """(ahead, behind): commits here the remote lacks, and the reverse, as of the last fetch."""
     head = repo.head_commit()

@@ -82,7 +82,8 @@ def show(ctx: Context, ws: Workspace) -> RemoteInfo:
     rec = record.load(repo.common_dir)
     info.name, info.url, info.branch, info.remote_branch = tg.name, tg.shown, tg.branch, tg.remote_branch
     info.ahead, info.behind = exchange.counts(repo, tg)
-    info.last_success, info.last_attempt, info.last_error = rec.last_success, rec.last_attempt, rec.last_error
+    if rec.remote == tg.shown:  # a record about another remote (before `remote set`) says nothing here
+        info.last_success, info.last_attempt, info.last_error = rec.last_success, rec.last_attempt, rec.last_error
     return info
 
 
@@ -141,6 +142,7 @@ def attach(ctx: Context, ws: Workspace, url: str) -> Attached:
     tg = exchange.target(repo)
     assert tg is not None
     report = exchange.Report(tg.shown, fetched=True)
+    empty = not exchange.has_history(repo, tg)
     exchange.integrate(ctx, tier, repo, tg, report)
     written = store.init_tier(ctx, ws, "global")
     if exchange.counts(repo, tg)[0]:
@@ -148,7 +150,7 @@ def attach(ctx: Context, ws: Workspace, url: str) -> Attached:
     if report.unreachable is None:
         exchange.save_success(repo, tg, ctx.clock())
     what = {"fast-forward": "took the remote's history", "merge": "merged the remote's history by concept"}
-    done = what.get(report.integrated or "", "the remote had nothing new")
+    done = "the remote was empty" if empty else what.get(report.integrated or "", "the remote had nothing new")
     if report.pushed:
         done += "; pushed the local tier"
     elif report.unreachable:
