@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from okfgit import __version__
-from okfgit.errors import EXIT_INTEGRITY, OkfError
+from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, EXIT_QUIET_FAILURE, OkfError
 
 # verb -> (module in okfgit.commands, one-line help shown by `okfgit --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -74,25 +74,43 @@ def cli() -> None:
     """
 
 
+class Invocation:
+    """What ``main`` needs to know about the command it ran (``cli.main(obj=...)``).
+    A plain class: ``dataclasses`` would cost the no-op path an import."""
+
+    def __init__(self) -> None:
+        self.quiet = False  # an agent hook's invocation (``--quiet``): every failure exits 1
+
+    def exit_code(self, code: int) -> int:
+        return EXIT_QUIET_FAILURE if self.quiet and code != EXIT_OK else code
+
+
 def main(argv: list[str] | None = None) -> None:
+    """The entry point: run one command and map its result or error to the exit code.
+
+    This is the only place exit codes are chosen: a command returns the code its library
+    report gives (0, 2 or 3) or raises an OkfError carrying one; under ``--quiet`` every
+    failure becomes 1 (Claude Code reads 2 from a hook as "block").
+    """
+    invocation = Invocation()
     try:
-        result: Any = cli.main(args=argv, prog_name="okfgit", standalone_mode=False)
+        result: Any = cli.main(args=argv, prog_name="okfgit", standalone_mode=False, obj=invocation)
     except OkfError as exc:
         click.echo(f"okfgit: error: {exc}", err=True)
-        sys.exit(exc.exit_code)
+        sys.exit(invocation.exit_code(exc.exit_code))
     except click.exceptions.Abort:
         click.echo("okfgit: aborted", err=True)
-        sys.exit(1)
+        sys.exit(invocation.exit_code(1))
     except click.ClickException as exc:
         exc.show()
-        sys.exit(exc.exit_code)
+        sys.exit(invocation.exit_code(exc.exit_code))
     except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
+        sys.exit(invocation.exit_code(exc.exit_code))
     except KeyboardInterrupt:
-        sys.exit(130)
+        sys.exit(invocation.exit_code(130))
     except Exception as exc:  # an okfgit bug: fail closed, say so plainly
         if os.environ.get("OKFGIT_DEBUG"):
             raise
         click.echo(f"okfgit: internal error: {type(exc).__name__}: {exc} (set OKFGIT_DEBUG=1 for a traceback)", err=True)
-        sys.exit(EXIT_INTEGRITY)
-    sys.exit(result if isinstance(result, int) else 0)
+        sys.exit(invocation.exit_code(EXIT_INTEGRITY))
+    sys.exit(invocation.exit_code(result if isinstance(result, int) else EXIT_OK))

@@ -1,7 +1,8 @@
 """The one exception root. Each error carries the exit code the CLI maps it to.
 
 Exit codes (spec/okf-cli.md): 0 ok, 2 usage or validation error, 3 unwritable
-target or integrity failure (fail-closed: nothing half-written).
+target or integrity failure (fail-closed: nothing half-written); under ``--quiet`` any
+failure is 1. ``cli.main`` is the one place that maps them.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_INTEGRITY = 3
+EXIT_QUIET_FAILURE = 1  # any failure under --quiet (agent hooks: Claude Code reads 2 as "block")
 
 
 class OkfError(Exception):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from okfgit.local import noop
 from okfgit.verbs import hooks
 from okfgit.errors import UsageError
 
@@ -146,7 +147,7 @@ def test_should_run_and_the_script_agree(installed: Path, tmp_path: Path, env: d
     gitdir = installed / ".git"
     if state:
         (gitdir / state).mkdir()
-    assert hooks.should_run(hook, args, gitdir) is runs
+    assert noop.should_run(hook, args, gitdir) is runs
     extra, calls = recording_env(tmp_path)
     # run the installed script the way git does: from the top level, by its path
     proc = subprocess.run([f".git/hooks/{hook}", *args], cwd=installed, env={**env, **extra},
@@ -158,7 +159,7 @@ def test_should_run_and_the_script_agree(installed: Path, tmp_path: Path, env: d
 
 def test_should_run_rejects_unknown_hooks(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="unknown hook 'pre-commit'"):
-        hooks.should_run("pre-commit", [], tmp_path)
+        noop.should_run("pre-commit", [], tmp_path)
 
 
 # -- hooks fire on real git commands --------------------------------------------------

@@ -81,10 +81,10 @@ def test_the_no_op_path_imports_neither_pygit2_nor_yaml(project: Path, mem: Path
                           env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout == ("" if args else "okfgit sync: up to date\n"), proc
     imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
-    assert "okfgit.local.fastpath" in imported and "okfgit.local.stamps" in imported
+    assert "okfgit.local.noop" in imported and "okfgit.local.stamps" in imported
     heavy = sorted(m for m in imported if m.split(".")[0] in ("pygit2", "yaml", "okfgit") and m not in (
         "okfgit", "okfgit.cli", "okfgit.errors", "okfgit.commands", "okfgit.local", "okfgit.commands.sync", "okfgit.local.fastpath",
-        "okfgit.local.stamps", "okfgit.local.paths", "okfgit.commands._common", "okfgit.context",
+        "okfgit.local.stamps", "okfgit.local.paths", "okfgit.local.noop", "okfgit.commands._common", "okfgit.context",
         "okfgit.__main__")
         and (args or m != "okfgit.local.exchange"))  # sync (not a hook) asks whether a fetch is due
     assert heavy == []
@@ -253,13 +253,6 @@ def test_hook_mode_obeys_should_run_and_prints_at_most_one_line(project: Path, m
     bad = okfgit("sync", "--hook", "pre-push", cwd=project, expect=2)
     assert "Invalid value for '--hook': 'pre-push' is not one of 'post-checkout', 'post-merge', 'post-commit', " \
            "'post-rewrite'." in bad.err
-
-
-def test_the_hook_names_sync_accepts_are_okfgits_hooks() -> None:
-    from okfgit.verbs import hooks
-    from okfgit.commands import sync
-
-    assert sync.HOOK_NAMES == hooks.HOOK_NAMES
 
 
 def test_sync_outside_a_repository_is_a_usage_error(tmp_path: Path, okfgit: Runner) -> None:

@@ -60,6 +60,19 @@ def workspace(repo: Path | None = None, run: str | None = None, *,
     return ctx, ws
 
 
+def quiet_failures() -> None:
+    """This invocation runs from an agent's hook: ``cli.main`` maps every failure to exit 1.
+
+    Claude Code reads exit 2 from a hook as "block", so a ``--quiet`` command never exits 2
+    (or 3). Called once the command's own arguments are known to be valid.
+    """
+    from okfgit.cli import Invocation
+
+    found = click.get_current_context().find_object(Invocation)
+    if found is not None:
+        found.quiet = True
+
+
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False))
 

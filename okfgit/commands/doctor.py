@@ -6,7 +6,6 @@ import click
 
 from okfgit.verbs import doctor
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, scope_option, workspace
-from okfgit.errors import EXIT_OK, EXIT_USAGE
 
 
 @click.command("doctor")
@@ -30,4 +29,4 @@ def doctor_cmd(scope: str, worktree: bool, repo: Path | None, run: str | None, a
         emit_json(report.as_dict())
     else:
         click.echo(doctor.render_text(report))
-    return EXIT_USAGE if report.errors else EXIT_OK
+    return report.exit_code

@@ -7,7 +7,6 @@ import click
 from okfgit.verbs import index as indexing
 from okfgit import plan as plan_mod
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, scope_option, workspace
-from okfgit.errors import EXIT_OK, EXIT_USAGE
 
 
 @click.command("index")
@@ -28,7 +27,7 @@ def index_cmd(scope: str, check: bool, dry_run: bool, repo: Path | None, run: st
     """
     ctx, ws = workspace(repo, run)
     if check or dry_run:
-        result = indexing.plan_index(ws, scope)
+        result = indexing.plan_index(ws, scope, check=check)
     else:
         result = indexing.regenerate_indexes(ctx, ws, scope)
     if as_json:
@@ -40,7 +39,7 @@ def index_cmd(scope: str, check: bool, dry_run: bool, repo: Path | None, run: st
         _echo_status(result, check=True)
     else:
         _echo_status(result, check)
-    return EXIT_USAGE if check and result.stale else EXIT_OK
+    return result.exit_code
 
 
 def _echo_status(result: indexing.IndexRun, check: bool) -> None:

@@ -1,7 +1,7 @@
-"""``okfgit project``: parse, try the fast path, else call ``projection.project``, print.
+"""``okfgit project``: parse, ask ``local.noop``, else call ``projection.project``, print.
 
-Only click and ``okfgit.local.fastpath`` are imported at module level: a no-op must cost about
-a process start, so pygit2, YAML and the projection code load only when there is work.
+Only click and the standard-library no-op check are imported at module level: a no-op must
+cost about a process start, so pygit2, YAML and the projection code load only when there is work.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from okfgit.local import fastpath
-from okfgit.commands._common import emit_json, json_option, repo_option, run_option, warn
-from okfgit.errors import OkfError, UsageError
+from okfgit.commands._common import emit_json, json_option, quiet_failures, repo_option, run_option, warn
+from okfgit.errors import UsageError
+from okfgit.local import noop
 
 if TYPE_CHECKING:
     from okfgit.targets.budget import Explanation
@@ -60,24 +60,19 @@ def project_cmd(scope: str, target: str, dry_run: bool, explain: bool, quiet: bo
         raise UsageError("--quiet prints nothing, so it does not go with --dry-run, --json or --explain")
     if explain and dry_run:
         raise UsageError("--explain reads what the agents see after projecting; it does not go with --dry-run")
-    if not dry_run and not as_json and not explain and fastpath.check(
+    if quiet:
+        quiet_failures()
+    if not dry_run and not as_json and not explain and noop.project(
         os.environ, os.getcwd(), repo=str(repo) if repo else None, scope=scope, target=target, run=run
-    ):
+    ) is noop.Verdict.UP_TO_DATE:
         if not quiet:
             click.echo(NOTHING_TO_DO)
         return 0
     from okfgit.verbs import project as projection
     from okfgit.commands._common import workspace
 
-    try:
-        ctx, ws = workspace(repo, run)
-        report = projection.project(ctx, ws, scope=scope, target=target, dry_run=dry_run, run_arg=run,
-                                    explain=explain)
-    except OkfError as exc:
-        if not quiet:
-            raise
-        click.echo(f"okfgit: error: {exc}", err=True)
-        return 1  # never 2: Claude Code reads 2 as "block"
+    ctx, ws = workspace(repo, run)
+    report = projection.project(ctx, ws, scope=scope, target=target, dry_run=dry_run, run_arg=run, explain=explain)
     warn(report.warnings)
     warn(f"{o.path}: {o.reason}" for o in report.outcomes if o.action in ("skipped", "failed"))
     if as_json:
@@ -91,9 +86,7 @@ def project_cmd(scope: str, target: str, dry_run: bool, explain: bool, quiet: bo
         click.echo(_summary(report, dry_run=True))
     elif not quiet:
         click.echo(_summary(report, dry_run=False))
-    if report.failed:
-        return 1 if quiet else 3
-    return 0
+    return report.exit_code
 
 
 def _summary(report: Report, dry_run: bool) -> str:

@@ -31,7 +31,7 @@ from okfgit.format import lifecycle
 from okfgit.format import markdown as links
 from okfgit.format import concept as okf
 from okfgit.context import Context
-from okfgit.errors import ValidationError
+from okfgit.errors import EXIT_OK, EXIT_USAGE, ValidationError
 from okfgit.git import Entry, blob_oid
 from okfgit.knowledge.snapshot import Snapshot, snapshot, worktree_snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
@@ -120,6 +120,11 @@ class Report:
     @property
     def warnings(self) -> int:
         return sum(t.count(WARNING) for t in self.tiers)
+
+    @property
+    def exit_code(self) -> int:
+        """2 when any error was found (warnings alone pass)."""
+        return EXIT_USAGE if self.errors else EXIT_OK
 
     def as_dict(self) -> dict[str, Any]:
         return {"tiers": [t.as_dict() for t in self.tiers], "skipped": self.skipped,

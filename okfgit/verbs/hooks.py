@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -20,40 +20,11 @@ from okfgit import fsutil
 from okfgit.errors import IntegrityError, UnwritableError, UsageError
 from okfgit.git import clean_git_env
 from okfgit.local import hooklog, paths
+from okfgit.local.noop import HOOK_NAMES
 
-HOOK_NAMES = ("post-checkout", "post-merge", "post-commit", "post-rewrite")
 MARKER = "# okfgit-hook: installed by `okfgit hooks install`; `okfgit hooks uninstall` restores what was here"
 LEGACY_SUFFIX = ".legacy"
 HOOK_MODE = 0o755
-
-
-# -- when a hook does work ------------------------------------------------------------
-
-
-def should_run(hook: str, args: Sequence[str], gitdir: Path) -> bool:
-    """Whether git hook ``hook``, called with ``args`` in the repo whose (per-worktree)
-    git dir is ``gitdir``, should sync.
-
-    A file checkout (post-checkout's third argument ``0``) moves nothing. During a rebase
-    the checkouts and commits it makes are intermediate: the ``post-rewrite rebase`` at
-    its end does the work once (git still has ``rebase-merge`` then, so post-rewrite is
-    not subject to the rebase test). ``post-rewrite amend`` follows a post-commit that
-    already ran. The shell scripts apply the same rule before starting okfgit at all.
-    """
-    if hook not in HOOK_NAMES:
-        raise UsageError(f"unknown hook {hook!r}: okfgit's hooks are {', '.join(HOOK_NAMES)}")
-    if hook == "post-checkout" and len(args) >= 3 and args[2] == "0":
-        return False
-    if hook == "post-rewrite":
-        return bool(args) and args[0] == "rebase"
-    if hook in ("post-checkout", "post-commit") and in_rebase(gitdir):
-        return False
-    return True
-
-
-def in_rebase(gitdir: Path) -> bool:
-    """A rebase (either backend) is in progress in this worktree."""
-    return (gitdir / "rebase-merge").is_dir() or (gitdir / "rebase-apply").is_dir()
 
 
 # -- the scripts ----------------------------------------------------------------------

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from okfgit.format import index_md as index
 from okfgit.context import Context
+from okfgit.errors import EXIT_OK, EXIT_USAGE
 from okfgit.knowledge.snapshot import snapshot
 from okfgit.plan import Plan, TierCommit, apply
 from okfgit.knowledge.tiers import Tier, Workspace
@@ -34,19 +35,26 @@ class IndexRun:
     tiers: list[TierIndex]
     skipped: list[str]
     plan: Plan = field(default_factory=Plan)
+    check: bool = False  # asked only whether the indexes are current
 
     @property
     def stale(self) -> int:
         return sum(len(t.stale) for t in self.tiers)
 
+    @property
+    def exit_code(self) -> int:
+        """2 when a check found a stale index."""
+        return EXIT_USAGE if self.check and self.stale else EXIT_OK
+
     def as_dict(self) -> dict[str, object]:
         return {"tiers": [t.as_dict() for t in self.tiers], "skipped": self.skipped, "stale": self.stale}
 
 
-def plan_index(ws: Workspace, scope: str) -> IndexRun:
-    """Plan one commit per selected tier whose index files differ from what the tree implies."""
+def plan_index(ws: Workspace, scope: str, *, check: bool = False) -> IndexRun:
+    """Plan one commit per selected tier whose index files differ from what the tree implies
+    (``check``: the caller only asks whether they are current)."""
     tiers, skipped = ws.present(scope)
-    run = IndexRun([], skipped)
+    run = IndexRun([], skipped, check=check)
     for tier in tiers:
         snap = snapshot(tier)
         if snap.commit is None or not snap.entries:

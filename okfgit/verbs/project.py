@@ -24,7 +24,7 @@ from okfgit.local import fastpath, paths, state
 from okfgit.knowledge.catalog import TierCatalog
 from okfgit.targets.claude_home import claude_home
 from okfgit.context import Context
-from okfgit.errors import OkfError, UsageError
+from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, OkfError, UsageError
 from okfgit.git import Repo
 from okfgit.format import concept as okf
 from okfgit.format import lifecycle
@@ -74,6 +74,10 @@ class Report:
     @property
     def failed(self) -> bool:
         return any(o.action == "failed" for o in self.outcomes)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_INTEGRITY if self.failed else EXIT_OK
 
     def count(self, action: str) -> int:
         extra = len(self.kept) if action == "unchanged" else 0

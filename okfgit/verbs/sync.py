@@ -25,7 +25,7 @@ from okfgit.verbs import project as projection
 from okfgit.local import state
 from okfgit.local import stamps as syncstamp
 from okfgit.context import Context
-from okfgit.errors import OkfError, RepoStateError, UsageError
+from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, OkfError, RepoStateError, UsageError
 from okfgit.knowledge.tiers import Workspace
 
 DEFAULT_WAIT_S = 30.0
@@ -45,6 +45,10 @@ class SyncReport:
     def failed(self) -> bool:
         return (bool(self.capture_error) or bool(self.projection and self.projection.failed)
                 or bool(self.exchange and self.exchange.error))
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_INTEGRITY if self.failed else EXIT_OK
 
 
 def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg: str | None = None,
@@ -97,7 +101,7 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
     return report
 
 
-def one_line(report: SyncReport) -> str:
+def summary_line(report: SyncReport) -> str:
     """A one-line summary (git hooks print at most one line)."""
     if report.skipped:
         return f"okfgit sync skipped: {report.skipped}"
