@@ -99,7 +99,11 @@ class Bench:
 
     def repo(self, name: str, n: int) -> tuple[Path, dict[str, str]]:
         repo = genkb.make_repo(self.root / name, n)
-        git(repo, "gc", "-q")
+        for _ in range(600):  # the commit of 10,000 files may have started an auto gc in the background
+            if not (repo / ".git" / "gc.pid").exists():
+                break
+            time.sleep(0.1)
+        git(repo, "-c", "gc.autoDetach=false", "gc", "-q")
         home = self.root / f"home-{name}"
         home.mkdir()
         return repo, self.env(home)
