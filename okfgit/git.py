@@ -250,6 +250,31 @@ class Repo:
             return None
         return Entry(str(item.id), int(item.filemode))
 
+    def entries_in(self, tree: str, paths: list[str]) -> dict[str, Entry | None]:
+        """The entry at each of ``paths`` inside the tree ``tree`` (an OID), None where absent.
+
+        The tree is looked up once: for a diff's changed paths, without re-reading the
+        commit (whose message can be large) once per path.
+        """
+        root = self.raw[tree].peel(pygit2.Tree)
+        folders: dict[str, dict[str, Entry]] = {}
+        out: dict[str, Entry | None] = {}
+        for path in paths:
+            folder, _, name = path.rpartition("/")
+            if folder not in folders:  # each folder's listing read once, not once per path in it
+                folders[folder] = self._listing(root, folder)
+            out[path] = folders[folder].get(name)
+        return out
+
+    def _listing(self, root: pygit2.Tree, folder: str) -> dict[str, Entry]:
+        try:
+            sub = root[folder] if folder else root
+        except KeyError:
+            return {}
+        if sub.type_str != "tree":
+            return {}
+        return {item.name or "": Entry(str(item.id), int(item.filemode)) for item in self.raw[sub.id].peel(pygit2.Tree)}
+
     def _walk(self, tree: pygit2.Tree, base: str, out: dict[str, Entry]) -> None:
         for item in tree:
             path = base + (item.name or "")

@@ -157,12 +157,11 @@ def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes
 def _updated(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog[F], paths: list[str],
              blobs: dict[str, bytes], kind: Kind[F]) -> TierCatalog[F]:
     out = TierCatalog(tree, dict(cached.facts), dict(cached.problems), reread=len(paths))
+    found = repo.entries_in(tree, [p for p in paths if okf.is_concept_path(p)])
     for path in paths:
         out.facts.pop(path, None)
         out.problems.pop(path, None)
-        if not okf.is_concept_path(path):
-            continue
-        entry = repo.entry_at(commit, tier.repo_path_of(path))
+        entry = found.get(path)
         if entry is not None and entry.mode != 0o040000:
             _add(out, repo, tier, path, entry, blobs, kind)
     return out
