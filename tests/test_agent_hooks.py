@@ -112,6 +112,17 @@ def test_fresh_install_then_uninstall_leaves_an_empty_object(settings: Path, okf
     assert settings.read_bytes() == b'{\n  "model": "opus"\n}\n'
 
 
+def test_install_into_no_file_then_uninstall_leaves_no_file(settings: Path, okfgit, tmp_path: Path) -> None:
+    settings.unlink(missing_ok=True)
+    okfgit("hooks", "install", "--agent", "claude", cwd=tmp_path)
+    assert settings.is_file()
+    dry = okfgit("hooks", "uninstall", "--agent", "claude", "--dry-run", cwd=tmp_path)
+    assert "+++ /dev/null" in dry.out and settings.is_file()
+    okfgit("hooks", "uninstall", "--agent", "claude", cwd=tmp_path)
+    assert not settings.exists()  # no `{}` left where there was no file
+    assert okfgit("hooks", "uninstall", "--agent", "claude", cwd=tmp_path).out.endswith("nothing to change\n")
+
+
 @pytest.mark.parametrize("content,problem", [
     (b'{"model": "opus",}\n', "not valid JSON (Expecting property name enclosed in double quotes at line 1 column 18)"),
     (b"", "not valid JSON (Expecting value at line 1 column 1)"),

@@ -55,19 +55,20 @@ class AgentChange:
     new: bytes | None
     events: tuple[str, ...]  # events whose okfgit entry is added or replaced (install) or removed (uninstall)
     replaced: tuple[str, ...] = ()  # of ``events``: where an older okfgit's entry was brought up to date
+    remove: bool = False  # uninstall: the file held nothing but okfgit's entries, so it goes
 
     @property
     def changed(self) -> bool:
-        return self.new is not None and self.new != self.old
+        return self.remove or (self.new is not None and self.new != self.old)
 
     @property
     def reformats(self) -> bool:
         """Writing changes the layout of the person's own settings too (not only okfgit's
         entries): their file was not in the 2-space layout Claude Code itself writes."""
-        return self.changed and self.old is not None and _dump(_parse(self.path, self.old)) != self.old
+        return self.changed and not self.remove and self.old is not None and _dump(_parse(self.path, self.old)) != self.old
 
     def render(self) -> str:
-        return plan_mod.unified(str(self.path), self.old, self.new) if self.changed else ""
+        return plan_mod.unified(str(self.path), self.old, None if self.remove else self.new) if self.changed else ""
 
 
 def plan_install(ctx: Context) -> AgentChange:
@@ -111,6 +112,10 @@ def plan_uninstall(ctx: Context) -> AgentChange:
             removed.append(event)
     if hooks is not None and not hooks and removed:
         del settings["hooks"]
+    if removed and not settings and path == settings_path(ctx):
+        # Nothing but okfgit's entries was in it (install created it, or it was an empty
+        # object): the file goes, rather than leaving a `{}` that was never there.
+        return AgentChange(path, old, None, tuple(removed), remove=True)
     return AgentChange(path, old, _dump(settings) if removed else old, tuple(removed))
 
 
@@ -140,9 +145,10 @@ def _remove_entries(path: Path, hooks: dict[str, Any], event: str, match: Callab
 
 def apply(ctx: Context, change: AgentChange) -> None:
     """Write the planned settings.json: temp file, fsync, rename (it holds a person's bytes)."""
-    if not change.changed or change.new is None:
+    if not change.changed or (change.new is None and not change.remove):
         return
-    write = plan_mod.FileWrite(change.path, change.new, "claude hooks", fsync=True, old=change.old)
+    data = None if change.remove else change.new
+    write = plan_mod.FileWrite(change.path, data, "claude hooks", fsync=True, old=change.old)
     done = plan_mod.apply(ctx, plan_mod.Plan(writes=[write]))
     if done.failed:
         raise IntegrityError(done.failed[0][1])
