@@ -41,7 +41,8 @@ tiers: project
 memory folder: @MEM@
 captures pending: 0
 conflicts: 0
-projections stale: 1
+projections stale: 2
+  written: @MEM@/MEMORY.md
   written: @REPO@/AGENTS.md
 git hooks: 0 of 4 installed in @REPO@/.git/hooks (run `okfgit hooks install`)
 claude code hooks: absent (@HOME@/.claude/settings.json)

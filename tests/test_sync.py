@@ -200,7 +200,7 @@ def test_mid_rebase_capture_is_deferred_and_projection_still_runs(project: Path,
     git("rebase", "other", cwd=project, expect=1)  # stops on the conflict
     write_memory(mem, "feedback_testing.md", CURRENT)
     result = okfgit("sync", cwd=project)
-    assert result.out == "okfgit sync: capture deferred (repository busy), projected 1 file(s)\n"
+    assert result.out == "okfgit sync: capture deferred (repository busy), projected 2 file(s)\n"  # AGENTS.md, MEMORY.md
     assert "okfgit: warning: capture deferred: " in result.err and "in the middle of a rebase" in result.err
     assert (mem / "feedback_testing.md").read_bytes() == CURRENT  # waits for the next sync, untouched
     assert (project / "AGENTS.md").exists()

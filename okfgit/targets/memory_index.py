@@ -144,6 +144,10 @@ def render(kept: Sequence[str], entries: Iterable[Entry], pointers: Sequence[Poi
         for pointer in pointers:
             if left_out.get(pointer.tier):
                 lines.append(pointer_line(pointer, left_out[pointer.tier]))
+    if not lines:
+        # No concept yet: Claude still learns where the knowledge bases are (and a first run
+        # shows okfgit at work in the memory folder too).
+        lines = [pointer_line(p, 0) for p in pointers]
     text = "\n".join(lines) + "\n" if lines else ""
     return Rendered(text.encode("utf-8"), sum(listed.values()), left_out)
 
@@ -152,4 +156,6 @@ def pointer_line(pointer: Pointer, count: int) -> str:
     noun = "concept" if count == 1 else "concepts"
     label = pointer.tier[:1].upper() + pointer.tier[1:]
     target = link_target(pointer.root_index.as_posix())
+    if count == 0:
+        return f"- [{label} knowledge index]({target}) {DASH} no concepts yet; okfgit adds what is learned here"
     return f"- [{label} knowledge index]({target}) {DASH} {count:,} more {noun}, not listed here"
