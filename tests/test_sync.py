@@ -347,3 +347,27 @@ def test_a_damaged_git_file_is_a_clear_error(tmp_path: Path, okfgit: Runner) -> 
     (bad / ".git").write_text("junk\n")
     result = okfgit("sync", cwd=bad, expect=2)
     assert result.err.startswith("okfgit: error: ") and "cannot be opened" in result.err
+
+
+def test_dry_run_shows_capture_and_projection_and_writes_nothing(project: Path, mem: Path, okfgit: Runner,
+                                                                 git: Runner) -> None:
+    write_memory(mem, "feedback_testing.md", CURRENT)
+    top = head(git, project)
+    before = sorted(p.name for p in mem.iterdir())
+    result = okfgit("sync", "--dry-run", cwd=project)
+    assert "+++ b/project:memory/feedback-testing.md" in result.out  # the capture commit, as a diff
+    assert f"+++ b/{project / 'AGENTS.md'}" in result.out  # the projection, as a diff
+    assert result.out.rstrip().endswith("okfgit sync (dry run): would capture 1, would project 2 file(s)")
+    assert head(git, project) == top
+    assert sorted(p.name for p in mem.iterdir()) == before and not (project / "AGENTS.md").exists()
+    assert not (project / ".git" / "okf" / "sync.json").exists()
+
+    data = json.loads(okfgit("sync", "--dry-run", "--json", cwd=project).out)
+    assert data["dry_run"] is True and data["capture"]["captured"][0]["origin"] == "feedback_testing.md"
+    assert head(git, project) == top
+
+    done = json.loads(okfgit("sync", "--json", cwd=project).out)
+    assert done["dry_run"] is False and done["summary"].startswith("okfgit sync: captured 1")
+    assert done["capture"]["commits"][0]["tier"] == "project" and done["failed"] is False
+    assert str(project / "AGENTS.md") in [r["path"] for r in done["projection"]["written"]]
+    assert okfgit("sync", "--dry-run", "--hook", "post-commit", cwd=project, expect=2).code == 2

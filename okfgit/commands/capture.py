@@ -51,6 +51,8 @@ def summary(report: object, dry_run: bool) -> str:
     if report.conflicts:
         counts += f", {len(report.conflicts)} conflict(s) kept as needs-merge siblings"
     parts = [counts, f"{len(report.unchanged)} unchanged", f"{len(report.skipped)} skipped"]
+    if report.held:
+        parts.append(f"{len(report.held)} waiting for a tier")
     if report.deleted:
         parts.append(f"{len(report.deleted)} deleted by an agent (projection restores them)")
     lines = [", ".join(parts) + f" in {report.memory_dir}"]
@@ -76,6 +78,7 @@ def report_json(report: object) -> dict[str, object]:
             for c in report.captured
         ],
         "skipped": [{"origin": o, "reason": r} for o, r in report.skipped],
+        "held": [{"origin": o, "reason": r} for o, r in report.held],
         "unchanged": report.unchanged,
         "deleted": report.deleted,
         "commits": [{"tier": t, "commit": c} for t, c in report.commits],

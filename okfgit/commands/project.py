@@ -76,7 +76,7 @@ def project_cmd(scope: str, target: str, dry_run: bool, explain: bool, quiet: bo
     warn(report.warnings)
     warn(f"{o.path}: {o.reason}" for o in report.outcomes if o.action in ("skipped", "failed"))
     if as_json:
-        emit_json(_as_json(report))
+        emit_json(report_json(report))
     elif explain and report.explanation is not None:
         click.echo(_summary(report, dry_run=False))
         click.echo(_explained(report.explanation))
@@ -108,7 +108,8 @@ def _summary(report: Report, dry_run: bool) -> str:
     return "\n".join(lines)
 
 
-def _as_json(report: Report) -> dict[str, Any]:
+def report_json(report: Report) -> dict[str, Any]:
+    """The projection report as ``project --json`` (and ``sync --json``) print it."""
     def rows(action: str) -> list[dict[str, str]]:
         return [{"path": str(o.path), "target": o.target, "reason": o.reason} for o in report.of(action)]
 

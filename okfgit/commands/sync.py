@@ -27,15 +27,25 @@ NOTHING_TO_DO = "okfgit sync: up to date"
 @click.option("--fetch", is_flag=True,
               help="Exchange with the global tier's git remote now (fetch, merge by concept, push), "
                    "whatever okf.fetchInterval says.")
+@click.option("--dry-run", is_flag=True,
+              help="Show what sync would do, writing nothing: the capture commits (as diffs) and the "
+                   "projection's diff.")
+@click.option("--json", "as_json", is_flag=True, help="Print what happened (or, with --dry-run, would) as JSON.")
 @click.argument("hook_args", nargs=-1)
 @repo_option
 @run_option
-def sync_cmd(hook: str | None, wait_s: float, quiet: bool, fetch: bool, hook_args: tuple[str, ...],
-             repo: Path | None, run: str | None) -> int:
+def sync_cmd(hook: str | None, wait_s: float, quiet: bool, fetch: bool, dry_run: bool, as_json: bool,
+             hook_args: tuple[str, ...], repo: Path | None, run: str | None) -> int:
     """Capture what agents wrote into Claude Code memory, then project the KB into
     every agent's files, under a lock. This is what the git hooks and the Claude Code
     session hooks run. When nothing changed since the last sync it costs about a
     process start. Exit 3 when a capture commit or a target write failed."""
+    if dry_run or as_json:
+        if hook is not None or quiet:
+            from okfgit.errors import UsageError
+
+            raise UsageError("--dry-run and --json are for a person or a tool, not with --hook or --quiet")
+        return _report_cmd(dry_run, as_json, wait_s, fetch, repo, run)
     if quiet:
         quiet_failures()
     verdict = noop.sync(os.environ, os.getcwd(), repo=str(repo) if repo else None, run=run, hook=hook,
@@ -66,3 +76,47 @@ def sync_cmd(hook: str | None, wait_s: float, quiet: bool, fetch: bool, hook_arg
     if report.projection is not None:
         warn(f"{o.path}: {o.reason}" for o in report.projection.outcomes if o.action in ("skipped", "failed"))
     return report.exit_code
+
+
+def _report_cmd(dry_run: bool, as_json: bool, wait_s: float, fetch: bool, repo: Path | None, run: str | None) -> int:
+    """``sync --dry-run`` and ``sync --json``: the full path always (no no-op check), with the
+    plan's diffs or a JSON report."""
+    from okfgit import plan
+    from okfgit.commands._common import emit_json, warn, workspace
+    from okfgit.commands.capture import report_json as capture_json
+    from okfgit.commands.project import report_json as projection_json
+    from okfgit.verbs import sync
+
+    ctx, ws = workspace(repo, run)
+    report = sync.preview(ctx, ws, run_arg=run) if dry_run else sync.sync(ctx, ws, wait_s=wait_s, run_arg=run,
+                                                                           fetch=fetch)
+    line = sync.summary_line(report)
+    if as_json:
+        emit_json({
+            "dry_run": report.dry_run,
+            "summary": line,
+            "skipped": report.skipped,
+            "capture": capture_json(report.capture) if report.capture is not None else None,
+            "capture_error": report.capture_error,
+            "capture_deferred": report.capture_deferred,
+            "projection": projection_json(report.projection) if report.projection is not None else None,
+            "exchange": report.exchange.parts() if report.exchange is not None else [],
+            "failed": report.failed,
+            "warnings": report.warnings,
+        })
+    else:
+        if report.capture is not None and not report.capture.plan.empty:
+            click.echo(plan.render(report.capture.plan))
+        if report.projection is not None and report.projection.diff:
+            click.echo(report.projection.diff)
+        click.echo(line)
+        if report.capture is not None and not report.capture.enabled:
+            click.echo(report.capture.reason)
+    if report.capture_deferred:
+        warn([f"capture deferred: {report.capture_deferred}"])
+    if report.capture_error:
+        warn([f"capture failed: {report.capture_error}"])
+    warn(report.warnings)
+    if report.projection is not None:
+        warn(f"{o.path}: {o.reason}" for o in report.projection.outcomes if o.action in ("skipped", "failed"))
+    return 0 if dry_run else report.exit_code

@@ -33,6 +33,7 @@ DEFAULT_WAIT_S = 30.0
 
 @dataclass
 class SyncReport:
+    dry_run: bool = False
     skipped: str | None = None  # why nothing ran (lock held)
     capture: capture.Report | None = None
     capture_error: str | None = None
@@ -101,6 +102,27 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
     return report
 
 
+def preview(ctx: Context, ws: Workspace, *, run_arg: str | None = None) -> SyncReport:
+    """What ``sync`` would do now, writing nothing but okfgit's caches: the capture commits it
+    would make and projection's dry run, with their diffs. No lock is taken and the global
+    tier's remote is not contacted. Projection is shown from the tiers as they are at HEAD:
+    files capture would take are rewritten as their concepts by the sync itself."""
+    if ws.project_repo is None:
+        raise UsageError("sync needs a project repository: run it inside one or pass --repo")
+    repo = ws.tier("project").open()
+    report = SyncReport(dry_run=True)
+    owned = state.load(repo.common_dir)
+    try:
+        report.capture = capture.capture(ctx, ws, dry_run=True, owned=owned)
+        report.warnings.extend(report.capture.warnings)
+    except OkfError as exc:
+        report.capture_error = str(exc)
+    report.projection = projection.project(ctx, ws, scope="all", target="all", dry_run=True, run_arg=run_arg,
+                                           owned=owned)
+    report.warnings.extend(report.projection.warnings)
+    return report
+
+
 def summary_line(report: SyncReport) -> str:
     """A one-line summary (git hooks print at most one line)."""
     if report.skipped:
@@ -114,18 +136,21 @@ def summary_line(report: SyncReport) -> str:
     elif cap is not None and not cap.enabled:
         parts.append("capture off")
     elif cap is not None and cap.captured:
-        parts.append(f"captured {len(cap.captured)}")
+        parts.append(f"{'would capture' if report.dry_run else 'captured'} {len(cap.captured)}")
         if cap.conflicts:
             parts.append(f"{len(cap.conflicts)} need a merge")
     if cap is not None and cap.skipped:
         parts.append(f"{len(cap.skipped)} memory file(s) unreadable")
+    if cap is not None and cap.held:
+        parts.append(f"{len(cap.held)} memory file(s) waiting for a tier")
     if report.exchange is not None:
         parts.extend(report.exchange.parts())
     proj = report.projection
     if proj is not None:
         written = proj.count("written") + proj.count("removed")
         if written:
-            parts.append(f"projected {written} file(s)")
+            parts.append(f"{'would project' if report.dry_run else 'projected'} {written} file(s)")
         if proj.failed:
             parts.append(f"{proj.count('failed')} target(s) failed")
-    return "okfgit sync: " + (", ".join(parts) if parts else "up to date")
+    head = "okfgit sync (dry run): " if report.dry_run else "okfgit sync: "
+    return head + (", ".join(parts) if parts else "up to date")
