@@ -208,7 +208,9 @@ def test_new_keeps_the_lines_below_the_entry_list(repo: Path, okfgit: Runner, gi
     assert index_findings(okfgit, repo) == []
 
 
-def test_index_keeps_the_outro_and_drops_only_entries_for_kb_paths(repo: Path, okfgit: Runner, git: Runner) -> None:
+def test_a_persons_index_keeps_its_words_drops_what_is_gone_and_gains_what_is_missing(
+        repo: Path, okfgit: Runner, git: Runner) -> None:
+    # It lists a concept of another folder: a person's index, not okfgit's own list.
     page = (
         "# Decisions\n\nWhy.\n\n"
         f"- [Zeta](zeta.md) {DASH} Old words.\n"
@@ -236,11 +238,13 @@ def test_index_keeps_the_outro_and_drops_only_entries_for_kb_paths(repo: Path, o
     assert (kb / "decisions" / "index.md").read_text() == (
         "# Decisions\n\nWhy.\n\n"
         f"- [Alpha](alpha.md) {DASH} The first one.\n"
-        f"- [Zeta](zeta.md) {DASH} The last one.\n"
+        f"- [Zeta](zeta.md) {DASH} Old words.\n"
         "- [Handbook](https://example.com/handbook) - the company handbook\n"
         "* [Schema](schema.sql) - the DDL, kept next to the concepts\n"
         "\n"
         "## See also\n"
+        "\n"
+        f"- [Other](../other/o.md) {DASH} listed in its own folder.\n"
         "\n"
         "Prose that links [Zeta](zeta.md) stays, as does [the root](../index.md).\n"
         "\n"
@@ -270,8 +274,8 @@ def test_an_index_in_another_form_keeps_it_and_gains_missing_entries(repo: Path,
         "index.md": "# Knowledge\n",
     })
     okfgit("index", cwd=repo)
-    assert (kb / "refs" / "index.md").read_text() == (
-        "# Note\n\n* [A](a.md) - One.\n* [C](c.md) - Three.\n\n"
+    assert (kb / "refs" / "index.md").read_text() == (  # the entry's own words are the bundle's: kept
+        "# Note\n\n* [A](a.md) - Old words.\n* [C](c.md) - Three.\n\n"
         "# Subdirectories\n\n* [more](more/index.md) - Concepts under more/.\n* [sub](sub/index.md) - Below.\n\n"
         "A closing remark.\n\n# BigQuery Table\n\n* [T](t.md) - A table.\n")
     assert (kb / "refs" / "more" / "index.md").read_text().startswith("# More\n\n- [D](d.md) \u2014 Four.")

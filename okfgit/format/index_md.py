@@ -419,9 +419,27 @@ def form_of(lines: Iterable[Line]) -> Form:
     return Form(bullet, separator)
 
 
-def own_form(page: Page) -> bool:
-    """Every entry of the page is in okfgit's exact shape (or it has none): okfgit rebuilds it."""
-    return all(line.strict for line in page.entries)
+def own_form(page: Page, folder: str, exists: Callable[[str], bool] = lambda path: True) -> bool:
+    """The page is okfgit's own (or has no entry yet), so okfgit rebuilds it: entries in
+    okfgit's exact shape, for the folder's own concepts and subfolders only, those that
+    exist in okfgit's order (concepts by file name, then subfolders by name). Anything else
+    (another bullet or separator, entries for files elsewhere, another order) is the
+    bundle's or a person's, kept as written."""
+    keys = []
+    for line in page.entries:
+        if not line.strict or line.target is None:
+            return False
+        target = links.resolve(index_path(folder), line.target)
+        sub = _subfolder_name(folder, line.target)
+        if sub is not None:
+            key = (1, sub)
+        elif target.path is not None and parent(target.path) == folder:
+            key = (0, target.path.rsplit("/", 1)[-1])
+        else:
+            return False
+        if target.path is not None and exists(target.path):
+            keys.append(key)
+    return keys == sorted(keys)
 
 
 def _heading_text(line: str) -> str:
@@ -430,12 +448,11 @@ def _heading_text(line: str) -> str:
 
 def keep_form(folder: str, data: bytes, source: str, kb_folders: Container[str], concepts: Mapping[str, Item],
               subfolders: Mapping[str, str], exists: Callable[[str], bool]) -> bytes:
-    """Index ``source`` as written, with its entries brought up to date in its own form.
+    """Index ``source`` as written, completed in its own form.
 
-    Entries for the folder's concepts get the title and description of the frontmatter
-    (bullet and separator as each line writes them); entries whose target no longer exists
-    are dropped; concepts and subfolders not listed are added in the form most entries
-    use: under the heading naming their type (``Subdirectories`` for folders) when the
+    The entries are the bundle's words (OKF §8 only recommends the frontmatter's
+    description), so none is rewritten; entries whose target no longer exists are dropped;
+    concepts and subfolders not listed are added in the form most entries use: under the heading naming their type (``Subdirectories`` for folders) when the
     entries are grouped that way, a new section of that name when there is none, else
     after the last entry. Every other byte stays.
     """
@@ -471,17 +488,7 @@ def keep_form(folder: str, data: bytes, source: str, kb_folders: Container[str],
         sub = _subfolder_name(folder, line.target or "")
         if parent(path) == folder and name in concepts:
             listed_concepts.add(name)
-            concept = concepts[name]
-            group_of[number] = concept.type
-            if concept.description == "" and line.description:
-                # No description in the frontmatter: the entry's own words are all there is.
-                concept = Item(concept.title, line.description, concept.type)
-            if (line.title, line.description) != (concept.title, concept.description):
-                joint = line.separator if line.separator in SEPARATORS else form.separator
-                bullet = line.bullet if line.bullet in ("-", "*", "+") else form.bullet
-                fixed = Form(bullet, joint).entry(concept.title, line.target or "", concept.description)
-                indent = lines[number][: len(lines[number]) - len(lines[number].lstrip(" "))]
-                replaced[number] = indent + fixed + lines[number][len(_content(lines[number])):]
+            group_of[number] = concepts[name].type
         elif sub is not None and sub in subfolders:
             listed_subs[sub] = line.target or ""
             group_of[number] = SUBFOLDERS_HEADING
@@ -508,7 +515,7 @@ def keep_form(folder: str, data: bytes, source: str, kb_folders: Container[str],
             members = [n for n in sorted(entries) if section_of.get(n) == heading]
             after = _section_end(lines, headings, heading) if not members else None
         else:
-            members = sorted(entries)
+            members = sorted(group_of) or sorted(entries)  # beside the folder's own entries, if any
             after = None
         at = _insert_at(members, entries, title, after)
         inserts.setdefault(at, []).append(new)
@@ -685,7 +692,7 @@ def regenerate(
             subfolders[name] = kept.get(name) or describe_folder(page_of(sub).intro, name)
         page = page_of(folder)
         existing = read(index_path(folder))
-        if existing is not None and not own_form(page):
+        if existing is not None and not own_form(page, folder, lambda path: links.exists(path, paths)):
             text = keep_form(folder, existing, index_path(folder), kb_folders, items, subfolders,
                              lambda path: links.exists(path, paths))
         else:

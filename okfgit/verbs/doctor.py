@@ -502,6 +502,7 @@ class IndexCheck:
         self.indexes = {p: d for p, d in docs.items() if p.rsplit("/", 1)[-1] == "index.md"}
         self.listed: dict[str, set[str]] = {}
         self.edges: dict[str, set[str]] = {}
+        self.folders = index.folders_of(self.entries)
 
     def run(self) -> None:
         for path, doc in sorted(self.indexes.items()):
@@ -515,6 +516,9 @@ class IndexCheck:
         lines = doc.entries()
         listed = self.listed.setdefault(folder, set())
         edges = self.edges.setdefault(path, set())
+        # Only okfgit's own index takes its words from the frontmatter; a bundle's keeps its own.
+        own = index.own_form(index.read_page(doc.data, path, self.folders), folder,
+                             lambda p: links.exists(p, self.entries))
         for line in lines:
             if line.target is None:
                 continue
@@ -536,7 +540,7 @@ class IndexCheck:
             edges.add(resolved)
             if index.parent(resolved) == folder:
                 listed.add(resolved)
-            self.entry_shape(path, line, number, resolved)
+            self.entry_shape(path, line, number, resolved, own)
         # Links in the intro must resolve like any link, and lead on from here too. Entry
         # lines are blanked (not dropped) so line numbers stay true.
         entry_numbers = {line.number for line in lines}
@@ -547,7 +551,7 @@ class IndexCheck:
             if reached is not None:
                 edges.add(reached)
 
-    def entry_shape(self, path: str, line: index.Line, number: int, resolved: str) -> None:
+    def entry_shape(self, path: str, line: index.Line, number: int, resolved: str, own: bool) -> None:
         if not index.kb_target(resolved):
             return  # an entry for a file that is not a concept or folder: the index's outro, a person's
         if not line.conforming:
@@ -557,16 +561,12 @@ class IndexCheck:
                        f"{line.text.strip()!r}", number, WARNING)
             return
         doc = self.c.docs.get(resolved)
-        if doc is None or not doc.has_frontmatter or okf.is_reserved(resolved):
+        if not own or doc is None or not doc.has_frontmatter or okf.is_reserved(resolved):
             return
         item = index.Item(index.escape_title(okf.one_line(doc.meta.get("title")) or okf.title_from_path(resolved)),
                           okf.one_line(doc.meta.get("description")))
-        if not line.strict and not item.description:
-            item = index.Item(item.title, line.description)  # an entry in another form keeps its own words
         if (line.title, line.description) != (item.title, item.description):
-            form = index.Form(line.bullet, line.separator if line.separator in index.SEPARATORS
-                              else index.OKFGIT_FORM.separator)
-            want = form.entry(item.title, line.target or "", item.description)
+            want = index.expected_entry(item.title, line.target or "", item.description)
             self.c.add(PROFILE, "index-entry-stale", path, f"entry for {resolved} differs from its frontmatter "
                        f"(expected {want!r}; run `okfgit index`)", number)
 
