@@ -231,6 +231,7 @@ def _concept_changes(tier: Tier, snap: Snapshot, files: list[_Source], adoption:
                 adoption.copied.append(file.dest)
             continue
         try:
+            marks = (len(adoption.rewrites), len(adoption.unresolved))
             if rebase is not None:
                 file = _rebased(file, rebase, bundle, adoption)
                 if rebase and file.rel == "index.md":
@@ -240,6 +241,7 @@ def _concept_changes(tier: Tier, snap: Snapshot, files: list[_Source], adoption:
                 new = file.data
             else:
                 new = _with_profile(tier, file, parsed, taken, adoption.notes)
+            _shift_lines(adoption, marks, _head_lines(new, parsed.body) - _head_lines(file.data, parsed.body))
         except OkfError as exc:
             problems.append(str(exc))
             continue
@@ -329,6 +331,19 @@ def _without_version(file: _Source, adoption: Adoption) -> _Source:
     adoption.notes.append(f"{file.dest}: left out its frontmatter (okf_version: {version}); only the tier's root "
                           "index.md may carry one (OKF §8)")
     return _Source(file.dest, file.name, (okf.BOM if parsed.bom else b"") + body, file.rel)
+
+
+def _head_lines(data: bytes, body: bytes) -> int:
+    return data[: len(data) - len(body)].count(b"\n")
+
+
+def _shift_lines(adoption: Adoption, marks: tuple[int, int], delta: int) -> None:
+    """The links just recorded for a file, at their lines in the file as adopted (the
+    profile keys added above the body move it down)."""
+    if not delta:
+        return
+    for found, start in ((adoption.rewrites, marks[0]), (adoption.unresolved, marks[1])):
+        found[start:] = [LinkRewrite(r.file, r.line + delta, r.old, r.new) for r in found[start:]]
 
 
 def _links_message(adoption: Adoption) -> str:
