@@ -571,10 +571,16 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
         trailers += [("Okf-Captured", f"{c.okf_id} {_trailer_path(c.origin)} {c.file_oid}") for c in group]
         count = len(group)
         subject = f"okf: capture {count} fact{'s' if count != 1 else ''} from Claude Code memory"
-        body = "\n".join(f"- {c.action}: {c.origin} -> {c.kb_path}" for c in group)
+        # The trailers are the record of every file; the body names the first few for a person.
+        body = "\n".join(f"- {c.action}: {c.origin} -> {c.kb_path}" for c in group[:_BODY_LINES])
+        if count > _BODY_LINES:
+            body += f"\n- ... and {count - _BODY_LINES} more (one Okf-Captured trailer each)"
         old = {p: (snap.blob(p) if p in snap.entries else None) for p in changes}
         plan.commits.append(TierCommit(tier, "capture", subject, changes, tuple(trailers), body, old=old))
     return plan
+
+
+_BODY_LINES = 20  # files named in a capture commit's body; the trailers list all
 
 
 def _trailer_path(origin: str) -> str:
