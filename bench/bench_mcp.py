@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Time ``search`` over MCP against ``okfgit search`` processes, and the server's memory.
+
+On a synthetic project KB (``genkb.make_repo``, default 10,000 concepts) we time, in one run:
+
+* the baseline: ``--calls`` separate ``okfgit search WORD --json`` processes (what an agent with a
+  shell pays per question), median wall time per call;
+* ``--calls`` ``search`` tool calls to one ``okfgit mcp`` server through the official SDK's
+  stdio client (``mcp.client.stdio``), median wall time per call after one warm-up call;
+* the same after a commit to the tier between calls (each timed call is preceded by a new
+  commit), so the figure includes the refresh the server does when HEAD moves;
+* the server's resident memory (``VmRSS``, and the peak ``VmHWM``) after the calls.
+
+Both sides run once untimed first, so the on-disk card cache (``nav.json``) is built before any
+timing. The ratio column is each figure over the per-process baseline (the issue's aim: MCP at
+least 10x faster per call). Needs the MCP extra (``pip install 'okfgit[mcp]'``).
+
+    python bench/bench_mcp.py [--n 10000] [--calls 100] [--query 'cache stale' ...] [--dir /dev/shm]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import baselines  # noqa: E402
+import genkb  # noqa: E402
+
+
+def _env(root: Path) -> dict[str, str]:
+    home = root / "home"
+    home.mkdir(exist_ok=True)
+    env = baselines.okfgit_env()
+    env.update(HOME=str(home), XDG_DATA_HOME=str(home / ".local" / "share"), XDG_STATE_HOME=str(home / ".state"),
+               CLAUDE_CONFIG_DIR=str(home / ".claude"), CODEX_HOME=str(home / ".codex"), GIT_CONFIG_NOSYSTEM="1")
+    for key in ("OKF_RUN", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        env.pop(key, None)
+    return env
+
+
+def processes(repo: Path, env: dict[str, str], words: list[str], calls: int) -> float:
+    argv = [sys.executable, "-m", "okfgit", "search", *words, "--json"]
+    subprocess.run(argv, cwd=repo, env=env, check=True, capture_output=True)  # builds nav.json
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        subprocess.run(argv, cwd=repo, env=env, check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def over_mcp(repo: Path, env: dict[str, str], words: list[str], calls: int) -> tuple[float, float, int, int, int]:
+    """(median per call, median per call after a commit each time, VmRSS KiB, VmHWM KiB, hits)."""
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    out: dict[str, object] = {}
+
+    async def main() -> None:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "okfgit", "mcp"], cwd=repo, env=env)
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                first = await session.call_tool("search", {"words": words})
+                assert not first.is_error, first
+                out["hits"] = len((first.structured_content or {}).get("results", []))
+                times = []
+                for _ in range(calls):
+                    start = time.perf_counter()
+                    result = await session.call_tool("search", {"words": words})
+                    times.append(time.perf_counter() - start)
+                    assert not result.is_error
+                out["warm"] = statistics.median(times)
+                moved = []
+                for i in range(max(calls // 10, 5)):
+                    _commit(repo, env, i)
+                    start = time.perf_counter()
+                    result = await session.call_tool("search", {"words": words})
+                    moved.append(time.perf_counter() - start)
+                    assert not result.is_error
+                out["moved"] = statistics.median(moved)
+                out["rss"], out["hwm"] = _server_memory()
+
+    anyio.run(main)
+    return (float(out["warm"]), float(out["moved"]), int(out["rss"]), int(out["hwm"]),  # type: ignore[arg-type]
+            int(out["hits"]))  # type: ignore[call-overload]
+
+
+def _commit(repo: Path, env: dict[str, str], i: int) -> None:
+    path = repo / ".okf" / "area-00" / "topic-00" / "concept-00000.md"
+    with path.open("a") as fh:
+        fh.write(f"\nEdited between calls ({i}).\n")
+    git = {**env, **genkb.git_env()}
+    subprocess.run(["git", "commit", "-qam", f"edit {i}"], cwd=repo, env=git, check=True)
+
+
+def _server_memory() -> tuple[int, int]:
+    """VmRSS and VmHWM (KiB) of this process's child running ``okfgit mcp``."""
+    me = os.getpid()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if int(fields.get("PPid", "0")) == me and b"mcp" in cmdline and b"okfgit" in cmdline:
+            return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
+    raise RuntimeError("the okfgit mcp server process was not found")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench_mcp.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=10_000, help="concepts in the synthetic KB")
+    parser.add_argument("--calls", type=int, default=100, help="timed calls on each side")
+    parser.add_argument("--query", action="append", default=None,
+                        help="search words, quoted (repeatable; default: 'cache' (about 10%% of concepts match) "
+                             "and 'cache stale' (20 hits at 10,000))")
+    parser.add_argument("--dir", default=None, help="where to build the KB (e.g. /dev/shm)")
+    args = parser.parse_args(argv)
+    queries = [q.split() for q in (args.query or ["cache", "cache stale"])]
+    rows = []
+    memory = []
+    with tempfile.TemporaryDirectory(prefix="okfbench-mcp-", dir=args.dir) as tmp:
+        root = Path(tmp)
+        repo = genkb.make_repo(root / "kb", args.n, layout="project")
+        env = _env(root)
+        for words in queries:
+            base = processes(repo, env, words, args.calls)
+            warm, moved, rss, hwm, hits = over_mcp(repo, env, words, args.calls)
+            what = f"search {' '.join(words)!r} ({hits} hits)"
+            rows += [(f"okfgit {what}, one process per call", base, base),
+                     (f"MCP {what}, warm server", warm, base),
+                     (f"MCP {what}, a commit before each call", moved, base)]
+            memory.append(f"server memory after {what}: VmRSS {rss / 1024:.1f} MiB, peak VmHWM {hwm / 1024:.1f} MiB")
+    print(f"{args.n} concepts, {args.calls} calls per figure (median per call)")
+    baselines.report(rows, baseline="process")
+    for label, secs, base in rows:
+        if "MCP" in label:
+            print(f"{label}: {base / secs:.1f}x faster per call than a process")
+    print("\n".join(memory))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
