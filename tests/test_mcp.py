@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 from collections.abc import Awaitable, Callable
@@ -89,11 +90,17 @@ def test_tools_resources_search_cat_and_note(project: Path, okfgit: Runner, git:
     assert "Measured the cold start." in (job / "log.md").read_text()
 
 
-def test_errors_are_tool_errors_and_the_server_lives_on(project: Path, okfgit: Runner, env: dict[str, str]) -> None:
+def test_errors_are_tool_errors_and_the_server_lives_on(project: Path, okfgit: Runner, git: Runner,
+                                                        env: dict[str, str]) -> None:
     okfgit("new", "cache-policy", "--type", "Decision", "--description", "We cache.", "--no-edit", cwd=project)
+    (project / ".okf" / "latin1.md").write_bytes(b"---\ntype: Note\n---\ncaf\xe9\n")
+    git("add", ".okf/latin1.md", cwd=project)
+    git("commit", "-q", "-m", "not UTF-8", cwd=project)
     seen: dict[str, Any] = {}
 
     async def body(session: ClientSession) -> None:
+        binary = await session.call_tool("cat", {"ref": "project:latin1.md"})
+        seen["binary"] = (binary.is_error, binary.content[0], binary.structured_content)
         seen["note"] = await call(session, "note", type="Lesson", title="x")
         seen["log"] = await call(session, "log", text="x")
         seen["unknown"] = await call(session, "cat", ref="cache-polcy")
@@ -110,6 +117,10 @@ def test_errors_are_tool_errors_and_the_server_lives_on(project: Path, okfgit: R
     assert error and texts[0].startswith("no concept or file matches 'cache-polcy'")
     assert "did you mean: cache-policy (project:cache-policy.md@" in texts[0]
     assert seen["bad"][0] and seen["extra"][0] and seen["scope"][0]
+    error, block, data = seen["binary"]
+    assert not error and block.type == "resource" and block.resource.uri == "okf://project/latin1.md"
+    assert base64.b64decode(block.resource.blob) == b"---\ntype: Note\n---\ncaf\xe9\n"
+    assert data["content_base64"] == block.resource.blob and "UTF-8" in " ".join(data["warnings"])
     assert not seen["after"][0]
 
 

@@ -61,7 +61,8 @@ def build(reader: tools.Reader) -> Server[Any]:
         content: list[Any] = []
         if result.blob is not None:
             content.append(types.EmbeddedResource(type="resource", resource=types.BlobResourceContents(
-                uri=str(result.data.get("citation", "")), blob=base64.b64encode(result.blob).decode("ascii"),
+                uri=tools.resource_uri(result.data["tier"], result.data["path"]),
+                blob=base64.b64encode(result.blob).decode("ascii"),
                 mime_type="application/octet-stream")))
         else:
             content.append(types.TextContent(type="text", text=result.text))
