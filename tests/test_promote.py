@@ -360,3 +360,38 @@ def test_emptied_folders(project: Path, okfgit: Runner, git: Runner) -> None:
     result = okfgit("promote", "tabs", "--from", "project", "--to", "global", cwd=project)
     assert "project:style/ has no concepts left; its index.md keeps a hand-written intro" in result.err
     assert (project / ".okf" / "style" / "index.md").read_text() == "# Style\n\nHow we write code.\n"
+
+
+def test_a_contradiction_is_proposed_as_a_supersession_and_flagged(project: Path, okfgit: Runner, git: Runner) -> None:
+    okfgit("new", "use-postgres", "--type", "Decision", "--dir", "decisions", "--title", "Use Postgres",
+           "--description", "All state in one Postgres cluster.", "--no-edit", cwd=project)
+    decision_id = okf.split((project / ".okf" / "decisions" / "use-postgres.md").read_bytes(), "x").meta["okf_id"]
+    okfgit("run", "start", "r1", cwd=project)
+    okfgit("note", "--type", "Discovery", "Postgres cannot hold the event log", "--slug", "event-log",
+           "--cites", decision_id, "--relation", "contradicts", "--generalizes", "yes", cwd=project)
+    okfgit("note", "--type", "Lesson", "Vacuum nightly", "--cites", "project:decisions/use-postgres.md",
+           "--relation", "refines", "--generalizes", "yes", cwd=project)
+    result = okfgit("promote", "event-log", "vacuum-nightly", "--branch", "okf/r1", cwd=project)
+    assert "proposed supersession: notes/event-log.md contradicts project:decisions/use-postgres.md" in result.err
+    body = result.out.split("PR body:\n\n", 1)[1]
+    assert "**Contradictions to resolve**" in body and f"`supersedes: {decision_id}`" in body
+    claims = {c["path"]: c for c in _harvest(body)["concepts"]}
+    assert claims["notes/event-log.md"]["cites"][0]["relation"] == "contradicts"
+    assert claims["notes/vacuum-nightly.md"]["cites"][0]["okf_id"] == decision_id
+    pr_body = project.parent / "body.md"
+    pr_body.write_text(body)
+    git("checkout", "-q", "okf/r1", cwd=project)
+    data = json.loads(okfgit("review", "--format", "json", "--pr-body", str(pr_body), cwd=project, expect=2).out)
+    assert [(f["severity"], f["rule"], f["path"]) for f in data["findings"]] == [
+        ("needs-human", "contradiction", "notes/event-log.md")]
+    # the supersession, done on the branch, resolves it (the new concept is then claimed by no block)
+    note = project / ".okf" / "notes" / "event-log.md"
+    note_id = okf.split(note.read_bytes(), "x").meta["okf_id"]
+    note.write_text(note.read_text().replace("okf_source: authored\n",
+                                             f"okf_source: authored\nsupersedes: {decision_id}\n"))
+    old = project / ".okf" / "decisions" / "use-postgres.md"
+    old.write_text(old.read_text().replace("okf_source: authored\n",
+                                           f"okf_source: authored\nstatus: deprecated\nsuperseded_by: {note_id}\n"))
+    git("commit", "-q", "-am", "supersede", cwd=project)
+    data = json.loads(okfgit("review", "--format", "json", cwd=project).out)
+    assert data["verdict"] == "merge", data["findings"]

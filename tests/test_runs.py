@@ -172,3 +172,20 @@ def test_an_unknown_run_is_a_usage_error_naming_the_runs(verb: tuple[str, ...], 
     okfgit("run", "start", "r2", cwd=project)
     result = okfgit(*verb, "--run", "nosuch", cwd=project, expect=2)
     assert "no run 'nosuch'" in result.err and "the runs here: r1, r2" in result.err
+
+
+def test_a_note_cites_what_it_bears_on(project: Path, okfgit: Runner, git: Runner) -> None:
+    okfgit("new", "use-postgres", "--type", "Decision", "--dir", "decisions", "--title", "Use Postgres",
+           "--description", "All state in one Postgres cluster.", "--no-edit", cwd=project)
+    okfgit("run", "start", "r1", cwd=project)
+    okfgit("note", "--type", "Discovery", "Postgres cannot hold the event log", "--cites", "use-postgres",
+           "--relation", "Contradicts", "--generalizes", "yes", cwd=project)
+    note = (project / "runstate" / "r1" / "okf" / "notes" / "postgres-cannot-hold-the-event-log.md").read_text()
+    oid = git("rev-parse", "--short=7", "HEAD:.okf/decisions/use-postgres.md", cwd=project).out.strip()
+    assert f"ref: project:decisions/use-postgres.md@{oid}" in note and "relation: contradicts" in note
+    assert "--cites and --relation go together" in okfgit("note", "--type", "Lesson", "X", "--cites", "use-postgres",
+                                                           cwd=project, expect=2).err
+    assert "--relation must be one of confirms, refines, contradicts" in okfgit(
+        "note", "--type", "Lesson", "X", "--cites", "use-postgres", "--relation", "agrees", cwd=project, expect=2).err
+    assert "--cites 'nothing-here' names no concept" in okfgit(
+        "note", "--type", "Lesson", "X", "--cites", "nothing-here", "--relation", "refines", cwd=project, expect=2).err

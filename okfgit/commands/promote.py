@@ -59,6 +59,7 @@ def promote_cmd(refs: tuple[str, ...], from_: str, to: str, branch: str | None, 
 def _print(done: promote.Promotion, pr: harvest.PullRequest | None) -> None:
     pp = done.plan
     warn(pp.warnings)
+    warn(f"proposed supersession: {text}" for text in pp.proposals)
     on = f" on branch {pp.branch}" if pp.branch else ""
     for item in pp.items:
         minted = " (okf_id minted)" if item.minted else ""
@@ -85,6 +86,7 @@ def _json(done: promote.Promotion, pr: harvest.PullRequest | None) -> dict[str, 
         "concepts": [{"okf_id": i.okf_id, "from": i.source_path, "path": i.path, "oid": i.oid, "minted": i.minted}
                      for i in pp.items],
         "warnings": pp.warnings,
+        "proposals": pp.proposals,
     }
     if pp.branch:
         out["pr"] = {"title": harvest.pr_title(done), "body": harvest.pr_body(done), "harvest": harvest.block(done)}

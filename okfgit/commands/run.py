@@ -117,17 +117,24 @@ def end_cmd(repo: Path | None, run: str | None, as_json: bool) -> None:
               help="Is it likely true beyond this run? `no` keeps it out of promotion.")
 @click.option("--tag", "tags", multiple=True, help="A kebab-case tag; repeat for more.")
 @click.option("--slug", default=None, help="File name under notes/ (default: from the title).")
+@click.option("--cites", default=None, metavar="REF",
+              help="The project (else global) concept this note bears on: a path, slug, title or okf_id "
+                   "(project:REF or global:REF picks the tier). Needs --relation.")
+@click.option("--relation", default=None, metavar="confirms|refines|contradicts",
+              help="How the note bears on --cites; contradicts makes promote propose a supersession.")
 @click.option("--dry-run", is_flag=True, help="Show the commit that would be made; write nothing.")
 @repo_option
 @run_option
 @json_option
 def note_cmd(title: str, type_: str, claim: str | None, why: str | None, evidence: str | None, generalizes: str,
-             tags: tuple[str, ...], slug: str | None, dry_run: bool, repo: Path | None, run: str | None,
-             as_json: bool) -> None:
+             tags: tuple[str, ...], slug: str | None, cites: str | None, relation: str | None, dry_run: bool,
+             repo: Path | None, run: str | None, as_json: bool) -> None:
     """Write one insight of the active run to notes/<slug>.md as a commit, with
-    its folder index and a log.md entry."""
+    its folder index and a log.md entry; --cites/--relation record the concept
+    it confirms, refines or contradicts."""
     ctx, ws = workspace(repo, run)
-    kwargs = dict(claim=claim, why=why, evidence=evidence, generalizes=generalizes, tags=tags, slug=slug)
+    kwargs = dict(claim=claim, why=why, evidence=evidence, generalizes=generalizes, tags=tags, slug=slug,
+                  cites=cites, relation=relation)
     if dry_run:
         click.echo(plan_mod.render(runs.note_plan(ctx, ws, type_, title, **kwargs)[3]))  # type: ignore[arg-type]
         return

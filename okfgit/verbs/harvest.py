@@ -25,7 +25,7 @@ from okfgit.errors import OkfError, UnwritableError, UsageError, ValidationError
 from okfgit.git import clean_git_env
 from okfgit.knowledge.snapshot import Snapshot
 from okfgit.local import pr_bodies
-from okfgit.verbs.promote import Promotion, PromotionPlan
+from okfgit.verbs.promote import Item, Promotion, PromotionPlan
 
 VERSION = 1
 LABEL = "okf-harvest"
@@ -43,9 +43,16 @@ def block(p: Promotion) -> dict[str, object]:
         "run": pp.source.run,
         "source": {"tier": pp.source.name, "run": pp.source.run, "commit": pp.source_head},
         "destination": {"tier": pp.destination.name, "branch": pp.branch, "commit": p.destination_oid},
-        "concepts": [{"okf_id": i.okf_id, "path": i.path, "oid": i.oid, "from": i.source_path} for i in pp.items],
+        "concepts": [_claim(i) for i in pp.items],
         "tool": TOOL,
     }
+
+
+def _claim(item: Item) -> dict[str, object]:
+    out: dict[str, object] = {"okf_id": item.okf_id, "path": item.path, "oid": item.oid, "from": item.source_path}
+    if item.cites:
+        out["cites"] = [c.as_dict() for c in item.cites]
+    return out
 
 
 def pr_title(p: Promotion) -> str:
@@ -69,6 +76,12 @@ def pr_body(p: Promotion) -> str:
         f"The {pp.source.label} copy was removed in commit `{p.source_oid[:12]}`, whose `Okf-Promoted-To` "
         "trailer points here; if this pull request is closed, reverting that commit brings it back.",
         "",
+    ]
+    if pp.proposals:
+        lines += ["**Contradictions to resolve** (a note says the project's knowledge is wrong):", ""]
+        lines += [f"- {_cell(text)}" for text in pp.proposals]
+        lines += [""]
+    lines += [
         "Check it with `okfgit review` before merging.",
         "",
         "```" + LABEL,

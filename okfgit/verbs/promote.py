@@ -20,6 +20,8 @@ from difflib import get_close_matches
 from okfgit.format import index_md as index
 from okfgit.format import markdown as links
 from okfgit.format import concept as okf
+from okfgit.format import cites as cite_format
+from okfgit.format import lifecycle
 from okfgit.verbs import run as runs
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, OkfError, RepoStateError, UsageError, ValidationError
@@ -47,6 +49,7 @@ class Item:
     description: str
     minted: bool = False
     body_line: int = 1  # the source file's line where the body starts, for messages
+    cites: tuple[cite_format.Cite, ...] = ()
 
     @property
     def oid(self) -> str:
@@ -65,6 +68,7 @@ class PromotionPlan:
     destination_commit: TierCommit
     source_snapshot: Snapshot
     warnings: list[str] = field(default_factory=list)
+    proposals: list[str] = field(default_factory=list)  # supersessions a ``contradicts`` citation asks for
 
     def source_commit(self, destination_oid: str, today: str) -> TierCommit:
         """The source-side commit, once the destination commit's OID is known."""
@@ -130,6 +134,7 @@ def plan_promotion(
     )
     pp = PromotionPlan(source, destination, src_snap.commit, items, branch, dest_commit, src_snap)
     pp.warnings.extend(_backlink_warnings(pp))
+    pp.proposals.extend(_proposed_supersessions(items, dst_snap))
     # The source commit is fully known except the destination OID: check its paths now.
     draft = pp.source_commit(PENDING, ctx.today())
     pp.warnings.extend(_kept_indexes(pp, draft.changes))
@@ -212,7 +217,26 @@ def _item(snap: Snapshot, concept: Concept, to: str, folder: str | None) -> Item
     blob = snap.blob(concept.path)
     data = okf.set_keys(blob, concept.citation, updates)
     return Item(okf_id, concept.path, path, data, concept.title, concept.type, okf.one_line(raw.get("description")),
-                minted, _body_line(blob, concept.body))
+                minted, _body_line(blob, concept.body), cite_format.read(raw))
+
+
+def _proposed_supersessions(items: list[Item], dst: Snapshot) -> list[str]:
+    """For each promoted note that contradicts a destination concept still in force, the supersession
+    that would resolve it (proposed, not made: a person decides which of the two holds)."""
+    out = []
+    for item in items:
+        for cite in item.cites:
+            if cite.relation != cite_format.CONTRADICTS:
+                continue
+            target = next((c for c in dst.concepts() if cite.okf_id and c.okf_id == cite.okf_id), None) or \
+                (dst.concept(cite.path) if cite.path in dst.entries else None)
+            if target is None or lifecycle.lifecycle(target.meta).deprecated:
+                continue
+            out.append(f"{item.path} contradicts {target.citation} ({target.title}). If it replaces it, supersede "
+                       f"it: add `supersedes: {target.okf_id or target.path}` to {item.path}, and give "
+                       f"{target.path} `status: deprecated` and `superseded_by: {item.okf_id}`; otherwise "
+                       "drop or reword the note. Review flags the contradiction until then.")
+    return out
 
 
 def _check_items(items: list[Item], dst: Snapshot) -> None:

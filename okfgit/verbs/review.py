@@ -28,6 +28,7 @@ from okfgit import TOOL
 from okfgit.verbs import doctor
 from okfgit.verbs import harvest
 from okfgit.format import index_md as index
+from okfgit.format import cites
 from okfgit.format import lifecycle
 from okfgit.format import concept as okf
 from okfgit.format import markdown as links
@@ -465,6 +466,7 @@ def rules(old: Snapshot, new: Snapshot, changes: list[ConceptChange]) -> list[Fi
                                f"{after.okf_id}; an okf_id is the concept's identity and never changes"))
         if after is not None:
             out += _supersession(after, old, new)
+            out += _contradictions(after, new)
     out += _duplicate_titles(new, changes)
     return out
 
@@ -610,6 +612,27 @@ def _supersession(concept: Concept, old: Snapshot, new: Snapshot) -> list[Findin
         elif not any(_matches(concept, r) for r in _refs(target.meta.get("supersedes"))):
             out.append(Finding(ERROR, "supersession", concept.path, f"superseded_by names {target.path}, which "
                                f"does not say supersedes: {concept.okf_id or concept.path}"))
+    return out
+
+
+def _contradictions(concept: Concept, new: Snapshot) -> list[Finding]:
+    """A concept that says another is wrong (``cites`` with ``relation: contradicts``) needs a person,
+    unless this change already supersedes that concept by it."""
+    out = []
+    for cite in cites.read(concept.meta):
+        if cite.relation != cites.CONTRADICTS:
+            continue
+        target = (_find(new, cite.okf_id) if cite.okf_id else None) or (_find(new, cite.path) if cite.path else None)
+        if target is None:
+            out.append(Finding(WARNING, "contradiction", concept.path, f"contradicts {cite.ref or cite.okf_id}, "
+                               "which is not in the project knowledge base (the global tier's, or gone)"))
+            continue
+        resolved = (_superseded(target) and any(_matches(concept, r) for r in _refs(target.meta.get("superseded_by")))
+                    and any(_matches(target, r) for r in _refs(concept.meta.get("supersedes"))))
+        if not resolved:
+            out.append(Finding(HUMAN, "contradiction", concept.path, f"contradicts {target.path} ({target.title}), "
+                               "which still stands: supersede it by this concept, or drop the claim; "
+                               f"{APPROVAL}"))
     return out
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from okfgit.format import index_md as index
 from okfgit.format import concept as okf
 from okfgit.verbs import new as store
+from okfgit.format import cites as cite_format
 from okfgit.format import trailers
 from okfgit.context import Context
 from okfgit.errors import UsageError, ValidationError
@@ -306,11 +307,27 @@ def note_plan(
     generalizes: str = "unsure",
     tags: tuple[str, ...] = (),
     slug: str | None = None,
+    cites: str | None = None,
+    relation: str | None = None,
 ) -> tuple[Tier, str, str, Plan]:
-    """Plan the commit that adds ``notes/<slug>.md``, its index and a log entry."""
+    """Plan the commit that adds ``notes/<slug>.md``, its index and a log entry.
+
+    ``cites`` (a REF in the project tier, else the global one; ``tier:REF`` picks the tier)
+    and ``relation`` record which concept the note bears on, and how (``format/cites``).
+    """
     tier = job_tier(ws)
     type_ = check_note_type(type_)
-    generalizes = check_generalizes(generalizes)
+    extra: dict[str, object] = {"generalizes": check_generalizes(generalizes)}
+    if (cites is None) != (relation is None):
+        raise UsageError("--cites and --relation go together: the concept a note bears on, and how "
+                         f"({', '.join(cite_format.RELATIONS)})")
+    if cites is not None and relation is not None:
+        try:
+            relation = cite_format.check_relation(relation)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        cited = cited_concept(ws, cites)
+        extra["cites"] = [cite_format.Cite(cited.citation, cited.okf_id, relation).as_dict()]
     title = " ".join(title.split())
     if not title:
         raise ValidationError("a note needs a title")
@@ -320,7 +337,7 @@ def note_plan(
     name = okf.check_slug(slug) if slug else okf.slugify(title)
     _, path, okf_id, plan = store.new_plan(
         ctx, ws, name, "job", type_=type_, title=title, description=sentence, tags=tags,
-        folder=NOTES, extra={"generalizes": generalizes}, body=note_body(title, sentence, why, evidence),
+        folder=NOTES, extra=extra, body=note_body(title, sentence, why, evidence),
     )
     commit = plan.commits[0]
     snap = snapshot(tier)
@@ -334,6 +351,33 @@ def note_plan(
         commit, operation="note", subject=f"okf: note {type_.lower()} {path}", changes=changes, old=old,
     )
     return tier, path, okf_id, plan
+
+
+def cited_concept(ws: Workspace, ref: str) -> Concept:
+    """The concept ``--cites`` names: in the project tier, else the global one (``project:REF`` or
+    ``global:REF`` picks one; a citation's ``@oid`` suffix is ignored)."""
+    from okfgit.verbs.promote import resolve_ref  # promote imports this module
+
+    names: tuple[str, ...] = ("project", "global")
+    order: tuple[str, ...]
+    tier_name, _, rest = ref.partition(":")
+    if rest and tier_name in names:
+        order, wanted = (tier_name,), rest.rsplit("@", 1)[0] if "@" in rest else rest
+    else:
+        order, wanted = names, ref
+    misses = []
+    for name in order:
+        snap = snapshot(ws.tier(name))
+        if not snap.entries:
+            misses.append(f"the {name} tier is empty")
+            continue
+        try:
+            return resolve_ref(snap, wanted)
+        except UsageError as exc:
+            if "ambiguous" in str(exc):
+                raise
+            misses.append(str(exc))
+    raise UsageError(f"--cites {ref!r} names no concept: " + "; ".join(misses))
 
 
 def note(ctx: Context, ws: Workspace, type_: str, title: str, **kwargs: object) -> RunChange:
