@@ -258,3 +258,23 @@ def test_the_read_verbs_show_deprecated_and_stale_concepts_as_such(project: Path
     assert "revenue-gross.md" in links and f"  {gross}" in links  # the backlink from the old decision
     head = okfgit("links", "revenue-gross", cwd=project).out.splitlines()[0]
     assert head.endswith(gross)
+
+
+def test_new_concepts_join_a_bundles_index_in_its_form(project: Path, okfgit: Runner, tmp_path: Path) -> None:
+    adopt_retail(project, okfgit, tmp_path)
+    okfgit("new", "margin", "--dir", "retail/metrics", "--type", "Metric", "--description", "Revenue less cost.",
+           "--no-edit", cwd=project)
+    okfgit("new", "oncall", "--dir", "retail/metrics", "--type", "Runbook", "--description", "Who to page.",
+           "--no-edit", cwd=project)
+    okfgit("new", "refunds", "--dir", "retail/ledger", "--description", "Money sent back.", "--no-edit", cwd=project)
+    metrics = (project / ".okf" / "retail" / "metrics" / "index.md").read_text()
+    assert metrics == (
+        "# Metric\n\n* [Margin](margin.md) - Revenue less cost.\n* [Revenue](revenue.md) - Recognized revenue for a "
+        "fiscal year.\n\n# Playbook\n\n* [Incident response: data freshness alert](freshness.md) - Steps to triage "
+        "a freshness alert on the orders pipeline.\n\n# Runbook\n\n* [Oncall](oncall.md) - Who to page.\n")
+    root = (project / ".okf" / "retail" / "index.md").read_text()
+    assert "* [glossary](glossary/index.md) - Terms used across the retail bundle.\n" \
+           "* [ledger](ledger/index.md) - Concepts under ledger/.\n* [metrics](metrics/index.md)" in root
+    assert (project / ".okf" / "retail" / "ledger" / "index.md").read_text().startswith(
+        "# Ledger\n\n- [Refunds](refunds.md) \u2014 Money sent back.")  # a new folder: okfgit's form
+    assert "every index is up to date" in okfgit("index", "--check", cwd=project).out
