@@ -156,3 +156,33 @@ def test_status_outside_a_repository_is_a_usage_error(tmp_path: Path, okfgit: Ru
     folder = tmp_path / "plain"
     folder.mkdir()
     assert okfgit("status", cwd=folder, expect=2).err.startswith("okfgit: error: ")
+
+
+def test_a_needs_merge_sibling_waiting_for_a_person_is_listed_and_exits_2(project: Path, mem: Path, okfgit: Runner,
+                                                                          git: Runner) -> None:
+    conflict_setup(project, mem, okfgit, git)
+    okfgit("sync", cwd=project)  # commits the agent's variant as a sibling
+    result = okfgit("status", cwd=project, expect=2)
+    assert ("needs-merge siblings waiting for a person: 1\n  project:memory/feedback-testing.needs-merge.md: merge "
+            "what matters into memory/feedback-testing.md, then delete it\n") in result.out
+    assert result.out.endswith("needs a person: 1 needs-merge sibling(s) to merge\n")
+    assert "in sync" not in result.out
+    git("rm", "-q", ".okf/memory/feedback-testing.needs-merge.md", cwd=project)
+    git("commit", "-q", "-m", "merged by a person", cwd=project)
+    okfgit("sync", cwd=project)
+    assert okfgit("status", cwd=project).out.endswith("in sync\n")
+
+
+def test_a_concept_without_an_okf_id_is_not_projected_and_named(project: Path, mem: Path, okfgit: Runner,
+                                                                git: Runner) -> None:
+    (project / ".okf" / "no-id.md").write_text("---\ntype: Note\ntitle: No id\ndescription: Has no okf_id.\n---\nX.\n")
+    git("add", ".okf/no-id.md", cwd=project)
+    git("commit", "-q", "-m", "a concept without an okf_id", cwd=project)
+    result = okfgit("project", cwd=project)
+    assert "okfgit: warning: skipped project:no-id.md: not projected, it has no valid okf_id" in result.err
+    assert not (mem / "no-id.md").exists() and "no-id" not in (mem / "MEMORY.md").read_text()
+    sync = okfgit("sync", cwd=project)
+    assert sync.code == 0
+    status = okfgit("status", cwd=project, expect=2)
+    assert "concepts not projected: 1\n  skipped project:no-id.md: not projected" in status.out
+    assert json.loads(okfgit("status", "--json", cwd=project, expect=2).out)["unprojected"] == ["project:no-id.md"]
