@@ -169,8 +169,9 @@ def begin(ctx: Context, ws: Workspace, *, force: bool, wait_s: float) -> Report 
         return None  # a damaged global tier: projection says so; there is nothing to exchange
     tg = target(repo)
     if tg is None:
-        forget(repo)  # removed with plain git: the record must not keep making syncs look for it
-        return None
+        if repo.head_branch() is not None:
+            forget(repo)  # removed with plain git: the record must not keep making syncs look for it
+        return None  # (a detached HEAD, e.g. a bisect in the tier, exchanges again once back on a branch)
     report = Report(tg.shown)
     rec = record.load(repo.common_dir)
     now = ctx.clock()
