@@ -10,7 +10,7 @@ runs this file as it is, with the GitHub variables set and a recording ``gh`` on
 2. Its approvals: ``gh api repos/{owner}/{repo}/pulls/{n}/reviews``, the latest review of each
    person that is not a comment; ``APPROVED`` ones become ``--approved-by human:<login>``.
 3. ``okfgit review --format markdown --output <full report>`` (with ``--pr-body`` when the body
-   holds an ``okf-harvest`` block): the bounded comment on stdout, the full report as a file
+   holds an ``okf-harvest`` block, followed by the comments that continue it): the bounded comment on stdout, the full report as a file
    (``action.yml`` uploads it as the ``okf-review-report`` artifact).
 4. One comment, found again by its first line ``<!-- okfgit-review -->``: updated in place, or
    created; a pull request that changes nothing under ``.okf/`` and has no comment yet gets none.
@@ -50,11 +50,15 @@ def main() -> int:
     gh_env = {**env, "GH_REPO": repo}
 
     approvers = approvals(gh_json(["api", "--paginate", f"repos/{repo}/pulls/{number}/reviews"], gh_env))
+    comments = [c for c in gh_json(["api", "--paginate", f"repos/{repo}/issues/{number}/comments"], gh_env) or []
+                if isinstance(c, dict)]
     args = [sys.executable, "-m", "okfgit", "review", "--format", "markdown",
             "--output", str(out_dir / "okf-review-full.md")]
     body = pr.get("body") or ""
     if "```okf-harvest" in body:
-        (out_dir / "pr-body.md").write_text(body, encoding="utf-8")
+        # a harvest too large for one body continues in comments (```okf-harvest-continued blocks)
+        more = [str(c.get("body", "")) for c in comments if "```okf-harvest-continued" in str(c.get("body", ""))]
+        (out_dir / "pr-body.md").write_text("\n\n".join([body, *more]), encoding="utf-8")
         args += ["--pr-body", str(out_dir / "pr-body.md")]
     for actor in approvers:
         args += ["--approved-by", actor]
@@ -75,7 +79,7 @@ def main() -> int:
     print(f"okfgit review: {verdict}" + (f" (approved by {', '.join(approvers)})" if approvers else ""))
 
     changed = bool(block.get("concepts") or block.get("findings") or (block.get("omitted") or {}).get("concepts"))
-    post_comment(repo, number, comment, changed, out_dir, gh_env)
+    post_comment(repo, number, comment, changed, comments, out_dir, gh_env)
     set_label(number, verdict == "needs-human", gh_env)
     with open(env.get("GITHUB_OUTPUT") or os.devnull, "a", encoding="utf-8") as fh:
         fh.write(f"verdict={verdict}\nreport={out_dir / 'okf-review-full.md'}\n")
@@ -106,10 +110,10 @@ def review_block(markdown: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and data.get("verdict") in VERDICTS else None
 
 
-def post_comment(repo: str, number: int, comment: str, changed: bool, out_dir: Path, env: dict[str, str]) -> None:
+def post_comment(repo: str, number: int, comment: str, changed: bool, comments: list[dict[str, Any]], out_dir: Path,
+                 env: dict[str, str]) -> None:
     """Update the one okfgit comment, or create it; a read-only token (a fork) only warns."""
-    existing = [c for c in gh_json(["api", "--paginate", f"repos/{repo}/issues/{number}/comments"], env) or []
-                if isinstance(c, dict) and str(c.get("body", "")).startswith(MARKER)]
+    existing = [c for c in comments if str(c.get("body", "")).startswith(MARKER)]
     if not existing and not changed:
         print("nothing under .okf/ changed; no comment")
         return

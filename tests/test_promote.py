@@ -335,10 +335,23 @@ def test_a_500_note_promotion_opens_its_pull_request(project: Path, okfgit: Runn
     tools = fake_gh.install(tmp_path / "bin", [{"prefix": ["pr", "create"], "stdout": "https://example.com/pull/8\n"}])
     result = okfgit("promote", *paths, "--branch", "okf/big", "--open-pr", cwd=project, extra_env=_path_with(tools))
     assert result.out.rstrip().endswith("opened the pull request: https://example.com/pull/8")
-    create = fake_gh.calls(tools)[-1]
+    calls = fake_gh.calls(tools)
+    [create] = [c for c in calls if c["args"][:2] == ["pr", "create"]]
     assert "--body-file" in create["args"] and "--body" not in create["args"]
-    claimed = _harvest(create["body"])["concepts"]
-    assert sorted(c["path"] for c in claimed) == paths
+    comments = [c for c in calls if c["args"][:3] == ["pr", "comment", "okf/big"]]
+    # GitHub takes at most 65,536 characters per body or comment: the claims continue in comments
+    assert comments and all(len(c["body"]) < 60_000 for c in [create, *comments])
+    assert _harvest(create["body"])["continued"]["parts"] == len(comments)
+    assert (project / ".git" / "okf" / "pr-bodies" / "okf-big.full.md").read_text().count("| Lesson number") == 500
+    # review reads the body with its continuation comments: every claim checked, every concept claimed
+    pr_text = tmp_path / "pr.md"
+    pr_text.write_text("\n\n".join(c["body"] for c in [create, *comments]))
+    git("checkout", "-q", "okf/big", cwd=project)
+    data = json.loads(okfgit("review", "--format", "json", "--pr-body", str(pr_text), cwd=project).out)
+    assert data["verdict"] == "merge" and len(data["harvest"]["concepts"]) == 500
+    pr_text.write_text(create["body"])  # without the comments
+    data = json.loads(okfgit("review", "--format", "json", "--pr-body", str(pr_text), cwd=project, expect=2).out)
+    assert "part 1" in data["findings"][0]["message"] and "is missing" in data["findings"][0]["message"]
 
 
 def test_emptied_folders(project: Path, okfgit: Runner, git: Runner) -> None:

@@ -93,9 +93,11 @@ def drafts(common_dir: StrPath | None, home: Path) -> Path:
     return okf_dir(common_dir) / DRAFTS
 
 
-def pr_body(common_dir: StrPath, branch: str, part: int = 0) -> Path:
-    """Where the pull request body (``part`` 0, or its ``part``-th continuation) of ``branch`` is kept;
-    characters other than letters, digits, ``.``, ``_`` and ``-`` in the branch name become ``-``."""
+def pr_body(common_dir: StrPath, branch: str, part: int = 0, full: bool = False) -> Path:
+    """Where a pull request body of ``branch`` is kept: ``<branch>.md`` (what ``gh pr create`` gets),
+    ``<branch>.part-<n>.md`` (the comments continuing a harvest block too long for one body) and
+    ``<branch>.full.md`` (the whole body, when it had to be split). Characters other than letters,
+    digits, ``.``, ``_`` and ``-`` in the branch name become ``-``."""
     name = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in branch)
-    suffix = f".part-{part}" if part else ""
+    suffix = ".full" if full else f".part-{part}" if part else ""
     return okf_dir(common_dir) / PR_BODIES / f"{name}{suffix}.md"

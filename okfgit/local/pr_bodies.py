@@ -13,8 +13,8 @@ from okfgit.fsutil import atomic_write
 from okfgit.local import paths
 
 
-def keep(common_dir: Path, branch: str, text: str, part: int = 0) -> Path:
+def keep(common_dir: Path, branch: str, text: str, part: int = 0, full: bool = False) -> Path:
     """Write a body (atomically, durably: it may be all that is left of a failed ``gh``); return its path."""
-    path = paths.pr_body(common_dir, branch, part)
+    path = paths.pr_body(common_dir, branch, part, full)
     atomic_write(path, text.encode("utf-8"), fsync=True)
     return path

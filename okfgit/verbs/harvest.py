@@ -29,7 +29,11 @@ from okfgit.verbs.promote import Item, Promotion, PromotionPlan
 
 VERSION = 1
 LABEL = "okf-harvest"
+CONTINUED = "okf-harvest-continued"  # the fence of a block's continuation, in a pull request comment
 _FENCE = re.compile(r"^(`{3,}|~{3,})[ \t]*okf-harvest[ \t]*$")
+_CONTINUED_FENCE = re.compile(r"^(`{3,}|~{3,})[ \t]*okf-harvest-continued[ \t]*$")
+# GitHub refuses a pull request body or comment over 65,536 characters; keep a margin.
+BODY_LIMIT = 60_000
 
 
 # -- writing ---------------------------------------------------------------------------
@@ -96,6 +100,76 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ") or " "
 
 
+def pr_parts(p: Promotion) -> list[str]:
+    """What ``gh`` posts: the body, then the comments continuing its block, each under ``BODY_LIMIT``.
+
+    A body that fits is ``pr_body`` itself. Otherwise the body lists the concepts by folder, its
+    block (one claim per line) holds the claims that fit and ``"continued": {"parts": n,
+    "concepts": m}``, and each of ``n`` comments holds a fenced ``okf-harvest-continued`` block
+    ``{"version", "part", "parts", "destination_commit", "concepts"}`` with the next claims.
+    """
+    full = pr_body(p)
+    if len(full) <= BODY_LIMIT:
+        return [full]
+    data = block(p)
+    lines = [json.dumps(_claim(i), ensure_ascii=False, separators=(",", ":")) for i in p.plan.items]
+    prose = _short_prose(p)
+    room = BODY_LIMIT - len(prose) - len(_compact_block(LABEL, {**data, "continued": {"parts": 999, "concepts": 0}},
+                                                         []))
+    kept = _fill(lines, room)
+    chunks: list[list[str]] = []
+    rest = lines[kept:]
+    while rest:
+        taken = max(1, _fill(rest, BODY_LIMIT - 1_000))
+        chunks.append(rest[:taken])
+        rest = rest[taken:]
+    data["continued"] = {"parts": len(chunks), "concepts": len(lines) - kept}
+    out = [prose + _compact_block(LABEL, data, lines[:kept])]
+    for number, chunk in enumerate(chunks, start=1):
+        head = {"version": VERSION, "part": number, "parts": len(chunks), "destination_commit": p.destination_oid}
+        out.append(f"{LABEL}, continued: part {number} of {len(chunks)} of this pull request's claims (too many "
+                   "for its body; `okfgit review --pr-body` reads them with the body).\n\n"
+                   + _compact_block(CONTINUED, head, chunk))
+    return out
+
+
+def _fill(lines: list[str], room: int) -> int:
+    """How many of ``lines`` fit in ``room`` characters, one per line."""
+    used = 0
+    for count, line in enumerate(lines):
+        used += len(line) + 2
+        if used > room:
+            return count
+    return len(lines)
+
+
+def _compact_block(fence: str, data: dict[str, Any], claims: list[str]) -> str:
+    """A fenced JSON object whose ``concepts`` are ``claims``, one per line (valid JSON, compact)."""
+    head = {k: v for k, v in data.items() if k != "concepts"}
+    text = json.dumps(head, ensure_ascii=False)[:-1] + ', "concepts": [\n' + ",\n".join(claims) + "\n]}"
+    return "```" + fence + "\n" + text + "\n```\n"
+
+
+def _short_prose(p: Promotion) -> str:
+    """The body's prose for a promotion too large to list concept by concept."""
+    pp = p.plan
+    origin = f"run `{pp.source.run}`" if pp.source.run else f"the {pp.source.label} tier"
+    folders: dict[str, int] = {}
+    for item in pp.items:
+        folder = item.path.rsplit("/", 1)[0] + "/" if "/" in item.path else "(root)"
+        folders[folder] = folders.get(folder, 0) + 1
+    lines = [f"Promotes {len(pp.items)} concepts learned in {origin} into the {pp.destination.label} knowledge "
+             "base; too many to list here (see the Files tab), by folder:", "", "| folder | concepts |", "|---|---|"]
+    lines += [f"| `{folder}` | {count} |" for folder, count in sorted(folders.items())[:100]]
+    if len(folders) > 100:
+        lines.append(f"| … {len(folders) - 100} more folders | |")
+    lines += ["", f"The {pp.source.label} copy was removed in commit `{p.source_oid[:12]}`; reverting it brings them "
+              "back if this pull request is closed."]
+    if pp.proposals:
+        lines += ["", f"**Contradictions to resolve**: {len(pp.proposals)} (see `okfgit review`)."]
+    return "\n".join(lines + ["", "Check it with `okfgit review` before merging.", "", ""])
+
+
 # -- opening the pull request ------------------------------------------------------------
 
 
@@ -158,11 +232,17 @@ def open_pr(ctx: Context, p: Promotion, remote: str = "origin") -> PullRequest:
     pp = p.plan
     assert pp.branch is not None
     repo = pp.destination.open()
-    body_file = pr_bodies.keep(repo.common_dir, pp.branch, pr_body(p))
-    commands = pr_commands(p, body_file, remote)
+    parts = pr_parts(p)
+    if len(parts) > 1:
+        pr_bodies.keep(repo.common_dir, pp.branch, pr_body(p), full=True)
+    body_file = pr_bodies.keep(repo.common_dir, pp.branch, parts[0])
+    comments = [["gh", "pr", "comment", pp.branch, "--body-file", str(pr_bodies.keep(repo.common_dir, pp.branch, text,
+                                                                                     part=n))]
+                for n, text in enumerate(parts[1:], start=1)]
+    commands = pr_commands(p, body_file, remote) + comments
     if shutil.which("gh", path=ctx.environ.get("PATH")) is None:
         return PullRequest(commands, body_file, ran=False)
-    push, label, create = commands
+    push, label, create = commands[:3]
     where = f"{pp.destination.label} commit {p.destination_oid[:12]} on branch {pp.branch}"
     kept = f"The pull request body is kept in {body_file}."
 
@@ -171,7 +251,7 @@ def open_pr(ctx: Context, p: Promotion, remote: str = "origin") -> PullRequest:
         return PullRequest(commands, body_file, ran=True, error=UnwritableError(
             f"`git push --set-upstream {remote} {pp.branch}` failed ({why}); nothing was pushed. Both commits "
             f"are made locally ({where}). {kept} To open the pull request, run in {pp.destination.repo_path}:\n"
-            + shlex.join(push) + "\n" + shlex.join(label) + "\n" + shlex.join(create)))
+            + "\n".join(shlex.join(c) for c in [push, label, create] + comments)))
     notes: list[str] = []
     labelled, _ = _run(ctx, p, label)
     if not labelled:
@@ -182,7 +262,16 @@ def open_pr(ctx: Context, p: Promotion, remote: str = "origin") -> PullRequest:
         return PullRequest(commands, body_file, ran=True, pushed=True, labelled=labelled, notes=tuple(notes),
                            error=UnwritableError(
             f"`gh pr create` failed ({output}). The branch {pp.branch} was pushed to {remote} ({where}); no pull "
-            f"request was opened. {kept} To open it, run in {pp.destination.repo_path}:\n" + shlex.join(create)))
+            f"request was opened. {kept} To open it, run in {pp.destination.repo_path}:\n"
+            + "\n".join(shlex.join(c) for c in [create] + comments)))
+    for number, comment in enumerate(comments, start=1):
+        posted, why = _run(ctx, p, comment)
+        if not posted:
+            return PullRequest(commands, body_file, ran=True, output=output, pushed=True, labelled=labelled,
+                               notes=tuple(notes), error=UnwritableError(
+                f"the pull request was opened ({output}), but part {number} of its {LABEL} claims could not be "
+                f"posted ({why}); review reports the missing part until it is. Run in "
+                f"{pp.destination.repo_path}:\n" + "\n".join(shlex.join(c) for c in comments[number - 1:])))
     return PullRequest(commands, body_file, ran=True, output=output, pushed=True, labelled=labelled,
                        notes=tuple(notes))
 
@@ -215,13 +304,13 @@ class Problem:
 WHERE = "--pr-body"
 
 
-def find_blocks(text: str) -> list[str]:
-    """The contents of every fenced ``okf-harvest`` block, in order."""
+def find_blocks(text: str, fence_re: re.Pattern[str] = _FENCE) -> list[str]:
+    """The contents of every fenced ``okf-harvest`` block (or of another fence), in order."""
     lines = text.replace("\r\n", "\n").split("\n")
     out: list[str] = []
     i = 0
     while i < len(lines):
-        opened = _FENCE.match(lines[i].strip())
+        opened = fence_re.match(lines[i].strip())
         i += 1
         if not opened:
             continue
@@ -273,6 +362,10 @@ def check(text: str, tree: Snapshot, changed: set[str] | None = None,
     if data.get("version") != VERSION:
         out.append(Problem("error", "harvest-block", WHERE, f"{LABEL} version {data.get('version')!r} is not "
                            f"{VERSION}"))
+    if "continued" in data:
+        more, problems = _continuation(text, data)
+        data = {**data, "concepts": data["concepts"] + more}
+        out += problems
     for number, item in enumerate(data["concepts"], start=1):
         out += _check_claim(number, item, tree)
     if changed is not None:
@@ -284,6 +377,30 @@ def check(text: str, tree: Snapshot, changed: set[str] | None = None,
         out += _check_commits(data, commits)
     out += _check_branch(data, head_branch)
     return data, out
+
+
+def _continuation(text: str, data: dict[str, Any]) -> tuple[list[Any], list[Problem]]:
+    """The claims of the ``okf-harvest-continued`` blocks (pull request comments) a block announces."""
+    announced = data["continued"] if isinstance(data["continued"], dict) else {}
+    parts: int = announced["parts"] if isinstance(announced.get("parts"), int) else 0
+    commit = _part(data, "destination").get("commit")
+    found: dict[int, list[Any]] = {}
+    for raw in find_blocks(text, _CONTINUED_FENCE):
+        try:
+            part = json.loads(raw)
+        except json.JSONDecodeError:
+            continue
+        if (isinstance(part, dict) and part.get("destination_commit") == commit and isinstance(part.get("part"), int)
+                and isinstance(part.get("concepts"), list)):
+            found.setdefault(part["part"], part["concepts"])
+    missing = [n for n in range(1, parts + 1) if n not in found]
+    problems = []
+    if missing:
+        problems.append(Problem("error", "harvest-block", WHERE, f"the {LABEL} block continues in {parts} "
+                                f"{CONTINUED} comments; part {', '.join(map(str, missing))} is missing (pass the "
+                                "pull request's comments with its body)"))
+    claims = [c for n in sorted(found) if n <= parts for c in found[n]]
+    return claims, problems
 
 
 def _check_commits(data: dict[str, Any], commits: Mapping[str, Sequence[tuple[str, str]]]) -> list[Problem]:
