@@ -43,3 +43,15 @@ class RepoStateError(IntegrityError):
 
 class UnwritableError(IntegrityError):
     """A target file or folder cannot be written."""
+
+
+class BusyError(IntegrityError):
+    """Another writer (an okfgit write, a git process holding index.lock) is in the way: nothing was changed."""
+
+
+class RecoveryPending(IntegrityError):
+    """The commit landed (the ref moved) but updating the working tree or index did not finish.
+
+    Not "nothing was changed": the message names the commit, and the next okfgit command
+    finishes the update from the write journal.
+    """

@@ -17,8 +17,15 @@ from okfgit.errors import UnwritableError, UsageError
 
 
 def atomic_write(path: Path, data: bytes, *, fsync: bool, mode: int | None = None) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same folder and a rename."""
+    """Write ``data`` to ``path`` via a temp file in the same folder and a rename.
+
+    A file whose mode has no owner write bit is refused (UnwritableError naming the fix),
+    for root too: the rename would replace it, but a read-only mode is someone's "keep
+    this as it is"."""
     folder = path.parent
+    problem = read_only(path)
+    if problem is not None:
+        raise UnwritableError(f"cannot write {path}: {problem}")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".okftmp", dir=folder)
@@ -43,6 +50,20 @@ def atomic_write(path: Path, data: bytes, *, fsync: bool, mode: int | None = Non
         except OSError:
             pass
         raise UnwritableError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def read_only(path: Path) -> str | None:
+    """Why okfgit must not replace the file at ``path`` (no owner write bit: read-only for
+    everyone alike, root included), or None. A missing file or a symlink is not read-only
+    here (links are the callers' business)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISREG(st.st_mode) and not st.st_mode & stat.S_IWUSR:
+        return (f"it is read-only (mode {stat.S_IMODE(st.st_mode):04o}); okfgit does not replace a read-only file. "
+                f"To let it: chmod u+w {path} (nothing was changed)")
+    return None
 
 
 def fsync_dirs(folders: Iterable[Path]) -> None:
@@ -98,3 +119,39 @@ def is_inside(child: Path, parent: Path) -> bool:
     except ValueError:
         return False
     return True
+
+
+TEMP_SUFFIX = ".okftmp"
+
+
+def is_temp_name(name: str) -> bool:
+    """A temp file name ``atomic_write`` makes: ``.<name>.<random>.okftmp``."""
+    return name.startswith(".") and name.endswith(TEMP_SUFFIX) and name.count(".") >= 3
+
+
+def sweep_temp(folders: Iterable[Path], older_than_ns: int, *, recursive: bool = False) -> list[Path]:
+    """Remove the temp files a killed okfgit left in ``folders`` (okfgit's own pattern only,
+    regular files only, last modified before ``older_than_ns``: the start of the lock
+    holder, so a temp file of a live writer is never touched). Returns what was removed."""
+    removed: list[Path] = []
+    stack = [str(f) for f in set(folders)]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if recursive and entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."):
+                    stack.append(entry.path)
+                    continue
+                if not is_temp_name(entry.name) or not entry.is_file(follow_symlinks=False):
+                    continue
+                if entry.stat(follow_symlinks=False).st_mtime_ns >= older_than_ns:
+                    continue
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+            except OSError:
+                continue
+    return removed

@@ -5,26 +5,41 @@ one commit built from an in-memory tree (HEAD tree + changed blobs); the branch 
 moves by compare-and-swap on the old HEAD (``git update-ref <ref> <new> <old>``), and
 then exactly the written paths are updated in the working tree and the index, like
 ``git commit --only <paths>``. Anything else the user had staged stays staged.
+
+The write protocol (spec/okf-writes.md): the repository's write lock is held for the
+whole commit; git's own ``index.lock`` is created (O_EXCL, as git does) before the index
+is read and the new index is renamed over ``index`` from it; the intent (ref, old and
+new commit, paths) is journalled before the ref moves, so that a commit whose process
+died after the ref moved is finished by the next okfgit write (``Repo.recover``).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pygit2
 from pygit2.enums import FileMode, RepositoryState
 
+from pygit2.ffi import C, ffi  # type: ignore[attr-defined]
+
 from okfgit import fsutil
-from okfgit.local import fastpath
+from okfgit.local import fastpath, journal, lock
+from okfgit.local import paths as okf_paths
 from okfgit.context import Context
-from okfgit.errors import IntegrityError, RepoStateError, UsageError
+from okfgit.errors import (BusyError, IntegrityError, OkfError, RecoveryPending, RepoStateError, UnwritableError,
+                           UsageError)
 
 ZERO = "0" * 40
+WRITE_LOCK_WAIT_S = 30.0  # a write waits this long for another okfgit write (a sync) to finish
+INDEX_LOCK_WAIT_S = 2.0  # git holds index.lock for a moment; longer means someone is busy
+INDEX_SCRATCH = "okf-index.okftmp"  # where libgit2 writes the new index before it goes into index.lock
+CRASH_ENV = "OKFGIT_TEST_CRASH_AT"  # tests only: die by SIGKILL at a named step of a commit
 _GIT_ENV_VARS = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY",
                  "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_PREFIX")
 
@@ -333,10 +348,12 @@ class Repo:
             )
         return branch
 
-    def dirty_paths(self, paths: Mapping[str, bytes | None], commit: str | None) -> list[str]:
+    def dirty_paths(self, paths: Mapping[str, bytes | None], commit: str | None,
+                    index: pygit2.Index | None = None) -> list[str]:
         """Paths among ``paths`` whose working-tree or staged content differs from ``commit``.
 
         A file that already holds exactly the bytes to be written is not in the way.
+        ``index`` is the index to compare with (the one read under ``index.lock``).
         """
         head = {}
         if commit is not None:
@@ -346,8 +363,9 @@ class Repo:
                     head[path] = str(tree[path].id)
                 except KeyError:
                     pass
-        index = self.raw.index
-        index.read(False)
+        if index is None:
+            index = self.raw.index
+            index.read(False)
         dirty: list[str] = []
         for path, new in paths.items():
             want = blob_oid(new) if new is not None else None
@@ -369,6 +387,25 @@ class Repo:
                 dirty.append(path)
         return dirty
 
+    # -- the write protocol ---------------------------------------------------------------
+
+    def write_lock(self, ctx: Context, wait_s: float = WRITE_LOCK_WAIT_S) -> lock.Lock:
+        """The repository's write lock (``<git common dir>/okf/sync.lock``), re-entrant in
+        this process; BusyError when another okfgit still holds it after ``wait_s``."""
+        path = okf_paths.lock(self.common_dir)
+        held = lock.acquire(path, wait_s, now=ctx.clock)
+        if held is None:
+            who = lock.holder(path)
+            raise BusyError(
+                f"{self.workdir}: another okfgit write is running ({who.describe() if who else 'a sync'}) "
+                f"and did not finish within {wait_s:g} s; nothing was changed, retry"
+            )
+        return held
+
+    @property
+    def journal_file(self) -> Path:
+        return okf_paths.journal(self.common_dir, self.gitdir)
+
     def commit_paths(
         self,
         ctx: Context,
@@ -378,72 +415,188 @@ class Repo:
         branch: str | None = None,
         new_branch: bool = False,
         merge_parent: str | None = None,
+        base: str | None = None,
     ) -> str:
         """Commit ``changes`` (repo path -> bytes, None to delete) as one commit.
 
         With ``branch`` the commit goes on that branch (created from HEAD with
         ``new_branch``) and the working tree is not touched. With ``merge_parent`` it is
         a merge commit: that commit is its second parent (the tree is still HEAD's tree
-        plus ``changes``). Returns the new commit OID.
+        plus ``changes``). ``base``, when given, is the commit the changes were planned
+        from: if the branch moved since, nothing is written (BusyError). Returns the new
+        commit OID.
+
+        Either the ref does not move (an exception, nothing changed), or the index and
+        working tree show the new commit when this returns; a failure after the ref moved
+        raises RecoveryPending, and the journal lets the next okfgit write finish it.
         """
         for path in changes:
             fsutil.safe_relpath(path)
-        if branch is None:
-            ref = self.check_writable_state()
+        with self.write_lock(ctx) as held:
+            self.recover(ctx)
+            self.sweep(held.since_ns, {(self.workdir / p).parent for p in changes})
+            if branch is not None:
+                return self._commit_to_branch(ctx, changes, message, branch, new_branch, base, merge_parent)
+            return self._land(ctx, changes, message, base,
+                              lambda parent: self._make_commit(ctx, parent, changes, message, merge_parent))
+
+    def _commit_to_branch(self, ctx: Context, changes: Mapping[str, bytes | None], message: str, branch: str,
+                          new_branch: bool, base: str | None, merge_parent: str | None) -> str:
+        ref = f"refs/heads/{branch}"
+        if new_branch:
+            if self.branch_exists(branch):
+                raise UsageError(f"branch {branch!r} already exists in {self.workdir}")
             parent = self.head_commit()
-            update_worktree = True
         else:
-            ref = f"refs/heads/{branch}"
-            if new_branch:
-                if self.branch_exists(branch):
-                    raise UsageError(f"branch {branch!r} already exists in {self.workdir}")
-                parent = self.head_commit()
-            else:
-                parent = self.resolve(ref)
-            update_worktree = False
-        self._check_folders(changes, parent, on_disk=update_worktree)
-        if update_worktree:
-            dirty = self.dirty_paths(changes, parent)
+            parent = self.resolve(ref)
+        self._check_base(base, parent, ref)
+        self._check_folders(changes, parent, on_disk=False)
+        commit = self._make_commit(ctx, parent, changes, message, merge_parent)
+        self._cas_ref(ctx, ref, commit, "" if new_branch else (parent or ""), message)
+        return commit
+
+    def _land(self, ctx: Context, changes: Mapping[str, bytes | None], message: str, base: str | None,
+              make: Callable[[str | None], str]) -> str:
+        """Move the checked-out branch to ``make(parent)`` and update ``changes`` in the working
+        tree and index: the protocol of spec/okf-writes.md §2 (the caller holds the write lock)."""
+        ref = self.check_writable_state()
+        with _IndexLock(self, ctx) as held:
+            parent = self.head_commit()
+            self._check_base(base, parent, ref)
+            self._check_folders(changes, parent, on_disk=True)
+            self._check_writable(changes)
+            dirty = self.dirty_paths(changes, parent, held.index)
             if dirty:
                 raise RepoStateError(
                     f"{self.workdir}: uncommitted edits in {', '.join(sorted(dirty))}; "
                     "commit or stash them first (nothing was changed)"
                 )
+            commit = make(parent)
+            tree = self.raw[commit].peel(pygit2.Tree)
+            paths: dict[str, tuple[str, int] | None] = {}
+            for path, data in changes.items():
+                item = _lookup(tree, path) if data is not None else None
+                paths[path] = (str(item.id), int(item.filemode)) if item is not None else None
+            held.record.intent = journal.Intent(ref, parent, commit, paths)
+            journal.save(self.journal_file, held.record, durable=True)
+            crash_point(ctx, "before-ref")
+            try:
+                self._cas_ref(ctx, ref, commit, parent or "", message)
+            except IntegrityError:
+                held.record.intent = None
+                journal.save(self.journal_file, held.record, durable=False)
+                raise
+            crash_point(ctx, "after-ref")
+            try:
+                self._update_worktree(ctx, held, paths, changes)
+                held.commit()
+                return commit
+            except (OSError, OkfError) as exc:
+                failure: Exception = exc
+        # The ref moved: finish on the spot (the journal still holds the intent), or say so.
+        try:
+            self.recover(ctx)
+        except (OSError, OkfError) as exc:
+            failure = exc
+        else:
+            if not journal.pending(self.journal_file):
+                return commit
+        raise RecoveryPending(
+            f"{self.workdir}: the commit {commit[:12]} landed on {ref}, but updating the working tree "
+            f"and index did not finish ({failure}); the next okfgit command finishes it (`okfgit status` "
+            "will), and until then do not commit in this repository"
+        ) from failure
+
+    def sweep(self, since_ns: int, folders: Iterable[Path] = ()) -> list[Path]:
+        """Remove what killed okfgit writes left, holding the write lock taken at ``since_ns``:
+        ``.okftmp`` temp files (okfgit's pattern only, older than ``since_ns``) in ``folders``
+        (those the write touches), in ``<git common dir>/okf/`` and its journal folder; the
+        index scratch file; and libgit2's ``tmp_object_git2_*`` (``sweep_objects``)."""
+        okf_dir = okf_paths.okf_dir(self.common_dir)
+        places = {f for f in folders if f.is_relative_to(self.workdir)}
+        places |= {okf_dir, self.journal_file.parent}
+        removed = fsutil.sweep_temp(places, since_ns)
+        for name in (INDEX_SCRATCH, INDEX_SCRATCH + ".lock"):
+            scratch = self.gitdir / name
+            try:
+                if scratch.stat().st_mtime_ns < since_ns:
+                    scratch.unlink()
+                    removed.append(scratch)
+            except OSError:
+                pass
+        return removed + self.sweep_objects()
+
+    def sweep_objects(self) -> list[Path]:
+        """Remove libgit2's ``tmp_object_git2_*`` files older than the last completed okfgit
+        write in this repository (when its journal folder last changed): a live writer's are
+        younger, because every write changes the journal folder before it creates objects."""
+        try:
+            done_ns = self.journal_file.parent.stat().st_mtime_ns
+            entries = list(os.scandir(self.common_dir / "objects"))
+        except OSError:
+            return []
+        removed: list[Path] = []
+        for entry in entries:
+            try:
+                if (entry.name.startswith("tmp_object_git2_") and entry.is_file(follow_symlinks=False)
+                        and entry.stat(follow_symlinks=False).st_mtime_ns < done_ns):
+                    os.unlink(entry.path)
+                    removed.append(Path(entry.path))
+            except OSError:
+                continue
+        return removed
+
+    def _check_base(self, base: str | None, parent: str | None, ref: str) -> None:
+        if base is not None and base != (parent or ""):
+            raise BusyError(
+                f"{self.workdir}: {ref} moved while okfgit was preparing this change (another write "
+                "landed); nothing was changed, run it again"
+            )
+
+    def _check_writable(self, changes: Mapping[str, bytes | None]) -> None:
+        """Refuse before committing when a written file or its folder cannot be written:
+        after the ref moved it would be too late to say "nothing was changed"."""
+        problems: list[str] = []
+        for path, data in sorted(changes.items()):
+            file = self.workdir / path
+            folder = file.parent
+            while not folder.exists() and folder != self.workdir:
+                folder = folder.parent
+            if not os.access(folder, os.W_OK | os.X_OK) or not _owner_writable(folder):
+                problems.append(f"{folder} is not writable")
+            elif data is not None and file.exists() and not file.is_symlink() and not _owner_writable(file):
+                problems.append(f"{file} is read-only (chmod u+w {file})")
+        if problems:
+            raise UnwritableError(
+                f"{self.workdir}: cannot write there: {'; '.join(sorted(set(problems)))} (nothing was changed)"
+            )
+
+    def _make_commit(self, ctx: Context, parent: str | None, changes: Mapping[str, bytes | None],
+                     message: str, merge_parent: str | None = None) -> str:
         tree = self._build_tree(parent, changes)
         sig_author, sig_committer = self._signatures(ctx)
         parents = [pygit2.Oid(hex=parent)] if parent else []
         if merge_parent is not None:
             parents.append(pygit2.Oid(hex=merge_parent))
-        commit = self.raw.create_commit(None, sig_author, sig_committer, message, tree, parents)
-        expected = "" if new_branch else (parent or "")
-        self._cas_ref(ctx, ref, str(commit), expected, message)
-        if update_worktree:
-            self._update_worktree(changes)
-        return str(commit)
+        return str(self.raw.create_commit(None, sig_author, sig_committer, message, tree, parents))
 
     def fast_forward(self, ctx: Context, target: str) -> list[str]:
         """Move the current branch forward to ``target`` (a descendant of HEAD, or any commit
         on an unborn branch) and update exactly the paths that differ, like ``commit_paths``:
         refuses, changing nothing, when the repository is busy or a path to be updated has
         uncommitted edits. Returns the paths updated."""
-        ref = self.check_writable_state()
-        parent = self.head_commit()
-        changes: dict[str, bytes | None] = {
-            c.path: (self.read_blob(c.new) if c.new else None)
-            for c in self.diff_paths(self.tree_oid(parent), self.tree_oid(target))
-        }
-        for path in changes:
-            fsutil.safe_relpath(path)  # a tree from elsewhere may hold a path git would never write
-        self._check_folders(changes, parent, on_disk=True)
-        dirty = self.dirty_paths(changes, parent)
-        if dirty:
-            raise RepoStateError(
-                f"{self.workdir}: uncommitted edits in {', '.join(sorted(dirty))}; "
-                "commit or stash them first (nothing was changed)"
-            )
-        self._cas_ref(ctx, ref, target, parent or "", f"fast-forward to {target[:12]}")
-        self._update_worktree(changes)
-        return sorted(changes)
+        with self.write_lock(ctx) as held:
+            self.recover(ctx)
+            parent = self.head_commit()
+            changes: dict[str, bytes | None] = {
+                c.path: (self.read_blob(c.new) if c.new else None)
+                for c in self.diff_paths(self.tree_oid(parent), self.tree_oid(target))
+            }
+            for path in changes:
+                fsutil.safe_relpath(path)  # a tree from elsewhere may hold a path git would never write
+            self.sweep(held.since_ns, {(self.workdir / p).parent for p in changes})
+            self._land(ctx, changes, f"fast-forward to {target[:12]}", parent or "", lambda _: target)
+            return sorted(changes)
 
     def _check_folders(self, changes: Mapping[str, bytes | None], parent: str | None, *, on_disk: bool) -> None:
         """Refuse, before anything is written, paths that would go through a file or a symlink.
@@ -508,33 +661,176 @@ class Repo:
 
     def _cas_ref(self, ctx: Context, ref: str, new: str, old: str, message: str) -> None:
         subject = message.split("\n", 1)[0]
-        proc = subprocess.run(
-            ["git", f"--git-dir={self.gitdir}", "update-ref", "-m", f"okfgit: {subject}", ref, new, old or ZERO],
-            env=clean_git_env(ctx.environ),
-            capture_output=True,
-            text=True,
-        )
+        proc = run_git(ctx, [f"--git-dir={self.gitdir}", "update-ref", "-m", f"okfgit: {subject}", ref, new,
+                             old or ZERO])
         if proc.returncode != 0:
             raise IntegrityError(
                 f"{self.workdir}: {ref} moved while okfgit was writing; nothing was changed "
                 f"({proc.stderr.strip()})"
             )
 
-    def _update_worktree(self, changes: Mapping[str, bytes | None]) -> None:
-        index = self.raw.index
-        index.read(False)
-        for path, data in sorted(changes.items()):
+    def _update_worktree(self, ctx: Context, held: "_IndexLock", paths: Mapping[str, tuple[str, int] | None],
+                         changes: Mapping[str, bytes | None]) -> None:
+        """Write the committed bytes of ``paths`` into the working tree and their entries into
+        the index held under ``index.lock`` (``changes`` has the bytes; the blobs have them too)."""
+        for path, entry in sorted(paths.items()):
             file = self.workdir / path
-            if data is None:
+            if entry is None:
                 if file.exists() or file.is_symlink():
                     file.unlink()
                     _prune_empty_dirs(file.parent, self.workdir)
-                if path in index:
-                    index.remove(path)
+                if path in held.index:
+                    held.index.remove(path)
                 continue
+            data = changes.get(path)
+            if data is None:
+                data = self.read_blob(entry[0])
             fsutil.atomic_write(file, data, fsync=True)
-            index.add(path)
-        _write_index(index, self.workdir)
+            crash_point(ctx, "mid-worktree")
+            _add_entry(held.index, path, entry[0], entry[1], os.lstat(file))
+
+    def recover(self, ctx: Context, wait_s: float = WRITE_LOCK_WAIT_S) -> list[str]:
+        """Finish what a killed okfgit write left in this working tree's journal.
+
+        Call it holding the write lock (``commit_paths`` does): the journal's writer is then
+        known to be gone. An intent whose commit the ref still points at gets its working
+        tree and index update done (a file a person changed since is left alone and named);
+        an intent whose ref never moved is dropped; a stale ``index.lock`` okfgit created
+        is removed. Returns what was done, for the caller to report.
+        """
+        file = self.journal_file
+        if not journal.pending(file):
+            return []
+        with self.write_lock(ctx, wait_s) as held:
+            record = journal.load(file)
+            if record is None:
+                return []
+            notes: list[str] = []
+            if record.intent is not None:
+                # the killed commit's temp files are in the folders it was writing
+                self.sweep(held.since_ns, {(self.workdir / p).parent for p in record.intent.paths})
+            lock_file = self.gitdir / "index.lock"
+            if record.index_lock is not None:
+                try:
+                    st = os.lstat(lock_file)
+                    if (st.st_dev, st.st_ino) == record.index_lock:
+                        lock_file.unlink()
+                        notes.append(f"removed the {lock_file} a killed okfgit left")
+                except FileNotFoundError:
+                    pass
+            intent = record.intent
+            if intent is not None:
+                notes.extend(self._finish(ctx, intent))
+            journal.clear(file)
+            return notes
+
+    def _finish(self, ctx: Context, intent: journal.Intent) -> list[str]:
+        try:
+            current: str | None = self.resolve(intent.ref)
+        except UsageError:
+            current = None
+        if current != intent.new:
+            if current == intent.old:
+                return []  # the ref never moved: nothing landed, nothing to finish
+            return self._reverted_after(intent, current)
+        old_tree = self.raw[intent.old].peel(pygit2.Tree) if intent.old else None
+        left: list[str] = []
+        with _IndexLock(self, ctx, intent) as held:
+            todo: dict[str, tuple[str, int] | None] = {}
+            for path, entry in sorted(intent.paths.items()):
+                before = _lookup(old_tree, path) if old_tree is not None else None
+                allowed = {str(before.id) if before is not None else None, entry[0] if entry else None}
+                file = self.workdir / path
+                on_disk: str | None
+                if file.is_symlink():
+                    on_disk = blob_oid(os.readlink(file).encode())
+                elif file.is_file():
+                    on_disk = blob_oid(file.read_bytes())
+                elif file.exists():
+                    on_disk = "folder"
+                else:
+                    on_disk = None
+                staged = str(held.index[path].id) if path in held.index else None
+                if on_disk in allowed and staged in allowed:
+                    todo[path] = entry
+                elif staged in allowed:
+                    # a person's bytes in the file: keep them, stage okfgit's commit only
+                    left.append(path)
+                    if entry is None:
+                        if path in held.index:
+                            held.index.remove(path)
+                    else:
+                        _add_entry(held.index, path, entry[0], entry[1], None)
+                else:
+                    left.append(path)
+            self._update_worktree(ctx, held, todo, {})
+            held.commit()
+        notes = [f"finished okfgit's interrupted commit {intent.new[:12]}: the index and working tree of "
+                 f"{self.workdir} now show it"]
+        if left:
+            notes.append(f"left alone (changed since by someone else): {', '.join(left)}")
+        return notes
+
+    def _reverted_after(self, intent: journal.Intent, current: str | None) -> list[str]:
+        """The ref moved on after a killed okfgit commit: say when a later commit reverted it."""
+        if current is None:
+            return []
+        try:
+            descends = self.raw.descendant_of(current, intent.new)
+        except (pygit2.GitError, KeyError, ValueError):
+            return []
+        if not descends:
+            return []
+        tree = self.raw[current].peel(pygit2.Tree)
+        lost = [p for p, e in sorted(intent.paths.items())
+                if (str(_lookup(tree, p).id) if _lookup(tree, p) is not None else None) != (e[0] if e else None)]  # type: ignore[union-attr]
+        if not lost:
+            return []
+        quoted = " ".join(lost)
+        return [f"okfgit's commit {intent.new[:12]} was interrupted before the index was updated, and a later "
+                f"commit changed {', '.join(lost)} back; to restore okfgit's version: "
+                f"git checkout {intent.new[:12]} -- {quoted}"]
+
+    def index_behind(self, prefix: str, depth: int = 50) -> list[str]:
+        """Paths under ``prefix`` that an okfgit commit wrote and whose index entry differs
+        from HEAD: what the next ``git commit`` would revert. Looks at the last ``depth``
+        first-parent commits for okfgit's."""
+        head = self.head_commit()
+        if head is None:
+            return []
+        index = self.raw.index
+        index.read(False)
+        tree = self.raw[head].peel(pygit2.Tree)
+        base = prefix.rstrip("/") + "/" if prefix else ""
+        differs: set[str] = set()
+        for delta in index.diff_to_tree(tree).deltas:
+            for path in (delta.old_file.path, delta.new_file.path):
+                if path.startswith(base):
+                    differs.add(path)
+        if not differs:
+            return []
+        written: set[str] = set()
+        commit = self.raw[head].peel(pygit2.Commit)
+        for _ in range(depth):
+            if "\nOkf-Operation: " in commit.message:
+                parent_tree = commit.parents[0].tree if commit.parents else None
+                parent_oid = str(parent_tree.id) if parent_tree is not None else None
+                written.update(c.path for c in self.diff_paths(parent_oid, str(commit.tree.id)))
+            if not commit.parents:
+                break
+            commit = commit.parents[0]
+        return sorted(differs & written)
+
+
+def run_git(ctx: Context, args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run git (outside any hook's repository variables); IntegrityError when git cannot be run."""
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, env=clean_git_env(ctx.environ), capture_output=True,
+                              text=True)
+    except OSError as exc:
+        raise IntegrityError(
+            f"cannot run git ({exc.strerror or exc}): install git or put it on PATH; nothing was changed"
+        ) from exc
 
 
 def _lookup(tree: pygit2.Tree, path: str) -> pygit2.Object | None:
@@ -550,19 +846,145 @@ def _kind(mode: int) -> str:
     return kinds.get(int(mode), "file")
 
 
-def _write_index(index: pygit2.Index, workdir: Path) -> None:
-    """Write the index; another git process may hold index.lock for a moment, so retry briefly."""
-    for attempt in range(50):
+class _IndexLock:
+    """git's ``index.lock`` for one working tree, held from reading the index to writing it.
+
+    Created with O_CREAT|O_EXCL exactly as git creates it, so git and okfgit exclude each
+    other; its device and inode go into the journal first thing, so a lock a killed
+    okfgit left is told apart from a live git process's. The index is read from a copy
+    (libgit2 writes an index file only through its own ``<file>.lock``), modified, and its
+    bytes written into ``index.lock``, which is then renamed over ``index``. Leaving the
+    block without ``commit()`` removes the lock and leaves ``index`` as it was.
+    """
+
+    def __init__(self, repo: Repo, ctx: Context, intent: journal.Intent | None = None) -> None:
+        self.repo = repo
+        self.ctx = ctx
+        self.path = repo.gitdir / "index.lock"
+        self.scratch = repo.gitdir / INDEX_SCRATCH
+        self.fd = -1
+        self.record = journal.Record(os.getpid(), ctx.clock(), intent=intent)
+        self.index: pygit2.Index
+
+    def __enter__(self) -> "_IndexLock":
+        deadline = time.monotonic() + INDEX_LOCK_WAIT_S
+        while True:
+            try:
+                self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+                break
+            except FileExistsError:
+                if time.monotonic() >= deadline:
+                    raise BusyError(
+                        f"{self.path} exists: another git process seems to be running in {self.repo.workdir}; "
+                        "nothing was changed. Retry when it is done (if no git process is running, remove "
+                        "that file first)"
+                    ) from None
+                time.sleep(0.05)
+            except OSError as exc:
+                raise UnwritableError(f"cannot create {self.path}: {exc.strerror or exc} (nothing was changed)") from exc
         try:
-            index.write()
+            st = os.fstat(self.fd)
+            self.record.index_lock = (st.st_dev, st.st_ino)
+            journal.save(self.repo.journal_file, self.record, durable=False)
+            crash_point(self.ctx, "index-locked")
+            current = self.repo.gitdir / "index"
+            for left in (self.scratch, self.scratch.with_name(self.scratch.name + ".lock")):
+                try:
+                    left.unlink()  # a killed okfgit's (this repository's write lock is held)
+                except FileNotFoundError:
+                    pass
+            if current.exists():
+                fsutil.atomic_write(self.scratch, current.read_bytes(), fsync=False)
+            self.index = pygit2.Index(str(self.scratch))
+        except BaseException:
+            self._drop()
+            raise
+        return self
+
+    def commit(self) -> None:
+        """Write the index into ``index.lock`` and rename it over ``index``."""
+        self.index.write()
+        data = self.scratch.read_bytes()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view):]
+        os.close(self.fd)
+        self.fd = -1
+        os.replace(self.path, self.repo.gitdir / "index")
+        crash_point(self.ctx, "index-written")
+        # ref, working tree and index agree now: the intent is done
+        self.record.intent = None
+        self._cleanup()
+
+    def _drop(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+            try:
+                self.path.unlink()
+            except FileNotFoundError:
+                pass
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        try:
+            self.scratch.unlink()
+        except FileNotFoundError:
+            pass
+        if self.record.index_lock is None and self.record.intent is None:
             return
-        except pygit2.GitError as exc:
-            if "lock" not in str(exc).lower() or attempt == 49:
-                raise IntegrityError(
-                    f"{workdir}: the commit landed but the index could not be updated ({exc}); "
-                    "run `git reset --mixed` to resync it"
-                ) from exc
-            time.sleep(0.1)
+        self.record.index_lock = None
+        if self.record.intent is None:
+            journal.clear(self.repo.journal_file)
+        else:
+            # the index was not written: the intent stays for the next run to finish
+            journal.save(self.repo.journal_file, self.record, durable=False)
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 tb: object) -> None:
+        self._drop()
+
+
+def _add_entry(index: pygit2.Index, path: str, oid: str, mode: int, st: os.stat_result | None) -> None:
+    """Add ``path`` -> ``oid`` to ``index`` with the file's stat data, as ``git add`` records it.
+
+    pygit2's IndexEntry carries no stat data, and an entry without it looks modified to
+    git's plumbing until the next refresh; so the C entry is filled here.
+    """
+    entry = ffi.new("git_index_entry *")
+    if st is not None:
+        entry.ctime.seconds = int(st.st_ctime) & 0x7FFFFFFF
+        entry.ctime.nanoseconds = st.st_ctime_ns % 1_000_000_000
+        entry.mtime.seconds = int(st.st_mtime) & 0x7FFFFFFF
+        entry.mtime.nanoseconds = st.st_mtime_ns % 1_000_000_000
+        entry.dev = st.st_dev & 0xFFFFFFFF
+        entry.ino = st.st_ino & 0xFFFFFFFF
+        entry.uid = st.st_uid & 0xFFFFFFFF
+        entry.gid = st.st_gid & 0xFFFFFFFF
+        entry.file_size = st.st_size & 0xFFFFFFFF
+    entry.mode = int(mode)
+    ffi.buffer(ffi.addressof(entry, "id"))[:] = pygit2.Oid(hex=oid).raw[:]
+    name = ffi.new("char[]", os.fsencode(path))
+    entry.path = name
+    err = C.git_index_add(index._index, entry)
+    if err < 0:
+        raise IntegrityError(f"cannot stage {path} in the index (libgit2 error {err})")
+
+
+def _owner_writable(path: Path) -> bool:
+    """The owner's write bit is set: root could write anyway, but a read-only mode is a person's
+    "do not change this", and okfgit honours it for everyone alike."""
+    try:
+        return bool(os.stat(path).st_mode & 0o200)
+    except OSError:
+        return True
+
+
+def crash_point(ctx: Context, name: str) -> None:
+    """For the crash tests only (``OKFGIT_TEST_CRASH_AT=<name>``): die at a named step, as a
+    kill -9 would. Nothing else reads the variable."""
+    if ctx.environ.get(CRASH_ENV) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _prune_empty_dirs(folder: Path, stop: Path) -> None:

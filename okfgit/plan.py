@@ -9,15 +9,22 @@ from __future__ import annotations
 
 import difflib
 import os
+import shlex
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from okfgit import TOOL, fsutil
 from okfgit.context import Context
-from okfgit.errors import OkfError
+from okfgit.errors import BusyError, OkfError
+from okfgit.local import journal
 from okfgit.git import Repo
 from okfgit.knowledge.tiers import Tier
 from okfgit.format.trailers import Trailer, format_message
+
+
+RECOVER_WAIT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,7 @@ class TierCommit:
     branch: str | None = None
     new_branch: bool = False
     old: dict[str, bytes | None] = field(default_factory=dict)
+    base: str | None = None  # the commit the changes were planned from; the write refuses if HEAD moved
     merge_parent: str | None = None  # a merge commit: its second parent (made even with no changes)
 
     @property
@@ -91,7 +99,7 @@ def apply(ctx: Context, plan: Plan) -> Applied:
         changes = {commit.tier.repo_path_of(p): d for p, d in commit.changes.items()}
         oid = repo.commit_paths(
             ctx, changes, commit.message(), branch=commit.branch, new_branch=commit.new_branch,
-            merge_parent=commit.merge_parent,
+            merge_parent=commit.merge_parent, base=commit.base,
         )
         done.commits.append((commit, oid))
     folders: set[Path] = set()
@@ -114,6 +122,73 @@ def apply(ctx: Context, plan: Plan) -> Applied:
             done.failed.append((write, str(exc)))
     fsutil.fsync_dirs(folders)
     return done
+
+
+@contextmanager
+def writing(ctx: Context, *tiers: Tier) -> Iterator[None]:
+    """Hold the write lock of each tier's repository while a verb plans and applies.
+
+    ``apply`` takes the same lock for each commit anyway; holding it from before the plan
+    means the plan is made from the HEAD the commit lands on, so a write waits for a
+    running sync instead of failing on a moved branch (spec/okf-writes.md).
+    """
+    order = {"project": 0, "job": 1, "global": 2}  # one order for every verb: no two writers deadlock
+    with ExitStack() as stack:
+        seen: set[Path] = set()
+        for tier in sorted(tiers, key=lambda t: order.get(t.name, 3)):
+            if tier.exists() and tier.repo_path not in seen:
+                seen.add(tier.repo_path)
+                stack.enter_context(tier.open().write_lock(ctx))
+        yield
+
+
+def recover(ctx: Context, tiers: list[Tier]) -> list[str]:
+    """Finish any commit a killed okfgit left half-done in these tiers (journal record found),
+    before anything else reads or writes them; what was done, as notes for the user."""
+    notes: list[str] = []
+    for tier in tiers:
+        try:
+            repo = tier.open()
+        except OkfError:
+            continue
+        repo.sweep_objects()
+        if not journal.pending(repo.journal_file):
+            continue
+        try:
+            notes.extend(repo.recover(ctx, wait_s=RECOVER_WAIT_S))
+        except BusyError:
+            continue  # a live okfgit write holds the lock: it finishes its own commit
+        except OkfError as exc:
+            notes.append(f"could not finish an interrupted okfgit commit in {repo.workdir}: {exc}")
+    return notes
+
+
+@dataclass(frozen=True)
+class IndexBehind:
+    """Paths okfgit committed in a tier whose index entry differs from HEAD: the next
+    ``git commit`` there would revert them. ``repair`` restages HEAD's version."""
+
+    tier: Tier
+    paths: list[str]  # repository paths
+    repair: str
+
+    def message(self) -> str:
+        return (f"the index differs from HEAD for {len(self.paths)} path(s) okfgit committed in {self.tier.label}, "
+                f"so the next `git commit` would revert them; unless you staged that yourself, run: {self.repair}")
+
+
+def index_behind(tier: Tier) -> IndexBehind | None:
+    """The safety net behind the journal (spec/okf-writes.md): okfgit's paths whose index
+    entry is not HEAD's, with the command that repairs it; None when all agree."""
+    if not tier.exists():
+        return None
+    repo = tier.open()
+    found = repo.index_behind(tier.prefix)
+    if not found:
+        return None
+    where = "" if tier.name == "project" else f"-C {shlex.quote(str(repo.workdir))} "
+    repair = f"git {where}reset -q HEAD -- " + " ".join(shlex.quote(p) for p in found)
+    return IndexBehind(tier, found, repair)
 
 
 def ensure_repo(ctx: Context, tier: Tier) -> Repo:

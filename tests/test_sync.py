@@ -111,12 +111,14 @@ def test_one_sync_loads_the_state_once_and_saves_it_once(project: Path, mem: Pat
 # -- the lock and concurrency ------------------------------------------------------------------
 
 
-def test_a_held_lock_makes_sync_wait_then_skip(project: Path, mem: Path, okfgit: Runner, git: Runner) -> None:
+def test_a_held_lock_makes_sync_wait_then_skip(project: Path, mem: Path, okfgit: Runner, okfgit_proc: Runner,
+                                               git: Runner) -> None:
     write_memory(mem, "feedback_testing.md", CURRENT)
     top = head(git, project)
     with lock.acquire(paths.lock(project / ".git"), 0) as held:
         assert held is not None
-        result = okfgit("sync", "--wait", "0.2", cwd=project)
+        # another process: this one's own lock is re-entrant for it
+        result = okfgit_proc("sync", "--wait", "0.2", cwd=project)
         assert result.out.startswith(f"okfgit sync skipped: another okfgit sync is running (pid {os.getpid()} since ")
         status = okfgit("status", cwd=project).out
         assert f"sync running: pid {os.getpid()} since " in status

@@ -52,11 +52,14 @@ def workspace(repo: Path | None = None, run: str | None = None, *,
     """The context and workspace; a ``--run`` must name an existing run unless ``new_run``
     (``init --scope job``, ``run start`` create it)."""
     from okfgit.knowledge.tiers import check_known_run, open_workspace
+    from okfgit.plan import recover
 
     ctx = Context.from_process()
     ws = open_workspace(ctx, repo, run)
     if not new_run:
         check_known_run(ws, run)
+    # A commit a killed okfgit left half-done is finished before anything reads the tiers.
+    warn(recover(ctx, ws.active()))
     return ctx, ws
 
 

@@ -108,12 +108,26 @@ def load_yaml(text: str, name: str) -> Any:
     if fast is not None:
         return fast  # the plain subset, parsed exactly as PyYAML would (yamlfast.py)
     try:
+        if "&" in text or "*" in text:
+            _refuse_aliases(text)
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ValidationError(f"{name}: invalid YAML frontmatter{where}: {problem}") from exc
+
+
+def _refuse_aliases(text: str) -> None:
+    """Refuse YAML anchors and aliases: a knowledge file has no use for them, and a few
+    hundred bytes of nested aliases (an alias bomb) expand into a graph whose every
+    comparison or dump costs exponential time. One linear pass over the parser's events;
+    raises a YAMLError, reported like any other invalid frontmatter."""
+    for event in yaml.parse(text, Loader=_BaseLoader):
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise yaml.composer.ComposerError(
+                None, None, "anchors and aliases (&name, *name) are not allowed in frontmatter",
+                event.start_mark)  # type: ignore[arg-type]
 
 
 def split(data: bytes, name: str) -> Parsed:

@@ -6,6 +6,12 @@ SIGKILL), so a lock never outlives its process and needs no stale-lock detection
 file also records the holder's pid and start time for ``status``; those bytes are
 information, never the lock. The file is never deleted: unlinking a flock file lets two
 processes lock two different inodes under one name.
+
+The same lock is every write's lock too (``Repo.commit_paths`` takes it): a flock held
+through one open file conflicts with a second open of the same file even in the same
+process, so ``acquire`` is re-entrant per process: a process that holds the lock (sync,
+which commits its capture inside) gets the held lock back, counted, and only the outermost
+``release`` drops it.
 """
 
 from __future__ import annotations
@@ -29,10 +35,16 @@ class Lock:
 
     path: Path
     fd: int
+    depth: int = 1
+    since_ns: int = 0  # when this process took it: anything a killed holder left is older
 
     def release(self) -> None:
         if self.fd < 0:
             return
+        self.depth -= 1
+        if self.depth > 0:
+            return
+        _HELD.pop(_key(self.path), None)
         try:
             os.ftruncate(self.fd, 0)  # no holder recorded any more
         except OSError:
@@ -50,7 +62,12 @@ class Lock:
 
 def acquire(path: Path, timeout_s: float, *, now: Callable[[], float] = time.time) -> Lock | None:
     """Take the lock at ``path``, waiting up to ``timeout_s`` seconds; None if another
-    process still holds it then. ``now`` stamps the holder record (pass ``ctx.now``)."""
+    process still holds it then. ``now`` stamps the holder record (pass ``ctx.now``).
+    Re-entrant: a lock this process already holds is returned at once, one level deeper."""
+    mine = _HELD.get(_key(path))
+    if mine is not None and mine.fd >= 0:
+        mine.depth += 1
+        return mine
     fd = _open(path)
     deadline = time.monotonic() + max(timeout_s, 0.0)
     while True:
@@ -63,7 +80,21 @@ def acquire(path: Path, timeout_s: float, *, now: Callable[[], float] = time.tim
                 return None
             time.sleep(_POLL_S)
     _record(fd, now())
-    return Lock(path, fd)
+    lock = Lock(path, fd, since_ns=time.time_ns())
+    _HELD[_key(path)] = lock
+    return lock
+
+
+_HELD: dict[str, Lock] = {}
+
+
+def _key(path: Path) -> str:
+    return os.path.abspath(path)
+
+
+def held(path: Path) -> bool:
+    """This process holds the lock at ``path``."""
+    return _key(path) in _HELD
 
 
 def _open(path: Path) -> int:

@@ -15,7 +15,7 @@ from enum import Enum
 from pathlib import Path
 
 from okfgit.errors import UsageError
-from okfgit.local import fastpath, stamps
+from okfgit.local import fastpath, paths, stamps
 
 HOOK_NAMES = ("post-checkout", "post-merge", "post-commit", "post-rewrite")
 
@@ -49,8 +49,11 @@ def sync(environ: Mapping[str, str], cwd: str, *, repo: str | None, run: str | N
         return Verdict.WORK  # a damaged .git file: the full run says what is wrong
     if found is None:
         return Verdict.WORK
+    common = fastpath.common_dir(found[1])
+    if os.path.lexists(paths.journal(common, found[1])):
+        return Verdict.WORK  # a killed okfgit commit to finish (spec/okf-writes.md §4)
     if fastpath.check(environ, cwd, repo=repo, scope="all", target="all", run=run) \
-            and stamps.matches(fastpath.common_dir(found[1]), deep=hook is None):
+            and stamps.matches(common, deep=hook is None):
         return Verdict.UP_TO_DATE
     if hook is not None and not should_run(hook, hook_args, Path(found[1])):
         return Verdict.HOOK_SKIPS

@@ -13,7 +13,9 @@ spells the folder or a file name; each asks here. What each file is for:
 - ``pr-bodies/``: pull request bodies ``promote --open-pr`` passed to ``gh --body-file`` (kept, so a
   failing push or ``gh`` loses nothing);
 - ``exchange.json`` (the global tier's repository only, with a remote): the record of its
-  exchanges with the remote (``local/exchange.py``; safe to delete).
+  exchanges with the remote (``local/exchange.py``; safe to delete);
+- ``journal/``: one record per working tree of a commit in progress (``local/journal.py``),
+  removed when the commit is complete; a record left behind is finished by the next write.
 
 Standard library only: the no-op fast path imports this on every git checkout.
 """
@@ -34,9 +36,11 @@ HOOK_LOG = "hook.log"
 DRAFTS = "drafts"
 PR_BODIES = "pr-bodies"
 EXCHANGE = "exchange.json"
+JOURNAL = "journal"
 
 # Every name above, in the order the README lists them (a test keeps the README complete).
-FILES = (STATE, CATALOG, NAV, FASTPATH_STAMP, SYNC_STAMP, LOCK, HOOK_LOG, DRAFTS + "/", PR_BODIES + "/", EXCHANGE)
+FILES = (STATE, CATALOG, NAV, FASTPATH_STAMP, SYNC_STAMP, LOCK, HOOK_LOG, DRAFTS + "/", PR_BODIES + "/", EXCHANGE,
+         JOURNAL + "/")
 
 # Without a repository (the global tier outside any project), drafts go here under $HOME.
 _HOME_DRAFTS = (".cache", "okfgit", "drafts")
@@ -101,3 +105,11 @@ def pr_body(common_dir: StrPath, branch: str, part: int = 0, full: bool = False)
     name = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "-" for c in branch)
     suffix = ".full" if full else f".part-{part}" if part else ""
     return okf_dir(common_dir) / PR_BODIES / f"{name}{suffix}.md"
+
+
+def journal(common_dir: StrPath, gitdir: StrPath) -> Path:
+    """The write journal of the working tree whose git dir is ``gitdir`` (each working tree
+    has its own index and HEAD, so its own record)."""
+    main = os.path.realpath(gitdir) == os.path.realpath(common_dir)
+    name = "main" if main else "worktree-" + Path(gitdir).name
+    return okf_dir(common_dir) / JOURNAL / f"{name}.json"

@@ -19,6 +19,7 @@ from typing import NamedTuple, Protocol
 from okfgit.format import blocks
 from okfgit.knowledge.catalog import Fact
 from okfgit.context import Context
+from okfgit import fsutil
 from okfgit.git import blob_oid
 from okfgit.local.state import State
 from okfgit.knowledge.tiers import Tier
@@ -201,6 +202,10 @@ def plan_block(path: Path, scope: str, content: str, why: str, *, follow_link: b
         elif not stat.S_ISREG(st.st_mode):
             out.items.append(Item(path, FAIL, "is not a regular file (nothing was changed)"))
             return out
+        problem = fsutil.read_only(path)
+        if problem is not None:
+            out.items.append(Item(path, FAIL, problem, via=via))
+            return out
         try:
             old = path.read_bytes()
         except OSError as exc:
@@ -247,8 +252,9 @@ def link_target(link: Path) -> tuple[Path, str | None]:
         return link, f"is a symlink okfgit cannot follow ({exc.strerror or exc})"
     if not stat.S_ISREG(st.st_mode):
         return link, f"is a symlink to {target}, which is not a regular file"
-    if not os.access(target, os.W_OK):
-        return link, f"is a symlink to {target}, which you cannot write"
+    if not os.access(target, os.W_OK) or not st.st_mode & stat.S_IWUSR:
+        return link, (f"is a symlink to {target}, which is read-only; okfgit does not replace a read-only file. "
+                      f"To let it: chmod u+w {target}")
     if not os.access(target.parent, os.W_OK | os.X_OK):
         return link, f"is a symlink to {target}, whose folder you cannot write (okfgit replaces the file there)"
     return target, None

@@ -32,7 +32,7 @@ from okfgit.verbs import new as store
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError, ValidationError
 from okfgit.knowledge.snapshot import LINK_MODE, Snapshot, snapshot
-from okfgit.plan import Plan, TierCommit, apply
+from okfgit.plan import Plan, TierCommit, apply, writing
 from okfgit.knowledge.tiers import Tier, Workspace
 
 TREE = "tree"
@@ -108,19 +108,20 @@ def adopt_plan(ws: Workspace, src: Path | None, scope: str, folder: str | None =
             tier, "adopt", f"okf: adopt {len(adoption.adopted)} concepts from {what} into {where}", changes,
             trailers=(("Okf-Adopted", str(len(adoption.adopted))), ("Okf-Source", adoption.source)),
             body=_links_message(adoption),
-            old={p: (snap.blob(p) if p in snap.entries else None) for p in changes},
+            old={p: (snap.blob(p) if p in snap.entries else None) for p in changes}, base=snap.commit,
         ))
     return adoption
 
 
 def adopt(ctx: Context, ws: Workspace, src: Path | None, scope: str, folder: str | None = None) -> Adoption:
     """Adopt as one commit (see ``adopt_plan``); no commit when there is nothing to add."""
-    adoption = adopt_plan(ws, src, scope, folder)
-    if adoption.plan.empty:
-        return adoption
-    if adoption.tier.name == "job":
-        store.exclude_runstate(ws)
-    done = apply(ctx, adoption.plan)
+    with writing(ctx, ws.tier(scope)):
+        adoption = adopt_plan(ws, src, scope, folder)
+        if adoption.plan.empty:
+            return adoption
+        if adoption.tier.name == "job":
+            store.exclude_runstate(ws)
+        done = apply(ctx, adoption.plan)
     adoption.commit = done.commits[-1][1]
     return adoption
 

@@ -32,9 +32,9 @@ from okfgit.knowledge.catalog import TierCatalog
 from okfgit.targets.claude_home import memory_dir
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
-from okfgit.git import blob_oid
+from okfgit.git import blob_oid, crash_point
 from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
-from okfgit.plan import Plan, TierCommit, apply
+from okfgit.plan import Plan, TierCommit, apply, writing
 from okfgit.knowledge.tiers import Tier, Workspace, check_scope
 
 MAX_BYTES = 1024 * 1024
@@ -257,22 +257,31 @@ def capture(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: bool
 
     ``owned`` is the ownership record as the caller holds it (``sync`` loads it once and hands
     it on to projection): the captured files are recorded in it and the caller saves it.
-    Without it, the record is loaded and saved here.
+    Without it, the record is loaded and saved here. Planned and committed under the project
+    repository's write lock (sync already holds it), so a concurrent ``new`` waits rather
+    than interleaving.
     """
-    loaded_here = owned is None and ws.project_repo is not None
-    if owned is None and ws.project_repo is not None:
+    if dry_run or ws.project_repo is None:
+        return plan_capture(ctx, ws, to=to, owned=owned)
+    with writing(ctx, ws.tier("project")):
+        return _capture_locked(ctx, ws, to, owned)
+
+
+def _capture_locked(ctx: Context, ws: Workspace, to: str | None, owned: state.State | None) -> Report:
+    loaded_here = owned is None
+    if owned is None:
         owned = state.load(ws.tier("project").open().common_dir)
     report = plan_capture(ctx, ws, to=to, owned=owned)
-    if dry_run:
-        return report
     if not report.plan.empty:
-        done = apply(ctx, report.plan)
+        with writing(ctx, *{c.tier for c in report.plan.commits}):
+            done = apply(ctx, report.plan)
         report.commits = [(c.tier.label, oid) for c, oid in done.commits]
+        crash_point(ctx, "captured")
     # The agent's bytes are now in a commit (or the KB already says the same): the next
     # projection may replace the file with the concept.
     taken = dict(report.copies)
     taken.update({c.origin: c.file_oid for c in report.captured})
-    if taken and owned is not None:
+    if taken:
         owned.adopt(taken, report.memory_dir)
         if loaded_here:
             state.save(owned)
@@ -463,11 +472,16 @@ def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb
 
 
 def _edit(origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid: str, kb: _Known,
-          st: state.State, data: bytes) -> Captured:
-    """An agent's edit: an update when the KB still holds what okfgit projected, else a conflict."""
+          st: state.State, data: bytes) -> Captured | None:
+    """An agent's edit: an update when the KB still holds what okfgit projected, else a conflict
+    (None when that very variant is already committed as a sibling)."""
     projected = st.memory_files.get(origin)
     if projected is not None and projected.oid == head_oid:
         return Captured("update", origin, oid, okf_id, tier, kb_path, data)
+    if _sibling_has(kb.snapshot(tier), index.needs_merge_path(kb_path), data, origin):
+        # A sync killed after its commit and before recording the file: committing it again
+        # would add a second, identical needs-merge sibling.
+        return None
     sibling = kb.free_path(tier, index.needs_merge_path(kb_path))
     if projected is None or projected.okf_id not in (None, okf_id):
         why = (f"the agent edited a copy of {tier.label}:{kb_path} that okfgit never projected to this file, "
@@ -493,6 +507,29 @@ def _valid(item: Captured) -> Captured:
         raise UsageError(f"not captured, it would not be a valid concept: {why}; fix the memory file "
                          "and the next sync takes it")
     return item
+
+
+def _sibling_has(snap: Snapshot, first: str, data: bytes, origin: str) -> bool:
+    """A needs-merge sibling (``first``, ``-2``, ``-3`` ...) already holds ``data``: the same bytes,
+    or the same keys and body but for ``generated`` (which a migration stamps with the time)."""
+    want = blob_oid(data)
+    mine: okf.Parsed | None = None
+    candidate, n = first, 2
+    while candidate in snap.entries:
+        if snap.entries[candidate].oid == want:
+            return True
+        try:
+            mine = mine or okf.split(data, origin)
+            theirs = okf.split(snap.blob(candidate), candidate)
+        except OkfError:
+            theirs = None
+        if mine is not None and theirs is not None and theirs.body == mine.body and \
+                {k: v for k, v in theirs.meta.items() if k != "generated"} == \
+                {k: v for k, v in mine.meta.items() if k != "generated"}:
+            return True
+        candidate = f"{first[:-3]}-{n}.md"
+        n += 1
+    return False
 
 
 _PROFILE_KEYS = ("type", "title", "scope", "okf_id", "okf_source", "okf_origin", "generated")
@@ -576,7 +613,8 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
         if count > _BODY_LINES:
             body += f"\n- ... and {count - _BODY_LINES} more (one Okf-Captured trailer each)"
         old = {p: (snap.blob(p) if p in snap.entries else None) for p in changes}
-        plan.commits.append(TierCommit(tier, "capture", subject, changes, tuple(trailers), body, old=old))
+        plan.commits.append(TierCommit(tier, "capture", subject, changes, tuple(trailers), body, old=old,
+                                       base=snap.commit))
     return plan
 
 

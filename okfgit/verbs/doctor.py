@@ -35,6 +35,7 @@ from okfgit.errors import EXIT_OK, EXIT_USAGE, ValidationError
 from okfgit.git import Entry, blob_oid
 from okfgit.knowledge.snapshot import Snapshot, snapshot, worktree_snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
+from okfgit.plan import index_behind
 
 OKF = "okf"
 PROFILE = "profile"
@@ -668,6 +669,12 @@ def _run(ctx: Context, ws: Workspace, tiers: list[Tier], skipped: list[str], rea
     elsewhere = _Elsewhere(ws, scans, read)
     today = lifecycle.instant_of(ctx.now())
     reports = [_report(scan, today, elsewhere.lookup(label), worktree) for label, scan in scans.items()]
+    for tier_report in reports:
+        behind = index_behind(tier_report.tier)
+        if behind is not None:
+            first = behind.paths[0]
+            kb_path = first[len(behind.tier.prefix) + 1:] if behind.tier.prefix else first
+            tier_report.findings.append(Finding(PROFILE, "index-behind", ERROR, kb_path, behind.message()))
     return Report(reports, skipped)
 
 

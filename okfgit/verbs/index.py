@@ -13,7 +13,7 @@ from okfgit.format import index_md as index
 from okfgit.context import Context
 from okfgit.errors import EXIT_OK, EXIT_USAGE
 from okfgit.knowledge.snapshot import snapshot
-from okfgit.plan import Plan, TierCommit, apply
+from okfgit.plan import Plan, TierCommit, apply, writing
 from okfgit.knowledge.tiers import Tier, Workspace
 
 
@@ -69,15 +69,16 @@ def plan_index(ws: Workspace, scope: str, *, check: bool = False) -> IndexRun:
         run.plan.commits.append(TierCommit(
             tier, "index", f"okf: regenerate {len(stale)} index file{'s' if len(stale) != 1 else ''}",
             dict(changes), body=f"Regenerated from the tree at {snap.commit[:12]}:\n\n{listed}",
-            old={p: (snap.blob(p) if p in snap.entries else None) for p in changes},
+            old={p: (snap.blob(p) if p in snap.entries else None) for p in changes}, base=snap.commit,
         ))
     return run
 
 
 def regenerate_indexes(ctx: Context, ws: Workspace, scope: str) -> IndexRun:
     """Regenerate and commit; returns what was done (``commit`` set on each tier written)."""
-    run = plan_index(ws, scope)
-    done = apply(ctx, run.plan)
+    with writing(ctx, *ws.present(scope)[0]):
+        run = plan_index(ws, scope)
+        done = apply(ctx, run.plan)
     by_tier = {commit.tier.label: oid for commit, oid in done.commits}
     for item in run.tiers:
         item.commit = by_tier.get(item.tier.label)

@@ -11,10 +11,10 @@ from okfgit import fsutil
 from okfgit.format import index_md as index
 from okfgit.format import concept as okf
 from okfgit.context import Context
-from okfgit.errors import UsageError, ValidationError
+from okfgit.errors import BusyError, UsageError, ValidationError
 from okfgit.git import Repo
 from okfgit.knowledge.snapshot import snapshot
-from okfgit.plan import Plan, TierCommit, apply, ensure_repo
+from okfgit.plan import Plan, TierCommit, apply, ensure_repo, writing
 from okfgit.knowledge.tiers import RUNSTATE, Tier, Workspace
 from okfgit.local import paths
 
@@ -81,7 +81,11 @@ def init_tier(ctx: Context, ws: Workspace, scope: str) -> Written:
     if plan.empty:
         ensure_repo(ctx, tier)
         return Written(tier, "index.md", None, message=f"the {tier.label} tier is already initialised at {tier.root}")
-    done = apply(ctx, plan)
+    with writing(ctx, tier):
+        tier, plan = init_plan(ws, scope)
+        if plan.empty:
+            return Written(tier, "index.md", None, message=f"the {tier.label} tier is already initialised at {tier.root}")
+        done = apply(ctx, plan)
     return Written(tier, "index.md", done.commits[-1][1], message=f"initialised the {tier.label} tier at {tier.root}")
 
 
@@ -163,14 +167,27 @@ def new_plan(
     changes.update(index.regenerate(snap, changes, index.affected_folders([path])))
     plan = Plan(commits=[TierCommit(
         tier, "new", f"okf: add {path}", changes, trailers=(("Okf-Id", okf_id),),
-        old={p: (snap.blob(p) if p in snap.entries else None) for p in changes},
+        old={p: (snap.blob(p) if p in snap.entries else None) for p in changes}, base=snap.commit,
     )])
     return tier, path, okf_id, plan
 
 
 def new_concept(ctx: Context, ws: Workspace, slug: str, scope: str, **kwargs: object) -> Written:
-    tier, path, okf_id, plan = new_plan(ctx, ws, slug, scope, **kwargs)  # type: ignore[arg-type]
-    done = apply(ctx, plan)
+    """Plan and commit a new concept, holding the tier's write lock from the plan to the commit
+    (so a running sync is waited for). With an editor the lock is taken after the person is
+    done typing; if the tier moved meanwhile, their text is kept as a draft."""
+    if kwargs.get("editor") is None:
+        with writing(ctx, ws.tier(scope)):
+            tier, path, okf_id, plan = new_plan(ctx, ws, slug, scope, **kwargs)  # type: ignore[arg-type]
+            done = apply(ctx, plan)
+    else:
+        tier, path, okf_id, plan = new_plan(ctx, ws, slug, scope, **kwargs)  # type: ignore[arg-type]
+        try:
+            done = apply(ctx, plan)
+        except BusyError as exc:
+            data = plan.commits[0].changes[path] or b""
+            kept = _keep_draft(ctx, tier, okf.check_slug(slug), data)
+            raise BusyError(f"{exc}; your text is kept in {kept}") from exc
     commit = done.commits[-1][1]
     after = snapshot(tier)
     return Written(tier, path, commit, okf_id, after.concept(path).citation)

@@ -28,7 +28,7 @@ from okfgit.errors import IntegrityError, OkfError, RepoStateError, UsageError, 
 from okfgit.fsutil import safe_relpath
 from okfgit.git import Repo, blob_oid
 from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
-from okfgit.plan import Plan, TierCommit, apply, render
+from okfgit.plan import Plan, TierCommit, apply, render, writing
 from okfgit.verbs.new import root_index
 from okfgit.knowledge.tiers import Tier, Workspace
 
@@ -390,6 +390,11 @@ def _backlink_warnings(pp: PromotionPlan) -> list[str]:
 
 def promote(ctx: Context, pp: PromotionPlan) -> Promotion:
     """Commit into the destination, then remove from the source (both checked beforehand)."""
+    with writing(ctx, pp.destination, pp.source):
+        return _promote_locked(ctx, pp)
+
+
+def _promote_locked(ctx: Context, pp: PromotionPlan) -> Promotion:
     destination_oid = apply(ctx, Plan(commits=[pp.destination_commit])).commits[-1][1]
     try:
         source_oid = apply(ctx, Plan(commits=[pp.source_commit(destination_oid, ctx.today())])).commits[-1][1]

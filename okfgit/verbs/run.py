@@ -24,7 +24,7 @@ from okfgit.context import Context
 from okfgit.errors import UsageError, ValidationError
 from okfgit.git import Repo
 from okfgit.knowledge.snapshot import Concept, snapshot
-from okfgit.plan import Plan, TierCommit, apply
+from okfgit.plan import Plan, TierCommit, apply, writing
 from okfgit.knowledge.tiers import Tier, Workspace
 
 NOTE_TYPES = ("Decision", "Rejected", "Discovery", "Limitation", "Conclusion", "Lesson", "Blocker")
@@ -155,11 +155,12 @@ def start_plan(ctx: Context, ws: Workspace, task: str | None = None) -> tuple[Ti
 def start(ctx: Context, ws: Workspace, task: str | None = None) -> RunChange:
     """Create the run's repository and scaffold (one commit) and make it the active run."""
     repo = project_repo(ws)
-    tier, plan = start_plan(ctx, ws, task)
     store.exclude_runstate(ws)
     commit = None
-    if not plan.empty:
-        commit = apply(ctx, plan).commits[-1][1]
+    with writing(ctx, ws.tier("job")):
+        tier, plan = start_plan(ctx, ws, task)
+        if not plan.empty:
+            commit = apply(ctx, plan).commits[-1][1]
     repo.config_set(ACTIVE_KEY, tier.run or "")
     if commit is None:
         return RunChange(tier, STATE, None, f"run {tier.run} already exists at {tier.root}; it is the active run again")
@@ -261,12 +262,13 @@ def log_plan(ctx: Context, ws: Workspace, text: str) -> tuple[Tier, Plan]:
     changes: dict[str, bytes | None] = {LOG: new}
     summary = " ".join(text.split())
     subject = f"okf: log {summary[:60]}" + ("..." if len(summary) > 60 else "")
-    return tier, Plan(commits=[TierCommit(tier, "log", subject, changes, old={LOG: old})])
+    return tier, Plan(commits=[TierCommit(tier, "log", subject, changes, old={LOG: old}, base=snap.commit)])
 
 
 def log(ctx: Context, ws: Workspace, text: str) -> RunChange:
-    tier, plan = log_plan(ctx, ws, text)
-    commit = apply(ctx, plan).commits[-1][1]
+    with writing(ctx, job_tier(ws)):
+        tier, plan = log_plan(ctx, ws, text)
+        commit = apply(ctx, plan).commits[-1][1]
     return RunChange(tier, LOG, commit, f"logged in {tier.label}:{LOG}")
 
 
@@ -381,8 +383,9 @@ def cited_concept(ws: Workspace, ref: str) -> Concept:
 
 
 def note(ctx: Context, ws: Workspace, type_: str, title: str, **kwargs: object) -> RunChange:
-    tier, path, okf_id, plan = note_plan(ctx, ws, type_, title, **kwargs)  # type: ignore[arg-type]
-    commit = apply(ctx, plan).commits[-1][1]
+    with writing(ctx, job_tier(ws)):
+        tier, path, okf_id, plan = note_plan(ctx, ws, type_, title, **kwargs)  # type: ignore[arg-type]
+        commit = apply(ctx, plan).commits[-1][1]
     cited = snapshot(tier).concept(path).citation
     return RunChange(tier, path, commit, f"noted {cited}", okf_id)
 

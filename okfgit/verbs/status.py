@@ -13,7 +13,7 @@ from okfgit.verbs import project as projection
 from okfgit.verbs import remote
 from okfgit.context import Context
 from okfgit.errors import RepoStateError, UsageError
-from okfgit.plan import Plan
+from okfgit.plan import IndexBehind, Plan, index_behind
 from okfgit.targets import budget
 from okfgit.verbs.project import Outcome
 from okfgit.format import index_md
@@ -36,6 +36,7 @@ class Status:
     unprojected_why: list[str] = field(default_factory=list)
     hook_error: str | None = None  # the last hook error since the last successful sync
     over_budget: list[str] = field(default_factory=list)  # what an agent cannot see (targets/budget.py)
+    index_behind: list[IndexBehind] = field(default_factory=list)  # what the next git commit would revert
 
     @property
     def in_sync(self) -> bool:
@@ -56,6 +57,8 @@ class Status:
             out.append(f"{len(self.unprojected)} concept(s) not projected")
         if self.hook_error:
             out.append("a git hook failed since the last successful sync")
+        if self.index_behind:
+            out.append(f"{sum(len(b.paths) for b in self.index_behind)} okfgit path(s) whose index is behind HEAD")
         return out
 
     @property
@@ -97,6 +100,7 @@ class Status:
             "sync_lock": self.lock_holder.describe() if self.lock_holder else None,
             "global_remote": self.remote.to_json() if self.remote.url else None,
             "over_budget": self.over_budget,
+            "index_behind": [{"tier": b.tier.label, "paths": b.paths, "repair": b.repair} for b in self.index_behind],
         }
 
 
@@ -126,6 +130,7 @@ def status(ctx: Context, ws: Workspace) -> Status:
         hook_error=hooklog.error_since_last_sync(repo.common_dir),
         remote=remote.show(ctx, ws),
         over_budget=budget.explain(owned, owned.memory_dir, repo.workdir, ctx.environ, ctx.home).over_budget,
+        index_behind=[b for b in (index_behind(t) for t in ws.active()) if b is not None],
     )
 
 
@@ -207,6 +212,9 @@ def render(st: Status) -> str:
     lines.append(f"claude code hooks: {st.agent.state} ({st.agent.path})")
     if st.remote.url:
         lines += st.remote.render()
+    for behind in st.index_behind:
+        lines.append(f"index behind HEAD: {behind.message()}")
+        lines += [f"  {p}" for p in behind.paths]
     if st.lock_holder:
         lines.append(f"sync running: {st.lock_holder.describe()}")
     lines += [f"over an agent's budget: {sentence} (`okfgit project --explain` lists it)" for sentence in st.over_budget]

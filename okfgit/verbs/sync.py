@@ -85,6 +85,8 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         if report.exchange is not None:
             report.warnings.extend(report.exchange.warnings)
         memory = report.projection.memory_dir or (report.capture.memory_dir if report.capture else None)
+        repo.sweep(held.since_ns, {repo.workdir})
+        _sweep(memory, report.projection, held.since_ns)
         if memory is not None and not report.failed and not report.capture_deferred:
             common = str(repo.common_dir)
             now_owned = report.projection.owned or owned
@@ -121,6 +123,16 @@ def preview(ctx: Context, ws: Workspace, *, run_arg: str | None = None) -> SyncR
                                            owned=owned)
     report.warnings.extend(report.projection.warnings)
     return report
+
+
+def _sweep(memory: Path | None, proj: projection.Report, since_ns: int) -> None:
+    """Temp files a killed sync left where projection writes: the memory folder (all of it)
+    and the folders of the other target files. Only okfgit's own pattern, only files older
+    than this sync's lock (``fsutil.sweep_temp``)."""
+    folders = {Path(o.path).parent for o in proj.outcomes}
+    fsutil.sweep_temp(folders, since_ns)
+    if memory is not None:
+        fsutil.sweep_temp([memory], since_ns, recursive=True)
 
 
 def summary_line(report: SyncReport) -> str:

@@ -1,0 +1,108 @@
+"""The write journal: what an okfgit commit into a checked-out branch is in the middle of.
+
+A commit into a checked-out branch has three steps that cannot be one atomic act: the
+branch ref moves, then the written files land in the working tree, then the index takes
+their new entries. A process killed between them must not leave the index holding the
+old blobs, because the user's next ``git commit`` would then revert okfgit's commit. So
+before each step okfgit writes down what it is doing, in
+``<git common dir>/okf/journal/<worktree>.json`` (``paths.journal``; one file per working
+tree, since each has its own index and HEAD):
+
+- ``pid`` and ``since``: the writer;
+- ``index_lock``: ``[st_dev, st_ino]`` of the ``index.lock`` okfgit created, so that a
+  later run can tell a lock a killed okfgit left (remove it) from one a live git process
+  holds (never touch it);
+- ``intent``: the ref, its old and new commit, and every written path with the blob OID
+  and mode the new commit gives it (null for a deletion), recorded before the ref moves.
+
+The record is removed when the write is complete. Any later write (under the same
+per-repository write lock, so the writer is known to be gone) reads it first and
+finishes the job: ``Repo.recover`` in ``git.py``. Pure Python and JSON, like ``state``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from okfgit import fsutil
+from okfgit.errors import UnwritableError
+
+@dataclass(frozen=True)
+class Intent:
+    """A commit about to move ``ref`` from ``old`` to ``new`` and then update ``paths``."""
+
+    ref: str
+    old: str | None
+    new: str
+    paths: dict[str, tuple[str, int] | None]  # repo path -> (blob oid, mode) at ``new``; None: deleted
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ref": self.ref, "old": self.old, "new": self.new,
+                "paths": {p: (list(v) if v is not None else None) for p, v in sorted(self.paths.items())}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Intent":
+        paths: dict[str, tuple[str, int] | None] = {}
+        for path, value in dict(data["paths"]).items():
+            paths[str(path)] = (str(value[0]), int(value[1])) if value is not None else None
+        old = data.get("old")
+        return cls(str(data["ref"]), str(old) if old else None, str(data["new"]), paths)
+
+
+@dataclass
+class Record:
+    """One working tree's journal entry."""
+
+    pid: int
+    since: float
+    index_lock: tuple[int, int] | None = None
+    intent: Intent | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pid": self.pid, "since": self.since,
+                "index_lock": list(self.index_lock) if self.index_lock else None,
+                "intent": self.intent.to_json() if self.intent else None}
+
+
+def save(file: Path, record: Record, *, durable: bool) -> None:
+    """Write the record atomically; ``durable`` fsyncs it (the intent must survive a power cut)."""
+    data = json.dumps(record.to_json(), sort_keys=True).encode() + b"\n"
+    fsutil.atomic_write(file, data, fsync=durable)
+
+
+def load(file: Path) -> Record | None:
+    """The record, or None when there is none. A damaged record reads as one with no
+    intent: its writer is gone and nothing in it can be trusted to finish."""
+    try:
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return None
+    try:
+        data = json.loads(raw)
+        lock = data.get("index_lock")
+        intent = data.get("intent")
+        return Record(int(data.get("pid", 0)), float(data.get("since", 0.0)),
+                      (int(lock[0]), int(lock[1])) if lock else None,
+                      Intent.from_json(intent) if intent else None)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return Record(0, 0.0)
+
+
+def pending(file: Path) -> bool:
+    """A record is there (one stat: cheap enough for the sync fast path)."""
+    return os.path.lexists(file)
+
+
+def clear(file: Path) -> None:
+    try:
+        file.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise UnwritableError(f"cannot remove the write journal {file}: {exc.strerror or exc}") from exc

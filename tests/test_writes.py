@@ -1,0 +1,211 @@
+"""The write protocol (spec/okf-writes.md): one lock, git's index.lock, a journal, recovery.
+
+Real processes where a real process matters: a crash is a SIGKILL at a named step
+(``OKFGIT_TEST_CRASH_AT``), and concurrent writers are separate processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Runner, fsck
+
+CRASH = "OKFGIT_TEST_CRASH_AT"
+
+
+def head(git: Runner, repo: Path) -> str:
+    return git("rev-parse", "HEAD", cwd=repo).out.strip()
+
+
+def porcelain(git: Runner, repo: Path, *paths: str) -> str:
+    return git("status", "--porcelain", "--", *paths, cwd=repo).out
+
+
+def index_matches_head(git: Runner, repo: Path, prefix: str = ".okf") -> bool:
+    """Index and working tree agree with HEAD for every path under ``prefix`` (plumbing: no refresh)."""
+    staged = git("diff-index", "--cached", "--name-only", "HEAD", "--", prefix, cwd=repo).out
+    worktree = git("diff-files", "--name-only", "--", prefix, cwd=repo).out
+    return staged == "" and worktree == ""
+
+
+def journal_files(repo: Path) -> list[Path]:
+    folder = repo / ".git" / "okf" / "journal"
+    return sorted(folder.iterdir()) if folder.is_dir() else []
+
+
+@pytest.mark.parametrize("step", ["before-ref", "after-ref", "mid-worktree", "index-written"])
+def test_a_new_killed_at_each_step_is_finished_or_never_happened(project: Path, okfgit_proc: Runner, okfgit: Runner,
+                                                                 git: Runner, step: str) -> None:
+    top = head(git, project)
+    result = okfgit_proc("new", "fact", "--description", "A fact.", cwd=project, extra_env={CRASH: step},
+                         expect=None)
+    assert result.code == -9  # killed where the test asked
+    moved = head(git, project) != top
+    assert moved == (step != "before-ref")
+    if moved and step != "index-written":
+        # the state the journal exists for: HEAD has the concept, the index does not yet
+        assert not index_matches_head(git, project)
+        assert journal_files(project)
+    # the next okfgit command finishes the commit before anything else
+    after = okfgit("ls", cwd=project)
+    assert index_matches_head(git, project)
+    assert porcelain(git, project, ".okf") == ""
+    assert not journal_files(project)
+    assert not (project / ".git" / "index.lock").exists()
+    if moved and step != "index-written":
+        assert "finished okfgit's interrupted commit" in after.err
+    assert ("fact.md" in after.out) == moved
+    fsck(git, project)
+
+
+def test_the_users_next_commit_keeps_a_concept_whose_commit_was_interrupted(project: Path, okfgit_proc: Runner,
+                                                                             okfgit: Runner, git: Runner) -> None:
+    okfgit_proc("new", "fact", "--description", "A fact.", cwd=project, extra_env={CRASH: "after-ref"}, expect=None)
+    # the dangerous state: a `git commit` now would delete the concept okfgit committed
+    assert "D  .okf/fact.md" in porcelain(git, project)
+    okfgit("status", cwd=project)  # any okfgit command finishes the commit
+    (project / "app.py").write_text("x\n")
+    git("add", "app.py", cwd=project)
+    git("commit", "-q", "-m", "work", cwd=project)
+    assert git("cat-file", "-e", "HEAD:.okf/fact.md", cwd=project).code == 0
+    assert (project / ".okf" / "fact.md").is_file()
+
+
+def test_status_and_doctor_name_an_index_behind_head_with_the_repair(project: Path, okfgit: Runner,
+                                                                     git: Runner) -> None:
+    okfgit("new", "fact", "--description", "A fact.", cwd=project)
+    # what a killed commit without a journal would leave: HEAD has the concept, the index not
+    git("rm", "-q", "--cached", ".okf/fact.md", cwd=project)
+    status = okfgit("status", cwd=project, expect=2)  # a person must look: exit 2
+    assert ".okf/fact.md" in status.out and "git reset -q HEAD -- .okf/fact.md" in status.out
+    doctor = okfgit("doctor", "--scope", "project", cwd=project, expect=None)
+    assert "index-behind" in doctor.out and "git reset -q HEAD -- .okf/fact.md" in doctor.out
+    git("reset", "-q", "HEAD", "--", ".okf/fact.md", cwd=project)
+    assert "index-behind" not in okfgit("doctor", "--scope", "project", cwd=project, expect=None).out
+
+
+def test_index_lock_present_is_exit_3_and_changes_nothing(project: Path, okfgit: Runner, git: Runner) -> None:
+    top = head(git, project)
+    lock = project / ".git" / "index.lock"
+    lock.write_bytes(b"")
+    result = okfgit("new", "fact", "--description", "A fact.", cwd=project, expect=3)
+    assert "index.lock" in result.err and "nothing was changed" in result.err
+    assert head(git, project) == top
+    assert lock.exists()  # git's lock is never taken away from it
+    lock.unlink()
+    assert porcelain(git, project) == ""
+    assert not journal_files(project)
+    okfgit("new", "fact", "--description", "A fact.", cwd=project)
+    assert porcelain(git, project) == ""
+
+
+def test_a_stale_index_lock_of_a_killed_okfgit_is_removed_but_gits_own_is_not(project: Path, okfgit_proc: Runner,
+                                                                              okfgit: Runner, git: Runner) -> None:
+    okfgit_proc("new", "fact", "--description", "A fact.", cwd=project, extra_env={CRASH: "index-locked"},
+                expect=None)
+    assert (project / ".git" / "index.lock").exists()
+    record = json.loads(journal_files(project)[0].read_text())
+    assert record["index_lock"] is not None
+    okfgit("new", "other", "--description", "Another fact.", cwd=project)
+    assert not (project / ".git" / "index.lock").exists()
+    assert porcelain(git, project) == ""
+
+
+def test_a_read_only_kb_folder_is_exit_3_before_the_commit(project: Path, okfgit: Runner, git: Runner) -> None:
+    top = head(git, project)
+    folder = project / ".okf"
+    folder.chmod(0o555)
+    try:
+        result = okfgit("new", "fact", "--description", "A fact.", cwd=project, expect=3)
+    finally:
+        folder.chmod(0o755)
+    assert "not writable" in result.err and "nothing was changed" in result.err
+    assert head(git, project) == top
+    assert porcelain(git, project) == ""
+
+
+def test_git_missing_from_path_is_a_clear_exit_3(project: Path, okfgit_proc: Runner, git: Runner,
+                                                 tmp_path: Path) -> None:
+    top = head(git, project)
+    empty = tmp_path / "nogit"
+    empty.mkdir()
+    for args in (["new", "fact", "--description", "A fact."], ["init", "--scope", "global"], ["run", "start", "r1"]):
+        result = okfgit_proc(*args, cwd=project, extra_env={"PATH": str(empty)}, expect=3)
+        assert "cannot run git" in result.err and "internal error" not in result.err, result
+    assert head(git, project) == top
+
+
+@pytest.mark.slow
+def test_concurrent_new_and_sync_never_leave_the_index_behind(project: Path, okfgit: Runner, env: dict[str, str],
+                                                              git: Runner, tmp_path: Path) -> None:
+    """Three writers at once, 30 rounds: after each, `.okf` is clean in `git status`."""
+    rounds = 30
+    corruptions = 0
+    for n in range(rounds):
+        procs = [
+            subprocess.Popen([sys.executable, "-m", "okfgit", "new", f"a{n}", "--description", "A fact."],
+                             cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE),
+            subprocess.Popen([sys.executable, "-m", "okfgit", "sync"], cwd=project, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE),
+            subprocess.Popen([sys.executable, "-m", "okfgit", "new", f"b{n}", "--dir", "d", "--description",
+                              "Another fact."], cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE),
+        ]
+        codes = [p.wait(timeout=120) for p in procs]
+        errs = [p.stderr.read().decode() for p in procs if p.stderr is not None]
+        for p in procs:
+            for stream in (p.stdout, p.stderr):
+                if stream is not None:
+                    stream.close()
+        assert codes == [0, 0, 0], errs
+        if porcelain(git, project, ".okf") != "" or not index_matches_head(git, project):
+            corruptions += 1
+    tree = git("ls-tree", "-r", "--name-only", "HEAD", "--", ".okf", cwd=project).out.split()
+    assert all(f".okf/a{n}.md" in tree and f".okf/d/b{n}.md" in tree for n in range(rounds))
+    fsck(git, project)
+    print(f"concurrent rounds x{rounds}: {corruptions} corruptions")
+    assert corruptions == 0
+
+
+def test_a_sync_killed_before_it_recorded_a_conflict_commits_no_second_sibling(
+        project: Path, okfgit_proc: Runner, okfgit: Runner, git: Runner, env: dict[str, str], home: Path) -> None:
+    from tests.test_capture import conflict_setup, memory
+
+    mem = memory(project, env, home)
+    mem.mkdir(parents=True, exist_ok=True)
+    conflict_setup(project, mem, okfgit, git)
+    okfgit_proc("sync", cwd=project, extra_env={CRASH: "captured"}, expect=-9)
+    assert ".okf/memory/feedback-testing.needs-merge.md" in git("ls-tree", "-r", "--name-only", "HEAD",
+                                                                cwd=project).out
+    top = head(git, project)
+    okfgit("sync", cwd=project)
+    assert head(git, project) == top  # the same variant is not committed twice
+    names = git("ls-tree", "-r", "--name-only", "HEAD", "--", ".okf/memory", cwd=project).out.split()
+    assert ".okf/memory/feedback-testing.needs-merge-2.md" not in names
+    assert porcelain(git, project, ".okf") == ""
+
+
+@pytest.mark.parametrize("as_link", [False, True])
+def test_a_read_only_target_is_refused_alike_as_a_file_or_a_link(project: Path, okfgit: Runner, home: Path,
+                                                                 tmp_path: Path, as_link: bool) -> None:
+    """Read-only means the owner's write bit is off: refused for root too, naming the fix."""
+    okfgit("init", "--scope", "global", cwd=project)
+    target = home / ".claude" / "CLAUDE.md"
+    real = tmp_path / "dotfiles" / "CLAUDE.md" if as_link else target
+    real.parent.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    real.write_text("# Mine\n")
+    real.chmod(0o444)
+    if as_link:
+        target.symlink_to(real)
+    try:
+        result = okfgit("project", "--target", "claude", cwd=project, expect=3)
+    finally:
+        real.chmod(0o644)
+    assert "read-only" in result.err and f"chmod u+w {real}" in result.err, result
+    assert real.read_text() == "# Mine\n"
