@@ -278,3 +278,12 @@ def test_new_concepts_join_a_bundles_index_in_its_form(project: Path, okfgit: Ru
     assert (project / ".okf" / "retail" / "ledger" / "index.md").read_text().startswith(
         "# Ledger\n\n- [Refunds](refunds.md) \u2014 Money sent back.")  # a new folder: okfgit's form
     assert "every index is up to date" in okfgit("index", "--check", cwd=project).out
+
+
+def test_review_of_an_adopted_bundle_follows_its_bundle_absolute_supersession(
+        project: Path, okfgit: Runner, git: Runner, tmp_path: Path) -> None:
+    git("checkout", "-q", "-b", "feature", cwd=project)
+    adopt_retail(project, okfgit, tmp_path)
+    data = json.loads(okfgit("review", "main...feature", "--format", "json", cwd=project, expect=None).out)
+    rules = {(f["rule"], f["path"]) for f in data["findings"]}
+    assert not [r for r in rules if r[0] == "supersession"]  # /decisions/x.md names retail/decisions/x.md

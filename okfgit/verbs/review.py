@@ -562,16 +562,22 @@ def _refs(value: Any) -> list[str]:
     return []
 
 
-def _matches(concept: Concept, ref: str) -> bool:
+def _matches(concept: Concept, ref: str, source: str = "") -> bool:
+    """``ref``, written in the concept at ``source``, names ``concept`` (``format.lifecycle``
+    tries a bundle-absolute path from each folder above ``source`` too: an adopted bundle)."""
     ref = ref.strip()
     path = ref.lstrip("/")
-    return ref == concept.okf_id or path == concept.path or path + ".md" == concept.path
+    if ref == concept.okf_id or path == concept.path or path + ".md" == concept.path:
+        return True
+    return bool(source) and concept.path in lifecycle.ref_candidates(ref, source)
 
 
-def _find(snap: Snapshot, ref: str) -> Concept | None:
-    """The concept a ``supersedes``/``superseded_by`` value names: a KB path, else an ``okf_id``."""
+def _find(snap: Snapshot, ref: str, source: str = "") -> Concept | None:
+    """The concept a ``supersedes``/``superseded_by`` value written in ``source`` names: a KB
+    path, else an ``okf_id``."""
     path = ref.strip().lstrip("/")
-    for candidate in (path, path + ".md"):
+    extra = lifecycle.ref_candidates(ref, source) if source else []
+    for candidate in (path, path + ".md", *extra):
         concept = _concept(snap, candidate) if okf.is_concept_path(candidate) else None
         if concept is not None:
             return concept
@@ -584,32 +590,32 @@ def _find(snap: Snapshot, ref: str) -> Concept | None:
 def _supersession(concept: Concept, old: Snapshot, new: Snapshot) -> list[Finding]:
     out: list[Finding] = []
     for ref in _refs(concept.meta.get("supersedes")):
-        target = _find(new, ref)
+        target = _find(new, ref, concept.path)
         if target is None:
-            gone = " (it was removed: keep it, deprecated)" if _find(old, ref) else ""
+            gone = " (it was removed: keep it, deprecated)" if _find(old, ref, concept.path) else ""
             out.append(Finding(ERROR, "supersession", concept.path, f"supersedes {ref}, which is not in the "
                                f"knowledge base{gone}"))
             continue
         missing = []
         if target.meta.get("status") != "deprecated":
             missing.append("status: deprecated")
-        if not any(_matches(concept, r) for r in _refs(target.meta.get("superseded_by"))):
+        if not any(_matches(concept, r, target.path) for r in _refs(target.meta.get("superseded_by"))):
             missing.append(f"superseded_by: {concept.okf_id or concept.path}")
         if missing:
             out.append(Finding(ERROR, "supersession", concept.path, f"supersedes {target.path}, which needs "
                                f"{' and '.join(missing)}"))
-        if human_reviewed(target) and _find(old, ref) is not None:
+        if human_reviewed(target) and _find(old, ref, concept.path) is not None:
             out.append(Finding(HUMAN, "human-reviewed-superseded", concept.path, f"supersedes {target.path}, "
                                f"reviewed by {', '.join(human_reviewed(target))}; {APPROVAL}"))
     successors = _refs(concept.meta.get("superseded_by"))
     if successors and concept.meta.get("status") != "deprecated":
         out.append(Finding(ERROR, "supersession", concept.path, "has superseded_by but not status: deprecated"))
     for ref in successors:
-        target = _find(new, ref)
+        target = _find(new, ref, concept.path)
         if target is None:
             out.append(Finding(ERROR, "supersession", concept.path, f"superseded_by names {ref}, which is not in "
                                "the knowledge base"))
-        elif not any(_matches(concept, r) for r in _refs(target.meta.get("supersedes"))):
+        elif not any(_matches(concept, r, target.path) for r in _refs(target.meta.get("supersedes"))):
             out.append(Finding(ERROR, "supersession", concept.path, f"superseded_by names {target.path}, which "
                                f"does not say supersedes: {concept.okf_id or concept.path}"))
     return out
@@ -627,8 +633,9 @@ def _contradictions(concept: Concept, new: Snapshot) -> list[Finding]:
             out.append(Finding(WARNING, "contradiction", concept.path, f"contradicts {cite.ref or cite.okf_id}, "
                                "which is not in the project knowledge base (the global tier's, or gone)"))
             continue
-        resolved = (_superseded(target) and any(_matches(concept, r) for r in _refs(target.meta.get("superseded_by")))
-                    and any(_matches(target, r) for r in _refs(concept.meta.get("supersedes"))))
+        resolved = (_superseded(target)
+                    and any(_matches(concept, r, target.path) for r in _refs(target.meta.get("superseded_by")))
+                    and any(_matches(target, r, concept.path) for r in _refs(concept.meta.get("supersedes"))))
         if not resolved:
             out.append(Finding(HUMAN, "contradiction", concept.path, f"contradicts {target.path} ({target.title}), "
                                "which still stands: supersede it by this concept, or drop the claim; "
