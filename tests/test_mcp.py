@@ -61,7 +61,8 @@ def test_tools_resources_search_cat_and_note(project: Path, okfgit: Runner, git:
         seen["search"] = await call(session, "search", words=["cache"])
         seen["cat"] = await call(session, "cat", ref="cache-policy")
         seen["note"] = await call(session, "note", type="lesson", title="Warm the cache first",
-                                  claim="Cold runs vary threefold.", generalizes="yes", tags=["perf"])
+                                  claim="Cold runs vary threefold.", generalizes="yes", tags=["perf"],
+                                  cites="cache-policy", relation="refines")
         seen["found"] = await call(session, "search", words=["warm"])
         seen["log"] = await call(session, "log", text="Measured the cold start.")
 
@@ -82,6 +83,7 @@ def test_tools_resources_search_cat_and_note(project: Path, okfgit: Runner, git:
     error, texts, data = seen["note"]
     assert not error and data is not None
     assert data["path"] == "notes/warm-the-cache-first.md" and data["citation"].startswith("job/r1:notes/warm")
+    assert "relation: refines" in (job / data["path"]).read_text()
     assert ("Okf-Operation", "note") in trailers_by_git(git, job, "HEAD~1")
     assert any(key == "Okf-Tool" for key, _ in trailers_by_git(git, job, "HEAD~1"))
     assert ("Okf-Operation", "log") in trailers_by_git(git, job)

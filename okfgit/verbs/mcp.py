@@ -24,6 +24,7 @@ from typing import Any
 from okfgit import TOOL
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, OkfError, UsageError
+from okfgit.format import cites as cites_format
 from okfgit.format import index_md as index
 from okfgit.git import Repo
 from okfgit.knowledge.cards import TierCards
@@ -152,7 +153,7 @@ def note(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
         reader.ctx, ws, _required(args, "type"), _required(args, "title"),
         claim=_text(args, "claim"), why=_text(args, "why"), evidence=_text(args, "evidence"),
         generalizes=_text(args, "generalizes") or "unsure", tags=tuple(_strings(args, "tags")),
-        slug=_text(args, "slug"),
+        slug=_text(args, "slug"), cites=_text(args, "cites"), relation=_text(args, "relation"),
     )
     commit = _apply_to_job(reader.ctx, plan)
     hit = reader.view("all", ws).hit(tier.label, path)
@@ -256,7 +257,11 @@ TOOLS: tuple[ToolSpec, ...] = (
          "generalizes": {"type": "string", "enum": list(runs.GENERALIZES),
                          "description": "Likely true beyond this run? `no` keeps it out of promotion."},
          "tags": {**_WORDS, "description": "Kebab-case tags."},
-         "slug": {"type": "string", "description": "File name under notes/ (default: from the title)."}},
+         "slug": {"type": "string", "description": "File name under notes/ (default: from the title)."},
+         "cites": {"type": "string", "description": "The concept the note bears on (a REF in the project tier, "
+                                                    "else global; project:REF or global:REF picks). Needs relation."},
+         "relation": {"type": "string", "enum": list(cites_format.RELATIONS),
+                      "description": "How the note bears on cites; contradicts makes promote propose a supersession."}},
         note, required=("type", "title"), writes=True,
     ),
     ToolSpec(
