@@ -298,6 +298,15 @@ class Repo:
             elif item.type_str == "blob":
                 out[path] = Entry(str(item.id), int(item.filemode))
 
+    def store_blob(self, data: bytes) -> str | None:
+        """Put ``data`` in the object database as a blob no tree refers to (until gc prunes
+        it), so okfgit can read back later what it wrote outside any tier; None when it
+        cannot (a read-only repository: it is only a memory aid)."""
+        try:
+            return str(self.raw.create_blob(data))
+        except (pygit2.GitError, OSError):
+            return None
+
     def read_blob(self, oid: str) -> bytes:
         # Straight from the object database: about 40% cheaper than Repository[oid], which
         # counts when doctor reads 10,000 blobs.

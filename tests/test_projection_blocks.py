@@ -72,6 +72,28 @@ def test_a_deleted_end_marker_leaves_exactly_one_copy_of_the_protocol(which: str
     assert f"okfgit: warning: {path}: line" in result.err and "recognised and replaced" in result.err
 
 
+def test_a_lost_end_marker_after_an_older_protocol_is_found_by_the_blob_okfgit_wrote(
+        kit: Kit, okfgit: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An older okfgit wrote another protocol text: the ownership record's blob OID of the file
+    says where that text ended, so it is replaced rather than kept as hand text."""
+    from okfgit.verbs import project as projection
+
+    kit.agents_md.write_text("# Mine\n\nHand line.\n")
+    current = projection.nav_protocol()
+    monkeypatch.setattr(projection, "nav_protocol", lambda: "## An older protocol\n\nRead the index.\n")
+    project(okfgit, kit)
+    assert "An older protocol" in kit.agents_md.read_text()
+    monkeypatch.setattr(projection, "nav_protocol", lambda: current)
+    kit.agents_md.write_text(kit.agents_md.read_text().replace(END + "\n", "") + "Hand line after.\n")
+    kit.stamp.unlink()
+    result = project(okfgit, kit)
+    text = kit.agents_md.read_text()
+    assert "An older protocol" not in text and text.count(END) == 1 and blocks_in(text) == 1
+    assert text.startswith("# Mine\n\nHand line.\n\n" + BEGIN + "\n")
+    assert text.endswith(END + "\nHand line after.\n")
+    assert "recognised and replaced" in result.err
+
+
 def test_a_missing_file_is_created_with_just_the_block(kit: Kit, okfgit: Runner) -> None:
     project(okfgit, kit)
     text = kit.codex_md.read_text()

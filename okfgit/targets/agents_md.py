@@ -26,4 +26,5 @@ class AgentsMd:
         if view.tier("project") is None or view.worktree is None:
             return TargetPlan()
         return plan_block(view.worktree / "AGENTS.md", SCOPE, project_block(view.nav_protocol),
-                          "project knowledge protocol for agents that read AGENTS.md", owned=view.state)
+                          "project knowledge protocol for agents that read AGENTS.md", owned=view.state,
+                          wrote=view.wrote)

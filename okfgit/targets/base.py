@@ -82,6 +82,9 @@ class View:
     merge: Callable[[], Merged]
     read: Callable[[str], bytes]  # a blob's bytes by OID, from whichever tier holds it
     nav_protocol: str
+    # The bytes okfgit wrote to a file outside the tiers, by the blob OID the ownership
+    # record holds (kept in the project repository's object database), or None.
+    wrote: Callable[[str], bytes | None] = lambda oid: None
     _merged: Merged | None = None
 
     def tier(self, name: str) -> TierInfo | None:
@@ -166,7 +169,7 @@ class Target(Protocol):
 
 
 def plan_block(path: Path, scope: str, content: str, why: str, *, follow_link: bool = False,
-               owned: State | None = None) -> TargetPlan:
+               owned: State | None = None, wrote: Callable[[str], bytes | None] | None = None) -> TargetPlan:
     """The item for a managed block in the person's file at ``path``.
 
     The file holds a person's bytes: outside the block nothing changes; a folder or a file
@@ -174,7 +177,9 @@ def plan_block(path: Path, scope: str, content: str, why: str, *, follow_link: b
     unless ``follow_link`` (home-level files, often links into a dotfiles folder): then
     the block is updated in the file the link resolves to, which must be a regular file
     the user can write, and the link itself stays as it is. ``owned``: the ownership record,
-    which says what okfgit last wrote at ``path`` (``blocks.upsert_block``'s ``wrote``).
+    which says what okfgit last wrote at ``path`` (its blob OID), and ``wrote`` gives those
+    bytes back when it can: a block that lost its end marker is then recognised
+    (``blocks.upsert_block``'s ``wrote`` and ``known``).
     """
     out = TargetPlan()
     via: Path | None = None
@@ -219,8 +224,16 @@ def plan_block(path: Path, scope: str, content: str, why: str, *, follow_link: b
     # What okfgit last wrote here (the ownership record's blob OID): a block that lost its end
     # marker is then recognised as okfgit's text and replaced, not kept as a person's.
     record = owned.record(os.path.abspath(path)) if owned is not None else None
-    wrote = (lambda whole: blob_oid(whole.encode("utf-8")) == record.oid) if record is not None else None
-    result = blocks.upsert_block(text, scope, content, str(path), wrote)
+    same = (lambda whole: blob_oid(whole.encode("utf-8")) == record.oid) if record is not None else None
+    known: tuple[str, ...] = ()
+    last = wrote(record.oid) if record is not None and wrote is not None else None
+    if last is not None:
+        try:
+            previous = blocks.read_block(last.decode("utf-8"), scope)
+        except UnicodeDecodeError:
+            previous = None
+        known = (previous,) if previous else ()
+    result = blocks.upsert_block(text, scope, content, str(path), same, known)
     out.warnings.extend(result.warnings)
     new = result.text.encode("utf-8")
     through = f", through the symlink {via}" if via is not None else ""

@@ -29,4 +29,4 @@ class ClaudeMd:
             return TargetPlan()
         path = claude_home.claude_home(view.ctx.environ, view.ctx.home) / "CLAUDE.md"
         return plan_block(path, SCOPE, global_block(view), "global knowledge protocol for Claude Code",
-                          follow_link=True, owned=view.state)
+                          follow_link=True, owned=view.state, wrote=view.wrote)

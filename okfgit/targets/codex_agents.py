@@ -20,4 +20,4 @@ class CodexAgents:
             return TargetPlan()
         path = claude_home.codex_home(view.ctx.environ, view.ctx.home) / "AGENTS.md"
         return plan_block(path, SCOPE, global_block(view), "global knowledge protocol for Codex",
-                          follow_link=True, owned=view.state)
+                          follow_link=True, owned=view.state, wrote=view.wrote)

@@ -136,6 +136,7 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
         worktree=repo.workdir if repo else None, main_root=repo.main_workdir if repo else None,
         state=st, merge=lambda: _merge(inputs, st.common_dir if repo else None, cache),
         read=lambda oid: _read(oid, cache, inputs.repos), nav_protocol=nav_protocol(),
+        wrote=lambda oid: _stored(repo, oid),
     )
     planned: list[tuple[str, Item]] = []
     memory_dir: Path | None = None  # set only when the memory target could project
@@ -161,6 +162,12 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
     done = apply(ctx, plan)
     failures = {w.path: why for w, why in done.failed}
     report.outcomes = [_outcome(name, item, failures.get(item.path)) for name, item in planned]
+    if repo is not None:
+        # Keep the bytes of each block file written, by the OID the record holds: a later run
+        # can then tell okfgit's old block text from a person's when an end marker is lost.
+        for name, item in planned:
+            if name != "claude-memory" and item.action == WRITE and item.data and item.path not in failures:
+                repo.store_blob(item.data)
     if repo is not None:
         _record(ctx, st, repo, planned, failures, memory_dir, inputs, report, scope=scope, target=target,
                 run_arg=run_arg, expires=_next_stale(ctx, view))
@@ -291,6 +298,16 @@ def unprojected(ws: Workspace) -> tuple[list[str], list[str]]:
     common = Repo.open(ws.project_repo).common_dir if ws.project_repo is not None else None
     merged = _merge(inputs, common, {})
     return merged.skipped, [w for w in merged.warnings if w.startswith("skipped ")]
+
+
+def _stored(repo: Repo | None, oid: str) -> bytes | None:
+    """A blob okfgit stored in the project repository (``Repo.store_blob``), or None (pruned by gc)."""
+    if repo is None:
+        return None
+    try:
+        return repo.read_blob(oid)
+    except (KeyError, ValueError):
+        return None
 
 
 def _read(oid: str, cache: dict[str, bytes], repos: dict[str, Repo]) -> bytes:
