@@ -162,6 +162,10 @@ def _review(okfgit: Runner, repo: Path, *extra: str, expect: int) -> dict:
     return json.loads(okfgit("review", "main...feature", "--format", "json", *extra, cwd=repo, expect=expect).out)
 
 
+def _review_range(okfgit: Runner, repo: Path, spec: str, *extra: str, expect: int) -> dict:
+    return json.loads(okfgit("review", spec, "--format", "json", *extra, cwd=repo, expect=expect).out)
+
+
 def _rules(data: dict) -> list[tuple[str, str, str]]:
     return [(f["severity"], f["rule"], f["path"]) for f in data["findings"]]
 
@@ -391,6 +395,10 @@ def test_harvest_claims_must_cover_the_pull_request(tmp_path: Path, okfgit: Runn
                              extra_env={"GITHUB_HEAD_REF": "okf/other"}, expect=2).out)
     assert "destination.branch 'feature' is not this pull request's branch 'okf/other'" in \
         data["findings"][0]["message"]
+    git("branch", "-q", "-m", "feature", "okf/renamed", cwd=repo)  # locally: the head side's branch
+    data = _review_range(okfgit, repo, "main...okf/renamed", "--pr-body", str(body), expect=2)
+    assert "is not this pull request's branch 'okf/renamed'" in data["findings"][0]["message"]
+    git("branch", "-q", "-m", "okf/renamed", "feature", cwd=repo)
     body.write_text(good + "\n" + good.split("\n\n", 1)[1])  # a second, lying block
     data = _review(okfgit, repo, "--pr-body", str(body), expect=2)
     assert ("error", "harvest-block", "--pr-body") in _rules(data)

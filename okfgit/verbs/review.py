@@ -231,6 +231,14 @@ def default_base(repo: Repo, environ: Mapping[str, str]) -> str:
                      "e.g. `okfgit review origin/main...HEAD`")
 
 
+def _head_branch(repo: Repo, label: str) -> str | None:
+    """The branch the range's head side names (``HEAD``: the checked-out branch), or None."""
+    head = label.split("..")[-1].lstrip(".")
+    if head == "HEAD":
+        return (repo.head_branch() or "").removeprefix("refs/heads/") or None
+    return head if repo.branch_exists(head) else None
+
+
 def _resolves(repo: Repo, rev: str) -> bool:
     try:
         repo.resolve(rev)
@@ -294,7 +302,7 @@ def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | 
     if pr_body is not None:
         claimed = {c.path for c in out.concepts if c.change != "removed"}
         out.harvest, problems = harvest.check(pr_body, new, claimed, {c.oid: c.trailers for c in out.commits},
-                                              ctx.environ.get("GITHUB_HEAD_REF") or None)
+                                              ctx.environ.get("GITHUB_HEAD_REF") or _head_branch(repo, label))
         out.findings += [Finding(p.severity, p.rule, p.path, p.message) for p in problems]
     out.findings = _sorted(approve(_dedupe(out.findings), approvers))
     out.approved_by = approvers
