@@ -1,8 +1,10 @@
 """Plan, then apply: every write okfgit makes is first a ``Plan``.
 
-A plan holds tier commits (KB-relative path -> new bytes, or None to delete) and plain
-file writes (projection targets). ``--dry-run`` renders it; ``apply`` is the only place
-that carries one out.
+A plan holds tier commits (KB-relative path -> new bytes, or None to delete), plain
+file writes (projection targets, blocks, settings, git hooks, drafts, ``info/exclude``) and
+renames (a foreign git hook kept as ``<hook>.legacy``). ``--dry-run`` renders it; ``apply``
+is the only place that carries one out. A write verb returns what it planned together
+with the result it will report, and applies that plan: no verb writes a file itself.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from okfgit import TOOL, fsutil
 from okfgit.context import Context
-from okfgit.errors import BusyError, OkfError
+from okfgit.errors import BusyError, OkfError, UnwritableError
 from okfgit.local import journal
 from okfgit.git import Repo
 from okfgit.knowledge.tiers import Tier
@@ -65,6 +67,18 @@ class FileWrite:
     old: bytes | None = None
     mtime_ns: int | None = None  # the modification time the file gets (None: the time of writing)
     touch: bool = False
+    mode: int | None = None  # the file's permission bits (None: the default, 0644 less the umask)
+
+
+@dataclass(frozen=True)
+class FileMove:
+    """One file to rename, keeping its bytes, mode and inode: ``src`` becomes ``dst``
+    (replacing what is there). Moves happen before the writes; when the write to ``src``
+    then fails, the file is moved back, so what was there is still there."""
+
+    src: Path
+    dst: Path
+    reason: str
 
 
 @dataclass
@@ -72,10 +86,11 @@ class Plan:
     commits: list[TierCommit] = field(default_factory=list)
     writes: list[FileWrite] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    moves: list[FileMove] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        return not any(c.wanted for c in self.commits) and not self.writes
+        return not any(c.wanted for c in self.commits) and not self.writes and not self.moves
 
 
 @dataclass
@@ -83,13 +98,22 @@ class Applied:
     commits: list[tuple[TierCommit, str]] = field(default_factory=list)
     written: list[FileWrite] = field(default_factory=list)
     failed: list[tuple[FileWrite, str]] = field(default_factory=list)
+    moved: list[FileMove] = field(default_factory=list)
+
+    def raise_failed(self) -> Applied:
+        """For a verb whose writes go together: the first failure as an UnwritableError."""
+        if self.failed:
+            raise UnwritableError(self.failed[0][1])
+        return self
 
 
 def apply(ctx: Context, plan: Plan) -> Applied:
-    """Carry out ``plan``: the commits first, in order, then the file writes.
+    """Carry out ``plan``: the commits first, in order, then the renames, then the file writes.
 
-    A failed commit stops everything after it (an OkfError propagates). A failed file
-    write is recorded and the other writes still happen; the caller reports exit 3.
+    A failed commit stops everything after it (an OkfError propagates), and so does a
+    failed rename (UnwritableError: nothing is written over a file that could not be kept).
+    A failed file write is recorded and the other writes still happen; the caller reports
+    exit 3 (or calls ``Applied.raise_failed``).
     """
     done = Applied()
     for commit in plan.commits:
@@ -102,6 +126,12 @@ def apply(ctx: Context, plan: Plan) -> Applied:
             merge_parent=commit.merge_parent, base=commit.base,
         )
         done.commits.append((commit, oid))
+    for move in plan.moves:
+        try:
+            os.replace(move.src, move.dst)
+        except OSError as exc:
+            raise UnwritableError(f"cannot rename {move.src} to {move.dst}: {exc.strerror or exc}") from exc
+        done.moved.append(move)
     folders: set[Path] = set()
     for write in plan.writes:
         try:
@@ -111,7 +141,7 @@ def apply(ctx: Context, plan: Plan) -> Applied:
                 if write.path.exists() or write.path.is_symlink():
                     write.path.unlink()
             else:
-                fsutil.atomic_write(write.path, write.data, fsync=write.fsync)
+                fsutil.atomic_write(write.path, write.data, fsync=write.fsync, mode=write.mode)
             if write.mtime_ns is not None and (write.touch or write.data is not None):
                 os.utime(write.path, ns=(write.mtime_ns, write.mtime_ns), follow_symlinks=False)
             folders.add(write.path.parent)
@@ -120,6 +150,13 @@ def apply(ctx: Context, plan: Plan) -> Applied:
             done.failed.append((write, f"cannot write {write.path}: {exc.strerror or exc}"))
         except OkfError as exc:
             done.failed.append((write, str(exc)))
+    failed = {w.path for w, _ in done.failed}
+    for move in done.moved:
+        if move.src in failed:
+            try:
+                os.replace(move.dst, move.src)  # put back what was there
+            except OSError:
+                pass  # it stays, intact, under its new name
     fsutil.fsync_dirs(folders)
     return done
 
@@ -209,6 +246,8 @@ def render(plan: Plan) -> str:
         out.extend("#   " + line for line in commit.message().rstrip("\n").split("\n"))
         for path, data in sorted(commit.changes.items()):
             out.append(unified(commit.tier.label + ":" + path, commit.old.get(path), data))
+    for move in plan.moves:
+        out.append(f"# rename {move.src} -> {move.dst} ({move.reason})")
     for write in plan.writes:
         out.append(unified(str(write.path), write.old, write.data))
     for warning in plan.warnings:

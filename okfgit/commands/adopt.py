@@ -44,8 +44,8 @@ def adopt_cmd(src: Path | None, scope: str, folder: str | None, dry_run: bool, r
         emit_json({"tier": result.tier.label, "dir": result.folder, "source": result.source,
                    "commit": result.commit, "dry_run": dry_run, "adopted": result.adopted,
                    "copied": result.copied, "indexes": result.indexes, "skipped": result.skipped,
-                   "notes": result.notes, "rewrites": [r.as_dict() for r in result.rewrites],
-                   "unresolved_in_source": [r.as_dict() for r in result.unresolved]})
+                   "notes": result.notes, "rewrites": [r.to_json() for r in result.rewrites],
+                   "unresolved_in_source": [r.to_json() for r in result.unresolved]})
         return
     if dry_run:
         click.echo(plan_mod.render(result.plan) or "nothing to adopt")

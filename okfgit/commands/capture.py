@@ -31,7 +31,7 @@ def capture_cmd(source: str, to: str | None, dry_run: bool, repo: Path | None, r
     ctx, ws = workspace(repo, run)
     report = capture.capture(ctx, ws, to=to, dry_run=dry_run)
     if as_json:
-        emit_json(report_json(report))
+        emit_json(report.to_json())
     else:
         if dry_run and not report.plan.empty:
             click.echo(plan.render(report.plan))
@@ -62,25 +62,3 @@ def summary(report: object, dry_run: bool) -> str:
     for label, commit in report.commits:
         lines.append(f"  commit {commit[:7]} in {label}")
     return "\n".join(lines)
-
-
-def report_json(report: object) -> dict[str, object]:
-    from okfgit.verbs.capture import Report
-
-    assert isinstance(report, Report)
-    return {
-        "enabled": report.enabled,
-        "reason": report.reason,
-        "memory_dir": str(report.memory_dir) if report.memory_dir else None,
-        "captured": [
-            {"action": c.action, "origin": c.origin, "oid": c.file_oid, "okf_id": c.okf_id,
-             "tier": c.tier.label, "path": c.kb_path}
-            for c in report.captured
-        ],
-        "skipped": [{"origin": o, "reason": r} for o, r in report.skipped],
-        "held": [{"origin": o, "reason": r} for o, r in report.held],
-        "unchanged": report.unchanged,
-        "deleted": report.deleted,
-        "commits": [{"tier": t, "commit": c} for t, c in report.commits],
-        "warnings": report.warnings,
-    }

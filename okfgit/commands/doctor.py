@@ -26,7 +26,7 @@ def doctor_cmd(scope: str, worktree: bool, repo: Path | None, run: str | None, a
     ctx, ws = workspace(repo, run)
     report = doctor.run(ctx, ws, scope, worktree=worktree)
     if as_json:
-        emit_json(report.as_dict())
+        emit_json(report.to_json())
     else:
         click.echo(doctor.render_text(report))
     return report.exit_code

@@ -42,8 +42,11 @@ def install_cmd(agent: str | None, dry_run: bool, repo: Path | None, as_json: bo
         _agent(agent_hooks.plan_install, dry_run, as_json, "added")
         return
     root = _repo_root(repo)
-    where, actions = hooks.install(root, Context.from_process().environ, dry_run=dry_run)
-    _report(where, actions, dry_run, as_json)
+    ctx = Context.from_process()
+    change = hooks.plan_install(root, ctx.environ)
+    if not dry_run:
+        hooks.apply(ctx, change)
+    _report(change, dry_run, as_json)
 
 
 @hooks_cmd.command("uninstall")
@@ -58,8 +61,11 @@ def uninstall_cmd(agent: str | None, dry_run: bool, repo: Path | None, as_json: 
         _agent(agent_hooks.plan_uninstall, dry_run, as_json, "removed")
         return
     root = _repo_root(repo)
-    where, actions = hooks.uninstall(root, Context.from_process().environ, dry_run=dry_run)
-    _report(where, actions, dry_run, as_json)
+    ctx = Context.from_process()
+    change = hooks.plan_uninstall(root, ctx.environ)
+    if not dry_run:
+        hooks.apply(ctx, change)
+    _report(change, dry_run, as_json)
 
 
 @hooks_cmd.command("status")
@@ -101,7 +107,8 @@ def _repo_root(repo: Path | None) -> Path:
     return ws.project_repo
 
 
-def _report(where: hooks.HooksDir, actions: list[hooks.Action], dry_run: bool, as_json: bool) -> None:
+def _report(change: hooks.HookChange, dry_run: bool, as_json: bool) -> None:
+    where = change.where
     notes = []
     if where.configured:
         notes.append(f"core.hooksPath is {where.configured!r}: hooks in {where.path} run for every repository "
@@ -109,11 +116,10 @@ def _report(where: hooks.HooksDir, actions: list[hooks.Action], dry_run: bool, a
     if where.in_worktree:
         notes.append(f"{where.path} is inside the working tree: git status shows files okfgit adds there")
     if as_json:
-        emit_json({"hooks_path": str(where.path), "dry_run": dry_run, "actions": [a.to_json() for a in actions],
-                   "warnings": notes})
+        emit_json({**change.to_json(), "dry_run": dry_run, "warnings": notes})
         return
     click.echo(f"{'would change' if dry_run else 'hooks in'} {where.path}:")
-    for a in actions:
+    for a in change.actions:
         click.echo(f"  {a.hook:<14} {a.action:<12} {a.detail}")
     warn(notes)
 

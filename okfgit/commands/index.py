@@ -31,7 +31,7 @@ def index_cmd(scope: str, check: bool, dry_run: bool, repo: Path | None, run: st
     else:
         result = indexing.regenerate_indexes(ctx, ws, scope)
     if as_json:
-        emit_json(result.as_dict())
+        emit_json(result.to_json())
     elif dry_run:
         text = plan_mod.render(result.plan)
         if text:

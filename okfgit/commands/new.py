@@ -46,15 +46,17 @@ def new_cmd(slug: str, scope: str, type_: str, title: str | None, description: s
     keys (okf_id, scope, okf_source ...) and the folder's index.md, as one commit."""
     ctx, ws = workspace(repo, run, new_run=scope == "job")  # a concept in a run creates it
     use_editor = _interactive() if edit is None else edit
-    kwargs = dict(type_=type_, title=title, description=description, tags=tags, folder=folder,
-                  editor=_editor if use_editor and not dry_run else None)
+    editor = _editor if use_editor and not dry_run else None
+
+    def make() -> store.NewConcept:
+        return store.new_plan(ctx, ws, slug, scope, type_=type_, title=title, description=description, tags=tags,
+                              folder=folder, editor=editor)
+
     if dry_run:
-        _, _, _, plan = store.new_plan(ctx, ws, slug, scope, **kwargs)  # type: ignore[arg-type]
-        click.echo(plan_mod.render(plan))
+        click.echo(plan_mod.render(make().plan))
         return
-    written = store.new_concept(ctx, ws, slug, scope, **kwargs)
+    written = store.create(ctx, ws.tier(scope), make, typed=editor is not None)
     if as_json:
-        emit_json({"tier": written.tier.label, "path": written.path, "okf_id": written.okf_id,
-                   "commit": written.commit, "citation": written.citation})
+        emit_json(written.to_json())
     else:
         click.echo(f"created {written.citation} ({written.commit[:7] if written.commit else ''})")

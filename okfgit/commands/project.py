@@ -76,7 +76,7 @@ def project_cmd(scope: str, target: str, dry_run: bool, explain: bool, quiet: bo
     warn(report.warnings)
     warn(f"{o.path}: {o.reason}" for o in report.outcomes if o.action in ("skipped", "failed"))
     if as_json:
-        emit_json(report_json(report))
+        emit_json(report.to_json())
     elif explain and report.explanation is not None:
         click.echo(_summary(report, dry_run=False))
         click.echo(_explained(report.explanation))
@@ -106,25 +106,6 @@ def _summary(report: Report, dry_run: bool) -> str:
         if o.target != "claude-memory" and o.action != "unchanged":
             lines.append(f"  {o.action}: {o.path}")
     return "\n".join(lines)
-
-
-def report_json(report: Report) -> dict[str, Any]:
-    """The projection report as ``project --json`` (and ``sync --json``) print it."""
-    def rows(action: str) -> list[dict[str, str]]:
-        return [{"path": str(o.path), "target": o.target, "reason": o.reason} for o in report.of(action)]
-
-    return {
-        "dry_run": report.dry_run,
-        "tiers": [{"tier": t.label, "commit": t.commit, "tree": t.tree} for t in report.tiers],
-        "memory_dir": str(report.memory_dir) if report.memory_dir else None,
-        "written": rows("written"),
-        "unchanged": rows("unchanged"),
-        "removed": rows("removed"),
-        "skipped": rows("skipped"),
-        "failed": rows("failed"),
-        "warnings": report.warnings,
-        **({"explain": report.explanation.to_json()} if report.explanation is not None else {}),
-    }
 
 
 def _explained(ex: Explanation) -> str:

@@ -49,7 +49,7 @@ def promote_cmd(refs: tuple[str, ...], from_: str, to: str, branch: str | None, 
     done = promote.promote(ctx, pp)
     pr = harvest.open_pr(ctx, done, remote) if open_pr else None
     if as_json:
-        emit_json(_json(done, pr))
+        emit_json(harvest.to_json(done, pr))
     else:
         _print(done, pr)
     if pr is not None and pr.error is not None:
@@ -76,22 +76,3 @@ def _print(done: promote.Promotion, pr: harvest.PullRequest | None) -> None:
                    f"{pp.destination.repo_path}:\n{pr.shell()}")
     elif pr.error is None:
         click.echo(f"pushed {pp.branch}; body kept in {pr.body_file}\nopened the pull request: {pr.output}")
-
-
-def _json(done: promote.Promotion, pr: harvest.PullRequest | None) -> dict[str, object]:
-    pp = done.plan
-    out: dict[str, object] = {
-        "source": {"tier": pp.source.label, "head": pp.source_head, "commit": done.source_oid},
-        "destination": {"tier": pp.destination.label, "branch": pp.branch, "commit": done.destination_oid},
-        "concepts": [{"okf_id": i.okf_id, "from": i.source_path, "path": i.path, "oid": i.oid, "minted": i.minted}
-                     for i in pp.items],
-        "warnings": pp.warnings,
-        "proposals": pp.proposals,
-    }
-    if pp.branch:
-        out["pr"] = {"title": harvest.pr_title(done), "body": harvest.pr_body(done), "harvest": harvest.block(done)}
-    if pr is not None:
-        out["open_pr"] = {"ran": pr.ran, "commands": pr.commands, "output": pr.output, "body_file": str(pr.body_file),
-                          "pushed": pr.pushed, "labelled": pr.labelled, "notes": list(pr.notes),
-                          "error": str(pr.error) if pr.error else None}
-    return out

@@ -9,6 +9,7 @@ import click
 from okfgit import plan as plan_mod
 from okfgit.verbs import run as runs
 from okfgit.knowledge.tiers import check_run
+from okfgit.verbs.new import NewConcept
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, warn, workspace
 
 
@@ -52,7 +53,7 @@ def status_cmd(repo: Path | None, run: str | None, as_json: bool) -> None:
     _, ws = workspace(repo, run)
     st = runs.status(ws)
     if as_json:
-        emit_json(_status_json(st))
+        emit_json(st.to_json())
         return
     click.echo(f"run {st.tier.run} ({'active' if st.active else 'not active'}) at {st.tier.root}")
     if st.state:
@@ -64,20 +65,6 @@ def status_cmd(repo: Path | None, run: str | None, as_json: bool) -> None:
     for done in st.promoted:
         click.echo(f"  promoted    {done.okf_id} -> {done.destination}")
     warn(st.problems.values())
-
-
-def _status_json(st: runs.RunStatus) -> dict[str, object]:
-    return {
-        "run": st.tier.run,
-        "root": str(st.tier.root),
-        "active": st.active,
-        "state": st.state,
-        "concepts": [{"path": c.concept.path, "citation": c.concept.citation, "okf_id": c.concept.okf_id,
-                      "type": c.concept.type, "title": c.concept.title, "generalizes": c.generalizes,
-                      "promotable": c.promotable} for c in st.concepts],
-        "promoted": [{"okf_id": p.okf_id, "to": p.destination, "commit": p.commit} for p in st.promoted],
-        "problems": st.problems,
-    }
 
 
 @run_cmd.command("end", short_help="Clear the active run; list what was not promoted.")
@@ -133,12 +120,14 @@ def note_cmd(title: str, type_: str, claim: str | None, why: str | None, evidenc
     its folder index and a log.md entry; --cites/--relation record the concept
     it confirms, refines or contradicts."""
     ctx, ws = workspace(repo, run)
-    kwargs = dict(claim=claim, why=why, evidence=evidence, generalizes=generalizes, tags=tags, slug=slug,
-                  cites=cites, relation=relation)
+    def make() -> NewConcept:
+        return runs.note_plan(ctx, ws, type_, title, claim=claim, why=why, evidence=evidence,
+                              generalizes=generalizes, tags=tags, slug=slug, cites=cites, relation=relation)
+
     if dry_run:
-        click.echo(plan_mod.render(runs.note_plan(ctx, ws, type_, title, **kwargs)[3]))  # type: ignore[arg-type]
+        click.echo(plan_mod.render(make().plan))
         return
-    done = runs.note(ctx, ws, type_, title, **kwargs)
+    done = runs.note(ctx, ws, make)
     if as_json:
         emit_json({"run": done.tier.run, "path": done.path, "okf_id": done.okf_id, "commit": done.commit})
     else:

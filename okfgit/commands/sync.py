@@ -83,8 +83,6 @@ def _report_cmd(dry_run: bool, as_json: bool, wait_s: float, fetch: bool, repo: 
     plan's diffs or a JSON report."""
     from okfgit import plan
     from okfgit.commands._common import emit_json, warn, workspace
-    from okfgit.commands.capture import report_json as capture_json
-    from okfgit.commands.project import report_json as projection_json
     from okfgit.verbs import sync
 
     ctx, ws = workspace(repo, run)
@@ -92,18 +90,7 @@ def _report_cmd(dry_run: bool, as_json: bool, wait_s: float, fetch: bool, repo: 
                                                                            fetch=fetch)
     line = sync.summary_line(report)
     if as_json:
-        emit_json({
-            "dry_run": report.dry_run,
-            "summary": line,
-            "skipped": report.skipped,
-            "capture": capture_json(report.capture) if report.capture is not None else None,
-            "capture_error": report.capture_error,
-            "capture_deferred": report.capture_deferred,
-            "projection": projection_json(report.projection) if report.projection is not None else None,
-            "exchange": report.exchange.parts() if report.exchange is not None else [],
-            "failed": report.failed,
-            "warnings": report.warnings,
-        })
+        emit_json(report.to_json())
     else:
         if report.capture is not None and not report.capture.plan.empty:
             click.echo(plan.render(report.capture.plan))

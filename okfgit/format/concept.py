@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import frontmatter
 import yaml
 
 from okfgit.format import yamlfast
@@ -193,6 +194,20 @@ def dump_yaml(meta: Mapping[str, Any]) -> str:
         default_flow_style=False, width=100000,
     )
     return str(text)
+
+
+def new_file(meta: Mapping[str, Any], body: str) -> bytes:
+    """A NEW concept file, built by python-frontmatter (``Post`` + ``dumps``): ordered keys,
+    one blank line after the frontmatter, the body without surrounding blank lines, one
+    final LF. For a body written as ``"\n# Title\n..."`` these are exactly the bytes
+    ``serialize`` gives. python-frontmatter is used only here: re-serialising an existing
+    file with it would sort keys, strip the body, drop a BOM and CRLF, so every read goes
+    through ``split`` and every edit through ``set_keys``.
+    """
+    post = frontmatter.Post(body.strip("\n"))
+    post.metadata.update(ordered(meta))
+    text = frontmatter.dumps(post, sort_keys=False, Dumper=_Dumper, width=100000)
+    return text.encode("utf-8") + b"\n"
 
 
 def serialize(meta: Mapping[str, Any], body: bytes | str) -> bytes:

@@ -30,6 +30,7 @@ import json
 import os
 import time
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from okfgit import TOOL
@@ -165,6 +166,23 @@ def config_files(environ: Mapping[str, str], gitdir: str) -> list[str]:
 
 def stamp_path(gitdir: str) -> str:
     return paths.fastpath_stamp(common_dir(gitdir))
+
+
+def save_stamp(common_dir: str, data: bytes | None) -> None:
+    """Write the stamp (``make_stamp``'s bytes) after a full run, or remove it (None) after
+    a failed one so that the next run retries in full. Only a cache: a failed write is
+    ignored (the next run takes the full path)."""
+    from okfgit import fsutil  # not on the no-op path
+    from okfgit.errors import OkfError
+
+    target = paths.fastpath_stamp(common_dir)
+    try:
+        if data is None:
+            os.unlink(target)
+        else:
+            fsutil.atomic_write(Path(target), data, fsync=False)
+    except (OSError, OkfError):
+        pass
 
 
 def make_stamp(invocation: dict[str, Any], dotgits: Iterable[str], watched: Iterable[str],

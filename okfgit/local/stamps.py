@@ -93,6 +93,20 @@ def matches(common_dir: str, *, deep: bool = True) -> bool:
         return False
 
 
+def save(common_dir: str, memory_dir: str, since: int) -> None:
+    """Write the stamp for ``memory_dir`` as it is now (``record``); only a cache, so a
+    failed write is ignored (the next sync does the full work)."""
+    from pathlib import Path
+
+    from okfgit import fsutil  # not on the no-op path
+    from okfgit.errors import OkfError
+
+    try:
+        fsutil.atomic_write(Path(path(common_dir)), record(memory_dir, since), fsync=False)
+    except OkfError:
+        pass
+
+
 def record(memory_dir: str, since: int) -> bytes:
     """The stamp bytes for ``memory_dir`` as it is now, for a sync that started at file-system
     time ``since`` (ns); the caller writes them atomically."""

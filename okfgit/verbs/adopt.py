@@ -28,7 +28,7 @@ from okfgit import fsutil
 from okfgit.format import index_md as index
 from okfgit.format import concept as okf
 from okfgit.format import markdown as links
-from okfgit.verbs import new as store
+from okfgit.verbs import init as init_verb
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError, ValidationError
 from okfgit.knowledge.snapshot import LINK_MODE, Snapshot, snapshot
@@ -65,7 +65,7 @@ class LinkRewrite:
     old: str
     new: str = ""
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"file": self.file, "line": self.line, "target": self.old, **({"new": self.new} if self.new else {})}
 
     def __str__(self) -> str:
@@ -120,8 +120,8 @@ def adopt(ctx: Context, ws: Workspace, src: Path | None, scope: str, folder: str
         if adoption.plan.empty:
             return adoption
         if adoption.tier.name == "job":
-            store.exclude_runstate(ws)
-        done = apply(ctx, adoption.plan)
+            adoption.plan.writes.extend(init_verb.runstate_exclusion(ws))
+        done = apply(ctx, adoption.plan).raise_failed()
     adoption.commit = done.commits[-1][1]
     return adoption
 
@@ -375,7 +375,7 @@ def _add_indexes(tier: Tier, snap: Snapshot, region: str, changes: dict[str, byt
         return
     new_root = "index.md" not in present
     if new_root:
-        changes["index.md"] = store.root_index(tier)
+        changes["index.md"] = init_verb.root_index(tier)
     wanted = index.folders_of(p for p in concepts if _in_region(p, region))
     written = index.regenerate(snap, changes, wanted)
     changes.update(written)

@@ -73,6 +73,25 @@ class Report:
     plan: Plan = field(default_factory=Plan)
     commits: list[tuple[str, str]] = field(default_factory=list)  # (tier label, commit)
 
+    def to_json(self) -> dict[str, object]:
+        """The report as ``capture --json`` (and ``sync --json``) print it."""
+        return {
+            "enabled": self.enabled,
+            "reason": self.reason,
+            "memory_dir": str(self.memory_dir) if self.memory_dir else None,
+            "captured": [
+                {"action": c.action, "origin": c.origin, "oid": c.file_oid, "okf_id": c.okf_id,
+                 "tier": c.tier.label, "path": c.kb_path}
+                for c in self.captured
+            ],
+            "skipped": [{"origin": o, "reason": r} for o, r in self.skipped],
+            "held": [{"origin": o, "reason": r} for o, r in self.held],
+            "unchanged": self.unchanged,
+            "deleted": self.deleted,
+            "commits": [{"tier": t, "commit": c} for t, c in self.commits],
+            "warnings": self.warnings,
+        }
+
     @property
     def conflicts(self) -> list[Captured]:
         return [c for c in self.captured if c.action == "conflict"]
@@ -600,7 +619,7 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
         snap = kb.snapshot(tier)
         changes: dict[str, bytes | None] = {c.kb_path: c.data for c in group}
         if "index.md" not in snap.entries:
-            from okfgit.verbs.new import root_index
+            from okfgit.verbs.init import root_index
 
             changes["index.md"] = root_index(tier)
         changes.update(index.regenerate(snap, changes, index.affected_folders(list(changes))))

@@ -66,7 +66,7 @@ class Finding:
     message: str
     line: int | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"code": self.code, "severity": self.severity, "file": self.file, "line": self.line,
                 "message": self.message}
 
@@ -95,15 +95,15 @@ class TierReport:
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "tier": self.tier.label,
             "commit": self.commit,
             "worktree": self.worktree,
             "root": str(self.tier.root),
             "concepts": self.concepts,
-            "okf": {"conformant": self.conformant, "findings": [f.as_dict() for f in self.group(OKF)]},
-            "profile": {"findings": [f.as_dict() for f in self.group(PROFILE)]},
+            "okf": {"conformant": self.conformant, "findings": [f.to_json() for f in self.group(OKF)]},
+            "profile": {"findings": [f.to_json() for f in self.group(PROFILE)]},
         }
 
 
@@ -127,8 +127,8 @@ class Report:
         """2 when any error was found (warnings alone pass)."""
         return EXIT_USAGE if self.errors else EXIT_OK
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"tiers": [t.as_dict() for t in self.tiers], "skipped": self.skipped,
+    def to_json(self) -> dict[str, Any]:
+        return {"tiers": [t.to_json() for t in self.tiers], "skipped": self.skipped,
                 "errors": self.errors, "warnings": self.warnings}
 
 

@@ -457,3 +457,24 @@ def _check_claim(number: int, item: Any, tree: Snapshot) -> list[Problem]:
         out.append(Problem("error", "harvest-mismatch", path, f"the {LABEL} block claims okf_id {item['okf_id']}, "
                            f"but the concept has {okf_id}"))
     return out
+
+
+def to_json(done: Promotion, pr: PullRequest | None) -> dict[str, object]:
+    """A promotion as ``promote --json`` prints it: the commits, the concepts, the pull
+    request text for a branch, and what ``--open-pr`` did."""
+    pp = done.plan
+    out: dict[str, object] = {
+        "source": {"tier": pp.source.label, "head": pp.source_head, "commit": done.source_oid},
+        "destination": {"tier": pp.destination.label, "branch": pp.branch, "commit": done.destination_oid},
+        "concepts": [{"okf_id": i.okf_id, "from": i.source_path, "path": i.path, "oid": i.oid, "minted": i.minted}
+                     for i in pp.items],
+        "warnings": pp.warnings,
+        "proposals": pp.proposals,
+    }
+    if pp.branch:
+        out["pr"] = {"title": pr_title(done), "body": pr_body(done), "harvest": block(done)}
+    if pr is not None:
+        out["open_pr"] = {"ran": pr.ran, "commands": pr.commands, "output": pr.output, "body_file": str(pr.body_file),
+                          "pushed": pr.pushed, "labelled": pr.labelled, "notes": list(pr.notes),
+                          "error": str(pr.error) if pr.error else None}
+    return out

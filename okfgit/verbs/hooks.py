@@ -17,7 +17,10 @@ from importlib import resources
 from pathlib import Path
 
 from okfgit import fsutil
-from okfgit.errors import IntegrityError, UnwritableError, UsageError
+from okfgit import plan as plan_mod
+from okfgit.context import Context
+from okfgit.errors import IntegrityError, UsageError
+from okfgit.plan import FileMove, FileWrite, Plan
 from okfgit.git import clean_git_env
 from okfgit.local import hooklog, paths
 from okfgit.local.noop import HOOK_NAMES
@@ -171,9 +174,22 @@ class Action:
         return {"hook": self.hook, "action": self.action, "detail": self.detail}
 
 
-def install(repo_root: Path, environ: Mapping[str, str], *, dry_run: bool = False) -> tuple[HooksDir, list[Action]]:
-    """Install okfgit's hooks where git runs hooks. Idempotent: a hook already current is
-    not rewritten. A foreign hook becomes ``<hook>.legacy`` and is chained. Refuses,
+@dataclass(frozen=True)
+class HookChange:
+    """What ``install`` or ``uninstall`` plans: the folder, one action per hook (the report),
+    and the plan that carries them out (``--dry-run`` renders it; ``apply`` performs it)."""
+
+    where: HooksDir
+    actions: list[Action]
+    plan: Plan
+
+    def to_json(self) -> dict[str, object]:
+        return {"hooks_path": str(self.where.path), "actions": [a.to_json() for a in self.actions]}
+
+
+def plan_install(repo_root: Path, environ: Mapping[str, str]) -> HookChange:
+    """Plan installing okfgit's hooks where git runs hooks. Idempotent: a hook already current
+    is not rewritten. A foreign hook becomes ``<hook>.legacy`` and is chained. Refuses,
     changing nothing, when a foreign hook cannot be kept because a ``.legacy`` is taken."""
     where = hooks_dir(repo_root, environ)
     states = [_state(where.path, name) for name in HOOK_NAMES]
@@ -185,10 +201,16 @@ def install(repo_root: Path, environ: Mapping[str, str], *, dry_run: bool = Fals
             "move one of them away and retry (nothing was changed)"
         )
     actions = [_install_action(s) for s in states]
-    if not dry_run:
-        for state, action in zip(states, actions):
-            _do_install(where.path, state, action)
-    return where, actions
+    plan = Plan()
+    for state, action in zip(states, actions):
+        if action.action == "unchanged":
+            continue
+        if action.action == "chain":
+            # a rename keeps the foreign hook's bytes, mode and inode; undone if ours cannot be written
+            plan.moves.append(FileMove(state.path, where.path / (state.name + LEGACY_SUFFIX), action.detail))
+        plan.writes.append(FileWrite(state.path, script(state.name), action.detail, fsync=False,
+                                     old=None if action.action == "chain" else _read(state.path), mode=HOOK_MODE))
+    return HookChange(where, actions, plan)
 
 
 def _install_action(s: HookState) -> Action:
@@ -203,44 +225,20 @@ def _install_action(s: HookState) -> Action:
     return Action(s.name, "update", "replace an older okfgit hook with this version's")
 
 
-def _do_install(folder: Path, state: HookState, action: Action) -> None:
-    if action.action == "unchanged":
-        return
-    data = script(state.name)
-    if action.action != "chain":
-        _write_hook(state.path, data)
-        return
-    legacy = folder / (state.name + LEGACY_SUFFIX)
-    # rename keeps the foreign hook's bytes, mode and inode; undone if ours cannot be written
-    _rename(state.path, legacy)
-    try:
-        _write_hook(state.path, data)
-    except UnwritableError:
-        _rename(legacy, state.path)
-        raise
-
-
-def _write_hook(path: Path, data: bytes) -> None:
-    fsutil.atomic_write(path, data, fsync=False, mode=HOOK_MODE)
-
-
-def _rename(src: Path, dst: Path) -> None:
-    try:
-        os.rename(src, dst)
-    except OSError as exc:
-        raise UnwritableError(f"cannot rename {src} to {dst}: {exc.strerror or exc}") from exc
-
-
-def uninstall(repo_root: Path, environ: Mapping[str, str], *, dry_run: bool = False) -> tuple[HooksDir, list[Action]]:
-    """Remove okfgit's hooks and rename each ``<hook>.legacy`` back to its name, restoring
-    exactly what was there. A hook that is not okfgit's is never touched."""
+def plan_uninstall(repo_root: Path, environ: Mapping[str, str]) -> HookChange:
+    """Plan removing okfgit's hooks and renaming each ``<hook>.legacy`` back to its name,
+    restoring exactly what was there. A hook that is not okfgit's is never touched."""
     where = hooks_dir(repo_root, environ)
     states = [_state(where.path, name) for name in HOOK_NAMES]
     actions = [_uninstall_action(s) for s in states]
-    if not dry_run:
-        for state, action in zip(states, actions):
-            _do_uninstall(where.path, state, action)
-    return where, actions
+    plan = Plan()
+    for state, action in zip(states, actions):
+        if action.action == "restore":
+            # one rename swaps the legacy hook in over ours
+            plan.moves.append(FileMove(where.path / (state.name + LEGACY_SUFFIX), state.path, action.detail))
+        elif action.action == "remove":
+            plan.writes.append(FileWrite(state.path, None, action.detail, fsync=False, old=_read(state.path)))
+    return HookChange(where, actions, plan)
 
 
 def _uninstall_action(s: HookState) -> Action:
@@ -254,15 +252,7 @@ def _uninstall_action(s: HookState) -> Action:
     return Action(s.name, "remove", "remove okfgit's hook")
 
 
-def _do_uninstall(folder: Path, state: HookState, action: Action) -> None:
-    if action.action == "restore":
-        # os.replace swaps the legacy hook in over ours in one step
-        try:
-            os.replace(folder / (state.name + LEGACY_SUFFIX), state.path)
-        except OSError as exc:
-            raise UnwritableError(f"cannot restore {state.path}: {exc.strerror or exc}") from exc
-    elif action.action == "remove":
-        try:
-            state.path.unlink()
-        except OSError as exc:
-            raise UnwritableError(f"cannot remove {state.path}: {exc.strerror or exc}") from exc
+def apply(ctx: Context, change: HookChange) -> None:
+    """Carry out an install or uninstall plan; UnwritableError (exit 3) when a hook could not
+    be written or removed (a foreign hook moved aside for it is moved back)."""
+    plan_mod.apply(ctx, change.plan).raise_failed()

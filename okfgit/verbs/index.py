@@ -26,7 +26,7 @@ class TierIndex:
     stale: list[str]
     commit: str | None = None
 
-    def as_dict(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, object]:
         return {"tier": self.tier.label, "base": self.base, "stale": self.stale, "commit": self.commit}
 
 
@@ -46,8 +46,8 @@ class IndexRun:
         """2 when a check found a stale index."""
         return EXIT_USAGE if self.check and self.stale else EXIT_OK
 
-    def as_dict(self) -> dict[str, object]:
-        return {"tiers": [t.as_dict() for t in self.tiers], "skipped": self.skipped, "stale": self.stale}
+    def to_json(self) -> dict[str, object]:
+        return {"tiers": [t.to_json() for t in self.tiers], "skipped": self.skipped, "stale": self.stale}
 
 
 def plan_index(ws: Workspace, scope: str, *, check: bool = False) -> IndexRun:

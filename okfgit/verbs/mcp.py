@@ -149,13 +149,14 @@ def status(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
 
 def note(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
     ws = reader.workspace()
-    tier, path, okf_id, plan = runs.note_plan(
+    planned = runs.note_plan(
         reader.ctx, ws, _required(args, "type"), _required(args, "title"),
         claim=_text(args, "claim"), why=_text(args, "why"), evidence=_text(args, "evidence"),
         generalizes=_text(args, "generalizes") or "unsure", tags=tuple(_strings(args, "tags")),
         slug=_text(args, "slug"), cites=_text(args, "cites"), relation=_text(args, "relation"),
     )
-    commit = _apply_to_job(reader.ctx, plan)
+    tier, path, okf_id = planned.tier, planned.path, planned.okf_id
+    commit = _apply_to_job(reader.ctx, planned.plan)
     hit = reader.view("all", ws).hit(tier.label, path)
     cited = hit.citation if hit else f"{tier.label}:{path}"
     data = {"run": tier.run, "path": path, "okf_id": okf_id, "commit": commit, "citation": cited}

@@ -1,4 +1,4 @@
-"""Writing knowledge: ``init`` a tier and create a ``new`` concept, each as one commit."""
+"""``new``: create a concept (and refresh its folder's index) as one commit."""
 
 from __future__ import annotations
 
@@ -8,34 +8,35 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from okfgit import fsutil
-from okfgit.format import index_md as index
+from okfgit.format import index_md
 from okfgit.format import concept as okf
 from okfgit.context import Context
 from okfgit.errors import BusyError, UsageError, ValidationError
 from okfgit.git import Repo
 from okfgit.knowledge.snapshot import snapshot
-from okfgit.plan import Plan, TierCommit, apply, ensure_repo, writing
-from okfgit.knowledge.tiers import RUNSTATE, Tier, Workspace
+from okfgit.plan import FileWrite, Plan, TierCommit, apply, writing
+from okfgit.knowledge.tiers import Tier, Workspace
+from okfgit.verbs.init import root_index
 from okfgit.local import paths
 
 Editor = Callable[[bytes], bytes]
 _TAG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
-TIER_INTROS = {
-    "global": "Knowledge that holds for every project on this machine.",
-    "project": "Knowledge about this project, reviewed and versioned with its code.",
-    "job": "Working knowledge of one run: its state, its log and its notes.",
-}
+@dataclass
+class NewConcept:
+    """What ``new_plan`` planned (the commit adding ``path``) and, once ``write`` applied
+    it, the commit and the concept's citation."""
 
-
-@dataclass(frozen=True)
-class Written:
     tier: Tier
     path: str
-    commit: str | None
-    okf_id: str | None = None
+    okf_id: str
+    plan: Plan
+    commit: str | None = None
     citation: str | None = None
-    message: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {"tier": self.tier.label, "path": self.path, "okf_id": self.okf_id, "commit": self.commit,
+                "citation": self.citation}
 
 
 def actor(ctx: Context, tier: Tier, fallback: Path | None = None) -> str:
@@ -53,54 +54,6 @@ def actor(ctx: Context, tier: Tier, fallback: Path | None = None) -> str:
         if who:
             break
     return f"human:{who or ctx.environ.get('USER') or 'unknown'}"
-
-
-def root_index(tier: Tier) -> bytes:
-    title = {"global": "Global knowledge", "project": "Project knowledge", "job": f"Run {tier.run} knowledge"}[tier.name]
-    return f'{index.ROOT_FRONTMATTER}# {title}\n\n{TIER_INTROS[tier.name]}\n'.encode()
-
-
-def init_plan(ws: Workspace, scope: str) -> tuple[Tier, Plan]:
-    tier = ws.tier(scope)
-    snap = snapshot(tier)
-    plan = Plan()
-    if "index.md" in snap.entries:
-        return tier, plan
-    changes: dict[str, bytes | None] = {"index.md": root_index(tier)}
-    if snap.commit is not None:
-        changes.update(index.regenerate(snap, changes))
-    plan.commits.append(TierCommit(tier, "init", f"okf: initialise the {tier.label} tier", changes))
-    return tier, plan
-
-
-def init_tier(ctx: Context, ws: Workspace, scope: str) -> Written:
-    """Bootstrap a tier: its repository (global, job), its root ``index.md``, a first commit."""
-    tier, plan = init_plan(ws, scope)
-    if tier.name == "job":
-        exclude_runstate(ws)
-    if plan.empty:
-        ensure_repo(ctx, tier)
-        return Written(tier, "index.md", None, message=f"the {tier.label} tier is already initialised at {tier.root}")
-    with writing(ctx, tier):
-        tier, plan = init_plan(ws, scope)
-        if plan.empty:
-            return Written(tier, "index.md", None, message=f"the {tier.label} tier is already initialised at {tier.root}")
-        done = apply(ctx, plan)
-    return Written(tier, "index.md", done.commits[-1][1], message=f"initialised the {tier.label} tier at {tier.root}")
-
-
-def exclude_runstate(ws: Workspace) -> None:
-    """Keep job tiers out of the project repository via ``.git/info/exclude``."""
-    if ws.project_repo is None:
-        return
-    repo = ws.tier("project").open()
-    exclude = repo.common_dir / "info" / "exclude"
-    line = f"/{RUNSTATE}/"
-    current = exclude.read_bytes() if exclude.exists() else b""
-    if line.encode() in current.splitlines():
-        return
-    sep = b"" if not current or current.endswith(b"\n") else b"\n"
-    fsutil.atomic_write(exclude, current + sep + line.encode() + b"\n", fsync=True)
 
 
 def check_tags(tags: Sequence[str]) -> list[str]:
@@ -127,7 +80,7 @@ def new_plan(
     editor: Editor | None = None,
     extra: dict[str, object] | None = None,
     body: str | None = None,
-) -> tuple[Tier, str, str, Plan]:
+) -> NewConcept:
     """Plan the commit that adds one concept and refreshes its folder's index."""
     slug = okf.check_slug(slug)
     tier = ws.tier(scope)
@@ -153,44 +106,49 @@ def new_plan(
     if extra:
         meta.update(extra)
     text = body if body is not None else f"\n# {meta['title']}\n\n{meta.get('description', '')}\n".replace("\n\n\n", "\n\n")
-    data = okf.serialize(meta, text)
+    data = okf.new_file(meta, text)
     if editor is not None:
         data = editor(data)
         try:
             _check_edited(data, path, okf_id)
         except ValidationError as exc:
-            kept = _keep_draft(ctx, tier, slug, data)
+            kept = keep_draft(ctx, tier, slug, data)
             raise ValidationError(f"{exc}; nothing was committed, your text is kept in {kept}") from exc
     changes: dict[str, bytes | None] = {path: data}
     if "index.md" not in snap.entries:
         changes["index.md"] = root_index(tier)
-    changes.update(index.regenerate(snap, changes, index.affected_folders([path])))
+    changes.update(index_md.regenerate(snap, changes, index_md.affected_folders([path])))
     plan = Plan(commits=[TierCommit(
         tier, "new", f"okf: add {path}", changes, trailers=(("Okf-Id", okf_id),),
         old={p: (snap.blob(p) if p in snap.entries else None) for p in changes}, base=snap.commit,
     )])
-    return tier, path, okf_id, plan
+    return NewConcept(tier, path, okf_id, plan)
 
 
-def new_concept(ctx: Context, ws: Workspace, slug: str, scope: str, **kwargs: object) -> Written:
-    """Plan and commit a new concept, holding the tier's write lock from the plan to the commit
-    (so a running sync is waited for). With an editor the lock is taken after the person is
-    done typing; if the tier moved meanwhile, their text is kept as a draft."""
-    if kwargs.get("editor") is None:
-        with writing(ctx, ws.tier(scope)):
-            tier, path, okf_id, plan = new_plan(ctx, ws, slug, scope, **kwargs)  # type: ignore[arg-type]
-            done = apply(ctx, plan)
-    else:
-        tier, path, okf_id, plan = new_plan(ctx, ws, slug, scope, **kwargs)  # type: ignore[arg-type]
-        try:
-            done = apply(ctx, plan)
-        except BusyError as exc:
-            data = plan.commits[0].changes[path] or b""
-            kept = _keep_draft(ctx, tier, okf.check_slug(slug), data)
-            raise BusyError(f"{exc}; your text is kept in {kept}") from exc
-    commit = done.commits[-1][1]
-    after = snapshot(tier)
-    return Written(tier, path, commit, okf_id, after.concept(path).citation)
+def commit(ctx: Context, planned: NewConcept) -> NewConcept:
+    """Apply what ``new_plan`` planned; the result carries the commit and the citation."""
+    done = apply(ctx, planned.plan)
+    planned.commit = done.commits[-1][1]
+    planned.citation = snapshot(planned.tier).concept(planned.path).citation
+    return planned
+
+
+def create(ctx: Context, tier: Tier, make: Callable[[], NewConcept], *, typed: bool = False) -> NewConcept:
+    """Plan (``make``, a call of ``new_plan`` or ``note_plan``) and commit, holding the tier's
+    write lock from the plan to the commit, so a running sync is waited for. With text a
+    person ``typed`` in an editor the plan is made first (the lock is not held while they
+    type); if the tier moved meanwhile, their text is kept as a draft."""
+    if not typed:
+        with writing(ctx, tier):
+            return commit(ctx, make())
+    planned = make()
+    try:
+        return commit(ctx, planned)
+    except BusyError as exc:
+        data = planned.plan.commits[0].changes[planned.path] or b""
+        slug = planned.path.rsplit("/", 1)[-1].removesuffix(".md")
+        kept = keep_draft(ctx, planned.tier, slug, data)
+        raise BusyError(f"{exc}; your text is kept in {kept}") from exc
 
 
 def _check_edited(data: bytes, path: str, okf_id: str) -> None:
@@ -203,9 +161,10 @@ def _check_edited(data: bytes, path: str, okf_id: str) -> None:
         raise ValidationError(f"{path}: the concept needs a one-sentence description")
 
 
-def _keep_draft(ctx: Context, tier: Tier, slug: str, data: bytes) -> Path:
-    """Save what a person typed in the editor, so a validation error loses nothing."""
+def keep_draft(ctx: Context, tier: Tier, slug: str, data: bytes) -> Path:
+    """Save what a person typed in the editor, so a validation error loses nothing (a
+    planned write like any other, fsynced: it holds a person's words)."""
     repo = tier.open() if tier.exists() else None
     target = paths.drafts(repo.common_dir if repo else None, ctx.home) / f"{slug}-{ctx.now()}.md"
-    fsutil.atomic_write(target, data, fsync=True)
+    apply(ctx, Plan(writes=[FileWrite(target, data, "a draft that could not be committed", fsync=True)])).raise_failed()
     return target

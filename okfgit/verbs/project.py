@@ -18,13 +18,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from okfgit import fsutil
 from okfgit.knowledge import catalog
-from okfgit.local import fastpath, paths, state
+from okfgit.local import fastpath, state
 from okfgit.knowledge.catalog import TierCatalog
 from okfgit.targets.claude_home import claude_home
 from okfgit.context import Context
-from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, OkfError, UsageError
+from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, UsageError
 from okfgit.git import Repo
 from okfgit.format import concept as okf
 from okfgit.format import lifecycle
@@ -78,6 +77,24 @@ class Report:
     @property
     def exit_code(self) -> int:
         return EXIT_INTEGRITY if self.failed else EXIT_OK
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as ``project --json`` (and ``sync --json``) print it."""
+        def rows(action: str) -> list[dict[str, str]]:
+            return [{"path": str(o.path), "target": o.target, "reason": o.reason} for o in self.of(action)]
+
+        return {
+            "dry_run": self.dry_run,
+            "tiers": [{"tier": t.label, "commit": t.commit, "tree": t.tree} for t in self.tiers],
+            "memory_dir": str(self.memory_dir) if self.memory_dir else None,
+            "written": rows("written"),
+            "unchanged": rows("unchanged"),
+            "removed": rows("removed"),
+            "skipped": rows("skipped"),
+            "failed": rows("failed"),
+            "warnings": self.warnings,
+            **({"explain": self.explanation.to_json()} if self.explanation is not None else {}),
+        }
 
     def count(self, action: str) -> int:
         extra = len(self.kept) if action == "unchanged" else 0
@@ -186,16 +203,12 @@ def save(report: Report) -> None:
     if report.owned is None:
         return
     state.save(report.owned)
-    stamp_file = Path(paths.fastpath_stamp(report.owned.common_dir))
+    common = str(report.owned.common_dir)
     if report.stamp is None:
-        stamp_file.unlink(missing_ok=True)
+        fastpath.save_stamp(common, None)
         return
-    data = fastpath.make_stamp(report.stamp.invocation, report.stamp.dotgits, report.stamp.watched,
-                               report.owned.stale_at)
-    try:
-        fsutil.atomic_write(stamp_file, data, fsync=False)
-    except OkfError:
-        pass  # the stamp is only a cache; the next run takes the full path
+    fastpath.save_stamp(common, fastpath.make_stamp(report.stamp.invocation, report.stamp.dotgits,
+                                                    report.stamp.watched, report.owned.stale_at))
 
 
 def _next_stale(ctx: Context, view: View) -> int | None:

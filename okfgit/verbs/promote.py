@@ -29,7 +29,7 @@ from okfgit.fsutil import safe_relpath
 from okfgit.git import Repo, blob_oid
 from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
 from okfgit.plan import Plan, TierCommit, apply, render, writing
-from okfgit.verbs.new import root_index
+from okfgit.verbs.init import root_index
 from okfgit.knowledge.tiers import Tier, Workspace
 
 ROUTES = (("job", "project"), ("project", "global"))

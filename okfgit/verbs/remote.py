@@ -18,7 +18,7 @@ from okfgit.knowledge.tiers import Workspace
 from okfgit.local import exchange as record
 from okfgit.plan import ensure_repo
 from okfgit.verbs import exchange
-from okfgit.verbs import new as store
+from okfgit.verbs import init as init_verb
 
 DEFAULT_NAME = "origin"
 INIT_TIMEOUT_S = 60.0  # init is a person at a terminal, and may download a whole KB
@@ -144,7 +144,7 @@ def attach(ctx: Context, ws: Workspace, url: str) -> Attached:
     report = exchange.Report(tg.shown, fetched=True)
     empty = not exchange.has_history(repo, tg)
     exchange.integrate(ctx, tier, repo, tg, report)
-    written = store.init_tier(ctx, ws, "global")
+    written = init_verb.init_tier(ctx, ws, "global")
     if exchange.counts(repo, tg)[0]:
         exchange.push(ctx, tier, repo, tg, report, INIT_TIMEOUT_S)
     if report.unreachable is None:

@@ -68,7 +68,7 @@ class Finding:
     message: str
     line: int | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"severity": self.severity, "rule": self.rule, "path": self.path, "line": self.line,
                 "message": self.message}
 
@@ -103,7 +103,7 @@ class ConceptChange:
         return {"change": self.change, "path": self.path, "old_path": self.old_path, "okf_id": self.okf_id,
                 "oid": self.oid}
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         out = self.summary()
         out.update(type=self.type, title=self.title, description=self.description, old_oid=self.old_oid,
                    fields=[{"key": f.key, "change": f.change, "old": f.old, "new": f.new} for f in self.fields],
@@ -125,7 +125,7 @@ class CommitInfo:
         found = trailers.values(self.trailers, "Okf-Operation")
         return found[0] if found else None
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"commit": self.oid, "subject": self.subject, "author": self.author,
                 "by": "okfgit" if self.operation else "person", "operation": self.operation,
                 "trailers": [[k, v] for k, v in self.trailers if k.lower().startswith("okf-")]}
@@ -166,14 +166,14 @@ class Review:
     def block(self) -> dict[str, Any]:
         """The ``okf-review`` block: verdict, findings and concepts, for a PR comment."""
         return {"version": REVIEW_VERSION, "verdict": self.verdict, "base": self.base, "head": self.head,
-                "approved_by": list(self.approved_by), "findings": [f.as_dict() for f in self.findings],
+                "approved_by": list(self.approved_by), "findings": [f.to_json() for f in self.findings],
                 "concepts": [c.summary() for c in self.concepts], "tool": TOOL}
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         out = self.block()
-        out.update(range=self.range, counts=self.counts(), concepts=[c.as_dict() for c in self.concepts],
+        out.update(range=self.range, counts=self.counts(), concepts=[c.to_json() for c in self.concepts],
                    files=[{"change": c, "path": p} for c, p in self.files],
-                   commits=[c.as_dict() for c in self.commits], preexisting_findings=self.preexisting,
+                   commits=[c.to_json() for c in self.commits], preexisting_findings=self.preexisting,
                    harvest=self.harvest)
         return out
 

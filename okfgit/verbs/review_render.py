@@ -37,7 +37,7 @@ VERDICT_TEXT = {
 
 
 def as_json(review: Review) -> str:
-    return json.dumps(review.as_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
+    return json.dumps(review.to_json(), indent=2, ensure_ascii=False, default=str) + "\n"
 
 
 # -- text -------------------------------------------------------------------------------

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from okfgit.format import index_md as index
 from okfgit.format import concept as okf
+from okfgit.verbs import init as init_verb
 from okfgit.verbs import new as store
 from okfgit.format import cites as cite_format
 from okfgit.format import trailers
@@ -87,6 +89,20 @@ class RunStatus:
         """Promotable concepts still in the run."""
         return [c for c in self.concepts if c.promotable]
 
+    def to_json(self) -> dict[str, object]:
+        """The status as ``run status --json`` prints it."""
+        return {
+            "run": self.tier.run,
+            "root": str(self.tier.root),
+            "active": self.active,
+            "state": self.state,
+            "concepts": [{"path": c.concept.path, "citation": c.concept.citation, "okf_id": c.concept.okf_id,
+                          "type": c.concept.type, "title": c.concept.title, "generalizes": c.generalizes,
+                          "promotable": c.promotable} for c in self.concepts],
+            "promoted": [{"okf_id": p.okf_id, "to": p.destination, "commit": p.commit} for p in self.promoted],
+            "problems": self.problems,
+        }
+
 
 # -- promotability ----------------------------------------------------------------
 
@@ -155,12 +171,11 @@ def start_plan(ctx: Context, ws: Workspace, task: str | None = None) -> tuple[Ti
 def start(ctx: Context, ws: Workspace, task: str | None = None) -> RunChange:
     """Create the run's repository and scaffold (one commit) and make it the active run."""
     repo = project_repo(ws)
-    store.exclude_runstate(ws)
-    commit = None
     with writing(ctx, ws.tier("job")):
         tier, plan = start_plan(ctx, ws, task)
-        if not plan.empty:
-            commit = apply(ctx, plan).commits[-1][1]
+        plan.writes.extend(init_verb.runstate_exclusion(ws))
+        done = apply(ctx, plan).raise_failed()
+    commit = done.commits[-1][1] if done.commits else None
     repo.config_set(ACTIVE_KEY, tier.run or "")
     if commit is None:
         return RunChange(tier, STATE, None, f"run {tier.run} already exists at {tier.root}; it is the active run again")
@@ -311,7 +326,7 @@ def note_plan(
     slug: str | None = None,
     cites: str | None = None,
     relation: str | None = None,
-) -> tuple[Tier, str, str, Plan]:
+) -> store.NewConcept:
     """Plan the commit that adds ``notes/<slug>.md``, its index and a log entry.
 
     ``cites`` (a REF in the project tier, else the global one; ``tier:REF`` picks the tier)
@@ -337,10 +352,11 @@ def note_plan(
     if claim is not None and "\n" in claim.strip():
         raise ValidationError("--claim is one sentence on one line")
     name = okf.check_slug(slug) if slug else okf.slugify(title)
-    _, path, okf_id, plan = store.new_plan(
+    planned = store.new_plan(
         ctx, ws, name, "job", type_=type_, title=title, description=sentence, tags=tags,
         folder=NOTES, extra=extra, body=note_body(title, sentence, why, evidence),
     )
+    plan, path = planned.plan, planned.path
     commit = plan.commits[0]
     snap = snapshot(tier)
     old_log = snap.blob(LOG) if LOG in snap.entries else None
@@ -352,7 +368,7 @@ def note_plan(
     plan.commits[0] = dataclasses.replace(
         commit, operation="note", subject=f"okf: note {type_.lower()} {path}", changes=changes, old=old,
     )
-    return tier, path, okf_id, plan
+    return planned
 
 
 def cited_concept(ws: Workspace, ref: str) -> Concept:
@@ -382,12 +398,10 @@ def cited_concept(ws: Workspace, ref: str) -> Concept:
     raise UsageError(f"--cites {ref!r} names no concept: " + "; ".join(misses))
 
 
-def note(ctx: Context, ws: Workspace, type_: str, title: str, **kwargs: object) -> RunChange:
-    with writing(ctx, job_tier(ws)):
-        tier, path, okf_id, plan = note_plan(ctx, ws, type_, title, **kwargs)  # type: ignore[arg-type]
-        commit = apply(ctx, plan).commits[-1][1]
-    cited = snapshot(tier).concept(path).citation
-    return RunChange(tier, path, commit, f"noted {cited}", okf_id)
+def note(ctx: Context, ws: Workspace, make: Callable[[], store.NewConcept]) -> RunChange:
+    """Plan (``make``: a call of ``note_plan``) and commit under the job tier's write lock."""
+    done = store.create(ctx, job_tier(ws), make)
+    return RunChange(done.tier, done.path, done.commit, f"noted {done.citation}", done.okf_id)
 
 
 # -- status and end -----------------------------------------------------------------

@@ -14,8 +14,8 @@ not write, so the agent's memories wait safely for the next sync.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
+from dataclasses import dataclass, field
 
 from okfgit import fsutil
 from okfgit.verbs import capture
@@ -50,6 +50,21 @@ class SyncReport:
     @property
     def exit_code(self) -> int:
         return EXIT_INTEGRITY if self.failed else EXIT_OK
+
+    def to_json(self) -> dict[str, object]:
+        """The report as ``sync --json`` prints it."""
+        return {
+            "dry_run": self.dry_run,
+            "summary": summary_line(self),
+            "skipped": self.skipped,
+            "capture": self.capture.to_json() if self.capture is not None else None,
+            "capture_error": self.capture_error,
+            "capture_deferred": self.capture_deferred,
+            "projection": self.projection.to_json() if self.projection is not None else None,
+            "exchange": self.exchange.parts() if self.exchange is not None else [],
+            "failed": self.failed,
+            "warnings": self.warnings,
+        }
 
 
 def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg: str | None = None,
@@ -96,11 +111,7 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
                 return record is not None and record.size == size and record.mtime_ns == mtime_ns
 
             since = syncstamp.vouch(str(memory), started, okfgit_wrote)
-            try:
-                fsutil.atomic_write(Path(syncstamp.path(common)), syncstamp.record(str(memory), since),
-                                    fsync=False)
-            except OkfError:
-                pass  # only a cache: the next sync does the full work
+            syncstamp.save(common, str(memory), since)
     return report
 
 
