@@ -29,7 +29,7 @@ class Cite:
     okf_id: str | None
     relation: str
 
-    def as_dict(self) -> dict[str, str | None]:
+    def to_json(self) -> dict[str, str | None]:
         return {"ref": self.ref, "okf_id": self.okf_id, "relation": self.relation}
 
     @property

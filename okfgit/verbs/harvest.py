@@ -55,7 +55,7 @@ def block(p: Promotion) -> dict[str, object]:
 def _claim(item: Item) -> dict[str, object]:
     out: dict[str, object] = {"okf_id": item.okf_id, "path": item.path, "oid": item.oid, "from": item.source_path}
     if item.cites:
-        out["cites"] = [c.as_dict() for c in item.cites]
+        out["cites"] = [c.to_json() for c in item.cites]
     return out
 
 

@@ -344,7 +344,7 @@ def note_plan(
         except ValueError as exc:
             raise UsageError(str(exc)) from exc
         cited = cited_concept(ws, cites)
-        extra["cites"] = [cite_format.Cite(cited.citation, cited.okf_id, relation).as_dict()]
+        extra["cites"] = [cite_format.Cite(cited.citation, cited.okf_id, relation).to_json()]
     title = " ".join(title.split())
     if not title:
         raise ValidationError("a note needs a title")
