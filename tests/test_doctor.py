@@ -415,3 +415,39 @@ def test_lifecycle_and_trust_families_as_okf_defines_them(repo: Path, okfgit: Ru
     assert messages["life/scalar.md"]["severity"] == "error"
     assert messages["life/scalar.md"]["message"].startswith("verified is text ('human:alice'); OKF §5.2 defines")
     assert messages["life/lost.md"]["severity"] == "warning"
+
+
+def test_the_cache_never_hides_a_finding(repo: Path, okfgit: Runner, git: Runner) -> None:
+    kb = kb_repo(repo, git, FIXTURES / "kb-clean")
+    doctor_json(okfgit, repo, "--scope", "project", expect=0)
+    cache = repo / ".git" / "okf" / "doctor.json"
+    assert cache.is_file()
+    # One concept changed, and the target of a link in an unchanged concept moved away.
+    policy = kb / "decisions" / "retry-policy.md"
+    policy.write_text(policy.read_text().replace("type:", "kind:", 1))
+    git("mv", ".okf/decisions/use-postgres.md", ".okf/decisions/postgres.md", cwd=repo)
+    git("commit", "-q", "-am", "edit and move", cwd=repo)
+    _, warm = doctor_json(okfgit, repo, "--scope", "project", expect=2)
+    found = findings(warm)
+    assert any(f[:3] == ("okf", "type-missing", "decisions/retry-policy.md") for f in found)
+    assert ("profile", "dangling-link", "runbooks/db-failover.md", 20) in found
+    # The same report from a cold cache, and from a damaged one.
+    cache.unlink()
+    _, cold = doctor_json(okfgit, repo, "--scope", "project", expect=2)
+    assert cold == warm
+    cache.write_bytes(b'{"version": 1, "tiers": {"project": [')
+    _, damaged = doctor_json(okfgit, repo, "--scope", "project", expect=2)
+    assert damaged == warm
+
+
+def test_a_warm_report_equals_a_cold_one(repo: Path, okfgit: Runner, git: Runner) -> None:
+    kb_repo(repo, git, FIXTURES / "kb-clean", files={
+        "extra/stale.md": concept("Stale", "Stale since last year.", UID.format(5), stale_after="2024-01-01"),
+        "extra/wiki.md": concept("Wiki", "Links by name.", UID.format(7), body="See [[retry-policy]] and [[nope]]."),
+        "extra/dup.md": concept("Dup", "Same id.", UID.format(7), superseded_by="nowhere.md"),
+        "extra/bad.md": "---\ntype: [unclosed\n---\nbody\n",
+        "extra/index.md": "# Extra\n\n- [Stale](stale.md) \u2014 Old words.\n",
+    })
+    _, cold = doctor_json(okfgit, repo, expect=2)
+    _, warm = doctor_json(okfgit, repo, expect=2)
+    assert warm == cold and cold["errors"] and cold["warnings"]

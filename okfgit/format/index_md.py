@@ -624,10 +624,13 @@ def regenerate(
     snapshot: Snapshot,
     changes: Mapping[str, bytes | None] | None = None,
     folders: Iterable[str] | None = None,
+    items: Callable[[str], Item | None] | None = None,
 ) -> dict[str, bytes]:
     """Index files (path -> bytes) that differ from the tree once ``changes`` are applied.
 
     ``folders`` limits the work to those folders (default: every folder in the KB).
+    ``items`` gives a concept's entry without reading its blob when it knows it (a cache
+    keyed by blob OID); a path it answers None for is read.
     """
     changes = dict(changes or {})
     paths = set(snapshot.entries) | set(changes)
@@ -679,12 +682,13 @@ def regenerate(
                 out.setdefault(name, line.description)
         return out
 
+    lookup = items
     out: dict[str, bytes] = {}
     for folder in sorted(wanted):
-        items: dict[str, Item] = {}
+        entries: dict[str, Item] = {}
         for name, path in by_folder[folder].items():
-            data = read(path)
-            items[name] = item_of(data or b"", path)
+            known = lookup(path) if lookup is not None and path not in changes else None
+            entries[name] = known if known is not None else item_of(read(path) or b"", path)
         kept = kept_descriptions(folder) if subs[folder] else {}
         subfolders = {}
         for sub in subs[folder]:
@@ -693,10 +697,10 @@ def regenerate(
         page = page_of(folder)
         existing = read(index_path(folder))
         if existing is not None and not own_form(page, folder, lambda path: links.exists(path, paths)):
-            text = keep_form(folder, existing, index_path(folder), kb_folders, items, subfolders,
+            text = keep_form(folder, existing, index_path(folder), kb_folders, entries, subfolders,
                              lambda path: links.exists(path, paths))
         else:
-            text = rebuild(folder, page, items, subfolders)
+            text = rebuild(folder, page, entries, subfolders)
         if read(index_path(folder)) != text:
             out[index_path(folder)] = text
     return out

@@ -18,11 +18,12 @@ parsed exactly once; the index and link checks work from those parsed files.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import gc
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -31,10 +32,12 @@ from okfgit.format import lifecycle
 from okfgit.format import markdown as links
 from okfgit.format import concept as okf
 from okfgit.context import Context
-from okfgit.errors import EXIT_OK, EXIT_USAGE, ValidationError
+from okfgit.errors import EXIT_OK, EXIT_USAGE, OkfError, ValidationError
 from okfgit.git import Entry, blob_oid
+from okfgit.knowledge import catalog
 from okfgit.knowledge.snapshot import Snapshot, snapshot, worktree_snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
+from okfgit.local import paths
 from okfgit.plan import index_behind
 
 OKF = "okf"
@@ -44,6 +47,7 @@ WARNING = "warning"
 RECALL_BYTES = 4096  # Claude Code's recall shows only the first 4 KB of a memory file
 PROFILE_KEYS = ("title", "description", "okf_id", "scope", "okf_source")
 NEEDS_MERGE_STATUS = "needs-merge"
+CACHE_VERSION = 1  # of doctor.json: bump when a check of one file changes what it finds
 
 _LOG_GROUP = re.compile(r"^##[ \t]+(.*?)[ \t#]*$")
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -168,71 +172,145 @@ class Doc:
         return None
 
 
-class Scan:
-    """A tier's files read once: readable markdown as ``Doc``s, plus the reading findings."""
+class Checked(NamedTuple):
+    """What doctor keeps of one concept file: a pure function of its path, its blob and the
+    tier's name, so it is cached by blob OID in ``<git common dir>/okf/doctor.json`` (with
+    ``catalog.build_kind``, keyed by tree OID and updated from a tree diff) and a warm doctor
+    parses only the files that changed. Findings that involve other files (links, duplicate
+    ``okf_id``, indexes) or the clock (``stale``) are recomputed each run from these fields,
+    so the cache can only save work, never hide a finding."""
 
-    def __init__(self, snap: Snapshot) -> None:
+    oid: str
+    findings: list[Any]  # [group, code, severity, message, line]: the checks of the file on its own
+    readable: bool  # read as text (no reading finding): its links and keys take part
+    has_frontmatter: bool
+    body_line: int  # file line where the body starts
+    links: list[Any]  # [kind, target, line in the body] for each link of the body
+    okf_id: str | None  # the okf_id when it is a string
+    okf_id_line: int | None
+    merge_status: bool  # status: needs-merge
+    superseded_by: list[str]
+    superseded_line: int | None
+    name: str | None  # the frontmatter name when it is a string
+    item: list[str]  # [title, description, type] as the folder's index entry shows them
+    stale_after: str  # the instant it goes stale, ISO 8601 ("" when none or unreadable)
+    stale_line: int | None
+
+
+def checked_of(tier_name: str, path: str, entry: Entry, data: bytes) -> Checked:
+    """Read and check one concept file on its own (see ``Checked``)."""
+    if entry.is_link:  # reported as a symlink by the scan; never read
+        return Checked(entry.oid, [], False, False, 1, [], None, None, False, [], None, None,
+                       [index.escape_title(okf.title_from_path(path)), "", ""], "", None)
+    findings: list[Finding] = []
+    doc = _read(path, data, findings)
+    if doc is None:
+        return Checked(entry.oid, [_finding_row(f) for f in findings], False, False, 1, [], None, None, False, [],
+                       None, None, _item_row(index.item_of(data, path)), "", None)
+    checks = FileChecks(tier_name)
+    checks.concept(doc)
+    meta = doc.meta
+    okf_id = meta.get("okf_id")
+    name = meta.get("name")
+    life = lifecycle.lifecycle(meta) if doc.has_frontmatter else None
+    refs = list(life.superseded_by) if life is not None else []
+    stale = life.stale_label() if life is not None and not life.stale_after_invalid else None
+    title = okf.one_line(meta.get("title")) or okf.title_from_path(path)
+    return Checked(
+        oid=entry.oid,
+        findings=[_finding_row(f) for f in checks.findings],
+        readable=True,
+        has_frontmatter=doc.has_frontmatter,
+        body_line=doc.body_line,
+        links=[[link.kind, link.target, link.line] for link in links.extract(doc.body)],
+        okf_id=okf_id if isinstance(okf_id, str) else None,
+        okf_id_line=doc.key_line("okf_id") if isinstance(okf_id, str) and okf_id else None,
+        merge_status=meta.get("status") == NEEDS_MERGE_STATUS,
+        superseded_by=refs,
+        superseded_line=doc.key_line("superseded_by") if refs else None,
+        name=name if isinstance(name, str) else None,
+        item=[index.escape_title(title), okf.one_line(meta.get("description")), okf.one_line(meta.get("type"))],
+        stale_after=stale or "",
+        stale_line=doc.key_line("stale_after") if stale else None,
+    )
+
+
+def _item_row(item: index.Item) -> list[str]:
+    return [item.title, item.description, item.type]
+
+
+def _finding_row(f: Finding) -> list[Any]:
+    return [f.group, f.code, f.severity, f.message, f.line]
+
+
+def _checked_from_json(value: list[Any]) -> Checked:
+    return Checked(*value)
+
+
+def doctor_kind(tier: Tier) -> catalog.Kind[Checked]:
+    """The doctor cache of ``tier`` (its facts depend on the tier's name: ``scope-mismatch``)."""
+    return catalog.Kind(paths.DOCTOR, CACHE_VERSION, functools.partial(_checked_by_label, tier.name),
+                        _checked_from_json)
+
+
+def _checked_by_label(tier_name: str, _label: str, path: str, entry: Entry, data: bytes) -> Checked:
+    return checked_of(tier_name, path, entry, data)
+
+
+def checked_facts(snap: Snapshot) -> dict[str, Checked]:
+    """Every concept path of ``snap`` checked on its own: from the tier's doctor cache when the
+    snapshot is a commit of the tier's repository, read afresh otherwise (a working tree)."""
+    tier = snap.tier
+    if snap.commit is not None and tier.exists():
+        try:
+            return _cached_facts(snap)
+        except (OkfError, OSError):
+            pass  # only a cache: check every file instead
+    return {path: checked_of(tier.name, path, entry, b"" if entry.is_link else snap.blob(path))
+            for path, entry in snap.entries.items() if okf.is_concept_path(path)}
+
+
+def _cached_facts(snap: Snapshot) -> dict[str, Checked]:
+    tier = snap.tier
+    repo = tier.open()
+    assert snap.commit is not None
+    tree = repo.tree_oid(snap.commit, tier.prefix)
+    if tree is None:
+        return {}
+    kind = doctor_kind(tier)
+    cached = catalog.load_kind(kind, repo.common_dir)
+    built = catalog.build_kind(kind, repo, tier, snap.commit, tree, cached.get(tier.label))
+    if built is not cached.get(tier.label) and (tier.label not in cached or built.worth_saving):
+        try:
+            catalog.save_kind(kind, repo.common_dir, {**cached, tier.label: built})
+        except (OkfError, OSError):
+            pass  # only a cache: doctor never fails for want of writing it
+    facts = dict(built.facts)
+    for path in built.problems:  # a blob that could not be read: check it here, where it errors
+        entry = snap.entries.get(path)
+        if entry is not None:
+            facts[path] = checked_of(tier.name, path, entry, b"" if entry.is_link else snap.blob(path))
+    return facts
+
+
+class Scan:
+    """A tier's files read once: concepts as ``Checked`` facts (cached by blob OID), the
+    reserved files (``index.md``, ``log.md``) as ``Doc``s, plus the reading findings."""
+
+    def __init__(self, snap: Snapshot, facts: dict[str, Checked] | None = None) -> None:
         self.snap = snap
         self.findings: list[Finding] = []
         self.docs: dict[str, Doc] = {}
+        self.facts = checked_facts(snap) if facts is None else facts
         self._names: dict[str, str] | None = None
         for path, entry in sorted(snap.entries.items()):
             if entry.is_link:
-                self._add(OKF, "symlink", path, "is a symlink; okfgit never follows links in a tier "
-                          "(commit the file itself instead)")
-            elif path.endswith(".md"):
-                doc = self._read(path, snap.blob(path))
+                self.findings.append(Finding(OKF, "symlink", ERROR, path, "is a symlink; okfgit never follows links "
+                                             "in a tier (commit the file itself instead)"))
+            elif path.endswith(".md") and not okf.is_concept_path(path):
+                doc = _read(path, snap.blob(path), self.findings)
                 if doc is not None:
                     self.docs[path] = doc
-
-    def _add(self, group: str, code: str, path: str, message: str, line: int | None = None,
-             severity: str = ERROR) -> None:
-        self.findings.append(Finding(group, code, severity, path, message, line))
-
-    def _read(self, path: str, data: bytes) -> Doc | None:
-        if len(data) > okf.MAX_CONCEPT_BYTES:
-            self._add(PROFILE, "too-large", path, f"is {len(data)} bytes, over okfgit's 1 MiB limit; "
-                      "okfgit does not read it (its OKF conformance was not checked)")
-            return None
-        if b"\x00" in data:
-            self._add(OKF, "binary", path, "is a binary file (contains NUL bytes), not UTF-8 markdown")
-            return None
-        try:
-            if okf.is_reserved(path) and not path.endswith("index.md"):
-                data.decode("utf-8")
-                return Doc(path, data, {}, False, data, 1)  # log.md: no frontmatter to read
-            parsed = okf.split(data, path)
-        except UnicodeDecodeError as exc:
-            self._not_utf8(path, data, exc)
-            return None
-        except ValidationError as exc:
-            if isinstance(exc.__cause__, UnicodeDecodeError):
-                self._not_utf8(path, data, exc.__cause__)
-            else:
-                self._yaml_finding(path, exc)
-            return None
-        head = len(data) - len(parsed.body)
-        return Doc(path, data, parsed.meta, parsed.has_frontmatter, parsed.body, data[:head].count(b"\n") + 1)
-
-    def _not_utf8(self, path: str, data: bytes, exc: UnicodeDecodeError) -> None:
-        line = data[: exc.start].count(b"\n") + 1
-        self._add(OKF, "not-utf8", path, f"is not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}", line)
-
-    def _yaml_finding(self, path: str, exc: ValidationError) -> None:
-        cause = exc.__cause__
-        # Where the construct began says more than where the parser gave up (often the end).
-        mark = getattr(cause, "context_mark", None) or getattr(cause, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else None  # +1 for 1-based, +1 for the opening fence
-        if isinstance(cause, yaml.constructor.ConstructorError):
-            tag = re.search(r"'([^']+)'", str(cause.problem or ""))
-            what = f"the YAML tag {tag.group(1)!r}" if tag else "a YAML tag"
-            self._add(OKF, "yaml-tag", path, f"frontmatter uses {what}, which okfgit refuses "
-                      "(YAML is loaded safely: no Python or custom tags)", line)
-        else:
-            problem = getattr(cause, "problem", None) or str(exc)
-            context = getattr(cause, "context", None)
-            self._add(OKF, "yaml-invalid", path, f"frontmatter is not valid YAML: "
-                      f"{context + ': ' if context else ''}{problem}", line)
 
     def names(self) -> dict[str, str]:
         """What a ``[[name]]`` link may use here: frontmatter ``name`` and file stems."""
@@ -240,54 +318,83 @@ class Scan:
             pairs = []
             for path in self.snap.entries:
                 if okf.is_concept_path(path):
-                    doc = self.docs.get(path)
-                    name = doc.meta.get("name") if doc else None
-                    pairs.append((path, name if isinstance(name, str) else None))
+                    fact = self.facts.get(path)
+                    pairs.append((path, fact.name if fact is not None and fact.readable else None))
             self._names = links.wiki_names(pairs)
         return self._names
+
+
+def _read(path: str, data: bytes, findings: list[Finding]) -> Doc | None:
+    """``data`` split once into a ``Doc``; None (and a finding) when okfgit cannot read it."""
+
+    def add(group: str, code: str, message: str, line: int | None = None) -> None:
+        findings.append(Finding(group, code, ERROR, path, message, line))
+
+    if len(data) > okf.MAX_CONCEPT_BYTES:
+        add(PROFILE, "too-large", f"is {len(data)} bytes, over okfgit's 1 MiB limit; "
+            "okfgit does not read it (its OKF conformance was not checked)")
+        return None
+    if b"\x00" in data:
+        add(OKF, "binary", "is a binary file (contains NUL bytes), not UTF-8 markdown")
+        return None
+    try:
+        if okf.is_reserved(path) and not path.endswith("index.md"):
+            data.decode("utf-8")
+            return Doc(path, data, {}, False, data, 1)  # log.md: no frontmatter to read
+        parsed = okf.split(data, path)
+    except UnicodeDecodeError as exc:
+        _not_utf8(data, exc, add)
+        return None
+    except ValidationError as exc:
+        if isinstance(exc.__cause__, UnicodeDecodeError):
+            _not_utf8(data, exc.__cause__, add)
+        else:
+            _yaml_finding(exc, add)
+        return None
+    head = len(data) - len(parsed.body)
+    return Doc(path, data, parsed.meta, parsed.has_frontmatter, parsed.body, data[:head].count(b"\n") + 1)
+
+
+def _not_utf8(data: bytes, exc: UnicodeDecodeError, add: Callable[..., None]) -> None:
+    line = data[: exc.start].count(b"\n") + 1
+    add(OKF, "not-utf8", f"is not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}", line)
+
+
+def _yaml_finding(exc: ValidationError, add: Callable[..., None]) -> None:
+    cause = exc.__cause__
+    # Where the construct began says more than where the parser gave up (often the end).
+    mark = getattr(cause, "context_mark", None) or getattr(cause, "problem_mark", None)
+    line = mark.line + 2 if mark is not None else None  # +1 for 1-based, +1 for the opening fence
+    if isinstance(cause, yaml.constructor.ConstructorError):
+        tag = re.search(r"'([^']+)'", str(cause.problem or ""))
+        what = f"the YAML tag {tag.group(1)!r}" if tag else "a YAML tag"
+        add(OKF, "yaml-tag", f"frontmatter uses {what}, which okfgit refuses "
+            "(YAML is loaded safely: no Python or custom tags)", line)
+    else:
+        problem = getattr(cause, "problem", None) or str(exc)
+        context = getattr(cause, "context", None)
+        add(OKF, "yaml-invalid", f"frontmatter is not valid YAML: {context + ': ' if context else ''}{problem}", line)
 
 
 # -- the checks ------------------------------------------------------------------------
 
 
-class Checker:
-    """Runs every check over one scanned tier and collects the findings."""
+class FileChecks:
+    """The checks of one concept file on its own: no other file and no clock involved."""
 
-    def __init__(self, scan: Scan, now: dt.date | dt.datetime, wiki_elsewhere: Callable[[str], bool]) -> None:
-        self.scan = scan
-        self.tier = scan.snap.tier
-        self.entries = scan.snap.entries
-        self.docs = scan.docs
-        self.now = lifecycle.instant_of(now)
-        self.wiki_elsewhere = wiki_elsewhere
-        self.findings = list(scan.findings)
+    def __init__(self, tier_name: str) -> None:
+        self.tier_name = tier_name
+        self.findings: list[Finding] = []
 
     def add(self, group: str, code: str, path: str, message: str, line: int | None = None,
             severity: str = ERROR) -> None:
         self.findings.append(Finding(group, code, severity, path, message, line))
-
-    def run(self) -> list[Finding]:
-        concepts = [d for p, d in sorted(self.docs.items()) if not okf.is_reserved(p)]
-        for doc in concepts:
-            self.concept(doc)
-        self.duplicate_ids(concepts)
-        self.superseded_by(concepts)
-        for path, doc in sorted(self.docs.items()):
-            if path.rsplit("/", 1)[-1] == "log.md":
-                self.log(doc)
-            elif path.rsplit("/", 1)[-1] == "index.md":
-                self.index_structure(doc)
-        IndexCheck(self).run()
-        return self.findings
-
-    # concepts ---------------------------------------------------------------------
 
     def concept(self, doc: Doc) -> None:
         self.frontmatter(doc)
         if doc.has_frontmatter and len(doc.data) > RECALL_BYTES:
             self.add(PROFILE, "over-4kb", doc.path, f"is {len(doc.data)} bytes; Claude's recall shows only the first "
                      "4 KB of a memory file (split it, or keep the essentials first)", severity=WARNING)
-        self.check_links(doc)
 
     def frontmatter(self, doc: Doc) -> None:
         """The checks of one concept file on its own (no links, no other file involved)."""
@@ -328,9 +435,9 @@ class Checker:
             self.add(PROFILE, "profile-keys-missing", path, f"missing okfgit profile keys: {', '.join(missing)} "
                      "(`okfgit adopt` adds them)", 1)
         scope = meta.get("scope")
-        if isinstance(scope, str) and scope.strip() and scope != self.tier.name:
+        if isinstance(scope, str) and scope.strip() and scope != self.tier_name:
             self.add(PROFILE, "scope-mismatch", path, f"scope is {scope!r} but the file is in the "
-                     f"{self.tier.name} tier", doc.key_line("scope"))
+                     f"{self.tier_name} tier", doc.key_line("scope"))
         okf_id = meta.get("okf_id")
         if not _blank(okf_id) and not okf.is_valid_okf_id(okf_id):
             self.add(PROFILE, "okf-id-malformed", path, f"okf_id {okf_id!r} is not a lower-case UUID "
@@ -370,63 +477,101 @@ class Checker:
             self.add(PROFILE, "stale-after-invalid", doc.path, f"stale_after {doc.meta.get('stale_after')!r} is "
                      "not an ISO 8601 instant (such as 2026-09-23T00:00:00Z); okfgit cannot tell when it goes "
                      "stale", doc.key_line("stale_after"), WARNING)
-        elif life.is_stale(self.now):
-            self.add(PROFILE, "stale", doc.path, f"stale since {life.stale_label()} (stale_after); re-verify it "
-                     "and move stale_after on", doc.key_line("stale_after"), WARNING)
         problem = lifecycle.trust(doc.meta).problem
         if problem is not None:
             self.add(PROFILE, "verified-invalid", doc.path, f"{problem}; review treats the concept as "
                      "human-reviewed until it is fixed", doc.key_line("verified"))
 
-    def superseded_by(self, concepts: list[Doc]) -> None:
-        """A ``superseded_by`` must name a concept of the tier (a path or an ``okf_id``)."""
-        ids = {d.meta.get("okf_id") for d in concepts if isinstance(d.meta.get("okf_id"), str)}
-        for doc in concepts:
-            for ref in lifecycle.lifecycle(doc.meta).superseded_by:
-                if ref in ids or any(p in self.entries for p in lifecycle.ref_candidates(ref, doc.path)):
-                    continue
-                self.add(PROFILE, "superseded-by-dangling", doc.path, f"superseded_by names {ref}, which is no "
-                         "concept path or okf_id in this tier", doc.key_line("superseded_by"), WARNING)
 
-    def duplicate_ids(self, concepts: list[Doc]) -> None:
-        owners: dict[str, list[str]] = {}
-        for doc in concepts:
-            okf_id = doc.meta.get("okf_id")
-            if (isinstance(okf_id, str) and okf_id and not index.is_needs_merge(doc.path)
-                    and doc.meta.get("status") != NEEDS_MERGE_STATUS):
-                owners.setdefault(okf_id, []).append(doc.path)
-        for okf_id, paths in owners.items():
-            if len(paths) < 2:
+
+class Checker:
+    """Runs every check over one scanned tier and collects the findings."""
+
+    def __init__(self, scan: Scan, now: dt.date | dt.datetime, wiki_elsewhere: Callable[[str], bool]) -> None:
+        self.scan = scan
+        self.tier = scan.snap.tier
+        self.entries = scan.snap.entries
+        self.docs = scan.docs
+        self.facts = scan.facts
+        self.now = lifecycle.instant_of(now)
+        self.wiki_elsewhere = wiki_elsewhere
+        self.findings = list(scan.findings)
+
+    def add(self, group: str, code: str, path: str, message: str, line: int | None = None,
+            severity: str = ERROR) -> None:
+        self.findings.append(Finding(group, code, severity, path, message, line))
+
+    def run(self) -> list[Finding]:
+        concepts = [(p, f) for p, f in sorted(self.facts.items()) if f.readable]
+        for path, fact in sorted(self.facts.items()):
+            self.findings.extend(Finding(g, code, severity, path, message, line)
+                                 for g, code, severity, message, line in fact.findings)
+        for path, fact in concepts:
+            self.stale(path, fact)
+            self.check_links(path, fact)
+        self.duplicate_ids(concepts)
+        self.superseded_by(concepts)
+        for path, doc in sorted(self.docs.items()):
+            if path.rsplit("/", 1)[-1] == "log.md":
+                self.log(doc)
+            elif path.rsplit("/", 1)[-1] == "index.md":
+                self.index_structure(doc)
+        IndexCheck(self).run()
+        return self.findings
+
+    def stale(self, path: str, fact: Checked) -> None:
+        moment = lifecycle.parse_instant(fact.stale_after) if fact.stale_after else None
+        if moment is not None and self.now >= moment:
+            self.add(PROFILE, "stale", path, f"stale since {fact.stale_after} (stale_after); re-verify it "
+                     "and move stale_after on", fact.stale_line, WARNING)
+
+    def superseded_by(self, concepts: list[tuple[str, Checked]]) -> None:
+        """A ``superseded_by`` must name a concept of the tier (a path or an ``okf_id``)."""
+        ids = {f.okf_id for _, f in concepts if f.okf_id is not None}
+        for path, fact in concepts:
+            for ref in fact.superseded_by:
+                if ref in ids or any(p in self.entries for p in lifecycle.ref_candidates(ref, path)):
+                    continue
+                self.add(PROFILE, "superseded-by-dangling", path, f"superseded_by names {ref}, which is no "
+                         "concept path or okf_id in this tier", fact.superseded_line, WARNING)
+
+    def duplicate_ids(self, concepts: list[tuple[str, Checked]]) -> None:
+        owners: dict[str, list[tuple[str, Checked]]] = {}
+        for path, fact in concepts:
+            if fact.okf_id and not index.is_needs_merge(path) and not fact.merge_status:
+                owners.setdefault(fact.okf_id, []).append((path, fact))
+        for okf_id, found in owners.items():
+            if len(found) < 2:
                 continue
-            for path in paths:
-                others = ", ".join(p for p in paths if p != path)
+            for path, fact in found:
+                others = ", ".join(p for p, _ in found if p != path)
                 self.add(PROFILE, "duplicate-okf-id", path, f"okf_id {okf_id} is also used by {others} in this tier",
-                         self.docs[path].key_line("okf_id"))
+                         fact.okf_id_line)
 
     # links ------------------------------------------------------------------------
 
-    def check_links(self, doc: Doc) -> None:
-        for link in links.extract(doc.body):
-            self.link(doc, link)
+    def check_links(self, path: str, fact: Checked) -> None:
+        for kind, target, line in fact.links:
+            self.link(path, fact.body_line, links.Link(kind, target, line))
 
-    def link(self, doc: Doc, link: links.Link) -> str | None:
-        """Check one link; the tier path it leads to when it resolves inside the tier."""
-        line = doc.body_line + link.line - 1
+    def link(self, source: str, body_line: int, link: links.Link) -> str | None:
+        """Check one link of ``source``; the tier path it leads to when it resolves inside the tier."""
+        line = body_line + link.line - 1
         if link.kind == "wiki":
             if not self.wiki_resolves(link.target):
-                self.add(PROFILE, "dangling-wiki-link", doc.path, f"[[{link.target}]] matches no concept "
+                self.add(PROFILE, "dangling-wiki-link", source, f"[[{link.target}]] matches no concept "
                          "name or file name in the active tiers", line)
             return None
-        target = links.resolve(doc.path, link.target)
+        target = links.resolve(source, link.target)
         if target.external:
             return None
         if target.escapes:
-            self.add(PROFILE, "link-outside-kb", doc.path, f"link to {link.target} leaves the knowledge base",
+            self.add(PROFILE, "link-outside-kb", source, f"link to {link.target} leaves the knowledge base",
                      line, WARNING)
             return None
         path = target.path or "index.md"
         if not links.exists(path, self.entries):
-            self.add(PROFILE, "dangling-link", doc.path, f"link to {link.target}: {path} does not exist in the tier",
+            self.add(PROFILE, "dangling-link", source, f"link to {link.target}: {path} does not exist in the tier",
                      line)
             return None
         return path if path in self.entries else index.index_path(path.removesuffix("/index.md").rstrip("/"))
@@ -499,7 +644,7 @@ class IndexCheck:
         self.entries = checker.entries
         docs = checker.docs
         # Files with a reading finding (symlink, binary...) already have their own error.
-        self.concepts = sorted(p for p in docs if okf.is_concept_path(p) and not index.is_needs_merge(p))
+        self.concepts = sorted(p for p, f in checker.facts.items() if f.readable and not index.is_needs_merge(p))
         self.indexes = {p: d for p, d in docs.items() if p.rsplit("/", 1)[-1] == "index.md"}
         self.listed: dict[str, set[str]] = {}
         self.edges: dict[str, set[str]] = {}
@@ -548,7 +693,7 @@ class IndexCheck:
         rest = "\n".join("" if n in entry_numbers else text_line
                          for n, text_line in enumerate(text.splitlines(), start=1))
         for link in links.extract(rest):
-            reached = self.c.link(doc, link)
+            reached = self.c.link(path, doc.body_line, link)
             if reached is not None:
                 edges.add(reached)
 
@@ -561,13 +706,12 @@ class IndexCheck:
                        f"('* [Title](path) - description' or '- [Title](path) \u2014 description'): "
                        f"{line.text.strip()!r}", number, WARNING)
             return
-        doc = self.c.docs.get(resolved)
-        if not own or doc is None or not doc.has_frontmatter or okf.is_reserved(resolved):
+        fact = self.c.facts.get(resolved)
+        if not own or fact is None or not fact.readable or not fact.has_frontmatter:
             return
-        item = index.Item(index.escape_title(okf.one_line(doc.meta.get("title")) or okf.title_from_path(resolved)),
-                          okf.one_line(doc.meta.get("description")))
-        if (line.title, line.description) != (item.title, item.description):
-            want = index.expected_entry(item.title, line.target or "", item.description)
+        title, description = fact.item[0], fact.item[1]
+        if (line.title, line.description) != (title, description):
+            want = index.expected_entry(title, line.target or "", description)
             self.c.add(PROFILE, "index-entry-stale", path, f"entry for {resolved} differs from its frontmatter "
                        f"(expected {want!r}; run `okfgit index`)", number)
 
@@ -629,12 +773,11 @@ def check_snapshot(snap: Snapshot, today: dt.date | dt.datetime, wiki_elsewhere:
 def frontmatter_errors(tier: Tier, path: str, data: bytes, today: dt.date | None = None) -> list[Finding]:
     """The errors doctor would report for ``data`` committed at ``path`` in ``tier``,
     judged on the file alone (links aside): what capture checks before it commits."""
-    entry = Entry(blob_oid(data), 0o100644)
-    scan = Scan(Snapshot(tier, entry.oid, {path: entry}, lambda _oid: data))
-    checker = Checker(scan, today or dt.date.today(), lambda name: False)
-    for doc in scan.docs.values():
-        checker.frontmatter(doc)
-    return [f for f in checker.findings if f.severity == ERROR]
+    if not okf.is_concept_path(path):
+        return []
+    fact = checked_of(tier.name, path, Entry(blob_oid(data), 0o100644), data)
+    return [Finding(g, code, severity, path, message, line)
+            for g, code, severity, message, line in fact.findings if severity == ERROR]
 
 
 def _report(scan: Scan, today: dt.date | dt.datetime, wiki_elsewhere: Callable[[str], bool], worktree: bool) -> TierReport:

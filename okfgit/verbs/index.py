@@ -14,6 +14,7 @@ from okfgit.context import Context
 from okfgit.errors import EXIT_OK, EXIT_USAGE
 from okfgit.knowledge.snapshot import snapshot
 from okfgit.plan import Plan, TierCommit, apply, writing
+from okfgit.verbs import doctor
 from okfgit.knowledge.tiers import Tier, Workspace
 
 
@@ -60,7 +61,13 @@ def plan_index(ws: Workspace, scope: str, *, check: bool = False) -> IndexRun:
         if snap.commit is None or not snap.entries:
             run.skipped.append(f"{tier.label} tier skipped: no knowledge base at HEAD in {tier.root}")
             continue
-        changes = index.regenerate(snap)
+        facts = doctor.checked_facts(snap)  # what each concept's entry says, cached by blob OID
+
+        def item(path: str, facts: dict[str, doctor.Checked] = facts) -> index.Item | None:
+            fact = facts.get(path)
+            return index.Item(*fact.item) if fact is not None else None
+
+        changes = index.regenerate(snap, items=item)
         stale = sorted(changes)
         run.tiers.append(TierIndex(tier, snap.commit, stale))
         if not changes:
