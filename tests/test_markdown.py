@@ -80,3 +80,22 @@ def test_resolve_relative_absolute_external_and_escaping() -> None:
     assert markdown.resolve("a/b.md", "#top") == markdown.Target(None, external=True)
     assert markdown.resolve("a/b.md", "d/") == markdown.Target("a/d/index.md")
     assert markdown.resolve("a/b.md", "c%20d.md#x") == markdown.Target("a/c d.md")
+
+
+ABSOLUTE_DOCUMENT = st.builds(lambda text, every: text.replace("](", "](/") if every else text.replace("](a", "](/a"),
+                              DOCUMENT, st.booleans())
+
+
+@settings(max_examples=150, deadline=None)
+@given(ABSOLUTE_DOCUMENT)
+def test_rebasing_changes_exactly_the_bundle_absolute_link_targets(text: str) -> None:
+    new, rewrites = markdown.rebase_absolute(text, "r")
+    def moved(target: str) -> str:
+        return "/r" + target if target.startswith("/") and not target.startswith("//") else target
+    assert _reference_targets(new) == [moved(t) for t in _reference_targets(text)]  # as CommonMark reads them
+    before, after = markdown.extract(text), markdown.extract(new)
+    assert [(a.kind, a.line, moved(a.target) if a.kind == "md" else a.target) for a in before] == \
+           [(b.kind, b.line, b.target) for b in after]
+    assert [(r.line, r.old, r.new) for r in rewrites] == [
+        (a.line, a.target, moved(a.target)) for a in before if a.kind == "md" and moved(a.target) != a.target]
+    assert new.replace("](/r/", "](/") == text  # every other character stays
