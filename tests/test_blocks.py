@@ -422,9 +422,10 @@ def test_property_append_is_idempotent_and_keeps_hand_lines(lines, final_newline
         assert remove_block(second.text, "project", "F.md").text == existing
 
 
-def expected_survivors(lines: list[str]) -> list[str]:
+def expected_survivors(lines: list[str], new: str = "") -> list[str]:
     """An independent model of the repair: pair markers in order; the first well-formed
-    project block is the only okfgit-owned text; every other non-marker line survives."""
+    project block is the only okfgit-owned text (without one: okfgit's own content after a
+    begin that lost its end, ``replaced_block``); every other non-marker line survives."""
     open_at = None
     chosen = False
     owned: set[int] = set()
@@ -436,6 +437,8 @@ def expected_survivors(lines: list[str]) -> list[str]:
             open_at = None
         elif line in MARKERS:
             open_at = i
+    if not chosen:
+        owned.update(replaced_block(lines, new))
     return [line for i, line in enumerate(lines) if line not in MARKERS and i not in owned]
 
 
@@ -453,7 +456,7 @@ def test_property_broken_markers_are_repaired_without_losing_hand_lines(lines, n
     assert read_block(first.text, "project") == rendered[len(B) + 1 : -len(E) - 1]
     # stray ends are gone; every remaining end closes exactly one begin
     assert out.count(E) <= sum(out.count(m) for m in MARKERS - {E})
-    assert is_subsequence(expected_survivors(lines), out)
+    assert is_subsequence(expected_survivors(lines, new), out)
     block_lines = lines_of(render_block("project", new))[:-1]
     start = out.index(B)
     assert out[start : start + len(block_lines)] == block_lines
