@@ -276,7 +276,9 @@ def test_findings_already_on_the_base_do_not_count(tmp_path: Path, okfgit: Runne
     new = DECISION.format(title="Use UTC", description="Servers and logs use UTC.",
                           okf_id="88888888-8888-4888-8888-888888888888", extra="")
     index = _read(repo, "decisions/index.md") + "- [Use UTC](use-utc.md) — Servers and logs use UTC.\n"
-    _commit(repo, git, {"decisions/use-utc.md": new, "decisions/index.md": index}, "Decide on UTC")
+    touched = broken + "\nOne more line.\n"  # the branch edits the file, leaving its broken link as it was
+    _commit(repo, git, {"decisions/use-utc.md": new, "decisions/index.md": index, "guides/local-setup.md": touched},
+            "Decide on UTC")
     data = _review(okfgit, repo, expect=0)
     assert data["verdict"] == "merge" and data["preexisting_findings"] == 1
 
@@ -419,3 +421,18 @@ def test_changes_that_need_a_person(tmp_path: Path, okfgit: Runner, git: Runner,
                             ("needs-human", "settings-changed", "okfgit.toml")]
     approved = _review(okfgit, repo, "--approved-by", "human:carol", expect=0)
     assert {f["severity"] for f in approved["findings"]} == {"approved"}
+
+
+def test_doctor_follows_links_into_unchanged_concepts(tmp_path: Path, okfgit: Runner, git: Runner,
+                                                      env: dict[str, str]) -> None:
+    # Review checks the changed files and their neighbours only: an unchanged concept that
+    # linked to a removed one is still named, with doctor's cache warm from main.
+    repo = _base(tmp_path, env)
+    git("checkout", "-q", "main", cwd=repo)
+    okfgit("doctor", cwd=repo)
+    git("checkout", "-q", "-B", "feature", cwd=repo)
+    index = "".join(line for line in _read(repo, "decisions/index.md").splitlines(keepends=True)
+                    if "use-postgres.md" not in line)
+    _commit(repo, git, {"decisions/use-postgres.md": None, "decisions/index.md": index}, "Drop a decision")
+    data = _review(okfgit, repo, expect=2)
+    assert ("error", "dangling-link", "guides/local-setup.md") in _rules(data)

@@ -297,20 +297,35 @@ class Scan:
     """A tier's files read once: concepts as ``Checked`` facts (cached by blob OID), the
     reserved files (``index.md``, ``log.md``) as ``Doc``s, plus the reading findings."""
 
-    def __init__(self, snap: Snapshot, facts: dict[str, Checked] | None = None) -> None:
+    def __init__(self, snap: Snapshot, facts: dict[str, Checked] | None = None,
+                 reserved: Callable[[str], bool] | None = None) -> None:
         self.snap = snap
         self.findings: list[Finding] = []
         self.docs: dict[str, Doc] = {}
         self.facts = checked_facts(snap) if facts is None else facts
         self._names: dict[str, str] | None = None
+        self.complete = reserved is None  # every reserved file read (not only those ``reserved`` asked for)
         for path, entry in sorted(snap.entries.items()):
             if entry.is_link:
                 self.findings.append(Finding(OKF, "symlink", ERROR, path, "is a symlink; okfgit never follows links "
                                              "in a tier (commit the file itself instead)"))
-            elif path.endswith(".md") and not okf.is_concept_path(path):
-                doc = _read(path, snap.blob(path), self.findings)
-                if doc is not None:
-                    self.docs[path] = doc
+            elif path.endswith(".md") and not okf.is_concept_path(path) and (reserved is None or reserved(path)):
+                self._reserved(path)
+
+    def _reserved(self, path: str) -> None:
+        doc = _read(path, self.snap.blob(path), self.findings)
+        if doc is not None:
+            self.docs[path] = doc
+
+    def read_all(self) -> None:
+        """Read the reserved files a scoped scan left out."""
+        if self.complete:
+            return
+        for path, entry in sorted(self.snap.entries.items()):
+            if (not entry.is_link and path.endswith(".md") and not okf.is_concept_path(path)
+                    and path not in self.docs and not any(f.file == path for f in self.findings)):
+                self._reserved(path)
+        self.complete = True
 
     def names(self) -> dict[str, str]:
         """What a ``[[name]]`` link may use here: frontmatter ``name`` and file stems."""
@@ -487,8 +502,10 @@ class FileChecks:
 class Checker:
     """Runs every check over one scanned tier and collects the findings."""
 
-    def __init__(self, scan: Scan, now: dt.date | dt.datetime, wiki_elsewhere: Callable[[str], bool]) -> None:
+    def __init__(self, scan: Scan, now: dt.date | dt.datetime, wiki_elsewhere: Callable[[str], bool],
+                 only: set[str] | None = None) -> None:
         self.scan = scan
+        self.only = only  # report findings about these files only (None: every file)
         self.tier = scan.snap.tier
         self.entries = scan.snap.entries
         self.docs = scan.docs
@@ -502,21 +519,36 @@ class Checker:
         self.findings.append(Finding(group, code, severity, path, message, line))
 
     def run(self) -> list[Finding]:
+        only = self.only
         concepts = [(p, f) for p, f in sorted(self.facts.items()) if f.readable]
         for path, fact in sorted(self.facts.items()):
-            self.findings.extend(Finding(g, code, severity, path, message, line)
-                                 for g, code, severity, message, line in fact.findings)
+            if only is None or path in only:
+                self.findings.extend(Finding(g, code, severity, path, message, line)
+                                     for g, code, severity, message, line in fact.findings)
         for path, fact in concepts:
-            self.stale(path, fact)
-            self.check_links(path, fact)
+            if only is None or path in only:
+                self.stale(path, fact)
+                self.check_links(path, fact)
         self.duplicate_ids(concepts)
         self.superseded_by(concepts)
         for path, doc in sorted(self.docs.items()):
+            if only is not None and path not in only:
+                continue
             if path.rsplit("/", 1)[-1] == "log.md":
                 self.log(doc)
             elif path.rsplit("/", 1)[-1] == "index.md":
                 self.index_structure(doc)
-        IndexCheck(self).run()
+        before = len(self.findings)
+        check = IndexCheck(self)
+        check.run()
+        if not self.scan.complete and check.unreached:
+            # An index the scoped read did not reach from the root may be reached through
+            # one it left out: decide with every index read.
+            del self.findings[before:]
+            self.scan.read_all()
+            IndexCheck(self).run()
+        if only is not None:
+            self.findings = [f for f in self.findings if f.file in only]
         return self.findings
 
     def stale(self, path: str, fact: Checked) -> None:
@@ -649,6 +681,7 @@ class IndexCheck:
         self.listed: dict[str, set[str]] = {}
         self.edges: dict[str, set[str]] = {}
         self.folders = index.folders_of(self.entries)
+        self.unreached = False  # some index file read is not reachable from the root index
 
     def run(self) -> None:
         for path, doc in sorted(self.indexes.items()):
@@ -749,6 +782,7 @@ class IndexCheck:
         for path in sorted(self.indexes):
             if path in reached or path == "index.md":
                 continue
+            self.unreached = True
             folder = index.parent(path)
             above = index.index_path(index.parent(folder))
             if above in reached:
@@ -764,10 +798,22 @@ class IndexCheck:
 
 
 def check_snapshot(snap: Snapshot, today: dt.date | dt.datetime, wiki_elsewhere: Callable[[str], bool] | None = None,
-                   worktree: bool = False) -> TierReport:
-    """Every finding for one tier's snapshot (``today``: a date means its midnight UTC)."""
-    scan = Scan(snap)
-    return _report(scan, today, wiki_elsewhere or (lambda name: False), worktree)
+                   worktree: bool = False, *, facts: dict[str, Checked] | None = None,
+                   only: set[str] | None = None) -> TierReport:
+    """Every finding for one tier's snapshot (``today``: a date means its midnight UTC).
+
+    ``facts``: the snapshot's ``checked_facts`` when the caller has them already. ``only``:
+    report the findings about these files alone, doing only the work they need (the index
+    files of their folders and of the folders above are read, not every index).
+    """
+    reserved = None
+    if only is not None:
+        wanted = {index.index_path(folder) for folder in index.folders_of(only) | {""}} | set(only)
+        reserved = wanted.__contains__
+    scan = Scan(snap, facts, reserved)
+    findings = Checker(scan, today, wiki_elsewhere or (lambda name: False), only).run()
+    concepts = sum(1 for p in scan.snap.entries if okf.is_concept_path(p))
+    return TierReport(scan.snap.tier, scan.snap.commit, worktree, concepts, findings)
 
 
 def frontmatter_errors(tier: Tier, path: str, data: bytes, today: dt.date | None = None) -> list[Finding]:

@@ -293,10 +293,11 @@ def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | 
     old = snapshot(tier, base)
     new = snapshot(tier, head)
     out = Review(base, head, label)
-    out.concepts = diff_concepts(old, new)
+    facts = doctor.checked_facts(new)
+    out.concepts = diff_concepts(old, new, facts)
     out.files = _other_files(old, new)
     today = dt.date.fromisoformat(ctx.today())
-    introduced, out.preexisting = _doctor_findings(old, new, today)
+    introduced, out.preexisting = _doctor_findings(old, new, today, _scope(out.concepts, out.files, facts), facts)
     out.findings = introduced + rules(old, new, out.concepts) + _settings(out.files)
     out.commits = provenance(repo, tier, base, head)
     if pr_body is not None:
@@ -309,8 +310,11 @@ def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | 
     return out
 
 
-def diff_concepts(old: Snapshot, new: Snapshot) -> list[ConceptChange]:
-    """Concepts added, modified, removed, and renamed (an ``okf_id`` that changed path)."""
+def diff_concepts(old: Snapshot, new: Snapshot, facts: dict[str, doctor.Checked] | None = None) -> list[ConceptChange]:
+    """Concepts added, modified, removed, and renamed (an ``okf_id`` that changed path).
+
+    ``facts``: ``doctor.checked_facts(new)`` when the caller has them (the links they hold
+    find the concepts linking to the changed ones without parsing the tree)."""
     before = {p: e.oid for p, e in old.entries.items() if okf.is_concept_path(p)}
     after = {p: e.oid for p, e in new.entries.items() if okf.is_concept_path(p)}
     added = sorted(set(after) - set(before))
@@ -338,26 +342,51 @@ def diff_concepts(old: Snapshot, new: Snapshot) -> list[ConceptChange]:
         else:
             out.append(_change("removed", old, new, path, None))
     out = sorted(out, key=lambda c: (c.path or c.old_path or ""))
-    linked = backlinks(new, {p for c in out for p in (c.path, c.old_path) if p})
+    linked = backlinks(new, {p for c in out for p in (c.path, c.old_path) if p}, facts)
     return [dataclasses.replace(c, linked_from=tuple(sorted(set(linked.get(c.path, []) + linked.get(c.old_path or "", []))
                                                            - {c.path})))
             if c.path in linked or (c.old_path or "") in linked else c for c in out]
 
 
-def backlinks(snap: Snapshot, targets: set[str]) -> dict[str, list[str]]:
-    """For each of ``targets``, the concepts in ``snap`` whose body links to it (markdown or ``[[name]]``)."""
-    concepts = list(snap.concepts())
-    names = links.wiki_names((c.path, c.meta.get("name") if isinstance(c.meta.get("name"), str) else None)
-                             for c in concepts)
+def backlinks(snap: Snapshot, targets: set[str], facts: dict[str, doctor.Checked] | None = None
+              ) -> dict[str, list[str]]:
+    """For each of ``targets``, the concepts in ``snap`` whose body links to it (markdown or ``[[name]]``),
+    read from doctor's facts of ``snap`` (cached by blob OID: nothing unchanged is parsed)."""
+    facts = doctor.checked_facts(snap) if facts is None else facts
+    concepts = [(p, f) for p, f in sorted(facts.items()) if f.readable and f.has_frontmatter]
+    names = links.wiki_names((p, f.name) for p, f in concepts)
+    # A markdown link reaches a target only if it ends in the target's file name (unless it is
+    # written with escapes, a fragment or a dot segment): the rest need no resolving.
+    ends = {t.rsplit("/", 1)[-1] for t in targets}
     out: dict[str, list[str]] = {}
-    for concept in concepts:
-        if b"[" not in concept.body:
-            continue
-        for link in links.extract(concept.body):
-            path = names.get(link.target) if link.kind == "wiki" else links.resolve(concept.path, link.target).path
-            if path in targets and concept.path not in out.setdefault(path, []):
-                out[path].append(concept.path)
+    for source, fact in concepts:
+        for kind, target, _ in fact.links:
+            if kind != "wiki" and target.rsplit("/", 1)[-1] not in ends and not _unusual(target):
+                continue
+            path = names.get(target) if kind == "wiki" else links.resolve(source, target).path
+            if path in targets and source not in out.setdefault(path, []):
+                out[path].append(source)
     return out
+
+
+def _unusual(target: str) -> bool:
+    last = target.rstrip("/").rsplit("/", 1)[-1]
+    return last in (".", "..", "") or any(c in target for c in "%#?")
+
+
+def _scope(changes: list[ConceptChange], files: list[tuple[str, str]], facts: dict[str, doctor.Checked]) -> set[str]:
+    """The files doctor looks at for a review: the changed ones, the concepts linking to a
+    changed concept or linked from one, and the index files of the changed concepts' folders."""
+    scope = {p for c in changes for p in (c.path, c.old_path, *c.linked_from) if p} | {p for _, p in files}
+    for change in changes:
+        fact = facts.get(change.path)
+        for kind, target, _ in fact.links if fact is not None and change.change != "removed" else ():
+            if kind == "md":
+                resolved = links.resolve(change.path, target).path
+                if resolved:
+                    scope.add(resolved)
+    scope |= {index.index_path(index.parent(p)) for p in list(scope) if okf.is_concept_path(p)}
+    return scope
 
 
 def _okf_id(snap: Snapshot, path: str) -> str | None:
@@ -435,15 +464,17 @@ def _other_files(old: Snapshot, new: Snapshot) -> list[tuple[str, str]]:
 # -- doctor: only what the branch introduces ----------------------------------------------
 
 
-def _doctor_findings(old: Snapshot, new: Snapshot, today: dt.date) -> tuple[list[Finding], int]:
-    """Doctor findings at the head that were not on the base (lines may move; messages do not).
+def _doctor_findings(old: Snapshot, new: Snapshot, today: dt.date, scope: set[str] | None = None,
+                     facts: dict[str, doctor.Checked] | None = None) -> tuple[list[Finding], int]:
+    """Doctor findings at the head that were not on the base (lines may move; messages do not),
+    about the files in ``scope`` (None: every file).
 
     The base is only checked when the head has findings: a clean head needs one pass.
     """
-    def check(snap: Snapshot) -> list[doctor.Finding]:
-        return doctor.check_snapshot(snap, today).findings if snap.entries else []
+    def check(snap: Snapshot, facts: dict[str, doctor.Checked] | None = None) -> list[doctor.Finding]:
+        return doctor.check_snapshot(snap, today, facts=facts, only=scope).findings if snap.entries else []
 
-    found = check(new)
+    found = check(new, facts)
     before = {(f.code, f.file, f.message) for f in check(old)} if found else set()
     introduced: list[Finding] = []
     kept = 0
