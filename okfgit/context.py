@@ -1,4 +1,5 @@
-"""The outside world, passed in: environment, home folders, clock, working folder.
+"""The outside world, passed in: environment, home folders, clock, working folder, and
+who is told of the progress of long work.
 
 Library code takes a ``Context`` instead of reading ``os.environ`` or the clock, so
 tests pin them and commit ids are reproducible (STYLE.md habit 6).
@@ -12,12 +13,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from okfgit.progress import Progress, silent
+
 
 @dataclass(frozen=True)
 class Context:
     environ: Mapping[str, str]
     cwd: Path
     clock: Callable[[], float] = field(default=time.time)
+    progress: Progress = field(default=silent)  # told of long loops (see ``okfgit.progress``)
 
     @classmethod
     def from_process(cls) -> "Context":

@@ -133,7 +133,9 @@ def apply(ctx: Context, plan: Plan) -> Applied:
             raise UnwritableError(f"cannot rename {move.src} to {move.dst}: {exc.strerror or exc}") from exc
         done.moved.append(move)
     folders: set[Path] = set()
-    for write in plan.writes:
+    for done_writes, write in enumerate(plan.writes, start=1):
+        if not done_writes % 200:
+            ctx.progress("writing files", done_writes, len(plan.writes))
         try:
             if write.touch:
                 pass
@@ -150,6 +152,8 @@ def apply(ctx: Context, plan: Plan) -> Applied:
             done.failed.append((write, f"cannot write {write.path}: {exc.strerror or exc}"))
         except OkfError as exc:
             done.failed.append((write, str(exc)))
+    if plan.writes:
+        ctx.progress("writing files", len(plan.writes), len(plan.writes))
     failed = {w.path for w, _ in done.failed}
     for move in done.moved:
         if move.src in failed:

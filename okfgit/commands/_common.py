@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import sys
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import click
 
 from okfgit.context import Context
+from okfgit.progress import Progress, silent
 
 if TYPE_CHECKING:  # importing tiers loads pygit2: commands with a fast path import it only when used
     from okfgit.knowledge.tiers import Workspace
@@ -83,3 +87,57 @@ def emit_json(data: Any) -> None:
 def warn(messages: Iterable[str]) -> None:
     for message in messages:
         click.echo(f"okfgit: warning: {message}", err=True)
+
+
+class StderrProgress:
+    """A one-line counter on a terminal's stderr (``what: done/total, about N s left``),
+    shown only once one piece of work has taken ``after`` seconds, and ended by a newline."""
+
+    def __init__(self, stream: TextIO, after: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream = stream
+        self.after = after
+        self.clock = clock
+        self.what = ""
+        self.started = 0.0
+        self.shown = 0.0  # when the line was last drawn (0: not drawn for this work)
+        self.width = 0
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        now = self.clock()
+        if what != self.what:
+            self.end()
+            self.what, self.started = what, now
+        elapsed = now - self.started
+        if elapsed < self.after or (done < total and now - self.shown < 0.1):
+            return
+        line = f"{what}: {done:,}/{total:,}"
+        if 0 < done < total:
+            line += f", about {elapsed * (total - done) / done:.0f} s left"
+        self.stream.write("\r" + line.ljust(self.width))
+        self.stream.flush()
+        self.width = len(line)
+        self.shown = now
+        if done >= total:
+            self.end()
+
+    def end(self) -> None:
+        """Finish the line drawn for the current work (nothing when none was drawn)."""
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+        self.shown, self.width, self.what = 0.0, 0, ""
+
+
+def progress_for(*, quiet: bool = False, stream: TextIO | None = None) -> Progress:
+    """What the library's progress callback does for this command: a counter on stderr when a
+    person is watching it (a terminal), nothing in hooks, under ``--quiet`` or ``--json``
+    (pass ``quiet=True`` for all three) or when stderr is not a terminal."""
+    stream = sys.stderr if stream is None else stream
+    if quiet or not stream.isatty():
+        return silent
+    return StderrProgress(stream)
+
+
+def with_progress(ctx: Context, *, quiet: bool = False) -> Context:
+    """``ctx`` reporting progress as ``progress_for`` decides."""
+    return dataclasses.replace(ctx, progress=progress_for(quiet=quiet))

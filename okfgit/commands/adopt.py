@@ -8,7 +8,7 @@ import click
 
 from okfgit.verbs import adopt
 from okfgit import plan as plan_mod
-from okfgit.commands._common import emit_json, json_option, repo_option, run_option, scope_option, warn, workspace
+from okfgit.commands._common import emit_json, json_option, repo_option, run_option, scope_option, warn, with_progress, workspace
 
 
 @click.command("adopt")
@@ -36,6 +36,7 @@ def adopt_cmd(src: Path | None, scope: str, folder: str | None, dry_run: bool, r
     YAML, not UTF-8, binary, symlinks, a file that would overwrite a different
     one) is listed and nothing is written (exit 2)."""
     ctx, ws = workspace(repo, run, new_run=scope == "job")  # adopting into a run creates it
+    ctx = with_progress(ctx, quiet=as_json)
     if dry_run:
         result = adopt.adopt_plan(ws, src, scope, folder)
     else:

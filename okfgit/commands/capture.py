@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from okfgit.commands._common import emit_json, json_option, repo_option, run_option, warn, workspace
+from okfgit.commands._common import emit_json, json_option, repo_option, run_option, warn, with_progress, workspace
 
 
 @click.command("capture")
@@ -29,6 +29,7 @@ def capture_cmd(source: str, to: str | None, dry_run: bool, repo: Path | None, r
     from okfgit.verbs import capture
 
     ctx, ws = workspace(repo, run)
+    ctx = with_progress(ctx, quiet=as_json)
     report = capture.capture(ctx, ws, to=to, dry_run=dry_run)
     if as_json:
         emit_json(report.to_json())

@@ -5,7 +5,7 @@ from pathlib import Path
 import click
 
 from okfgit.verbs import doctor
-from okfgit.commands._common import emit_json, json_option, repo_option, run_option, scope_option, workspace
+from okfgit.commands._common import emit_json, json_option, repo_option, run_option, scope_option, with_progress, workspace
 
 
 @click.command("doctor")
@@ -24,7 +24,7 @@ def doctor_cmd(scope: str, worktree: bool, repo: Path | None, run: str | None, a
     with a note.
     """
     ctx, ws = workspace(repo, run)
-    report = doctor.run(ctx, ws, scope, worktree=worktree)
+    report = doctor.run(with_progress(ctx, quiet=as_json), ws, scope, worktree=worktree)
     if as_json:
         emit_json(report.to_json())
     else:

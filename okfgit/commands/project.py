@@ -69,9 +69,10 @@ def project_cmd(scope: str, target: str, dry_run: bool, explain: bool, quiet: bo
             click.echo(NOTHING_TO_DO)
         return 0
     from okfgit.verbs import project as projection
-    from okfgit.commands._common import workspace
+    from okfgit.commands._common import with_progress, workspace
 
     ctx, ws = workspace(repo, run)
+    ctx = with_progress(ctx, quiet=quiet or as_json or dry_run)
     report = projection.project(ctx, ws, scope=scope, target=target, dry_run=dry_run, run_arg=run, explain=explain)
     warn(report.warnings)
     warn(f"{o.path}: {o.reason}" for o in report.outcomes if o.action in ("skipped", "failed"))

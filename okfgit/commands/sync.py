@@ -54,10 +54,11 @@ def sync_cmd(hook: str | None, wait_s: float, quiet: bool, fetch: bool, dry_run:
         if verdict is noop.Verdict.UP_TO_DATE and hook is None and not quiet:
             click.echo(NOTHING_TO_DO)
         return 0
-    from okfgit.commands._common import warn, workspace
+    from okfgit.commands._common import warn, with_progress, workspace
     from okfgit.verbs import sync
 
     ctx, ws = workspace(repo, run)
+    ctx = with_progress(ctx, quiet=quiet or hook is not None)
     if quiet and ws.project_repo is None:
         return 0  # a session outside any git repository: nothing to sync
     report = sync.sync(ctx, ws, wait_s=wait_s, run_arg=run, fetch=fetch)

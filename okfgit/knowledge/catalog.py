@@ -26,6 +26,7 @@ from okfgit.errors import OkfError, ValidationError
 from okfgit.git import Entry, Repo
 from okfgit.knowledge.tiers import Tier
 from okfgit.local import paths
+from okfgit.progress import Progress, silent
 
 VERSION = 4  # 2: a concept without a string type is a problem, not a fact; 3: status and stale_after; 4: what Claude's recall order needs
 CATALOG_FILE = paths.CATALOG
@@ -118,13 +119,13 @@ PROJECTION: Kind[Fact] = Kind(CATALOG_FILE, VERSION, fact_of, _fact_from_json)
 
 
 def build(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog[Fact] | None,
-          blobs: dict[str, bytes] | None = None) -> TierCatalog[Fact]:
+          blobs: dict[str, bytes] | None = None, progress: Progress = silent) -> TierCatalog[Fact]:
     """Projection's catalog of ``tier`` at ``commit`` (see ``build_kind``)."""
-    return build_kind(PROJECTION, repo, tier, commit, tree, cached, blobs)
+    return build_kind(PROJECTION, repo, tier, commit, tree, cached, blobs, progress)
 
 
 def build_kind(kind: Kind[F], repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog[F] | None,
-               blobs: dict[str, bytes] | None = None) -> TierCatalog[F]:
+               blobs: dict[str, bytes] | None = None, progress: Progress = silent) -> TierCatalog[F]:
     """The ``kind`` catalog of ``tier`` at ``commit`` (whose KB tree is ``tree``).
 
     Reuses ``cached`` as is when its tree is ``tree``, updates it from a tree diff when it
@@ -141,29 +142,38 @@ def build_kind(kind: Kind[F], repo: Repo, tier: Tier, commit: str, tree: str, ca
         except Exception:  # noqa: BLE001 - a cached tree gc'd away (or any diff failure): read it all
             changes = None
         if changes is not None:
-            return _updated(repo, tier, commit, tree, cached, [c.path for c in changes], blobs, kind)
-    return _full(repo, tier, commit, tree, blobs, kind)
+            return _updated(repo, tier, commit, tree, cached, [c.path for c in changes], blobs, kind, progress)
+    return _full(repo, tier, commit, tree, blobs, kind, progress)
 
 
-def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes], kind: Kind[F]) -> TierCatalog[F]:
+def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes], kind: Kind[F],
+          progress: Progress = silent) -> TierCatalog[F]:
     entries = repo.tree_entries(commit, tier.prefix)
     out: TierCatalog[F] = TierCatalog(tree, reread=len(entries))
-    for path in sorted(entries):
-        if okf.is_concept_path(path):
-            _add(out, repo, tier, path, entries[path], blobs, kind)
+    concepts = [p for p in sorted(entries) if okf.is_concept_path(p)]
+    what = f"reading {tier.label} concepts"
+    for done, path in enumerate(concepts, start=1):
+        _add(out, repo, tier, path, entries[path], blobs, kind)
+        if not done % 100:
+            progress(what, done, len(concepts))
+    progress(what, len(concepts), len(concepts))
     return out
 
 
 def _updated(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog[F], paths: list[str],
-             blobs: dict[str, bytes], kind: Kind[F]) -> TierCatalog[F]:
+             blobs: dict[str, bytes], kind: Kind[F], progress: Progress = silent) -> TierCatalog[F]:
     out = TierCatalog(tree, dict(cached.facts), dict(cached.problems), reread=len(paths))
     found = repo.entries_in(tree, [p for p in paths if okf.is_concept_path(p)])
-    for path in paths:
+    what = f"reading {tier.label} concepts"
+    for done, path in enumerate(paths, start=1):
+        if not done % 100:
+            progress(what, done, len(paths))
         out.facts.pop(path, None)
         out.problems.pop(path, None)
         entry = found.get(path)
         if entry is not None and entry.mode != 0o040000:
             _add(out, repo, tier, path, entry, blobs, kind)
+    progress(what, len(paths), len(paths))
     return out
 
 

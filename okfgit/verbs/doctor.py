@@ -38,6 +38,7 @@ from okfgit.knowledge import catalog
 from okfgit.knowledge.snapshot import Snapshot, snapshot, worktree_snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.local import paths
+from okfgit.progress import Progress, silent
 from okfgit.plan import index_behind
 
 OKF = "okf"
@@ -257,20 +258,20 @@ def _checked_by_label(tier_name: str, _label: str, path: str, entry: Entry, data
     return checked_of(tier_name, path, entry, data)
 
 
-def checked_facts(snap: Snapshot) -> dict[str, Checked]:
+def checked_facts(snap: Snapshot, progress: Progress = silent) -> dict[str, Checked]:
     """Every concept path of ``snap`` checked on its own: from the tier's doctor cache when the
     snapshot is a commit of the tier's repository, read afresh otherwise (a working tree)."""
     tier = snap.tier
     if snap.commit is not None and tier.exists():
         try:
-            return _cached_facts(snap)
+            return _cached_facts(snap, progress)
         except (OkfError, OSError):
             pass  # only a cache: check every file instead
     return {path: checked_of(tier.name, path, entry, b"" if entry.is_link else snap.blob(path))
             for path, entry in snap.entries.items() if okf.is_concept_path(path)}
 
 
-def _cached_facts(snap: Snapshot) -> dict[str, Checked]:
+def _cached_facts(snap: Snapshot, progress: Progress = silent) -> dict[str, Checked]:
     tier = snap.tier
     repo = tier.open()
     assert snap.commit is not None
@@ -279,7 +280,7 @@ def _cached_facts(snap: Snapshot) -> dict[str, Checked]:
         return {}
     kind = doctor_kind(tier)
     cached = catalog.load_kind(kind, repo.common_dir)
-    built = catalog.build_kind(kind, repo, tier, snap.commit, tree, cached.get(tier.label))
+    built = catalog.build_kind(kind, repo, tier, snap.commit, tree, cached.get(tier.label), progress=progress)
     if built is not cached.get(tier.label) and (tier.label not in cached or built.worth_saving):
         try:
             catalog.save_kind(kind, repo.common_dir, {**cached, tier.label: built})
@@ -854,7 +855,7 @@ def _run(ctx: Context, ws: Workspace, tiers: list[Tier], skipped: list[str], rea
             where = "in its working tree" if worktree else "at HEAD"
             skipped.append(f"{tier.label} tier skipped: no knowledge base {where} in {tier.root}")
             continue
-        scans[tier.label] = Scan(snap)
+        scans[tier.label] = Scan(snap, checked_facts(snap, ctx.progress))
     elsewhere = _Elsewhere(ws, scans, read)
     today = lifecycle.instant_of(ctx.now())
     reports = [_report(scan, today, elsewhere.lookup(label), worktree) for label, scan in scans.items()]

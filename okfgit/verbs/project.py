@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from okfgit.knowledge import catalog
+from okfgit.progress import Progress, silent
 from okfgit.local import fastpath, state
 from okfgit.knowledge.catalog import TierCatalog
 from okfgit.targets.claude_home import claude_home
@@ -151,7 +152,7 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
     view = View(
         ctx=ctx, tiers=inputs.infos,
         worktree=repo.workdir if repo else None, main_root=repo.main_workdir if repo else None,
-        state=st, merge=lambda: _merge(inputs, st.common_dir if repo else None, cache),
+        state=st, merge=lambda: _merge(inputs, st.common_dir if repo else None, cache, ctx.progress),
         read=lambda oid: _read(oid, cache, inputs.repos), nav_protocol=nav_protocol(),
         wrote=lambda oid: _stored(repo, oid),
     )
@@ -263,13 +264,14 @@ def _tier_info(tier: Tier, warnings: list[str], explicit: bool) -> tuple[TierInf
     return TierInfo(tier, commit, tree), repo
 
 
-def _merge(inputs: _Inputs, common_dir: Path | None, cache: dict[str, bytes]) -> Merged:
+def _merge(inputs: _Inputs, common_dir: Path | None, cache: dict[str, bytes], progress: Progress = silent) -> Merged:
     """Every tier's concepts merged by ``okf_id``: the most specific tier wins."""
     cached = catalog.load(common_dir) if common_dir is not None else {}
     catalogs: dict[str, TierCatalog] = {}
     for info in inputs.infos:
         repo = inputs.repos[info.label]
-        catalogs[info.label] = catalog.build(repo, info.tier, info.commit, info.tree, cached.get(info.label), cache)
+        catalogs[info.label] = catalog.build(repo, info.tier, info.commit, info.tree, cached.get(info.label), cache,
+                                               progress)
     if common_dir is not None and any(k not in cached or v.worth_saving for k, v in catalogs.items()):
         keep = {k: v for k, v in cached.items() if k not in catalogs}
         catalog.save(common_dir, {**keep, **catalogs})
