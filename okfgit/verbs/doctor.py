@@ -48,7 +48,7 @@ WARNING = "warning"
 RECALL_BYTES = 4096  # Claude Code's recall shows only the first 4 KB of a memory file
 PROFILE_KEYS = ("title", "description", "okf_id", "scope", "okf_source")
 NEEDS_MERGE_STATUS = "needs-merge"
-CACHE_VERSION = 1  # of doctor.json: bump when a check of one file changes what it finds
+CACHE_VERSION = 3  # of doctor.json: bump when a check of one file changes what it finds (3: resolved links)
 
 _LOG_GROUP = re.compile(r"^##[ \t]+(.*?)[ \t#]*$")
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -186,9 +186,8 @@ class Checked(NamedTuple):
     readable: bool  # read as text (no reading finding): its links and keys take part
     has_frontmatter: bool
     body_line: int  # file line where the body starts
-    links: list[Any]  # [kind, target, line in the body] for each link of the body
-    okf_id: str | None  # the okf_id when it is a string
-    okf_id_line: int | None
+    links: list[Any]  # [kind, target, line in the body, where it leads (see _where)] for each link of the body
+    okf_id: str | None  # the okf_id when it is a string (its line is found when a duplicate needs it)
     merge_status: bool  # status: needs-merge
     superseded_by: list[str]
     superseded_line: int | None
@@ -201,12 +200,12 @@ class Checked(NamedTuple):
 def checked_of(tier_name: str, path: str, entry: Entry, data: bytes) -> Checked:
     """Read and check one concept file on its own (see ``Checked``)."""
     if entry.is_link:  # reported as a symlink by the scan; never read
-        return Checked(entry.oid, [], False, False, 1, [], None, None, False, [], None, None,
+        return Checked(entry.oid, [], False, False, 1, [], None, False, [], None, None,
                        [index.escape_title(okf.title_from_path(path)), "", ""], "", None)
     findings: list[Finding] = []
     doc = _read(path, data, findings)
     if doc is None:
-        return Checked(entry.oid, [_finding_row(f) for f in findings], False, False, 1, [], None, None, False, [],
+        return Checked(entry.oid, [_finding_row(f) for f in findings], False, False, 1, [], None, False, [],
                        None, None, _item_row(index.item_of(data, path)), "", None)
     checks = FileChecks(tier_name)
     checks.concept(doc)
@@ -223,9 +222,8 @@ def checked_of(tier_name: str, path: str, entry: Entry, data: bytes) -> Checked:
         readable=True,
         has_frontmatter=doc.has_frontmatter,
         body_line=doc.body_line,
-        links=[[link.kind, link.target, link.line] for link in links.extract(doc.body)],
+        links=[[link.kind, link.target, link.line, _where(path, link)] for link in links.extract(doc.body)],
         okf_id=okf_id if isinstance(okf_id, str) else None,
-        okf_id_line=doc.key_line("okf_id") if isinstance(okf_id, str) and okf_id else None,
         merge_status=meta.get("status") == NEEDS_MERGE_STATUS,
         superseded_by=refs,
         superseded_line=doc.key_line("superseded_by") if refs else None,
@@ -234,6 +232,15 @@ def checked_of(tier_name: str, path: str, entry: Entry, data: bytes) -> Checked:
         stale_after=stale or "",
         stale_line=doc.key_line("stale_after") if stale else None,
     )
+
+
+def _where(source: str, link: links.Link) -> str | None:
+    """Where a markdown link of ``source`` leads in the tier ("/" when it leaves the KB, None
+    when external or a ``[[name]]`` link): a function of the path alone, so it is cached too."""
+    if link.kind == "wiki":
+        return None
+    target = links.resolve(source, link.target)
+    return "/" if target.escapes else target.path
 
 
 def _item_row(item: index.Item) -> list[str]:
@@ -579,12 +586,21 @@ class Checker:
             for path, fact in found:
                 others = ", ".join(p for p, _ in found if p != path)
                 self.add(PROFILE, "duplicate-okf-id", path, f"okf_id {okf_id} is also used by {others} in this tier",
-                         fact.okf_id_line)
+                         self.key_line(path, "okf_id"))
+
+    def key_line(self, path: str, key: str) -> int | None:
+        """The file line of a concept's frontmatter ``key``, read again for the rare finding that
+        points at it from across files (not kept in the cache: most concepts never need it)."""
+        doc = _read(path, self.scan.snap.blob(path), [])
+        return doc.key_line(key) if doc is not None else None
 
     # links ------------------------------------------------------------------------
 
     def check_links(self, path: str, fact: Checked) -> None:
-        for kind, target, line in fact.links:
+        entries = self.entries
+        for kind, target, line, where in fact.links:
+            if where and where != "/" and where in entries:
+                continue  # the usual link, to a file that is there: nothing to report
             self.link(path, fact.body_line, links.Link(kind, target, line))
 
     def link(self, source: str, body_line: int, link: links.Link) -> str | None:
@@ -697,8 +713,8 @@ class IndexCheck:
         listed = self.listed.setdefault(folder, set())
         edges = self.edges.setdefault(path, set())
         # Only okfgit's own index takes its words from the frontmatter; a bundle's keeps its own.
-        own = index.own_form(index.read_page(doc.data, path, self.folders), folder,
-                             lambda p: links.exists(p, self.entries))
+        own = functools.cache(lambda: index.own_form(index.read_page(doc.data, path, self.folders), folder,
+                                                     lambda p: links.exists(p, self.entries)))
         for line in lines:
             if line.target is None:
                 continue
@@ -731,7 +747,9 @@ class IndexCheck:
             if reached is not None:
                 edges.add(reached)
 
-    def entry_shape(self, path: str, line: index.Line, number: int, resolved: str, own: bool) -> None:
+    def entry_shape(self, path: str, line: index.Line, number: int, resolved: str, own: Callable[[], bool]) -> None:
+        """``own()``: the index is okfgit's own form (asked only of an entry that differs: reading
+        the page's form costs more than every other index check)."""
         if not index.kb_target(resolved):
             return  # an entry for a file that is not a concept or folder: the index's outro, a person's
         if not line.conforming:
@@ -741,10 +759,10 @@ class IndexCheck:
                        f"{line.text.strip()!r}", number, WARNING)
             return
         fact = self.c.facts.get(resolved)
-        if not own or fact is None or not fact.readable or not fact.has_frontmatter:
+        if fact is None or not fact.readable or not fact.has_frontmatter:
             return
         title, description = fact.item[0], fact.item[1]
-        if (line.title, line.description) != (title, description):
+        if (line.title, line.description) != (title, description) and own():
             want = index.expected_entry(title, line.target or "", description)
             self.c.add(PROFILE, "index-entry-stale", path, f"entry for {resolved} differs from its frontmatter "
                        f"(expected {want!r}; run `okfgit index`)", number)

@@ -360,7 +360,7 @@ def backlinks(snap: Snapshot, targets: set[str], facts: dict[str, doctor.Checked
     ends = {t.rsplit("/", 1)[-1] for t in targets}
     out: dict[str, list[str]] = {}
     for source, fact in concepts:
-        for kind, target, _ in fact.links:
+        for kind, target, *_ in fact.links:
             if kind != "wiki" and target.rsplit("/", 1)[-1] not in ends and not _unusual(target):
                 continue
             path = names.get(target) if kind == "wiki" else links.resolve(source, target).path
@@ -380,7 +380,7 @@ def _scope(changes: list[ConceptChange], files: list[tuple[str, str]], facts: di
     scope = {p for c in changes for p in (c.path, c.old_path, *c.linked_from) if p} | {p for _, p in files}
     for change in changes:
         fact = facts.get(change.path)
-        for kind, target, _ in fact.links if fact is not None and change.change != "removed" else ():
+        for kind, target, *_ in fact.links if fact is not None and change.change != "removed" else ():
             if kind == "md":
                 resolved = links.resolve(change.path, target).path
                 if resolved:
