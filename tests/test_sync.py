@@ -85,7 +85,7 @@ def test_the_no_op_path_imports_neither_pygit2_nor_yaml(project: Path, mem: Path
     heavy = sorted(m for m in imported if m.split(".")[0] in ("pygit2", "yaml", "okfgit") and m not in (
         "okfgit", "okfgit.cli", "okfgit.errors", "okfgit.commands", "okfgit.local", "okfgit.commands.sync", "okfgit.local.fastpath",
         "okfgit.local.stamps", "okfgit.local.paths", "okfgit.local.noop", "okfgit.commands._common", "okfgit.context",
-        "okfgit.__main__")
+        "okfgit.progress", "okfgit.__main__")
         and (args or m != "okfgit.local.exchange"))  # sync (not a hook) asks whether a fetch is due
     assert heavy == []
 
