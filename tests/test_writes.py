@@ -209,3 +209,69 @@ def test_a_read_only_target_is_refused_alike_as_a_file_or_a_link(project: Path, 
         real.chmod(0o644)
     assert "read-only" in result.err and f"chmod u+w {real}" in result.err, result
     assert real.read_text() == "# Mine\n"
+
+
+def test_cat_and_links_of_an_unreadable_concept_say_it_is_unreadable_and_why(project: Path, okfgit: Runner,
+                                                                              git: Runner) -> None:
+    (project / ".okf" / "bad.md").write_text("---\ntype: [unclosed\n---\n\n# Bad\n")
+    git("add", ".okf/bad.md", cwd=project)
+    git("commit", "-q", "-m", "a broken concept", cwd=project)
+    for verb, code in (("cat", 0), ("links", 2)):  # cat still shows the bytes
+        result = okfgit(verb, "bad", cwd=project, expect=code)
+        assert "bad.md@" in result.err and "is unreadable as a concept" in result.err and "YAML" in result.err
+        assert "no concept" not in result.err
+
+
+@pytest.mark.parametrize("flag", ["--title", "--description"])
+def test_a_line_break_in_title_or_description_is_a_usage_error(project: Path, okfgit: Runner, git: Runner,
+                                                              flag: str) -> None:
+    top = head(git, project)
+    args = ["new", "fact", "--description", "A fact."] + [flag, "a\nb"]
+    result = okfgit(*args, cwd=project, expect=2)
+    assert f"{flag} is one" in result.err
+    assert head(git, project) == top
+
+
+def test_adopt_of_a_lone_cr_file_is_refused_not_wrapped_in_a_second_frontmatter(project: Path, okfgit: Runner,
+                                                                                git: Runner, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "old.md").write_bytes(b"---\rtype: Note\rtitle: Old\r---\r\r# Old\r")
+    top = head(git, project)
+    result = okfgit("adopt", str(src), cwd=project, expect=2)
+    assert "old.md" in result.err and "lone CR" in result.err
+    assert head(git, project) == top
+
+
+def alias_bomb() -> bytes:
+    """345 bytes of nested YAML aliases: 9^7 strings if expanded, and as many steps to compare."""
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for prev, name in zip("abcdef", "bcdefg"):
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+    return ("---\nname: bomb\ndescription: A bomb.\n" + "\n".join(lines) + "\nmetadata:\n  type: project\n---\n\n"
+            "Boom.\n").encode()
+
+
+def test_a_yaml_alias_bomb_is_refused_everywhere(project: Path, okfgit: Runner, git: Runner, env: dict[str, str],
+                                                  home: Path, tmp_path: Path) -> None:
+    from okfgit.format import concept as okf
+    from tests.test_capture import memory
+
+    bomb = alias_bomb()
+    with pytest.raises(Exception, match="anchors and aliases"):
+        okf.split(bomb, "bomb.md")
+    mem = memory(project, env, home)
+    mem.mkdir(parents=True, exist_ok=True)
+    (mem / "bomb.md").write_bytes(bomb)
+    top = head(git, project)
+    for args in (["capture", "--dry-run"], ["sync"]):
+        result = okfgit(*args, cwd=project)
+        assert "bomb.md" in result.err and "anchors and aliases" in result.err, result
+    status = okfgit("status", cwd=project, expect=None)
+    assert "anchors and aliases" in status.out + status.err
+    assert head(git, project) == top and (mem / "bomb.md").read_bytes() == bomb
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "bomb.md").write_bytes(bomb)
+    result = okfgit("adopt", str(src), cwd=project, expect=2)
+    assert "anchors and aliases" in result.err

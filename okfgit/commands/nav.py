@@ -73,7 +73,7 @@ def cat_cmd(ref: str, scope: str, repo: Path | None, run: str | None, as_json: b
         for note in nav_render.lifecycle_notes(view, hit.concept):
             click.echo(note, err=True)
     if hit.problem:
-        warn([hit.problem])
+        warn([nav.unreadable(hit)])
 
 
 @click.command("links")

@@ -89,6 +89,7 @@ class Parsed:
 
 
 _FENCE_OPEN = re.compile(rb"---[ \t]*\r?\n")  # used with .match(data, pos)
+_LONE_CR_FENCE = re.compile(rb"---[ \t]*\r(?!\n)")
 _FENCE_CLOSE = re.compile(rb"^---[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
 
 
@@ -226,6 +227,10 @@ def set_keys(data: bytes, name: str, updates: Mapping[str, Any], remove: tuple[s
     """
     parsed = split(data, name)
     nl = parsed.newline
+    if not parsed.has_frontmatter and _LONE_CR_FENCE.match(data, parsed.fm_start):
+        # A frontmatter written with old Mac line ends: adding one would put a second in front.
+        raise ValidationError(f"{name}: the line ends are lone CRs (old Mac style), so its frontmatter cannot be "
+                              "read; convert the file to LF line ends")
     if not parsed.has_frontmatter:
         head = ("---" + nl + dump_yaml(ordered(dict(updates))).replace("\n", nl) + "---" + nl)
         prefix = BOM if parsed.bom else b""

@@ -226,7 +226,11 @@ def find(view: View, ref: str) -> tuple[Ref, list[Hit]]:
         return parsed, []
     pool = view.in_tier(parsed.tier) if parsed.tier else view.concepts
     stem = name[:-3] if name.endswith(".md") else name
-    return parsed, [_concept_hit(c) for c in pool if stem in (c.slug, c.fact.name)]
+    hits = [_concept_hit(c) for c in pool if stem in (c.slug, c.fact.name)]
+    if not hits:
+        # an unreadable concept has no name to match but its file's: say why it cannot be shown
+        hits = [h for h in view.problems() if h.tier in labels and posixpath.basename(h.path) == f"{stem}.md"]
+    return parsed, hits
 
 
 def _concept_hit(concept: Card) -> Hit:
@@ -261,11 +265,18 @@ def resolve(view: View, ref: str) -> Hit:
     raise UsageError("\n".join(lines))
 
 
+def unreadable(hit: Hit) -> str:
+    """What to say about a concept file okfgit cannot read (and why)."""
+    return f"{hit.citation} is unreadable as a concept: {hit.problem}"
+
+
 def resolve_ref(view: View, ref: str) -> Card:
     """The one concept ``ref`` names (slug, frontmatter name, okf_id, path or tier:path)."""
     hit = resolve(view, ref)
     if hit.concept is None:
-        raise ValidationError(hit.problem or f"{hit.citation} is not a concept (index.md, log.md and non-markdown files are not)")
+        if hit.problem:
+            raise ValidationError(unreadable(hit))
+        raise ValidationError(f"{hit.citation} is not a concept (index.md, log.md and non-markdown files are not)")
     return hit.concept
 
 

@@ -88,8 +88,10 @@ def new_plan(
     snap = snapshot(tier)
     if path in snap.entries:
         raise UsageError(f"{tier.label}:{path} already exists; pick another slug or edit that concept")
-    if description is not None and "\n" in description.strip():
-        raise ValidationError("--description is one sentence on one line")
+    if description is not None and any(c in description.strip() for c in "\r\n\x85\u2028\u2029"):
+        raise UsageError("--description is one sentence on one line (it has a line break)")
+    if title is not None and any(c in title for c in "\r\n\x85\u2028\u2029"):
+        raise UsageError("--title is one line (it has a line break): the heading and the index entry are one line")
     if not (description or "").strip() and editor is None:
         raise UsageError("a concept needs --description: one sentence saying what it is (or use --edit)")
     okf_id = okf.new_okf_id()
