@@ -160,6 +160,7 @@ def test_kill_9_at_random_points(project: Path, okfgit_proc: Runner, git: Runner
                 t.problems.append(f"round {n} {verb}: {repo} index/worktree differ from HEAD, nothing to recover")
         # the next command finishes whatever was interrupted
         okfgit_proc("sync", cwd=project, expect=None)
+        okfgit_proc("ls", "--run", "r1", cwd=project, expect=None)  # a command that opens the job tier
         for repo, prefix in ((project, ".okf"), (job, ".")):
             if not agrees(git, repo, prefix):
                 t.index_behind += 1

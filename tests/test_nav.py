@@ -223,7 +223,8 @@ def test_unparseable_concept_listed_and_cat_by_path(kb: Path, okfgit: Runner, gi
         in listing
     shown = okfgit("cat", "notes/bad.md", cwd=kb)
     assert shown.out == "---\ntype: [unclosed\n---\nbody\n"
-    assert "okfgit: warning: project:notes/bad.md: invalid YAML frontmatter" in shown.err
+    assert "okfgit: warning: project:notes/bad.md@" in shown.err
+    assert "is unreadable as a concept: project:notes/bad.md: invalid YAML frontmatter" in shown.err
     assert "invalid YAML" in okfgit("links", "notes/bad.md", cwd=kb, expect=2).err
 
 
