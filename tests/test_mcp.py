@@ -147,8 +147,13 @@ def test_a_commit_by_someone_else_is_seen_by_the_next_call(project: Path, okfgit
     assert seen["cat"][1][0].endswith("Body.\n")
 
 
-def test_ls_links_and_status(project: Path, okfgit: Runner, env: dict[str, str]) -> None:
+def test_ls_links_and_status(project: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:
     _with_run(project, okfgit)
+    (project / ".okf" / "old-cache.md").write_text(
+        "---\ntype: Decision\ntitle: Old cache rule\ndescription: We cached for an hour.\nstatus: deprecated\n"
+        "superseded_by: decisions/cache-policy.md\n---\n\nBody.\n")
+    git("add", ".okf/old-cache.md", cwd=project)
+    git("commit", "-q", "-m", "a deprecated rule", cwd=project)
     okfgit("new", "storage", "--description", "Blobs live in sqlite, see [[cache-policy]].", "--no-edit",
            cwd=project)
     cli_ls = json.loads(okfgit("ls", "--json", cwd=project).out)
@@ -159,6 +164,8 @@ def test_ls_links_and_status(project: Path, okfgit: Runner, env: dict[str, str])
         seen["ls"] = await call(session, "ls")
         seen["links"] = await call(session, "links", ref="cache-policy")
         seen["status"] = await call(session, "status")
+        seen["search"] = await call(session, "search", words=["cache"])
+        seen["old"] = await call(session, "cat", ref="old-cache")
 
     serve(project, env, body)
     assert seen["ls"][2] == cli_ls and seen["links"][2] == cli_links
@@ -166,6 +173,10 @@ def test_ls_links_and_status(project: Path, okfgit: Runner, env: dict[str, str])
     error, texts, data = seen["status"]
     assert not error and data is not None and data["run"] == "r1" and data["tiers"] == ["job/r1", "project"]
     assert texts[0].startswith("active run: r1")
+    error, texts, data = seen["search"]
+    assert data["results"][-1]["status"] == "deprecated" and data["results"][-1]["path"] == "old-cache.md"
+    assert "[deprecated \u2192 decisions/cache-policy.md]" in texts[0].splitlines()[-1]
+    assert "deprecated: superseded by decisions/cache-policy.md" in seen["old"][1][1]
 
 
 def test_without_the_sdk_mcp_exits_2_naming_the_extra(project: Path, okfgit_proc: Runner, tmp_path: Path,

@@ -115,6 +115,7 @@ def cat(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
     notes = [f"citation: {hit.citation}"]
     if hit.concept is not None:
         notes += [f"shadows: {c.citation}" for c in view.shadows(hit.concept)]
+        notes += nav_render.lifecycle_notes(view, hit.concept)
     warnings = [w for w in (nav_render.cited_oid_warning(view, ref, hit), hit.problem) if w]
     notes += [f"warning: {w}" for w in warnings]
     if warnings:
