@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Container, Iterable, Mapping
+from typing import Protocol
 from dataclasses import dataclass
 
 from okfgit.format import markdown as links
 from okfgit.format import concept as okf
 from okfgit.errors import OkfError
-from okfgit.knowledge.snapshot import Snapshot
 
 ENTRY = re.compile(r"^\s*[-*+]\s+\[([^\]]*)\]\(([^)\s]*)\)(.*)$")
 HEADING = re.compile(r"^#{1,6}\s+\S")
@@ -41,6 +41,21 @@ _STRICT = re.compile(r"^- \[([^\[\]]*)\]\(([^()\s]+)\)(?: \u2014 (\S(?:.*\S)?))?
 _SEPARATOR = re.compile(r"^\s*(?:\u2014|\u2013|-|:)?\s*")
 SEPARATORS = (" - ", f" {DASH} ", " \u2013 ", ": ")
 _BULLET = re.compile(r"^ ?([-*+]|\d{1,9}[.)])[ \t]")
+
+
+class _Entry(Protocol):
+    @property
+    def is_link(self) -> bool: ...
+
+
+class Tree(Protocol):
+    """What ``regenerate`` reads: a KB's paths and their blobs (a ``knowledge.snapshot.Snapshot``
+    is one; ``format/`` itself knows no git)."""
+
+    @property
+    def entries(self) -> Mapping[str, _Entry]: ...
+
+    def blob(self, path: str) -> bytes: ...
 
 
 _NEEDS_MERGE = re.compile(r"\.needs-merge(?:-[1-9][0-9]*)?\.md$")
@@ -621,7 +636,7 @@ def _subfolder_name(folder: str, target: str) -> str | None:
 
 
 def regenerate(
-    snapshot: Snapshot,
+    snapshot: Tree,
     changes: Mapping[str, bytes | None] | None = None,
     folders: Iterable[str] | None = None,
     items: Callable[[str], Item | None] | None = None,

@@ -1,0 +1,77 @@
+"""The import rules of spec/okf-layout.md, checked on every module of the package."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "okfgit"
+SHARED = {"errors", "context", "fsutil", "__init__", "TOOL", "__version__"}
+# layer -> okfgit layers it may import (besides itself); anything else is a violation
+ALLOWED: dict[str, set[str]] = {
+    "format": {"errors"},
+    "local": {"errors", "fsutil", "__init__", "TOOL"},
+    "git": SHARED | {"local"},
+    "transport": SHARED | {"git"},
+    "knowledge": SHARED | {"format", "git", "local"},
+    "plan": SHARED | {"format", "git", "knowledge", "local"},
+    "targets": SHARED | {"format", "git", "knowledge", "local"},
+    "verbs": SHARED | {"format", "git", "transport", "knowledge", "local", "plan", "targets"},
+    "commands": SHARED | {"cli", "format", "git", "knowledge", "local", "plan", "targets", "verbs"},
+    "cli": {"errors", "__version__"},
+    "errors": set(),
+    "context": set(),
+    "fsutil": {"errors"},
+    "__main__": {"cli"},
+    "__init__": set(),
+}
+# third-party packages each layer may import
+THIRD_PARTY = {"pygit2": {"git"}, "click": {"cli", "commands"}, "yaml": {"format", "verbs"},
+               "frontmatter": {"format"}}
+
+
+def layer_of(path: Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def imports(path: Path) -> list[str]:
+    out: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append(node.module)
+            if node.module == "okfgit":
+                out += [f"okfgit.{a.name}" for a in node.names]
+    return out
+
+
+MODULES = sorted(p for p in PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_a_module_imports_only_what_its_layer_may(path: Path) -> None:
+    layer = layer_of(path)
+    allowed = ALLOWED[layer] | {layer}
+    bad = []
+    for name in imports(path):
+        top, *rest = name.split(".")
+        if top == "okfgit":
+            if rest and rest[0] not in allowed:
+                bad.append(name)
+        elif top in THIRD_PARTY and layer not in THIRD_PARTY[top]:
+            bad.append(name)
+    assert bad == [], f"{path.relative_to(ROOT)} ({layer}/) may not import {bad}"
+
+
+def test_every_folder_has_its_paragraph_in_the_spec() -> None:
+    spec = (ROOT / "spec" / "okf-layout.md").read_text()
+    folders = sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    for name in folders:
+        assert f"**`{name}/`**" in spec, name
+    for module in ("cli.py", "errors.py", "context.py", "git.py", "plan.py"):
+        assert f"`{module}`" in spec, module
