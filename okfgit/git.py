@@ -698,6 +698,16 @@ class Repo:
             crash_point(ctx, "mid-worktree")
             _add_entry(held.index, path, entry[0], entry[1], os.lstat(file))
 
+    def needs_recovery(self) -> bool:
+        """A journal record, or a temp file of one a killed writer left half-written."""
+        file = self.journal_file
+        if journal.pending(file):
+            return True
+        try:
+            return any(fsutil.is_temp_name(name) for name in os.listdir(file.parent))
+        except OSError:
+            return False
+
     def recover(self, ctx: Context, wait_s: float = WRITE_LOCK_WAIT_S) -> list[str]:
         """Finish what a killed okfgit write left in this working tree's journal.
 
@@ -708,11 +718,12 @@ class Repo:
         is removed. Returns what was done, for the caller to report.
         """
         file = self.journal_file
-        if not journal.pending(file):
+        if not self.needs_recovery():
             return []
         with self.write_lock(ctx, wait_s) as held:
             record = journal.load(file)
             if record is None:
+                self.sweep(held.since_ns)  # a killed writer's half-written journal record
                 return []
             notes: list[str] = []
             if record.intent is not None:

@@ -20,7 +20,6 @@ from pathlib import Path
 from okfgit import TOOL, fsutil
 from okfgit.context import Context
 from okfgit.errors import BusyError, OkfError, UnwritableError
-from okfgit.local import journal
 from okfgit.git import Repo
 from okfgit.knowledge.tiers import Tier
 from okfgit.format.trailers import Trailer, format_message
@@ -193,7 +192,7 @@ def recover(ctx: Context, tiers: list[Tier]) -> list[str]:
         except OkfError:
             continue
         repo.sweep_objects()
-        if not journal.pending(repo.journal_file):
+        if not repo.needs_recovery():
             continue
         try:
             notes.extend(repo.recover(ctx, wait_s=RECOVER_WAIT_S))
