@@ -243,9 +243,9 @@ def test_job_tier_wins_and_run_option(kb: Path, okfgit: Runner, git: Runner) -> 
 
 
 def test_the_cache_follows_head_and_is_only_a_cache(kb: Path, okfgit: Runner, git: Runner, home: Path) -> None:
-    cache = kb / ".git" / "okf" / "nav.json"
+    cache = kb / ".git" / "okf" / "cards.json"
     first = okfgit("search", "storage", "--json", cwd=kb).out
-    assert cache.is_file() and (global_repo(home) / ".git" / "okf" / "nav.json").is_file()
+    assert cache.is_file() and (global_repo(home) / ".git" / "okf" / "cards.json").is_file()
     committed = git("show", "HEAD:.okf/decisions/storage.md", cwd=kb).out
     commit_files(git, kb, {".okf/decisions/storage.md": committed.replace("Storage engine", "Storage layer")})
     assert [h["title"] for h in json.loads(okfgit("search", "storage", "--json", cwd=kb).out)] == ["Storage layer"]

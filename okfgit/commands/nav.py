@@ -12,8 +12,9 @@ from typing import Any, TypeVar
 
 import click
 
-from okfgit.verbs import nav, nav_render
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, scope_option, warn, workspace
+from okfgit.knowledge import merged, refs
+from okfgit.verbs import nav, nav_render
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -24,9 +25,9 @@ def _reading(f: F) -> F:
     return f
 
 
-def _view(repo: Path | None, run: str | None, scope: str) -> nav.View:
+def _view(repo: Path | None, run: str | None, scope: str) -> merged.Merged:
     _, ws = workspace(repo, run)
-    return nav.merged_view(ws, scope)
+    return merged.merged_view(ws, scope)
 
 
 @click.command("ls")
@@ -52,16 +53,17 @@ def cat_cmd(ref: str, scope: str, repo: Path | None, run: str | None, as_json: b
     """Print the concept REF exactly as committed (the blob's bytes on stdout), then
     its citation on stderr as `citation: <tier>:<path>@<oid7>`.
 
-    REF is a slug (file stem or frontmatter name), an okf_id, a KB path
-    (decisions/x.md; a folder/ means its index.md), `tier:REF`, or a citation
-    pasted back (`project:x.md@1234567`). Ambiguous or unknown REF: exit 2 with the
-    candidates or close matches."""
+    REF is a citation pasted back (`project:x.md@1234567`; a stale @oid is a
+    warning), an okf_id, a KB path (decisions/x.md; a folder/ means its index.md),
+    a slug (file stem or frontmatter name), a title or a unique prefix, optionally
+    after `tier:`. Ambiguous or unknown REF: exit 2 with the candidates or close
+    matches."""
     view = _view(repo, run, scope)
-    hit = nav.resolve(view, ref)
+    found = refs.resolve(view, ref)
+    hit = found.hit
     data = view.tier(hit.tier).blob(hit.path)
-    stale = nav_render.cited_oid_warning(view, ref, hit)
-    if stale:
-        warn([stale])
+    if found.stale:
+        warn([found.stale])
     if as_json:
         emit_json(nav_render.cat_json(view, hit, data))
         return
@@ -73,7 +75,7 @@ def cat_cmd(ref: str, scope: str, repo: Path | None, run: str | None, as_json: b
         for note in nav_render.lifecycle_notes(view, hit.concept):
             click.echo(note, err=True)
     if hit.problem:
-        warn([nav.unreadable(hit)])
+        warn([refs.unreadable(hit)])
 
 
 @click.command("links")
@@ -84,7 +86,10 @@ def links_cmd(ref: str, scope: str, repo: Path | None, run: str | None, as_json:
     external or escapes) and its backlinks: visible concepts in any tier in view
     that link to it by relative, bundle-absolute (/x/y.md) or [[name]] link."""
     view = _view(repo, run, scope)
-    report = nav.link_report(view, nav.resolve_ref(view, ref))
+    found = refs.resolve_concept(view, ref)
+    if found.stale:
+        warn([found.stale])
+    report = nav.link_report(view, found.concept)
     if as_json:
         emit_json(nav.links_json(view, report))
         return

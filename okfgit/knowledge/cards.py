@@ -1,14 +1,19 @@
-"""What the read verbs need to know about each concept, cached per tier by tree diff.
+"""The one concept record: a ``Card``, a pure function of one blob, cached per tier by tree diff.
 
-A ``Card`` is one concept as ``ls``, ``cat``, ``links`` and ``search`` see it: its
-citation, ``okf_id``, title, description, type, tags, frontmatter ``name``, lifecycle
-(``status``, ``superseded_by``, ``stale_after``, read by ``format.lifecycle``) and the links
-in its body. Its data (a ``NavFact``) is a pure function of the blob, so it is cached with
-projection's machinery (``catalog.build_kind``) in ``<git common dir>/okf/nav.json`` of
-the tier's own repository: keyed by tree OID, updated from a tree diff, every fact
-carrying its blob OID. A lookup then parses nothing, and a stale or missing cache only
-costs the parsing it saves; it can never change an answer. The cache can be deleted at
-any time.
+A ``Card`` holds what projection, capture, the read verbs and the reference grammar need
+of a concept: its blob OID, ``okf_id``, origin filename, title, description (and the first
+sentence of the body for a concept without one), type, tags, frontmatter ``name``, OKF's
+lifecycle and trust (``status``, ``superseded_by``, ``stale_after``, human-reviewed, read
+by ``format.lifecycle``) and the links of its body. ``card_of`` is the only place these
+values are read out of a concept's frontmatter (``snapshot.Concept`` asks the same helpers).
+
+A tier's cards are kept in ``<git common dir>/okf/cards.json`` of the tier's own
+repository with the tree-diff machinery of ``catalog``: keyed by the KB tree's OID and
+updated from a tree diff, every card carrying its blob OID. A lookup then parses
+nothing, and a stale or missing cache only costs the parsing it saves; it can never
+change an answer. The cache can be deleted at any time.
+
+A ``TierCard`` is a card where it was found: tier label, KB path, card.
 """
 
 from __future__ import annotations
@@ -17,160 +22,230 @@ import datetime as dt
 from functools import cached_property
 from typing import Any, NamedTuple
 
-from okfgit.knowledge import catalog
-from okfgit.format import markdown as links
-from okfgit.format import concept as okf
-from okfgit.format import lifecycle
-from okfgit.knowledge.catalog import TierCatalog
 from okfgit.errors import OkfError, UsageError
+from okfgit.format import concept as okf
+from okfgit.format import markdown as links
+from okfgit.format import lifecycle
 from okfgit.git import Entry, Repo
+from okfgit.knowledge import catalog
+from okfgit.knowledge.catalog import TierCatalog
 from okfgit.knowledge.tiers import Tier
 from okfgit.local import paths
+from okfgit.progress import Progress, silent
 
 LINK_MODE = 0o120000
 _BLOB_MODES = (0o100644, 0o100755, LINK_MODE)
 _SEP = "\0"  # never in a parsed concept body (okf.split refuses NUL), so it can join link fields
 
 
-class NavFact(NamedTuple):
-    """One concept's frontmatter values and links, as the read verbs use them."""
+class Card(NamedTuple):
+    """One concept blob as every reader sees it (a tuple: 10,000 of them load fast)."""
 
     oid: str
-    okf_id: str | None
-    title: str
-    description: str
+    okf_id: str | None  # the frontmatter ``okf_id`` when it is a non-empty string
+    origin: str | None  # ``okf_origin``: the memory file name capture took it from
+    title: str  # ``title``, else made from the file name
+    description: str  # ``description`` as one line ("" when absent)
+    summary: str  # the body's first sentence when there is no description, else ""
     type: str
     tags: list[str]
     name: str  # the frontmatter ``name`` as one line ("" when absent)
-    named: bool  # the frontmatter ``name`` is set (not empty)
+    status: str  # OKF's lifecycle status: draft | stable | deprecated (absent: stable), or as written
+    superseded_by: list[str]
+    stale_after: str  # OKF's ``stale_after`` as okfgit shows an instant ("" when absent or unreadable)
+    captured: bool  # okf_source: claude-memory (an agent wrote it first)
+    verified: bool  # human-reviewed (OKF ``verified`` by a human: actor, or unreadable: fail closed)
+    summary_line: int  # the last line holding a SUMMARY_KEYS key (Claude reads only the first 30)
     head: int  # lines before the body, so link lines count from the top of the file
     links: str  # "kind\0target\0line\0..." for each link of the body, in order
-    status: str  # draft | stable | deprecated (stable when absent), or the value as written
-    superseded_by: list[str]
-    stale_after: str  # the instant it goes stale, as okfgit shows it ("" when none or unreadable)
+    flaw: str  # why it is no concept to project or capture into (no string ``type``), else ""
+
+    @property
+    def hook(self) -> str:
+        """One line saying what the concept is: its description, else its first sentence."""
+        return self.description or self.summary
 
 
-def nav_fact(label: str, path: str, entry: Entry, data: bytes) -> NavFact:
-    """The card data of the blob at ``path``; ValidationError, as ``kb.Snapshot.concept``
-    words it, when the file cannot be read as a concept."""
+# -- the frontmatter rules, one place ----------------------------------------------------------
+
+
+def okf_id_of(meta: dict[str, Any]) -> str | None:
+    value = meta.get("okf_id")
+    return value if isinstance(value, str) and value else None
+
+
+def title_of(meta: dict[str, Any], path: str) -> str:
+    return okf.one_line(meta.get("title")) or okf.title_from_path(path)
+
+
+def tags_of(meta: dict[str, Any]) -> list[str]:
+    tags = meta.get("tags")
+    if isinstance(tags, list):
+        return [str(t) for t in tags]
+    if isinstance(tags, str):
+        return [tags]
+    return []
+
+
+def name_of(meta: dict[str, Any]) -> str:
+    return okf.one_line(meta.get("name")) if meta.get("name") else ""
+
+
+def slug_of(path: str) -> str:
+    return path.rsplit("/", 1)[-1][:-3]
+
+
+def card_of(label: str, path: str, entry: Entry, data: bytes) -> Card:
+    """The card of the blob at ``path``; ValidationError naming ``label:path`` when it is not a concept."""
     parsed = okf.parse_concept(data, f"{label}:{path}", is_link=entry.mode == LINK_MODE)
     meta = parsed.meta
-    okf_id = meta.get("okf_id")
-    raw_tags = meta.get("tags")
-    tags = [str(t) for t in raw_tags] if isinstance(raw_tags, list) else [raw_tags] if isinstance(raw_tags, str) else []
+    origin = meta.get("okf_origin")
+    description = okf.one_line(meta.get("description"))
+    summary = "" if description else okf.first_sentence(parsed.body.decode("utf-8", errors="replace"))
     found = links.extract(parsed.body)
     life = lifecycle.lifecycle(meta)
-    return NavFact(
+    kind = meta.get("type")
+    flaw = ""
+    if not isinstance(kind, str) or not kind.strip():
+        what = "has no type" if kind is None or isinstance(kind, str) else f"has a type that is not a string ({kind!r})"
+        flaw = f"{label}:{path}: invalid frontmatter: {what}"
+    return Card(
         oid=entry.oid,
-        okf_id=okf_id if isinstance(okf_id, str) else None,
-        title=okf.one_line(meta.get("title")) or okf.title_from_path(path),
-        description=okf.one_line(meta.get("description")),
+        okf_id=okf_id_of(meta),
+        origin=origin if isinstance(origin, str) and origin else None,
+        title=title_of(meta, path),
+        description=description,
+        summary=summary,
         type=okf.one_line(meta.get("type")),
-        tags=tags,
-        name=okf.one_line(meta.get("name")),
-        named=bool(meta.get("name")),
-        head=data[: len(data) - len(parsed.body)].count(b"\n"),
-        links=_SEP.join(f"{link.kind}{_SEP}{link.target}{_SEP}{link.line}" for link in found),
+        tags=tags_of(meta),
+        name=name_of(meta),
         status=life.status,
         superseded_by=list(life.superseded_by),
         stale_after=life.stale_label() or "",
+        captured=meta.get("okf_source") == "claude-memory",
+        verified=lifecycle.trust(meta).human_reviewed,
+        summary_line=max(okf.key_lines(data).values(), default=0),
+        head=data[: len(data) - len(parsed.body)].count(b"\n"),
+        links=_SEP.join(f"{link.kind}{_SEP}{link.target}{_SEP}{link.line}" for link in found),
+        flaw=flaw,
     )
 
 
-def _from_json(value: list[Any]) -> NavFact:
-    return NavFact(*value)
+def _from_json(value: list[Any]) -> Card:
+    return Card(*value)
 
 
-NAV: catalog.Kind[NavFact] = catalog.Kind(paths.NAV, 2, nav_fact, _from_json)  # 2: lifecycle
+CARDS: catalog.Kind[Card] = catalog.Kind(paths.CARDS, 1, card_of, _from_json)
 
 
-class Card(NamedTuple):
-    """One concept of one tier at HEAD, read from its ``NavFact``."""
+class TierCard(NamedTuple):
+    """One concept of one tier: where it is (tier label, KB path) and its card."""
 
     tier: str
     path: str
-    fact: NavFact
+    card: Card
 
     @property
     def oid(self) -> str:
-        return self.fact.oid
+        return self.card.oid
 
     @property
     def okf_id(self) -> str | None:
-        return self.fact.okf_id
+        return self.card.okf_id
 
     @property
     def title(self) -> str:
-        return self.fact.title
+        return self.card.title
 
     @property
     def description(self) -> str:
-        return self.fact.description
+        return self.card.description
 
     @property
     def type(self) -> str:
-        return self.fact.type
+        return self.card.type
 
     @property
     def tags(self) -> list[str]:
-        return list(self.fact.tags)
+        return list(self.card.tags)
 
     @property
     def status(self) -> str:
-        return self.fact.status
+        return self.card.status
 
     @property
     def deprecated(self) -> bool:
-        return self.fact.status == lifecycle.DEPRECATED
+        return self.card.status == lifecycle.DEPRECATED
 
     @property
     def superseded_by(self) -> list[str]:
-        return list(self.fact.superseded_by)
+        return list(self.card.superseded_by)
 
     @property
     def stale_after(self) -> str | None:
-        return self.fact.stale_after or None
+        return self.card.stale_after or None
 
     def is_stale(self, now: dt.datetime) -> bool:
         """OKF §5.5: stale when now >= stale_after."""
-        moment = lifecycle.parse_instant(self.fact.stale_after) if self.fact.stale_after else None
+        moment = lifecycle.parse_instant(self.card.stale_after) if self.card.stale_after else None
         return moment is not None and now >= moment
 
     @property
     def slug(self) -> str:
-        return self.path.rsplit("/", 1)[-1][:-3]
+        return slug_of(self.path)
+
+    @property
+    def key(self) -> str:
+        """What the merge tells concepts apart by: the ``okf_id``, else ``<tier>:<path>``."""
+        return self.card.okf_id or f"{self.tier}:{self.path}"
 
     @property
     def citation(self) -> str:
-        return f"{self.tier}:{self.path}@{self.oid[:7]}"
+        return f"{self.tier}:{self.path}@{self.card.oid[:7]}"
 
     def links(self) -> list[links.Link]:
         """The links of the body (line numbers within the body, as ``links.extract`` gives)."""
-        if not self.fact.links:
+        if not self.card.links:
             return []
-        parts = self.fact.links.split(_SEP)
+        parts = self.card.links.split(_SEP)
         return [links.Link(parts[i], parts[i + 1], int(parts[i + 2])) for i in range(0, len(parts), 3)]
 
 
 class TierCards:
-    """One tier at HEAD: its cards from the cache, and its blobs read on demand."""
+    """One tier at one commit (default HEAD): its cards from the cache, its blobs read on demand.
 
-    def __init__(self, tier: Tier) -> None:
+    ``repo``, ``commit`` and ``tree`` may be given when the caller already has them
+    (projection); ``blobs`` collects every blob read while building (OID -> bytes).
+    """
+
+    def __init__(self, tier: Tier, *, repo: Repo | None = None, commit: str | None = None, tree: str | None = None,
+                 blobs: dict[str, bytes] | None = None, progress: Progress = silent) -> None:
         self.tier = tier
         self.label = tier.label
-        self.repo: Repo | None = tier.open() if tier.exists() else None
-        self.commit = self.repo.head_commit() if self.repo else None
-        tree = self.repo.tree_oid(self.commit, tier.prefix) if self.repo and self.commit else None
-        self.catalog: TierCatalog[NavFact] = _catalog(self.repo, tier, self.commit, tree)
+        if repo is None and tier.exists():
+            repo = tier.open()
+        self.repo = repo
+        if commit is None and repo is not None:
+            commit = repo.head_commit()
+        self.commit = commit
+        if tree is None and repo is not None and commit is not None:
+            tree = repo.tree_oid(commit, tier.prefix)
+        self.tree = tree
+        self.catalog: TierCatalog[Card] = _catalog(repo, tier, commit, tree, blobs, progress)
 
     @cached_property
-    def cards(self) -> dict[str, Card]:
+    def cards(self) -> dict[str, TierCard]:
         """Every readable concept by path, in path order."""
-        return {path: Card(self.label, path, self.catalog.facts[path]) for path in sorted(self.catalog.facts)}
+        return {path: TierCard(self.label, path, self.catalog.facts[path]) for path in sorted(self.catalog.facts)}
+
+    @property
+    def problems(self) -> dict[str, tuple[str, str]]:
+        """Concept paths that cannot be read: path -> (blob OID, why)."""
+        return self.catalog.problems
 
     @cached_property
     def entries(self) -> dict[str, Entry]:
-        """Every blob of the tier's KB at HEAD (a walk of the whole tree: only when needed)."""
+        """Every blob of the tier's KB at the commit (a walk of the whole tree: only when needed)."""
         return self.repo.tree_entries(self.commit, self.tier.prefix) if self.repo and self.commit else {}
 
     def oid(self, path: str) -> str | None:
@@ -191,15 +266,16 @@ class TierCards:
         return self.repo.read_blob(oid)
 
 
-def _catalog(repo: Repo | None, tier: Tier, commit: str | None, tree: str | None) -> TierCatalog[NavFact]:
+def _catalog(repo: Repo | None, tier: Tier, commit: str | None, tree: str | None,
+             blobs: dict[str, bytes] | None, progress: Progress = silent) -> TierCatalog[Card]:
     """The tier's cards at ``tree``: from the cache, updated by a tree diff, saved when worth it."""
     if repo is None or commit is None or tree is None:
         return TierCatalog("")
-    cached = catalog.load_kind(NAV, repo.common_dir)
-    built = catalog.build_kind(NAV, repo, tier, commit, tree, cached.get(tier.label))
+    cached = catalog.load_kind(CARDS, repo.common_dir)
+    built = catalog.build_kind(CARDS, repo, tier, commit, tree, cached.get(tier.label), blobs, progress)
     if tier.label not in cached or built.worth_saving:
         try:
-            catalog.save_kind(NAV, repo.common_dir, {**cached, tier.label: built})
+            catalog.save_kind(CARDS, repo.common_dir, {**cached, tier.label: built})
         except (OkfError, OSError):
-            pass  # only a cache: a read verb never fails for want of writing it
+            pass  # only a cache: reading never fails for want of writing it
     return built

@@ -15,6 +15,7 @@ from typing import Any
 from okfgit.format import concept as okf
 from okfgit.errors import OkfError, UsageError, ValidationError
 from okfgit.git import Entry, blob_oid
+from okfgit.knowledge import cards
 from okfgit.knowledge.tiers import Tier
 
 LINK_MODE = 0o120000
@@ -22,7 +23,11 @@ LINK_MODE = 0o120000
 
 @dataclass(frozen=True)
 class Concept:
-    """One concept file: where it is, its blob OID, its frontmatter and body bytes."""
+    """One concept file parsed in full: where it is, its blob OID, its frontmatter and body.
+
+    For the verbs that check or rewrite a concept's whole frontmatter (doctor, review,
+    promote, capture); its fields are read with the same rules as a ``cards.Card``.
+    """
 
     tier: str
     path: str
@@ -32,12 +37,11 @@ class Concept:
 
     @property
     def okf_id(self) -> str | None:
-        value = self.meta.get("okf_id")
-        return value if isinstance(value, str) else None
+        return cards.okf_id_of(self.meta)
 
     @property
     def title(self) -> str:
-        return okf.one_line(self.meta.get("title")) or okf.title_from_path(self.path)
+        return cards.title_of(self.meta, self.path)
 
     @property
     def description(self) -> str:
@@ -49,16 +53,11 @@ class Concept:
 
     @property
     def tags(self) -> list[str]:
-        tags = self.meta.get("tags")
-        if isinstance(tags, list):
-            return [str(t) for t in tags]
-        if isinstance(tags, str):
-            return [tags]
-        return []
+        return cards.tags_of(self.meta)
 
     @property
     def slug(self) -> str:
-        return self.path.rsplit("/", 1)[-1][:-3]
+        return cards.slug_of(self.path)
 
     @property
     def citation(self) -> str:

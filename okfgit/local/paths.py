@@ -5,8 +5,9 @@ worktrees share them exactly as they share Claude Code's memory folder. No other
 spells the folder or a file name; each asks here. What each file is for:
 
 - ``state.json``: the ownership record (every file projection wrote and its blob OID);
-- ``catalog.json``, ``nav.json``, ``doctor.json``: per-concept caches keyed by blob OID (safe to
-  delete); ``doctor.json`` holds what doctor found in each concept file on its own;
+- ``cards.json``, ``doctor.json``: per-concept caches keyed by blob OID (safe to delete):
+  ``cards.json`` each concept's card (its record for every reader), ``doctor.json`` what
+  doctor found in each concept file on its own;
 - ``fastpath.json``, ``sync.json``: the no-op stamps of projection and sync (safe to delete);
 - ``sync.lock``: the sync lock (never deleted: see ``local/lock.py``);
 - ``hook.log`` (and ``hook.log.1``): errors from the git hooks, written by the hook scripts;
@@ -28,8 +29,7 @@ from pathlib import Path
 
 DIR = "okf"
 STATE = "state.json"
-CATALOG = "catalog.json"
-NAV = "nav.json"
+CARDS = "cards.json"
 DOCTOR = "doctor.json"
 FASTPATH_STAMP = "fastpath.json"
 SYNC_STAMP = "sync.json"
@@ -41,7 +41,7 @@ EXCHANGE = "exchange.json"
 JOURNAL = "journal"
 
 # Every name above, in the order the README lists them (a test keeps the README complete).
-FILES = (STATE, CATALOG, NAV, DOCTOR, FASTPATH_STAMP, SYNC_STAMP, LOCK, HOOK_LOG, DRAFTS + "/", PR_BODIES + "/",
+FILES = (STATE, CARDS, DOCTOR, FASTPATH_STAMP, SYNC_STAMP, LOCK, HOOK_LOG, DRAFTS + "/", PR_BODIES + "/",
          EXCHANGE, JOURNAL + "/")
 
 # Without a repository (the global tier outside any project), drafts go here under $HOME.
@@ -60,8 +60,8 @@ def state(common_dir: StrPath) -> Path:
 
 
 def cache(common_dir: StrPath, name: str) -> Path:
-    """A per-concept cache file (``CATALOG``, ``NAV`` or ``DOCTOR``)."""
-    if name not in (CATALOG, NAV, DOCTOR):
+    """A per-concept cache file (``CARDS`` or ``DOCTOR``)."""
+    if name not in (CARDS, DOCTOR):
         raise ValueError(f"not a cache file okfgit keeps: {name!r}")
     return okf_dir(common_dir) / name
 

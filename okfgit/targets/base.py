@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from okfgit.format import blocks
-from okfgit.knowledge.catalog import Fact
+from okfgit.knowledge.cards import TierCard
 from okfgit.context import Context
 from okfgit import fsutil
 from okfgit.git import blob_oid
@@ -49,23 +49,10 @@ class TierInfo(NamedTuple):
         return self.tier.root / "index.md"
 
 
-class Projected(NamedTuple):
-    """A concept that won the merge: which tier and KB path it comes from, and its fact."""
-
-    key: str  # okf_id, or "<tier>:<path>" for a concept without one
-    tier: str
-    path: str
-    fact: Fact
-
-    @property
-    def citation(self) -> str:
-        return f"{self.tier}:{self.path}@{self.fact.oid[:7]}"
-
-
 class Merged(NamedTuple):
     """Every concept to project, most specific tier first, then by KB path."""
 
-    concepts: list[Projected]
+    concepts: list[TierCard]
     warnings: list[str]
     skipped: list[str] = []  # "<tier>:<path>" of concepts not projected (unreadable, no valid okf_id)
 
@@ -113,7 +100,7 @@ class Item(NamedTuple):
     fsync: bool = False
     oid: str | None = None
     memory_name: str | None = None
-    concept: Projected | None = None
+    concept: TierCard | None = None
     keep_record: bool = True
     via: Path | None = None  # the symlink ``path`` was reached through (a home-level block file)
     mtime_ns: int | None = None  # the modification time the file gets (write, touch)

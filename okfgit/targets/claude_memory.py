@@ -31,10 +31,10 @@ from okfgit.targets import claude_home
 from okfgit.format import concept as okf
 from okfgit.format import lifecycle
 from okfgit.git import blob_oid
-from okfgit.knowledge.catalog import Fact
+from okfgit.knowledge.cards import Card, TierCard
 from okfgit.local.state import MemoryFile, TierInput
 from okfgit.targets import memory_index, recall
-from okfgit.targets.base import (FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, Projected, TargetPlan, View,
+from okfgit.targets.base import (FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, TargetPlan, View,
                                  folder_problem)
 
 INDEX_NAME = "MEMORY.md"
@@ -118,12 +118,12 @@ def _untouched(view: View, folder: Path) -> bool:
 # -- names ------------------------------------------------------------------------------------
 
 
-def assign_names(concepts: list[Projected]) -> tuple[dict[str, Projected], list[str]]:
+def assign_names(concepts: list[TierCard]) -> tuple[dict[str, TierCard], list[str]]:
     """File name (relative to the memory folder) for each concept; warnings for bad origins."""
     warnings: list[str] = []
-    wanted: list[tuple[str, Projected]] = []
+    wanted: list[tuple[str, TierCard]] = []
     for concept in concepts:
-        origin = concept.fact.origin
+        origin = concept.card.origin
         if origin is not None:
             why = origin_problem(origin)
             if why is None:
@@ -135,7 +135,7 @@ def assign_names(concepts: list[Projected]) -> tuple[dict[str, Projected], list[
         if id(concept) not in with_origin:
             wanted.append((_own_name(concept), concept))
     taken: set[str] = {INDEX_NAME.casefold()}
-    out: dict[str, Projected] = {}
+    out: dict[str, TierCard] = {}
     for name, concept in wanted:
         chosen = name
         if chosen.casefold() in taken:
@@ -172,16 +172,16 @@ def origin_problem(origin: str) -> str | None:
     return None
 
 
-def _own_name(concept: Projected) -> str:
+def _own_name(concept: TierCard) -> str:
     name = concept.path.rsplit("/", 1)[-1]
     if origin_problem(name) is None:
         return name
     return f"concept-{_suffix(concept)}.md"
 
 
-def _suffix(concept: Projected) -> str:
-    if okf.is_valid_okf_id(concept.fact.okf_id):
-        return str(concept.fact.okf_id).replace("-", "")[:8]
+def _suffix(concept: TierCard) -> str:
+    if okf.is_valid_okf_id(concept.card.okf_id):
+        return str(concept.card.okf_id).replace("-", "")[:8]
     return hashlib.sha1(concept.key.encode("utf-8")).hexdigest()[:8]
 
 
@@ -242,7 +242,7 @@ def _listing(folder: Path) -> set[str] | None:
         return None
 
 
-def _reconcile(view: View, folder: Path, names: dict[str, Projected], trust: bool,
+def _reconcile(view: View, folder: Path, names: dict[str, TierCard], trust: bool,
                kept: list[str]) -> Iterator[Item]:
     state = view.state
     same_folder = state.memory_dir == folder
@@ -254,8 +254,8 @@ def _reconcile(view: View, folder: Path, names: dict[str, Projected], trust: boo
         concept = names[name]
         rec = records.get(name)
         wanted = _Wanted(view, concept)
-        if trust and rec is not None and rec.oid == concept.fact.oid and rec.path == concept.path \
-                and rec.tier == concept.tier and rec.okf_id == concept.fact.okf_id and rec.file_oid == wanted.oid:
+        if trust and rec is not None and rec.oid == concept.card.oid and rec.path == concept.path \
+                and rec.tier == concept.tier and rec.okf_id == concept.card.okf_id and rec.file_oid == wanted.oid:
             kept.append(name)
             continue
         path = folder / name
@@ -316,12 +316,12 @@ class _Wanted:
     """The bytes a concept's memory file should hold: its blob verbatim, or, when a key Claude
     reads sits past the lines it reads, the blob with those keys moved to the top."""
 
-    def __init__(self, view: View, concept: Projected) -> None:
+    def __init__(self, view: View, concept: TierCard) -> None:
         self._view = view
-        self._oid = concept.fact.oid
+        self._oid = concept.card.oid
         self._fixed: bytes | None = None
-        if concept.fact.summary_line > recall.SCAN_LINES:
-            self._fixed = recall.within_scan(view.read(concept.fact.oid))
+        if concept.card.summary_line > recall.SCAN_LINES:
+            self._fixed = recall.within_scan(view.read(concept.card.oid))
 
     @property
     def oid(self) -> str:
@@ -340,7 +340,7 @@ class _Wanted:
 # -- Claude's recall order ------------------------------------------------------------------
 
 
-def _recall_order(view: View, folder: Path, names: dict[str, Projected], out: TargetPlan) -> None:
+def _recall_order(view: View, folder: Path, names: dict[str, TierCard], out: TargetPlan) -> None:
     """Rank the projected files (targets/recall.py) and give each the modification time its
     rank needs, so that Claude's newest 200 are okfgit's top 200. Only files whose recorded
     time differs are touched; a run that changes nothing moves no time."""
@@ -356,8 +356,8 @@ def _recall_order(view: View, folder: Path, names: dict[str, Projected], out: Ta
     for name in projected:
         concept = names[name]
         rec = records.get(name)
-        since = rec.since if rec is not None and rec.oid == concept.fact.oid else generation
-        fact = concept.fact
+        since = rec.since if rec is not None and rec.oid == concept.card.oid else generation
+        fact = concept.card
         candidates.append(recall.Candidate(name, tier_rank.get(concept.tier, len(tier_rank)), concept.path,
                                            fact.captured, fact.verified, fact.type, fact.status == "deprecated",
                                            since))
@@ -391,7 +391,7 @@ def _recall_order(view: View, folder: Path, names: dict[str, Projected], out: Ta
 # -- MEMORY.md --------------------------------------------------------------------------------
 
 
-def _index_item(view: View, folder: Path, names: dict[str, Projected], concepts: list[Projected],
+def _index_item(view: View, folder: Path, names: dict[str, TierCard], concepts: list[TierCard],
                 out: TargetPlan) -> Item | None:
     path = folder / INDEX_NAME
     kind, old = _current(path)
@@ -411,12 +411,12 @@ def _index_item(view: View, folder: Path, names: dict[str, Projected], concepts:
     # Deprecated concepts stay in the folder (reachable through superseded_by) but spend no
     # line of Claude's 200: MEMORY.md is for what is current.
     order = [name_of[c.key] for c in concepts if name_of[c.key] in projected
-             and c.fact.status != lifecycle.DEPRECATED]
+             and c.card.status != lifecycle.DEPRECATED]
     total: dict[str, int] = {}
     for name in order:
         total[names[name].tier] = total.get(names[name].tier, 0) + 1
     now = lifecycle.instant_of(view.ctx.now())
-    entries = (memory_index.Entry(n, names[n].fact.title, _hook(names[n].fact, now), names[n].tier) for n in order)
+    entries = (memory_index.Entry(n, names[n].title, _hook(names[n].card, now), names[n].tier) for n in order)
     pointers = [memory_index.Pointer(t.label, t.root_index) for t in view.tiers]
     rendered = memory_index.render(kept, entries, pointers, total)
     if rendered.left_out:
@@ -436,7 +436,7 @@ def _index_item(view: View, folder: Path, names: dict[str, Projected], concepts:
     return Item(path, WRITE, "index of the memory folder", data=data, old=old, oid=blob_oid(data))
 
 
-def _hook(fact: Fact, now: dt.datetime) -> str:
+def _hook(fact: Card, now: dt.datetime) -> str:
     """A MEMORY.md line's hook; a stale concept's says so first, where no cut can drop it."""
     stale = lifecycle.parse_instant(fact.stale_after) if fact.stale_after else None
     if stale is not None and now >= stale:

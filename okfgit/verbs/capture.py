@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from okfgit.knowledge import catalog
 from okfgit.format import index_md as index
 from okfgit.format import concept as okf
 from okfgit.local import state
 from okfgit.knowledge import capture_policy as switch
-from okfgit.knowledge.catalog import TierCatalog
+from okfgit.knowledge.cards import TierCard, TierCards
+from okfgit.knowledge.merged import Merged
 from okfgit.targets.claude_home import memory_dir
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
@@ -221,7 +221,7 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
             continue
         candidates.append((origin, data, oid))
     if candidates:
-        _classify_all(ctx, ws, to, project_repo.common_dir, st, candidates, report)
+        _classify_all(ctx, ws, to, st, candidates, report)
     seen = {origin for origin, _, _ in files}
     skipped = {o for o, _ in report.skipped}
     report.deleted = [o for o in sorted(st.memory_files) if o not in seen and o not in skipped]
@@ -232,13 +232,13 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
     return report
 
 
-def _classify_all(ctx: Context, ws: Workspace, to: str | None, common_dir: Path, st: state.State,
+def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State,
                   candidates: list[tuple[str, bytes, str]], report: Report) -> None:
     """Decide each file okfgit did not write (new, update, conflict, a copy) and plan the commits."""
     routes = Routes.of(ws, to)
     tiers = ws.active()
     tiers += [t for t in routes.tiers() if t.label not in {k.label for k in tiers}]
-    kb = _Known.load(common_dir, tiers)
+    kb = _Known(tiers)
     for origin, data, oid in candidates:
         try:
             item = _classify(ctx, origin, data, oid, routes, kb, st)
@@ -308,51 +308,24 @@ def _capture_locked(ctx: Context, ws: Workspace, to: str | None, owned: state.St
 
 
 class _Known:
-    """What the tiers hold at HEAD, found through projection's per-tier catalogs (cached by
-    tree OID), so that recognising edits costs no parse of the whole KB."""
+    """What the tiers hold at HEAD: the merged view of their cards (cached by tree OID, so
+    recognising edits costs no parse of the whole KB), and snapshots for what is written."""
 
-    def __init__(self, tiers: list[Tier], catalogs: dict[str, TierCatalog]) -> None:
+    def __init__(self, tiers: list[Tier]) -> None:
         self.tiers = {t.label: t for t in tiers}
-        self.catalogs = catalogs
-        self.by_id: dict[str, tuple[Tier, str, str]] = {}
-        self.by_origin: dict[str, tuple[Tier, str, str]] = {}
+        self.view = Merged([TierCards(t) for t in tiers])
         self._snaps: dict[str, Snapshot] = {}
         self._taken: dict[str, set[str]] = {}
-        for tier in reversed(tiers):  # global first, so more specific tiers overwrite
-            cat = catalogs.get(tier.label)
-            if cat is None:
-                continue
-            ids: dict[str, tuple[Tier, str, str]] = {}
-            origins: dict[str, tuple[Tier, str, str]] = {}
-            for path in sorted(cat.facts):
-                fact = cat.facts[path]
-                if index.is_needs_merge(path):
-                    continue
-                if fact.okf_id:
-                    ids.setdefault(fact.okf_id, (tier, path, fact.oid))  # first by path, as projection
-                if fact.origin:
-                    origins.setdefault(fact.origin, (tier, path, fact.oid))
-            self.by_id.update(ids)
-            self.by_origin.update(origins)
 
-    @classmethod
-    def load(cls, common_dir: Path, tiers: list[Tier]) -> _Known:
-        cached = catalog.load(common_dir)
-        built: dict[str, TierCatalog] = {}
-        for tier in tiers:
-            if not tier.exists():
-                continue
-            repo = tier.open()
-            commit = repo.head_commit()
-            tree = repo.tree_oid(commit, tier.prefix) if commit is not None else None
-            if commit is not None and tree is not None:
-                built[tier.label] = catalog.build(repo, tier, commit, tree, cached.get(tier.label))
-        if any(k not in cached or v.worth_saving for k, v in built.items()):
-            try:
-                catalog.save(common_dir, {**cached, **built})
-            except OkfError:
-                pass  # only a cache
-        return cls(tiers, built)
+    def by_id(self, okf_id: str) -> tuple[Tier, str, str] | None:
+        """(tier, KB path, blob OID) of the concept that answers for ``okf_id``."""
+        return self._where(self.view.by_okf_id.get(okf_id))
+
+    def by_origin(self, origin: str) -> tuple[Tier, str, str] | None:
+        return self._where(self.view.by_origin.get(origin))
+
+    def _where(self, card: TierCard | None) -> tuple[Tier, str, str] | None:
+        return (self.tiers[card.tier], card.path, card.oid) if card is not None else None
 
     def snapshot(self, tier: Tier) -> Snapshot:
         if tier.label not in self._snaps:
@@ -460,8 +433,9 @@ def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb
                          f"not {type(native['type']).__name__}; fix the memory file and the next sync takes it")
     _check_names(meta)
     okf_id = meta.get("okf_id")
-    if okf.is_valid_okf_id(okf_id) and okf_id in kb.by_id:
-        tier, kb_path, head_oid = kb.by_id[okf_id]
+    at = kb.by_id(str(okf_id)) if okf.is_valid_okf_id(okf_id) else None
+    if at is not None:
+        tier, kb_path, head_oid = at
         if head_oid == oid:
             return None
         return _edit(origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st, _updated(data, origin, meta, tier))
@@ -471,16 +445,17 @@ def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb
         raise UsageError(f"carries okf_id {okf_id}, which no tier here has (a concept removed from the KB, "
                          "or another repository's); left untouched")
     projected = st.memory_files.get(origin)
-    found = kb.by_origin.get(origin)
-    if projected is not None and projected.okf_id in kb.by_id:
+    found = kb.by_origin(origin)
+    if projected is not None and projected.okf_id and kb.by_id(projected.okf_id) is not None:
         # okfgit projected a concept to this very file and the agent rewrote it natively.
-        found = kb.by_id[projected.okf_id]
+        found = kb.by_id(projected.okf_id)
     known = kb.concept(found[0], found[1]) if found is not None else None
-    if known is not None and known.okf_id and known.okf_id in kb.by_id:
+    current = kb.by_id(known.okf_id) if known is not None and known.okf_id else None
+    if known is not None and known.okf_id and current is not None:
         # A native file at the origin of a fact captured before: the agent rewrote it.
         if _same_fact(meta, parsed.body, known):
             return None
-        tier, kb_path, head_oid = kb.by_id[known.okf_id]
+        tier, kb_path, head_oid = current
         _, migrated = _migrate(ctx, origin, data, meta, tier, known.okf_id)
         return _edit(origin, oid, known.okf_id, tier, kb_path, head_oid, kb, st, migrated)
     dest = routes.route(meta)

@@ -27,7 +27,9 @@ from okfgit.errors import IntegrityError, OkfError, UsageError
 from okfgit.format import cites as cites_format
 from okfgit.format import index_md as index
 from okfgit.git import Repo
+from okfgit.knowledge import refs
 from okfgit.knowledge.cards import TierCards
+from okfgit.knowledge.merged import Merged
 from okfgit.knowledge.tiers import Tier, Workspace, check_scope, open_workspace
 from okfgit.plan import Plan, apply
 from okfgit.verbs import nav, nav_render
@@ -62,19 +64,19 @@ class Reader:
         self.run = run
         self._repos: dict[Path, Repo] = {}
         self._tiers: dict[tuple[str, Path], tuple[str | None, TierCards]] = {}
-        self._views: dict[str, tuple[tuple[tuple[str, str | None], ...], nav.View]] = {}
+        self._views: dict[str, tuple[tuple[tuple[str, str | None], ...], Merged]] = {}
 
     def workspace(self) -> Workspace:
         """Read again on every call: ``okfgit run start`` may have changed the active run."""
         return open_workspace(self.ctx, self.repo, self.run)
 
-    def view(self, scope: str = "all", ws: Workspace | None = None) -> nav.View:
+    def view(self, scope: str = "all", ws: Workspace | None = None) -> Merged:
         tiers = (ws or self.workspace()).selected(check_scope(scope, allow_all=True))
         heads = tuple((tier.label, self._head(tier)) for tier in tiers)
         cached = self._views.get(scope)
         if cached is not None and cached[0] == heads:
             return cached[1]
-        view = nav.View([self._cards(tier, head) for tier, (_, head) in zip(tiers, heads)], self.ctx.now)
+        view = Merged([self._cards(tier, head) for tier, (_, head) in zip(tiers, heads)], self.ctx.now)
         self._views[scope] = (heads, view)
         return view
 
@@ -109,14 +111,15 @@ def search(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
 def cat(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
     view = reader.view(_scope(args))
     ref = _required(args, "ref")
-    hit = nav.resolve(view, ref)
+    found = refs.resolve(view, ref)
+    hit = found.hit
     data = view.tier(hit.tier).blob(hit.path)
     out = nav_render.cat_json(view, hit, data)
     notes = [f"citation: {hit.citation}"]
     if hit.concept is not None:
         notes += [f"shadows: {c.citation}" for c in view.shadows(hit.concept)]
         notes += nav_render.lifecycle_notes(view, hit.concept)
-    warnings = [w for w in (nav_render.cited_oid_warning(view, ref, hit), hit.problem) if w]
+    warnings = [w for w in (found.stale, hit.problem) if w]
     notes += [f"warning: {w}" for w in warnings]
     if warnings:
         out["warnings"] = warnings
@@ -134,7 +137,7 @@ def ls(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
 
 def links(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
     view = reader.view(_scope(args))
-    report = nav.link_report(view, nav.resolve_ref(view, _required(args, "ref")))
+    report = nav.link_report(view, refs.resolve_concept(view, _required(args, "ref")).concept)
     return ToolResult("\n".join(nav_render.links_lines(view, report)), nav.links_json(view, report))
 
 

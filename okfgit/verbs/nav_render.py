@@ -6,11 +6,12 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from okfgit.knowledge.cards import Card
+from okfgit.knowledge.cards import TierCard
+from okfgit.knowledge.merged import Hit, Merged
 from okfgit.verbs import nav
 
 
-def lifecycle_marks(view: nav.View, concept: Card) -> list[str]:
+def lifecycle_marks(view: Merged, concept: TierCard) -> list[str]:
     """``[deprecated → <successor>]`` and ``[stale since <instant>]``, as they apply."""
     out = []
     if concept.deprecated:
@@ -21,7 +22,7 @@ def lifecycle_marks(view: nav.View, concept: Card) -> list[str]:
     return out
 
 
-def lifecycle_notes(view: nav.View, concept: Card) -> list[str]:
+def lifecycle_notes(view: Merged, concept: TierCard) -> list[str]:
     """What ``cat`` says on stderr beside the citation about a concept's lifecycle."""
     out = []
     if concept.deprecated:
@@ -32,7 +33,7 @@ def lifecycle_notes(view: nav.View, concept: Card) -> list[str]:
     return out
 
 
-def concept_line(view: nav.View, concept: Card, marks: tuple[str, ...] = ()) -> str:
+def concept_line(view: Merged, concept: TierCard, marks: tuple[str, ...] = ()) -> str:
     """``<citation>  [Type] Title — Description  [deprecated → x] [stale since t]  (shadows ...)``."""
     kind = f"[{concept.type}] " if concept.type else ""
     text = f"{concept.citation}  {kind}{concept.title}"
@@ -48,7 +49,7 @@ def concept_line(view: nav.View, concept: Card, marks: tuple[str, ...] = ()) -> 
     return text + (f"  ({'; '.join(notes)})" if notes else "")
 
 
-def listing_lines(view: nav.View, listing: nav.Listing) -> list[str]:
+def listing_lines(view: Merged, listing: nav.Listing) -> list[str]:
     where = f"{listing.tier + ':' if listing.tier else ''}{listing.path or '/'}"
     lines = [f"# {where}  (tiers: {', '.join([listing.tier] if listing.tier else view.labels) or 'none'})"]
     for folder in listing.folders:
@@ -62,7 +63,7 @@ def listing_lines(view: nav.View, listing: nav.Listing) -> list[str]:
     return lines
 
 
-def links_lines(view: nav.View, report: nav.LinkReport) -> list[str]:
+def links_lines(view: Merged, report: nav.LinkReport) -> list[str]:
     head = " ".join([f"# {report.concept.citation}"] + lifecycle_marks(view, report.concept))
     lines = [head, f"outgoing ({len(report.outgoing)}):"]
     for out in report.outgoing:
@@ -79,15 +80,7 @@ def links_lines(view: nav.View, report: nav.LinkReport) -> list[str]:
     return lines
 
 
-def cited_oid_warning(view: nav.View, ref: str, hit: nav.Hit) -> str | None:
-    """When ``ref`` is a pasted citation whose blob is no longer the one at HEAD."""
-    cited = nav.parse_ref(view, ref).oid
-    if cited and not hit.oid.startswith(cited):
-        return f"{ref} cites blob {cited}, but HEAD now has {hit.citation}"
-    return None
-
-
-def cat_json(view: nav.View, hit: nav.Hit, data: bytes) -> dict[str, Any]:
+def cat_json(view: Merged, hit: Hit, data: bytes) -> dict[str, Any]:
     """``cat --json``: the hit's fields plus ``content`` (UTF-8 text) or ``content_base64``."""
     out = nav.hit_json(view, hit)
     try:

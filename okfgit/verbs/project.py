@@ -6,7 +6,7 @@ file writes, lets ``plan.apply`` carry it out, then records what was written in 
 state (``okfgit.local.state``) and leaves a stamp for the no-op fast path (``okfgit.local.fastpath``).
 
 Per-concept work is proportional to what changed: each tier's concepts are cached by KB
-tree OID (``okfgit.knowledge.catalog``) and updated from a tree diff, and when the inputs, the
+tree OID (``okfgit.knowledge.cards``) and updated from a tree diff, and when the inputs, the
 memory folder and ``MEMORY.md`` are all as okfgit left them, no concept is looked at.
 """
 
@@ -18,20 +18,19 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from okfgit.knowledge import catalog
 from okfgit.progress import Progress, silent
+from okfgit.knowledge.cards import TierCards
+from okfgit.knowledge.merged import Merged as MergedView
 from okfgit.local import fastpath, state
-from okfgit.knowledge.catalog import TierCatalog
 from okfgit.targets.claude_home import claude_home
 from okfgit.context import Context
 from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, UsageError
 from okfgit.git import Repo
 from okfgit.format import concept as okf
 from okfgit.format import lifecycle
-from okfgit.format.index_md import is_needs_merge
 from okfgit.plan import FileWrite, Plan, apply, render
 from okfgit.targets import TARGETS, budget
-from okfgit.targets.base import FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, Merged, Projected, TierInfo, View
+from okfgit.targets.base import FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, Merged, TierInfo, View
 from okfgit.knowledge.tiers import PRECEDENCE, Tier, Workspace
 
 TARGET_CHOICES = ("claude", "agents", "all")
@@ -152,7 +151,7 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
     view = View(
         ctx=ctx, tiers=inputs.infos,
         worktree=repo.workdir if repo else None, main_root=repo.main_workdir if repo else None,
-        state=st, merge=lambda: _merge(inputs, st.common_dir if repo else None, cache, ctx.progress),
+        state=st, merge=lambda: _merge(inputs, cache, ctx.progress),
         read=lambda oid: _read(oid, cache, inputs.repos), nav_protocol=nav_protocol(),
         wrote=lambda oid: _stored(repo, oid),
     )
@@ -218,8 +217,8 @@ def _next_stale(ctx: Context, view: View) -> int | None:
     if view._merged is None:
         return None  # no target read the concepts
     now = lifecycle.instant_of(ctx.now())
-    ahead = [moment for c in view._merged.concepts if c.fact.stale_after
-             and (moment := lifecycle.parse_instant(c.fact.stale_after)) is not None and moment > now]
+    ahead = [moment for c in view._merged.concepts if c.card.stale_after
+             and (moment := lifecycle.parse_instant(c.card.stale_after)) is not None and moment > now]
     return int(min(ahead).timestamp()) if ahead else None
 
 
@@ -264,54 +263,36 @@ def _tier_info(tier: Tier, warnings: list[str], explicit: bool) -> tuple[TierInf
     return TierInfo(tier, commit, tree), repo
 
 
-def _merge(inputs: _Inputs, common_dir: Path | None, cache: dict[str, bytes], progress: Progress = silent) -> Merged:
-    """Every tier's concepts merged by ``okf_id``: the most specific tier wins."""
-    cached = catalog.load(common_dir) if common_dir is not None else {}
-    catalogs: dict[str, TierCatalog] = {}
-    for info in inputs.infos:
-        repo = inputs.repos[info.label]
-        catalogs[info.label] = catalog.build(repo, info.tier, info.commit, info.tree, cached.get(info.label), cache,
-                                               progress)
-    if common_dir is not None and any(k not in cached or v.worth_saving for k, v in catalogs.items()):
-        keep = {k: v for k, v in cached.items() if k not in catalogs}
-        catalog.save(common_dir, {**keep, **catalogs})
+def _merge(inputs: _Inputs, cache: dict[str, bytes], progress: Progress = silent) -> Merged:
+    """Every tier's concepts merged by ``okf_id`` (``knowledge.merged``): the most specific tier wins.
+
+    Unreadable or flawed concepts and concepts without a valid ``okf_id`` are skipped with a
+    warning: with no identity a concept could not be told apart from another tier's copy,
+    nor recognised when an agent edits it, so it is not projected until it has one.
+    """
+    view = MergedView([TierCards(info.tier, repo=inputs.repos[info.label], commit=info.commit, tree=info.tree,
+                                 blobs=cache, progress=progress) for info in inputs.infos])
     warnings: list[str] = []
     skipped: list[str] = []
-    seen: dict[str, Projected] = {}
-    for info in inputs.infos:
-        cat = catalogs[info.label]
-        label = info.label
-        for path in sorted(cat.problems):
-            warnings.append(f"skipped a concept that cannot be read: {cat.problems[path][1]}")
+    for label in view.labels:
+        for path, why in view.unusable(label):
+            warnings.append(f"skipped a concept that cannot be read: {why}")
             skipped.append(f"{label}:{path}")
-        for path in sorted(cat.facts):
-            if is_needs_merge(path):
-                continue  # an agent's variant waiting for a person (capture's conflict), not knowledge yet
-            fact = cat.facts[path]
-            if not okf.is_valid_okf_id(fact.okf_id):
-                # No identity: it could not be told apart from another tier's copy, nor recognised
-                # when an agent edits it, so it is not projected until it has one.
-                warnings.append(f"skipped {label}:{path}: not projected, it has no valid okf_id "
-                                f"(`okfgit doctor` names it; `okfgit adopt` adds one)")
-                skipped.append(f"{label}:{path}")
-                continue
-            key = str(fact.okf_id)
-            first = seen.get(key)
-            if first is None:
-                seen[key] = Projected(key, label, path, fact)
-            elif first.tier == label:
-                warnings.append(f"{label}:{path} has the same okf_id as {label}:{first.path}; "
-                                f"projected only {first.path}")
-    return Merged(list(seen.values()), warnings, skipped)
+        for concept in view.unidentified(label):
+            warnings.append(f"skipped {label}:{concept.path}: not projected, it has no valid okf_id "
+                            f"(`okfgit doctor` names it; `okfgit adopt` adds one)")
+            skipped.append(f"{label}:{concept.path}")
+    warnings += [f"{d.dropped.tier}:{d.dropped.path} has the same okf_id as {d.kept.tier}:{d.kept.path}; "
+                 f"projected only {d.kept.path}" for d in view.duplicates]
+    return Merged(view.knowledge, warnings, skipped)
 
 
 def unprojected(ws: Workspace) -> tuple[list[str], list[str]]:
     """(concepts at HEAD that projection skips, as ``<tier>:<path>``, and why each): what
-    ``status`` lists. Reads the per-tier catalogs (cached by tree OID), writes nothing else."""
+    ``status`` lists. Reads the tiers' cards (cached by tree OID), writes nothing else."""
     warnings: list[str] = []
     inputs = _select(ws, "all", warnings)
-    common = Repo.open(ws.project_repo).common_dir if ws.project_repo is not None else None
-    merged = _merge(inputs, common, {})
+    merged = _merge(inputs, {})
     return merged.skipped, [w for w in merged.warnings if w.startswith("skipped ")]
 
 
@@ -444,7 +425,7 @@ def _record_memory(new: state.State, old: state.State, item: Item, failed: bool,
         return
     assert item.oid is not None
     current = old.memory_files.get(name) if old.memory_dir == memory_dir else None
-    okf_id, oid = concept.fact.okf_id, concept.fact.oid
+    okf_id, oid = concept.okf_id, concept.oid
     written = item.oid if item.oid != oid else ""
     since = current.since if current is not None and current.oid == oid else (generation or 0)
     if item.action == UNCHANGED and current is not None and current.file_oid == item.oid:
