@@ -131,14 +131,16 @@ def test_bad_references(project: Path, okfgit: Runner, git: Runner) -> None:
     okfgit("note", "--type", "Lesson", "Warm the disks", cwd=project)
     heads = (_head(git, project), _head(git, _job(project)))
     err = okfgit("promote", "nothing-like-it", cwd=project, expect=2).err
-    assert err == "okfgit: error: no concept 'nothing-like-it' in the job/r1 tier\n"
+    assert err == "okfgit: error: no concept or file matches 'nothing-like-it' in the tiers in view (job/r1)\n"
     err = okfgit("promote", "warm", cwd=project, expect=2).err
-    assert err == ("okfgit: error: 'warm' is ambiguous in the job/r1 tier; candidates: "
-                   f"notes/warm-the-cache.md ({okf.split((_job(project) / NOTE).read_bytes(), 'x').meta['okf_id']}); "
-                   f"notes/warm-the-disks.md ("
-                   f"{okf.split((_job(project) / 'notes/warm-the-disks.md').read_bytes(), 'x').meta['okf_id']})\n")
+    ids = [okf.split((_job(project) / p).read_bytes(), "x").meta["okf_id"]
+           for p in (NOTE, "notes/warm-the-disks.md")]
+    oids = [_head(git, _job(project), f"HEAD:{p}")[:7] for p in (NOTE, "notes/warm-the-disks.md")]
+    assert err == ("okfgit: error: 'warm' is ambiguous: 2 matches; name one by tier:path or okf_id:\n"
+                   f"  job/r1:{NOTE}@{oids[0]}  okf_id {ids[0]}\n"
+                   f"  job/r1:notes/warm-the-disks.md@{oids[1]}  okf_id {ids[1]}\n")
     err = okfgit("promote", "warm-the-cahce", cwd=project, expect=2).err
-    assert err.endswith("in the job/r1 tier; did you mean: notes/warm-the-cache.md, notes/warm-the-disks.md\n")
+    assert f"; did you mean: warm-the-cache (job/r1:{NOTE}@{oids[0]})" in err
     assert "says `generalizes: no`" in okfgit("promote", "runner-lacks-redis", cwd=project, expect=2).err
     assert "is the run's state" in okfgit("promote", "STATE.md", cwd=project, expect=2).err
     assert "cannot promote job -> global" in okfgit("promote", "warm-the-cache", "--to", "global", cwd=project,

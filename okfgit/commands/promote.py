@@ -30,7 +30,8 @@ from okfgit.commands._common import emit_json, json_option, repo_option, run_opt
 @json_option
 def promote_cmd(refs: tuple[str, ...], from_: str, to: str, branch: str | None, folder: str | None, open_pr: bool,
                 remote: str, dry_run: bool, repo: Path | None, run: str | None, as_json: bool) -> None:
-    """Promote concepts (REF: a path, slug, title or okf_id) from the run to the
+    """Promote concepts (REF: a citation as `ls` prints it, a path, okf_id, slug,
+    name, title or unique prefix, looked up in the source tier) from the run to the
     project, or from the project to global. Each keeps its okf_id, gets its scope
     re-set, and both tiers' indexes are updated: one commit in the destination
     (trailer Okf-Promoted-From) and then one in the source removing it (trailer

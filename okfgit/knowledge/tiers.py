@@ -100,27 +100,34 @@ class Workspace:
             raise UsageError("no active run: pass --run SLUG, set $OKF_RUN, or run `okfgit run start SLUG`")
         return Tier("job", self.project_repo / RUNSTATE / self.run / "okf", run=self.run)
 
+    def in_scope(self, scope: str) -> list[Tier]:
+        """The tiers ``scope`` names, most specific first, whether or not their repositories exist.
+
+        ``all``: global, the project tier inside a repository, the job tier when a run is
+        active. A named tier that cannot exist here (no repository, no run) is a UsageError.
+        """
+        if scope != "all":
+            return [self.tier(check_scope(scope))]
+        return [self.tier(name) for name in PRECEDENCE
+                if name == "global" or (self.project_repo is not None and (name == "project" or self.run))]
+
     def active(self) -> list[Tier]:
         """Tiers in precedence order (job, project, global) whose repositories exist."""
-        out: list[Tier] = []
-        for name in PRECEDENCE:
-            if name == "job" and not self.run:
-                continue
-            if name != "global" and self.project_repo is None:
-                continue
-            tier = self.tier(name)
-            if tier.exists():
-                out.append(tier)
-        return out
+        return [tier for tier in self.in_scope("all") if tier.exists()]
+
+    def require(self, name: str) -> Tier:
+        """The tier ``name``, which must exist (UsageError saying how to create it otherwise)."""
+        tier = self.tier(check_scope(name))
+        if tier.exists():
+            return tier
+        if tier.name == "job":
+            raise UsageError(f"run {tier.run!r} has not been started (no repository at {tier.root}); "
+                             f"run `okfgit run start {tier.run}`")
+        raise UsageError(f"the {tier.label} tier does not exist yet at {tier.root}; run `okfgit init --scope {name}`")
 
     def selected(self, scope: str) -> list[Tier]:
         """``all`` → every active tier; otherwise just that tier (it must exist)."""
-        if scope == "all":
-            return self.active()
-        tier = self.tier(check_scope(scope))
-        if not tier.exists():
-            raise UsageError(f"the {tier.label} tier does not exist yet at {tier.root}; run `okfgit init --scope {scope}`")
-        return [tier]
+        return self.active() if scope == "all" else [self.require(scope)]
 
     def present(self, scope: str) -> tuple[list[Tier], list[str]]:
         """Like ``selected``, but a tier whose repository is missing is skipped with a note.
@@ -130,17 +137,10 @@ class Workspace:
         UsageError as before.
         """
         notes: list[str] = []
-        names = PRECEDENCE if scope == "all" else (check_scope(scope),)
+        if scope == "all" and self.project_repo is None:
+            notes.append("project tier skipped: not inside a git repository (pass --repo)")
         out: list[Tier] = []
-        for name in names:
-            if scope == "all" and name == "job" and not self.run:
-                continue
-            if scope == "all" and name == "project" and self.project_repo is None:
-                notes.append("project tier skipped: not inside a git repository (pass --repo)")
-                continue
-            if scope == "all" and name == "job" and self.project_repo is None:
-                continue
-            tier = self.tier(name)
+        for tier in self.in_scope(scope):
             if tier.exists():
                 out.append(tier)
             else:

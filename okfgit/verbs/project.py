@@ -31,7 +31,7 @@ from okfgit.format import lifecycle
 from okfgit.plan import FileWrite, Plan, apply, render
 from okfgit.targets import TARGETS, budget
 from okfgit.targets.base import FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, Merged, TierInfo, View
-from okfgit.knowledge.tiers import PRECEDENCE, Tier, Workspace
+from okfgit.knowledge.tiers import Tier, Workspace
 
 TARGET_CHOICES = ("claude", "agents", "all")
 
@@ -228,17 +228,9 @@ def _next_stale(ctx: Context, view: View) -> int | None:
 def _select(ws: Workspace, scope: str, warnings: list[str]) -> _Inputs:
     """The tiers in precedence order that exist and have a KB at HEAD; the rest are skipped."""
     out = _Inputs([], {}, [])
-    for name in PRECEDENCE:
-        if scope not in ("all", name):
-            continue
-        try:
-            tier = ws.tier(name)
-        except UsageError:
-            if scope == name:
-                raise
-            continue  # no repository (project) or no run (job): that tier is simply not in view
+    for tier in ws.in_scope(scope):
         out.dotgits.append(str(tier.repo_path / ".git"))
-        info = _tier_info(tier, warnings, explicit=scope == name)
+        info = _tier_info(tier, warnings, explicit=scope == tier.name)
         if info is not None:
             out.infos.append(info[0])
             out.repos[tier.label] = info[1]

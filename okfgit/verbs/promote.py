@@ -15,7 +15,6 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from difflib import get_close_matches
 
 from okfgit.format import index_md as index
 from okfgit.format import markdown as links
@@ -27,6 +26,9 @@ from okfgit.context import Context
 from okfgit.errors import IntegrityError, OkfError, RepoStateError, UsageError, ValidationError
 from okfgit.fsutil import safe_relpath
 from okfgit.git import Repo, blob_oid
+from okfgit.knowledge.cards import TierCards
+from okfgit.knowledge.merged import Merged
+from okfgit.knowledge.refs import resolve_concept
 from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
 from okfgit.plan import Plan, TierCommit, apply, render, writing
 from okfgit.verbs.init import root_index
@@ -103,8 +105,8 @@ def plan_promotion(
     if (from_, to) not in ROUTES:
         raise UsageError(f"cannot promote {from_} -> {to}: promotion goes job -> project or project -> global")
     if not refs:
-        raise UsageError("name at least one concept to promote (a path, slug, title or okf_id)")
-    source = runs.job_tier(ws) if from_ == "job" else _existing(ws.tier(from_))
+        raise UsageError("name at least one concept to promote (a citation, path, slug, okf_id, name or title)")
+    source = ws.require(from_)
     destination = ws.tier(to)
     src_repo = source.open()
     src_snap = snapshot(source)
@@ -115,7 +117,7 @@ def plan_promotion(
     dst_repo = destination.open() if destination.exists() else None
     _check_destination_ref(dst_repo, branch)
 
-    concepts = _unique([resolve_ref(src_snap, ref) for ref in refs])
+    concepts = [src_snap.concept(path) for path in resolve(source, refs)]
     dest_folder = safe_relpath(folder, "--dir") if folder is not None else None
     items = [_item(src_snap, c, to, dest_folder) for c in concepts]
     _check_items(items, dst_snap)
@@ -145,12 +147,6 @@ def plan_promotion(
     return pp
 
 
-def _existing(tier: Tier) -> Tier:
-    if not tier.exists():
-        raise UsageError(f"the {tier.label} tier does not exist yet at {tier.root}")
-    return tier
-
-
 def _check_destination_ref(repo: Repo | None, branch: str | None) -> None:
     if branch is None:
         return
@@ -160,38 +156,19 @@ def _check_destination_ref(repo: Repo | None, branch: str | None) -> None:
         raise UsageError(f"branch {branch!r} already exists in {repo.workdir}; pick a new name (nothing was written)")
 
 
-def resolve_ref(snap: Snapshot, ref: str) -> Concept:
-    """A concept by path (with or without ``.md``), ``okf_id``, slug, title or a slug prefix.
-
-    The first rule that matches decides; several matches are ambiguous (exit 2, candidates listed).
-    """
-    concepts = list(snap.concepts())
-    wanted = ref.strip().lstrip("/")
-    for matcher in (
-        lambda c: c.path in (wanted, wanted + ".md"),
-        lambda c: c.okf_id == wanted,
-        lambda c: c.slug == wanted,
-        lambda c: c.title.casefold() == wanted.casefold(),
-        lambda c: c.slug.startswith(wanted),
-    ):
-        found = [c for c in concepts if matcher(c)]
-        if len(found) == 1:
-            return found[0]
-        if len(found) > 1:
-            listed = "; ".join(f"{c.path} ({c.okf_id or 'no okf_id'})" for c in found)
-            raise UsageError(f"{ref!r} is ambiguous in the {snap.tier.label} tier; candidates: {listed}")
-    names = [c.path for c in concepts] + [c.slug for c in concepts]
-    close = get_close_matches(wanted, names, n=5, cutoff=0.5)
-    paths = sorted({c.path for c in concepts if c.path in close or c.slug in close})
-    hint = f"; did you mean: {', '.join(paths)}" if paths else ""
-    raise UsageError(f"no concept {ref!r} in the {snap.tier.label} tier{hint}")
-
-
-def _unique(concepts: list[Concept]) -> list[Concept]:
-    seen: dict[str, Concept] = {}
-    for concept in concepts:
-        seen.setdefault(concept.path, concept)
-    return list(seen.values())
+def resolve(source: Tier, refs: Sequence[str]) -> list[str]:
+    """The KB paths of the concepts ``refs`` name in the source tier (the one REF grammar,
+    ``knowledge.refs``); a stale citation is refused: promotion moves what was cited or nothing."""
+    view = Merged([TierCards(source)])
+    out: list[str] = []
+    for ref in refs:
+        found = resolve_concept(view, ref)
+        if found.stale:
+            raise UsageError(f"{found.stale}; name it without @{found.ref.oid} to promote what HEAD has "
+                             "(nothing was written)")
+        if found.concept.path not in out:
+            out.append(found.concept.path)
+    return out
 
 
 def _item(snap: Snapshot, concept: Concept, to: str, folder: str | None) -> Item:

@@ -25,6 +25,9 @@ from okfgit.format import trailers
 from okfgit.context import Context
 from okfgit.errors import UsageError, ValidationError
 from okfgit.git import Repo
+from okfgit.knowledge import refs
+from okfgit.knowledge.cards import TierCard, TierCards
+from okfgit.knowledge.merged import Merged
 from okfgit.knowledge.snapshot import Concept, snapshot
 from okfgit.plan import Plan, TierCommit, apply, writing
 from okfgit.knowledge.tiers import Tier, Workspace
@@ -124,15 +127,6 @@ def is_promotable(concept: Concept) -> bool:
 
 
 # -- the job tier of a workspace ---------------------------------------------------
-
-
-def job_tier(ws: Workspace) -> Tier:
-    """The active run's tier; UsageError when there is no active run or it was never started."""
-    tier = ws.tier("job")
-    if not tier.exists():
-        raise UsageError(f"run {tier.run!r} has not been started (no repository at {tier.root}); "
-                         f"run `okfgit run start {tier.run}`")
-    return tier
 
 
 def project_repo(ws: Workspace) -> Repo:
@@ -270,7 +264,7 @@ def _insert(data: bytes, at: int, text: str) -> bytes:
 
 def log_plan(ctx: Context, ws: Workspace, text: str) -> tuple[Tier, Plan]:
     """Plan the commit that adds one entry to the active run's ``log.md``."""
-    tier = job_tier(ws)
+    tier = ws.require("job")
     snap = snapshot(tier)
     old = snap.blob(LOG) if LOG in snap.entries else None
     new = add_log_entry(old, ctx.today(), text, log_title(tier))
@@ -281,7 +275,7 @@ def log_plan(ctx: Context, ws: Workspace, text: str) -> tuple[Tier, Plan]:
 
 
 def log(ctx: Context, ws: Workspace, text: str) -> RunChange:
-    with writing(ctx, job_tier(ws)):
+    with writing(ctx, ws.require("job")):
         tier, plan = log_plan(ctx, ws, text)
         commit = apply(ctx, plan).commits[-1][1]
     return RunChange(tier, LOG, commit, f"logged in {tier.label}:{LOG}")
@@ -332,7 +326,7 @@ def note_plan(
     ``cites`` (a REF in the project tier, else the global one; ``tier:REF`` picks the tier)
     and ``relation`` record which concept the note bears on, and how (``format/cites``).
     """
-    tier = job_tier(ws)
+    tier = ws.require("job")
     type_ = check_note_type(type_)
     extra: dict[str, object] = {"generalizes": check_generalizes(generalizes)}
     if (cites is None) != (relation is None):
@@ -371,36 +365,26 @@ def note_plan(
     return planned
 
 
-def cited_concept(ws: Workspace, ref: str) -> Concept:
-    """The concept ``--cites`` names: in the project tier, else the global one (``project:REF`` or
-    ``global:REF`` picks one; a citation's ``@oid`` suffix is ignored)."""
-    from okfgit.verbs.promote import resolve_ref  # promote imports this module
-
-    names: tuple[str, ...] = ("project", "global")
-    order: tuple[str, ...]
-    tier_name, _, rest = ref.partition(":")
-    if rest and tier_name in names:
-        order, wanted = (tier_name,), rest.rsplit("@", 1)[0] if "@" in rest else rest
-    else:
-        order, wanted = names, ref
-    misses = []
-    for name in order:
-        snap = snapshot(ws.tier(name))
-        if not snap.entries:
-            misses.append(f"the {name} tier is empty")
-            continue
-        try:
-            return resolve_ref(snap, wanted)
-        except UsageError as exc:
-            if "ambiguous" in str(exc):
-                raise
-            misses.append(str(exc))
-    raise UsageError(f"--cites {ref!r} names no concept: " + "; ".join(misses))
+def cited_concept(ws: Workspace, ref: str) -> TierCard:
+    """The concept ``--cites`` names, by the one REF grammar (``knowledge.refs``) over the project
+    and global tiers (project first; ``project:REF`` or ``global:REF`` picks one). A stale
+    citation is refused: the note would record a blob other than the one its author read."""
+    view = Merged([TierCards(ws.tier(name)) for name in ("project", "global")
+                   if name != "project" or ws.project_repo is not None])
+    try:
+        found = refs.resolve_concept(view, ref)
+    except UsageError as exc:
+        if "ambiguous" in str(exc):
+            raise
+        raise UsageError(f"--cites {ref!r} names no concept: {exc}") from exc
+    if found.stale:
+        raise UsageError(f"--cites: {found.stale}; cite what HEAD has (nothing was written)")
+    return found.concept
 
 
 def note(ctx: Context, ws: Workspace, make: Callable[[], store.NewConcept]) -> RunChange:
     """Plan (``make``: a call of ``note_plan``) and commit under the job tier's write lock."""
-    done = store.create(ctx, job_tier(ws), make)
+    done = store.create(ctx, ws.require("job"), make)
     return RunChange(done.tier, done.path, done.commit, f"noted {done.citation}", done.okf_id)
 
 
@@ -409,7 +393,7 @@ def note(ctx: Context, ws: Workspace, make: Callable[[], store.NewConcept]) -> R
 
 def status(ws: Workspace) -> RunStatus:
     """The run's concepts (which are promotable) and the promotions already made."""
-    tier = job_tier(ws)
+    tier = ws.require("job")
     repo = project_repo(ws)
     snap = snapshot(tier)
     out = RunStatus(tier, repo.config_get(ACTIVE_KEY) == tier.run, "")
@@ -451,7 +435,7 @@ def end(ws: Workspace) -> Ended:
 
     The run's repository stays where it is: it is the run's history.
     """
-    tier = job_tier(ws)
+    tier = ws.require("job")
     repo = project_repo(ws)
     current = repo.config_get(ACTIVE_KEY)
     cleared = current == tier.run and repo.config_unset(ACTIVE_KEY)
