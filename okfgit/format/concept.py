@@ -23,7 +23,6 @@ from okfgit.format import yamlfast
 from okfgit.errors import IntegrityError, OkfError, ValidationError
 
 RESERVED = ("index.md", "log.md")
-SCOPES = ("global", "project", "job")
 BOM = b"\xef\xbb\xbf"
 MAX_CONCEPT_BYTES = 1024 * 1024
 

@@ -10,4 +10,3 @@ from okfgit.targets.codex_agents import CodexAgents
 
 # The registry: --target selects by ``group``. Order is the order of the report.
 TARGETS: tuple[Target, ...] = (ClaudeMemory(), ClaudeMd(), AgentsMd(), CodexAgents())
-GROUPS = ("claude", "agents")
