@@ -38,7 +38,8 @@ from okfgit.errors import (BusyError, IntegrityError, OkfError, RecoveryPending,
 ZERO = "0" * 40
 WRITE_LOCK_WAIT_S = 30.0  # a write waits this long for another okfgit write (a sync) to finish
 INDEX_LOCK_WAIT_S = 2.0  # git holds index.lock for a moment; longer means someone is busy
-INDEX_SCRATCH = "okf-index.okftmp"  # where libgit2 writes the new index before it goes into index.lock
+INDEX_SCRATCH = "okf-index.okftmp"
+INDEX_LOCK_SCRATCH = "okf-index-lock.okftmp"  # index.lock's bytes before they are linked to that name  # where libgit2 writes the new index before it goes into index.lock
 CRASH_ENV = "OKFGIT_TEST_CRASH_AT"  # tests only: die by SIGKILL at a named step of a commit
 _GIT_ENV_VARS = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY",
                  "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_PREFIX")
@@ -523,9 +524,9 @@ class Repo:
         index scratch file; and libgit2's ``tmp_object_git2_*`` (``sweep_objects``)."""
         okf_dir = okf_paths.okf_dir(self.common_dir)
         places = {f for f in folders if f.is_relative_to(self.workdir)}
-        places |= {okf_dir, self.journal_file.parent}
+        places |= {okf_dir, self.journal_file.parent, self.gitdir}  # the git dir: the index scratch's temp file
         removed = fsutil.sweep_temp(places, since_ns)
-        for name in (INDEX_SCRATCH, INDEX_SCRATCH + ".lock"):
+        for name in (INDEX_SCRATCH, INDEX_SCRATCH + ".lock", INDEX_LOCK_SCRATCH):
             scratch = self.gitdir / name
             try:
                 if scratch.stat().st_mtime_ns < since_ns:
@@ -721,9 +722,11 @@ class Repo:
         if not self.needs_recovery():
             return []
         with self.write_lock(ctx, wait_s) as held:
+            # A killed writer's half-written journal record (or any temp file of its in
+            # <git common dir>/okf/) goes first, whatever the record says.
+            self.sweep(held.since_ns)
             record = journal.load(file)
             if record is None:
-                self.sweep(held.since_ns)  # a killed writer's half-written journal record
                 return []
             notes: list[str] = []
             if record.intent is not None:
@@ -883,29 +886,46 @@ class _IndexLock:
         self.path = repo.gitdir / "index.lock"
         self.scratch = repo.gitdir / INDEX_SCRATCH
         self.fd = -1
+        self.linked = False  # index.lock is ours (linked from the scratch file)
         self.record = journal.Record(os.getpid(), ctx.clock(), intent=intent)
         self.index: pygit2.Index
 
     def __enter__(self) -> "_IndexLock":
-        deadline = time.monotonic() + INDEX_LOCK_WAIT_S
-        while True:
-            try:
-                self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-                break
-            except FileExistsError:
-                if time.monotonic() >= deadline:
-                    raise BusyError(
-                        f"{self.path} exists: another git process seems to be running in {self.repo.workdir}; "
-                        "nothing was changed. Retry when it is done (if no git process is running, remove "
-                        "that file first)"
-                    ) from None
-                time.sleep(0.05)
-            except OSError as exc:
-                raise UnwritableError(f"cannot create {self.path}: {exc.strerror or exc} (nothing was changed)") from exc
+        # The lock file is made under okfgit's own scratch name first and its identity put in
+        # the journal, then linked to index.lock (a link fails when the name exists, as
+        # O_EXCL does): a kill at any point leaves either no index.lock or one the journal
+        # names, never one the next run cannot tell from a live git process's.
+        made = self.repo.gitdir / INDEX_LOCK_SCRATCH
         try:
+            self.fd = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
             st = os.fstat(self.fd)
-            self.record.index_lock = (st.st_dev, st.st_ino)
+        except OSError as exc:
+            raise UnwritableError(f"cannot create {self.path}: {exc.strerror or exc} (nothing was changed)") from exc
+        self.record.index_lock = (st.st_dev, st.st_ino)
+        try:
             journal.save(self.repo.journal_file, self.record, durable=False)
+            deadline = time.monotonic() + INDEX_LOCK_WAIT_S
+            while True:
+                try:
+                    os.link(made, self.path)
+                    self.linked = True
+                    break
+                except FileExistsError:
+                    if time.monotonic() >= deadline:
+                        raise BusyError(
+                            f"{self.path} exists: another git process seems to be running in {self.repo.workdir}; "
+                            "nothing was changed. Retry when it is done (if no git process is running, remove "
+                            "that file first)"
+                        ) from None
+                    time.sleep(0.05)
+                except OSError as exc:
+                    raise UnwritableError(f"cannot create {self.path}: {exc.strerror or exc} (nothing was changed)") from exc
+            made.unlink()
+        except BaseException:
+            self._drop()
+            made.unlink(missing_ok=True)
+            raise
+        try:
             crash_point(self.ctx, "index-locked")
             current = self.repo.gitdir / "index"
             for left in (self.scratch, self.scratch.with_name(self.scratch.name + ".lock")):
@@ -940,10 +960,11 @@ class _IndexLock:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-            try:
-                self.path.unlink()
-            except FileNotFoundError:
-                pass
+            if self.linked:  # never another process's index.lock
+                try:
+                    self.path.unlink()
+                except FileNotFoundError:
+                    pass
         self._cleanup()
 
     def _cleanup(self) -> None:
