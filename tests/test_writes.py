@@ -135,7 +135,8 @@ def test_git_missing_from_path_is_a_clear_exit_3(project: Path, okfgit_proc: Run
     top = head(git, project)
     empty = tmp_path / "nogit"
     empty.mkdir()
-    for args in (["new", "fact", "--description", "A fact."], ["init", "--scope", "global"], ["run", "start", "r1"]):
+    for args in (["new", "fact", "--description", "A fact."], ["init", "--scope", "global"], ["run", "start", "r1"],
+                 ["status"], ["hooks", "install"]):
         result = okfgit_proc(*args, cwd=project, extra_env={"PATH": str(empty)}, expect=3)
         assert "cannot run git" in result.err and "internal error" not in result.err, result
     assert head(git, project) == top

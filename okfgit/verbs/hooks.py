@@ -79,7 +79,7 @@ def _git(cwd: Path, env: Mapping[str, str], *args: str, check: bool = True) -> s
     try:
         proc = subprocess.run(["git", *args], cwd=cwd, env=dict(env), capture_output=True, text=True)
     except OSError as exc:
-        raise UsageError(f"cannot run git: {exc.strerror or exc}") from exc
+        raise IntegrityError(f"cannot run git ({exc.strerror or exc}): install git or put it on PATH") from exc
     if proc.returncode != 0:
         if not check:
             return ""
