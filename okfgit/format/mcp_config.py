@@ -18,6 +18,7 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
+from okfgit.format import json_object
 from okfgit.errors import IntegrityError
 
 _WS = re.compile(r"[ \t\n\r]*")
@@ -151,25 +152,7 @@ def _render(value: Any, unit: str, at: str, nl: str, compact: bool) -> str:
 
 
 def _load_json(text: str, where: str) -> dict[str, Any]:
-    try:
-        data = json.loads(text[_start(text):], object_pairs_hook=_no_duplicates)
-    except json.JSONDecodeError as exc:
-        raise IntegrityError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
-                             "not rewriting it (nothing was changed)") from None
-    except ValueError as exc:
-        raise IntegrityError(f"{where}: {exc}; not rewriting it (nothing was changed)") from None
-    if not isinstance(data, dict):
-        raise IntegrityError(f"{where}: not a JSON object; not rewriting it (nothing was changed)")
-    return data
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"key {key!r} appears twice")
-        out[key] = value
-    return out
+    return json_object.load(text[_start(text):], where)
 
 
 def _start(text: str) -> int:

@@ -19,6 +19,7 @@ from typing import Any
 from okfgit import plan as plan_mod
 from okfgit.targets.claude_home import claude_home
 from okfgit.context import Context
+from okfgit.format import json_object
 from okfgit.errors import IntegrityError
 
 # SessionStart's stdout becomes the agent's context, and a session may start outside any
@@ -214,33 +215,9 @@ def _load(path: Path) -> tuple[Path, bytes | None, dict[str, Any]]:
 def _parse(path: Path, data: bytes) -> dict[str, Any]:
     try:
         text = data.decode("utf-8")
-        parsed = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
     except UnicodeDecodeError:
         raise IntegrityError(f"{path}: not UTF-8; not rewriting it (nothing was changed)") from None
-    except json.JSONDecodeError as exc:
-        raise IntegrityError(
-            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
-            "not rewriting it (nothing was changed)"
-        ) from None
-    except ValueError as exc:
-        raise IntegrityError(f"{path}: {exc}; not rewriting it (nothing was changed)") from None
-    if not isinstance(parsed, dict):
-        raise IntegrityError(f"{path}: not a JSON object; not rewriting it (nothing was changed)")
-    return parsed
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # Rewriting would silently drop all but one value of a repeated key.
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"key {key!r} appears twice")
-        out[key] = value
-    return out
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    return json_object.load(text, str(path))
 
 
 def _hooks_object(path: Path, settings: dict[str, Any], *, create: bool) -> dict[str, Any] | None:
