@@ -5,11 +5,15 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from okfgit.commands._common import quiet_failures, repo_option, run_option
+from okfgit.commands._common import quiet_failures, repo_option, run_option, warn
 from okfgit.local import noop
+
+if TYPE_CHECKING:  # the verb loads pygit2: only when there is work
+    from okfgit.verbs.sync import SyncReport
 
 NOTHING_TO_DO = "okfgit sync: up to date"
 
@@ -54,7 +58,7 @@ def sync_cmd(hook: str | None, wait_s: float, quiet: bool, fetch: bool, dry_run:
         if verdict is noop.Verdict.UP_TO_DATE and hook is None and not quiet:
             click.echo(NOTHING_TO_DO)
         return 0
-    from okfgit.commands._common import warn, with_progress, workspace
+    from okfgit.commands._common import with_progress, workspace
     from okfgit.verbs import sync
 
     ctx, ws = workspace(repo, run)
@@ -69,13 +73,7 @@ def sync_cmd(hook: str | None, wait_s: float, quiet: bool, fetch: bool, dry_run:
         return report.exit_code
     if not quiet:
         click.echo(line)
-    if report.capture_deferred:
-        warn([f"capture deferred: {report.capture_deferred}"])
-    if report.capture_error:
-        warn([f"capture failed: {report.capture_error}"])
-    warn(report.warnings)
-    if report.projection is not None:
-        warn(f"{o.path}: {o.reason}" for o in report.projection.outcomes if o.action in ("skipped", "failed"))
+    _warnings(report)
     return report.exit_code
 
 
@@ -83,7 +81,7 @@ def _report_cmd(dry_run: bool, as_json: bool, wait_s: float, fetch: bool, repo: 
     """``sync --dry-run`` and ``sync --json``: the full path always (no no-op check), with the
     plan's diffs or a JSON report."""
     from okfgit import plan
-    from okfgit.commands._common import emit_json, warn, workspace
+    from okfgit.commands._common import emit_json, workspace
     from okfgit.verbs import sync
 
     ctx, ws = workspace(repo, run)
@@ -100,6 +98,12 @@ def _report_cmd(dry_run: bool, as_json: bool, wait_s: float, fetch: bool, repo: 
         click.echo(line)
         if report.capture is not None and not report.capture.enabled:
             click.echo(report.capture.reason)
+    _warnings(report)
+    return 0 if dry_run else report.exit_code
+
+
+def _warnings(report: SyncReport) -> None:
+    """What sync's report says a person should know, on stderr."""
     if report.capture_deferred:
         warn([f"capture deferred: {report.capture_deferred}"])
     if report.capture_error:
@@ -107,4 +111,3 @@ def _report_cmd(dry_run: bool, as_json: bool, wait_s: float, fetch: bool, repo: 
     warn(report.warnings)
     if report.projection is not None:
         warn(f"{o.path}: {o.reason}" for o in report.projection.outcomes if o.action in ("skipped", "failed"))
-    return 0 if dry_run else report.exit_code
