@@ -126,3 +126,12 @@ def test_added_bodies_and_backlinks_are_shown(project: Path, okfgit: Runner, git
     text = okfgit("review", cwd=project).out
     assert "The body of the fresh lesson" not in text and "linked from: fan.md" in text
     assert "The body of the fresh lesson" in okfgit("review", "--verbose", cwd=project).out
+
+
+def test_an_output_file_that_cannot_be_written_is_exit_3_and_nothing_else_changes(
+        repo: Path, okfgit: Runner, git: Runner) -> None:
+    _big_kb(repo, git, okfgit, 2)
+    blocker = repo / "README.md"
+    result = okfgit("review", "--output", str(blocker / "full.md"), cwd=repo, expect=3)
+    assert f"cannot write {blocker / 'full.md'}" in result.err
+    assert blocker.read_text() == "# proj\n"

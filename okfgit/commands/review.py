@@ -7,10 +7,10 @@ from typing import IO
 
 import click
 
+from okfgit import plan as plan_mod
 from okfgit.verbs import review
 from okfgit.verbs import review_render
 from okfgit.commands._common import repo_option, workspace
-from okfgit.fsutil import atomic_write
 
 _FORMATS = ("json", "markdown", "text")
 
@@ -53,7 +53,9 @@ def review_cmd(range_: str | None, base: str | None, fmt: str, pr_body: IO[str] 
     body = pr_body.read() if pr_body is not None else None
     result = review.review(ctx, ws, range_, body, base_ref=base, approved_by=approved_by)
     if output is not None:
-        atomic_write(output, render(result, fmt, full=True, verbose=True).encode("utf-8"), fsync=False)
+        report = render(result, fmt, full=True, verbose=True).encode("utf-8")
+        write = plan_mod.FileWrite(output, report, "the full review report", fsync=False)
+        plan_mod.apply(ctx, plan_mod.Plan(writes=[write])).raise_failed()
     click.echo(render(result, fmt, full=full, verbose=verbose), nl=False)
     return result.exit_code
 

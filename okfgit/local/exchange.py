@@ -7,7 +7,8 @@ last attempt plus ``okf.fetchInterval``). ``status`` shows it; ``sync`` reads it
 most once per interval and, after a failure, to stay off the network until the interval
 has passed (or ``sync --fetch``). Deleting it is safe: the next sync just fetches.
 
-Standard library only: ``okfgit sync``'s no-op check reads ``due`` on every call.
+Standard library only (and okfgit.fsutil to write): ``okfgit sync``'s no-op check reads
+``due`` on every call.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from okfgit import fsutil
+from okfgit.errors import OkfError
 from okfgit.local import paths
 
 
@@ -43,8 +46,26 @@ def load(common_dir: str | os.PathLike[str]) -> Record:
 
 
 def dump(record: Record) -> bytes:
-    """The record's bytes (the caller writes them atomically)."""
+    """The record's bytes."""
     return json.dumps(asdict(record), separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def save(common_dir: str | os.PathLike[str], record: Record) -> None:
+    """Write the record atomically (no fsync: losing it only means an earlier fetch).
+
+    Best effort: a record that cannot be written is left as it was."""
+    try:
+        fsutil.atomic_write(path(common_dir), dump(record), fsync=False)
+    except OkfError:
+        pass
+
+
+def remove(common_dir: str | os.PathLike[str]) -> None:
+    """Remove the record (the tier has no remote any more)."""
+    try:
+        path(common_dir).unlink()
+    except OSError:
+        pass
 
 
 def due(global_common_dir: str, now: float) -> bool:

@@ -19,7 +19,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from okfgit import fsutil, transport
+from okfgit import transport
 from okfgit.context import Context
 from okfgit.errors import OkfError, RepoStateError, UsageError
 from okfgit.git import Repo
@@ -303,10 +303,7 @@ def push(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report, timeo
 
 def forget(repo: Repo) -> None:
     """Remove the exchange record (the tier has no remote any more)."""
-    try:
-        record.path(repo.common_dir).unlink()
-    except OSError:
-        pass
+    record.remove(repo.common_dir)
 
 
 def save_success(repo: Repo, tg: Target, now: float) -> None:
@@ -327,10 +324,7 @@ def _save(repo: Repo, rec: record.Record, tg: Target, report: Report, now: float
     elif report.fetched or report.pushed:
         rec.last_success = now
         rec.last_error = None
-    try:
-        fsutil.atomic_write(record.path(repo.common_dir), record.dump(rec), fsync=False)
-    except OkfError:
-        pass  # a record for status and the interval: losing it only means an earlier fetch
+    record.save(repo.common_dir, rec)
 
 
 def describe_time(when: float | None) -> str:
