@@ -7,7 +7,7 @@ last attempt plus ``okf.fetchInterval``). ``status`` shows it; ``sync`` reads it
 most once per interval and, after a failure, to stay off the network until the interval
 has passed (or ``sync --fetch``). Deleting it is safe: the next sync just fetches.
 
-Standard library only (and okfgit.fsutil to write): ``okfgit sync``'s no-op check reads
+Standard library only (okfgit.fsutil only to write): ``okfgit sync``'s no-op check reads
 ``due`` on every call.
 """
 
@@ -18,7 +18,6 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from okfgit import fsutil
 from okfgit.errors import OkfError
 from okfgit.local import paths
 
@@ -54,6 +53,8 @@ def save(common_dir: str | os.PathLike[str], record: Record) -> None:
     """Write the record atomically (no fsync: losing it only means an earlier fetch).
 
     Best effort: a record that cannot be written is left as it was."""
+    from okfgit import fsutil  # here, not at the top: the no-op check imports this module
+
     try:
         fsutil.atomic_write(path(common_dir), dump(record), fsync=False)
     except OkfError:
