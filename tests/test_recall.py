@@ -45,6 +45,18 @@ def test_mtimes_top_distinct_rest_one_older_time() -> None:
     assert recall.needs_restamp(order[::-1], times, 10_000_000)
 
 
+def test_mtimes_rest_files_already_older_keep_their_time() -> None:
+    order = [f"f{i}.md" for i in range(250)]
+    before = recall.mtimes(order, top_anchor_s=10_000_000)
+    moved = [order[-1], *order[:-1]]  # a changed file goes to the top; the 200th drops to the rest
+    after = recall.mtimes(moved, top_anchor_s=10_000_050, recorded=before)
+    rest = (10_000_050 - 200 - 86_400) * 10**9
+    assert after[order[199]] == rest  # it left the top: it gets the rest time
+    assert all(after[n] == before[n] for n in order[200:-1])  # already older than the top: untouched
+    assert max(after[n] for n in moved[200:]) < min(after[n] for n in moved[:200])
+    assert not recall.needs_restamp(moved, after, 10_000_050)
+
+
 LONG = b"---\ntitle: A\n" + b"".join(b"k%02d: v\n" % i for i in range(40)) + \
     b"type: Decision\ndescription: Why it is so.\ntags:\n- a\n- b\n---\nBody line.\n"
 

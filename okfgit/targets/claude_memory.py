@@ -366,7 +366,7 @@ def _recall_order(view: View, folder: Path, names: dict[str, TierCard], out: Tar
     top = state.recall_top_s
     if top is None or recall.needs_restamp(order, recorded, top):
         top = int(view.ctx.clock())
-    wanted = recall.mtimes(order, top)
+    wanted = recall.mtimes(order, top, recorded)
     out.recall_top_s, out.generation, out.recall_order = top, generation, order
     for index, item in enumerate(out.items):
         name = item.memory_name or ""

@@ -16,7 +16,7 @@ Pure functions: bytes and records in, data out; projection applies the result.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -73,24 +73,31 @@ def rank(candidates: Iterable[Candidate], baseline: int = 0) -> list[str]:
     return [c.name for c in fresh] + [c.name for c in rest]
 
 
-def mtimes(order: Sequence[str], top_anchor_s: int) -> dict[str, int]:
+def mtimes(order: Sequence[str], top_anchor_s: int, recorded: Mapping[str, int] | None = None) -> dict[str, int]:
     """Modification time (ns) for each name: the top ``RECALL_LIMIT`` one second apart up to
     ``top_anchor_s``, every other file at one time a day older than the last of them.
 
     The rest share one time on purpose: their order is never seen by Claude, and a change
-    among them then moves no file's time.
+    among them then moves no file's time. A file of the rest whose ``recorded`` time is
+    already at or before that time keeps it: it is older than the top either way, so when
+    the anchor moves (the order changed) only the files that left the top are touched, not
+    every file in the folder.
     """
     out: dict[str, int] = {}
-    rest = top_anchor_s - RECALL_LIMIT - _REST_AGE_S
+    rest = (top_anchor_s - RECALL_LIMIT - _REST_AGE_S) * 1_000_000_000
+    had = recorded or {}
     for i, name in enumerate(order):
-        seconds = top_anchor_s - i if i < RECALL_LIMIT else rest
-        out[name] = seconds * 1_000_000_000
+        if i < RECALL_LIMIT:
+            out[name] = (top_anchor_s - i) * 1_000_000_000
+            continue
+        before = had.get(name)
+        out[name] = before if before is not None and before <= rest else rest
     return out
 
 
 def needs_restamp(order: Sequence[str], recorded: dict[str, int], top_anchor_s: int) -> bool:
     """The recorded modification times do not already realise ``order`` from this anchor."""
-    wanted = mtimes(order, top_anchor_s)
+    wanted = mtimes(order, top_anchor_s, recorded)
     return any(recorded.get(name) != ns for name, ns in wanted.items())
 
 
