@@ -272,3 +272,13 @@ def test_a_warm_cache_reads_only_the_files_a_commit_changed(kb: Path, okfgit: Ru
     cards = TierCards(tier)
     assert cards.catalog.reread == 1
     assert cards.cards["notes/a/x.md"].description == "Changed."
+
+
+@pytest.mark.parametrize("argv", [("cat", "storage-engine"), ("search", "storage")])
+def test_a_warm_read_parses_no_yaml_so_imports_none(argv: tuple[str, ...], kb: Path, okfgit: Runner,
+                                                    okfgit_proc: Runner) -> None:
+    okfgit(*argv, cwd=kb)  # builds the cards cache
+    result = okfgit_proc(*argv, cwd=kb, extra_env={"PYTHONPROFILEIMPORTTIME": "1"})
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.err.splitlines() if "|" in line}
+    assert "okfgit.knowledge.cards" in imported
+    assert not {"yaml", "frontmatter"} & imported

@@ -11,11 +11,11 @@ from okfgit.format import concept as okf
 from okfgit.format import yamlfast
 from tests.conftest import FIXTURES
 
-RESOLVERS = okf._Loader.yaml_implicit_resolvers
+RESOLVERS = okf._yaml().loader.yaml_implicit_resolvers
 
 
 def pyyaml(text: str) -> object:
-    return yaml.load(text, Loader=okf._Loader)  # noqa: S506 - okf's safe loader
+    return yaml.load(text, Loader=okf._yaml().loader)  # noqa: S506 - okf's safe loader
 
 
 def agrees(text: str) -> bool:

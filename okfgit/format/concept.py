@@ -9,15 +9,13 @@ bytes after the closing fence, and a key edit touches only that key's lines.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import frontmatter
-import yaml
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from okfgit.format import yamlfast
 from okfgit.errors import IntegrityError, OkfError, ValidationError
@@ -34,22 +32,40 @@ KEY_ORDER = (
     "stale_after", "sources", "resource",
 )
 
-_BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+if TYPE_CHECKING:
+    import yaml
 
 
-class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
-    """Safe loader that keeps timestamps as the strings the author wrote."""
+class _Yaml(NamedTuple):
+    loader: type  # a safe loader that keeps timestamps as the strings the author wrote
+    base_loader: type  # the safe loader it derives from (libyaml's when PyYAML has it)
+    dumper: type  # libyaml's emitter when PyYAML has it (about 10x faster than the pure-Python one)
 
 
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
+@functools.lru_cache(maxsize=1)
+def _yaml() -> _Yaml:
+    """PyYAML's loader and dumper, set up the first time YAML is really read or written.
 
+    Importing PyYAML costs about 20 ms; a read verb that finds every concept's card cached
+    parses no YAML at all, so it never pays it.
+    """
+    import yaml
 
-# libyaml's emitter when PyYAML has it (about 10x faster than the pure-Python one).
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    pass
+    base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):  # type: ignore[misc, valid-type]
+        pass
+
+    Loader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+    class Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+        pass
+
+    Dumper.add_representer(str, _str_presenter)
+    return _Yaml(Loader, base, Dumper)
 
 
 _BREAKS = ("\x85", "\u2028", "\u2029", "\r")
@@ -71,7 +87,6 @@ def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
     return dumper.represent_scalar("tag:yaml.org,2002:str", data)
 
 
-_Dumper.add_representer(str, _str_presenter)
 
 
 @dataclass(frozen=True)
@@ -105,13 +120,16 @@ def check_text(data: bytes, name: str) -> str:
 
 
 def load_yaml(text: str, name: str) -> Any:
-    fast = yamlfast.parse(text, _Loader.yaml_implicit_resolvers)
+    kit = _yaml()
+    fast = yamlfast.parse(text, kit.loader.yaml_implicit_resolvers)
     if fast is not None:
         return fast  # the plain subset, parsed exactly as PyYAML would (yamlfast.py)
+    import yaml
+
     try:
         if "&" in text or "*" in text:
             _refuse_aliases(text)
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a safe loader
+        return yaml.load(text, Loader=kit.loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
@@ -124,7 +142,9 @@ def _refuse_aliases(text: str) -> None:
     hundred bytes of nested aliases (an alias bomb) expand into a graph whose every
     comparison or dump costs exponential time. One linear pass over the parser's events;
     raises a YAMLError, reported like any other invalid frontmatter."""
-    for event in yaml.parse(text, Loader=_BaseLoader):
+    import yaml
+
+    for event in yaml.parse(text, Loader=_yaml().base_loader):
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             raise yaml.composer.ComposerError(
                 None, None, "anchors and aliases (&name, *name) are not allowed in frontmatter",
@@ -189,8 +209,10 @@ def ordered(meta: Mapping[str, Any]) -> dict[str, Any]:
 def dump_yaml(meta: Mapping[str, Any]) -> str:
     if not meta:
         return ""
+    import yaml
+
     text = yaml.dump(
-        dict(meta), Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+        dict(meta), Dumper=_yaml().dumper, sort_keys=False, allow_unicode=True,
         default_flow_style=False, width=100000,
     )
     return str(text)
@@ -204,9 +226,11 @@ def new_file(meta: Mapping[str, Any], body: str) -> bytes:
     file with it would sort keys, strip the body, drop a BOM and CRLF, so every read goes
     through ``split`` and every edit through ``set_keys``.
     """
+    import frontmatter
+
     post = frontmatter.Post(body.strip("\n"))
     post.metadata.update(ordered(meta))
-    text = frontmatter.dumps(post, sort_keys=False, Dumper=_Dumper, width=100000)
+    text = frontmatter.dumps(post, sort_keys=False, Dumper=_yaml().dumper, width=100000)
     return text.encode("utf-8") + b"\n"
 
 
