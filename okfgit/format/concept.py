@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 
 class _Yaml(NamedTuple):
-    loader: type  # a safe loader that keeps timestamps as the strings the author wrote
+    loader: Any  # a safe loader that keeps timestamps as the strings the author wrote
     base_loader: type  # the safe loader it derives from (libyaml's when PyYAML has it)
     dumper: type  # libyaml's emitter when PyYAML has it (about 10x faster than the pure-Python one)
 
