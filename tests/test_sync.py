@@ -373,3 +373,27 @@ def test_dry_run_shows_capture_and_projection_and_writes_nothing(project: Path, 
     assert done["capture"]["commits"][0]["tier"] == "project" and done["failed"] is False
     assert str(project / "AGENTS.md") in [r["path"] for r in done["projection"]["written"]]
     assert okfgit("sync", "--dry-run", "--hook", "post-commit", cwd=project, expect=2).code == 2
+
+
+def test_the_sync_stamp_vouches_only_when_okfgit_wrote_every_newer_file(tmp_path: Path) -> None:
+    from okfgit.local import stamps as syncstamp
+
+    common, folder = tmp_path / "git", tmp_path / "memory"
+    (common / "okf").mkdir(parents=True)
+    folder.mkdir()
+    (folder / "ours.md").write_text("a")
+    (folder / "agent.md").write_text("b")
+    since = (folder / "ours.md").stat().st_mtime_ns + 1_000_000_000
+    for name, ns in (("ours.md", since + 5), ("agent.md", since - 5)):
+        os.utime(folder / name, ns=(ns, ns))
+    os.utime(folder, ns=(since - 10, since - 10))
+    ours = {str(folder / "ours.md")}
+
+    def stamp_since(wrote: set[str]) -> int:
+        data = syncstamp.record(str(folder), since, lambda path, size, mtime: path in wrote)
+        return int(json.loads(data)["since"])
+
+    assert stamp_since(ours) == since + 6  # okfgit's own write during the sync is vouched for
+    assert stamp_since(set()) == since  # a file nobody vouches for: the next sync looks again
+    os.utime(folder / "agent.md", ns=(since + 1, since + 1))
+    assert stamp_since(ours) == since

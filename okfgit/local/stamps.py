@@ -33,15 +33,20 @@ _MASK = (1 << 64) - 1
 
 
 class Scan(NamedTuple):
-    """What ``scan`` saw: the digest, the newest mtime, and each folder's (inode, mtime)."""
+    """What ``scan`` saw: the digest, the newest mtime, each folder's (inode, mtime), and
+    whether every file at or after the ``since`` it was given is one okfgit wrote."""
 
     digest: str
     newest: int
     dirs: dict[str, list[int]]
+    vouched: bool = True
 
 
-def scan(memory_dir: str) -> Scan:
-    """Every entry under ``memory_dir`` (a missing folder gives digest ``absent``)."""
+def scan(memory_dir: str, since: int | None = None,
+         okfgit_wrote: Callable[[str, int, int], bool] | None = None) -> Scan:
+    """Every entry under ``memory_dir`` (a missing folder gives digest ``absent``). With
+    ``since`` and ``okfgit_wrote``, the same walk also says whether every file with an
+    mtime at or after ``since`` is one okfgit wrote (``record``)."""
     try:
         root = os.lstat(memory_dir)
     except OSError:
@@ -50,6 +55,9 @@ def scan(memory_dir: str) -> Scan:
     dirs = {".": [root.st_ino, root.st_mtime_ns]}
     total = hash((root.st_ino, root.st_size, root.st_mtime_ns))
     count = 0
+    vouched = True
+    check = since is not None and okfgit_wrote is not None
+    after = since if since is not None else 0
     stack = [("", memory_dir)]
     while stack:
         rel, folder = stack.pop()
@@ -64,7 +72,10 @@ def scan(memory_dir: str) -> Scan:
                 if entry.is_dir(follow_symlinks=False):
                     dirs[rel + entry.name] = [st.st_ino, mtime]
                     stack.append((f"{rel}{entry.name}/", entry.path))
-    return Scan(f"{count}:{total & _MASK:016x}", newest, dirs)
+                elif check and vouched and mtime >= after:
+                    assert okfgit_wrote is not None
+                    vouched = okfgit_wrote(entry.path, st.st_size, mtime)
+    return Scan(f"{count}:{total & _MASK:016x}", newest, dirs, vouched)
 
 
 def path(common_dir: str) -> str:
@@ -93,54 +104,34 @@ def matches(common_dir: str, *, deep: bool = True) -> bool:
         return False
 
 
-def save(common_dir: str, memory_dir: str, since: int) -> None:
+def save(common_dir: str, memory_dir: str, since: int,
+         okfgit_wrote: Callable[[str, int, int], bool] | None = None) -> None:
     """Write the stamp for ``memory_dir`` as it is now (``record``); only a cache, so a
-    failed write is ignored (the next sync does the full work)."""
+    failed write is ignored (the next sync does the full work). With ``okfgit_wrote`` the
+    stamp's ``since`` moves past the files okfgit wrote while the sync ran (``record``)."""
     from pathlib import Path
 
     from okfgit import fsutil  # not on the no-op path
     from okfgit.errors import OkfError
 
     try:
-        fsutil.atomic_write(Path(path(common_dir)), record(memory_dir, since), fsync=False)
-    except OkfError:
+        fsutil.atomic_write(Path(path(common_dir)), record(memory_dir, since, okfgit_wrote), fsync=False)
+    except (OkfError, OSError):
         pass
 
 
-def record(memory_dir: str, since: int) -> bytes:
+def record(memory_dir: str, since: int, okfgit_wrote: Callable[[str, int, int], bool] | None = None) -> bytes:
     """The stamp bytes for ``memory_dir`` as it is now, for a sync that started at file-system
-    time ``since`` (ns); the caller writes them atomically."""
-    seen = scan(memory_dir)
-    data = {"memory_dir": memory_dir, "since": since, "digest": seen.digest, "dirs": seen.dirs}
-    return json.dumps(data, separators=(",", ":")).encode("utf-8") + b"\n"
-
-
-def vouch(memory_dir: str, since: int, okfgit_wrote: Callable[[str, int, int], bool]) -> int:
-    """The ``since`` a stamp may carry once this sync is done.
+    time ``since`` (ns); the caller writes them atomically.
 
     Files newer than ``since`` were written while the sync ran. When every one of them is a
     file okfgit itself wrote in that time (``okfgit_wrote(path, size, mtime_ns)``: the
     projection state records exactly that size and mtime), nothing an agent wrote can hide
-    among them, so the stamp may vouch for them and the next sync is a no-op; otherwise
-    ``since`` stays, and the next sync looks again.
-    """
-    newest = since
-    stack = [memory_dir]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            return since
-        for entry in entries:
-            st = entry.stat(follow_symlinks=False)
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(entry.path)
-            elif st.st_mtime_ns >= since and not okfgit_wrote(entry.path, st.st_size, st.st_mtime_ns):
-                return since
-            newest = max(newest, st.st_mtime_ns)
-    try:
-        newest = max(newest, os.lstat(memory_dir).st_mtime_ns)
-    except OSError:
-        return since
-    return newest + 1
+    among them, so the stamp vouches for them (its ``since`` moves past the newest) and the
+    next sync is a no-op; otherwise ``since`` stays, and the next sync looks again. One walk
+    of the folder gives both this and the digest."""
+    seen = scan(memory_dir, since, okfgit_wrote)
+    if okfgit_wrote is not None and seen.vouched and seen.digest != ABSENT:
+        since = max(since, seen.newest) + 1
+    data = {"memory_dir": memory_dir, "since": since, "digest": seen.digest, "dirs": seen.dirs}
+    return json.dumps(data, separators=(",", ":")).encode("utf-8") + b"\n"

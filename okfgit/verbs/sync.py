@@ -110,8 +110,7 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
                 record = now_owned.record(path)
                 return record is not None and record.size == size and record.mtime_ns == mtime_ns
 
-            since = syncstamp.vouch(str(memory), started, okfgit_wrote)
-            syncstamp.save(common, str(memory), since)
+            syncstamp.save(common, str(memory), started, okfgit_wrote)
     return report
 
 
