@@ -116,18 +116,26 @@ def within_scan(data: bytes) -> bytes | None:
 def claude_candidates(folder: Path) -> list[Path]:
     """The recall candidates exactly as Claude Code 2.1 lists them: every ``*.md`` below
     ``folder`` except ``MEMORY.md``, newest modification time first, the first 200."""
-    found: list[tuple[int, str, Path]] = []
-    for root, dirs, files in os.walk(folder):
-        dirs.sort()
-        for name in files:
-            if not name.endswith(".md"):
-                continue
-            path = Path(root) / name
-            if path.parent == folder and name == "MEMORY.md":
-                continue
+    found: list[tuple[int, str]] = []
+    stack = [str(folder)]
+    top = str(folder)
+    while stack:
+        where = stack.pop()
+        try:
+            with os.scandir(where) as entries:
+                listed = list(entries)
+        except OSError:
+            continue
+        for entry in listed:
             try:
-                found.append((os.stat(path).st_mtime_ns, str(path), path))
+                if entry.is_dir():  # os.walk follows the same rule: a link to a folder is listed, not entered
+                    if not entry.is_symlink():
+                        stack.append(entry.path)
+                    continue
+                if not entry.name.endswith(".md") or (where == top and entry.name == "MEMORY.md"):
+                    continue
+                found.append((entry.stat().st_mtime_ns, entry.path))
             except OSError:
                 continue
     found.sort(key=lambda t: (-t[0], t[1]))
-    return [p for _, _, p in found[:RECALL_LIMIT]]
+    return [Path(p) for _, p in found[:RECALL_LIMIT]]
