@@ -96,8 +96,11 @@ def test_adopt_hands_a_file_to_projection(kit: Kit, okfgit: Runner, git: Runner)
 def test_state_json_is_what_the_spec_describes(kit: Kit, okfgit: Runner) -> None:
     project(okfgit, kit)
     data = json.loads(kit.state.read_text())
-    assert sorted(data) == ["inputs", "memory_dir", "memory_dir_mtime_ns", "memory_files", "recall", "targets", "tool",
-                            "version"]
+    assert sorted(data) == ["inputs", "memory_dir", "memory_dir_mtime_ns", "memory_files", "merged", "recall", "targets",
+                            "tool", "version"]
+    assert data["merged"]["skipped"] == ["project:broken.md", "global:legacy-note.md"]
+    assert any("okf_origin '../escape.md'" in w for w in data["merged"]["warnings"])
+    assert len(data["recall"]) == 3 and isinstance(data["recall"][2], int)  # [top, generation, fresh]
     okf_id, tier, path, oid, size, mtime_ns = data["memory_files"]["testing.md"][:6]
     assert (okf_id, tier, path) == ("11111111-2222-4333-8444-555555555555", "project", "testing.md")
     assert size == (kit.memory / "testing.md").stat().st_size

@@ -191,3 +191,74 @@ def test_claude_recalls_what_okfgit_ranks_first(repo: Path, okfgit, git, home: P
     assert "Claude Code" in text and "recall: the 200 newest memory files" in text and "Codex" in text
     status = okfgit("status", cwd=repo, expect=None).out
     assert "over an agent's budget: Claude Code: MEMORY.md lists" in status
+
+
+def test_a_change_in_place_gives_what_reading_every_concept_gives(repo: Path, okfgit, git, home: Path) -> None:  # noqa: ANN001
+    """A run where only concepts' bodies changed plans without reading every concept
+    (targets/claude_memory.py ``_changed_in_place``); a full run right after it, made to
+    read every concept, finds nothing to write and no time to move."""
+    import os
+    import sys
+    sys.path.insert(0, str(BENCH))
+    try:
+        import genkb
+    finally:
+        sys.path.remove(str(BENCH))
+    planned = sorted(p for p in genkb.generate(repo / ".okf", 260, scope="project") if "/concept-" in p)
+    kb = repo / ".okf"
+
+    def edit(path: str, old: str, new: str) -> None:
+        file = kb / path
+        file.write_text(file.read_text().replace(old, new, 1))
+
+    deprecated, captured = planned[5], planned[6]
+    edit(deprecated, "okf_source: authored\n", "okf_source: authored\nstatus: deprecated\n")
+    edit(captured, "okf_source: authored\n", "okf_source: claude-memory\n")
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "kb", cwd=repo)
+    okfgit("project", cwd=repo)
+    from okfgit.targets.claude_home import memory_dir
+    folder = Path(memory_dir(repo.resolve(), os.environ, home).path)
+    okf_dir = repo / ".git" / "okf"
+    state_file = okf_dir / "state.json"
+
+    def times() -> dict[str, int]:
+        return {p.name: p.stat().st_mtime_ns for p in folder.glob("*.md")}
+
+    def one_run(*paths: str, note: str, in_place: bool = True) -> None:
+        for path in paths:
+            edit(path, "\n---\n", f"\n---\n{note}\n")
+        if not paths:
+            (repo / "README.md").write_text(f"# proj {note}\n")
+        git("commit", "-q", "-am", note, cwd=repo)
+        (okf_dir / "cards.json").unlink(missing_ok=True)
+        out = json.loads(okfgit("project", "--json", cwd=repo).out)
+        assert sorted(Path(w["path"]).name for w in out["written"]) == sorted(p.rsplit("/", 1)[-1] for p in paths)
+        assert (okf_dir / "cards.json").exists() != in_place  # no concept read, or every one
+        assert any("left out, reachable" in w for w in out["warnings"])  # the concepts' warnings, repeated
+        for path in paths:
+            assert (folder / path.rsplit("/", 1)[-1]).read_bytes() == (kb / path).read_bytes()
+        after, recorded = times(), json.loads(state_file.read_text())
+        forced = dict(recorded, inputs={})
+        forced.pop("merged")
+        state_file.write_text(json.dumps(forced))
+        again = json.loads(okfgit("project", "--json", cwd=repo).out)
+        assert again["written"] == [] and again["removed"] == []
+        assert times() == after
+        full = json.loads(state_file.read_text())
+        assert full["memory_files"] == recorded["memory_files"]
+        assert (full["recall"], full["merged"]) == (recorded["recall"], recorded["merged"])
+
+    rest = [p for p in planned[40:] if p not in (deprecated, captured)]
+    one_run(rest[-1], note="edited below the top")
+    one_run(rest[-1], note="edited again, already first")
+    one_run(rest[-2], rest[-3], note="two at once")
+    one_run(deprecated, note="a deprecated one")
+    one_run(captured, note="a captured one")
+    one_run(note="nothing in the knowledge base")
+    assert json.loads(state_file.read_text())["recall"][2] == 4  # three edited, one captured lead the order
+    edit(rest[-4], "title: ", "title: Renamed ")
+    git("commit", "-q", "-am", "a title changed", cwd=repo)
+    (okf_dir / "cards.json").unlink()
+    okfgit("project", cwd=repo)
+    assert (okf_dir / "cards.json").exists()  # MEMORY.md may change: every concept is read

@@ -131,6 +131,32 @@ def card_of(label: str, path: str, entry: Entry, data: bytes) -> Card:
     )
 
 
+def modified(repo: Repo, tier: Tier, old_tree: str, new_tree: str, limit: int) -> list[tuple[str, Card, Card]] | None:
+    """The concepts changed in place between two KB trees of ``tier``: (path, old card, new
+    card) each, in path order. None when anything else happened to a concept path (added,
+    removed, renamed, its mode changed, a side unreadable), when more than ``limit`` changed,
+    or when a tree is gone: the caller then reads the whole tier as usual."""
+    try:
+        changes = [c for c in repo.diff_paths(old_tree, new_tree) if okf.is_concept_path(c.path)]
+    except Exception:  # noqa: BLE001 - a tree gc'd away (or any diff failure): not a small change
+        return None
+    if len(changes) > limit or any(c.old is None or c.new is None for c in changes):
+        return None
+    where = sorted(c.path for c in changes)
+    before, after = repo.entries_in(old_tree, where), repo.entries_in(new_tree, where)
+    out: list[tuple[str, Card, Card]] = []
+    for path in where:
+        a, b = before.get(path), after.get(path)
+        if a is None or b is None or a.mode != b.mode or a.mode not in _BLOB_MODES or a.mode == LINK_MODE:
+            return None
+        try:
+            out.append((path, card_of(tier.label, path, a, repo.read_blob(a.oid)),
+                        card_of(tier.label, path, b, repo.read_blob(b.oid))))
+        except (OkfError, KeyError, ValueError):
+            return None
+    return out
+
+
 def _from_json(value: list[Any]) -> Card:
     return Card(*value)
 

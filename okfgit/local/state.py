@@ -103,6 +103,13 @@ class State:
     # last set below, and the folder's projection generation (see MemoryFile.since).
     recall_top_s: int | None = None
     generation: int = 0
+    # How many files lead the recall order as "what changed last" (targets/recall.py), and
+    # what the last projection that read every concept said about them: the concepts it did
+    # not project and its warnings. A run where only concepts' bodies changed repeats these
+    # without reading every concept again (None: not recorded, such a run reads them all).
+    recall_fresh: int | None = None
+    skipped: list[str] | None = None
+    notes: list[str] | None = None
     tool: str = TOOL
     warnings: list[str] = field(default_factory=list)
     stale_at: int | None = None  # epoch seconds when a projected concept goes stale (MEMORY.md changes)
@@ -188,7 +195,10 @@ class State:
             "inputs": self.inputs,
             "targets": self.targets,
             "memory_files": self.memory_files,
-            "recall": [self.recall_top_s, self.generation],
+            "recall": [self.recall_top_s, self.generation,
+                       *([self.recall_fresh] if self.recall_fresh is not None else [])],
+            **({"merged": {"skipped": self.skipped, "warnings": self.notes}}
+               if self.skipped is not None and self.notes is not None else {}),
         }
 
 
@@ -241,9 +251,15 @@ def _parse(common: Path, data: dict[str, Any]) -> State:
         tool=str(data.get("tool", "")),
     )
     recall = data.get("recall")
-    if isinstance(recall, list) and len(recall) == 2:
+    if isinstance(recall, list) and len(recall) in (2, 3):
         state.recall_top_s = int(recall[0]) if isinstance(recall[0], int) else None
         state.generation = int(recall[1]) if isinstance(recall[1], int) else 0
+        if len(recall) == 3 and isinstance(recall[2], int):
+            state.recall_fresh = recall[2]
+    merged = data.get("merged")
+    if isinstance(merged, dict) and isinstance(merged.get("skipped"), list) and isinstance(merged.get("warnings"), list):
+        state.skipped = [str(s) for s in merged["skipped"]]
+        state.notes = [str(w) for w in merged["warnings"]]
     for rec in state.memory_files.values():
         if not (isinstance(rec.oid, str) and isinstance(rec.size, int) and isinstance(rec.mtime_ns, int)):
             raise ValueError(f"bad memory file record {list(rec)!r}")

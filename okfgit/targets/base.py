@@ -72,6 +72,9 @@ class View:
     # The bytes okfgit wrote to a file outside the tiers, by the blob OID the ownership
     # record holds (kept in the project repository's object database), or None.
     wrote: Callable[[str], bytes | None] = lambda oid: None
+    # The concepts modified in place since the inputs the state records, as (old, new) card
+    # pairs, or None when anything else changed there (added, removed, renamed, unreadable).
+    changed: Callable[[], list[tuple[TierCard, TierCard]] | None] = lambda: None
     _merged: Merged | None = None
 
     def tier(self, name: str) -> TierInfo | None:
@@ -119,6 +122,12 @@ class TargetPlan:
     recall_top_s: int | None = None
     generation: int | None = None
     recall_order: list[str] = field(default_factory=list)
+    # Set by the memory target when it planned: how many files lead the recall order as what
+    # changed last, the concepts not projected and the warnings that come from the concepts
+    # (recorded in the state, so that a run where only bodies changed can repeat them).
+    fresh: int | None = None
+    skipped: list[str] | None = None
+    notes: list[str] | None = None
 
 
 def folder_problem(folder: Path) -> str | None:

@@ -68,10 +68,13 @@ class ClaudeMemory:
             record = view.state.targets[str(folder / INDEX_NAME)]
             out.items.append(Item(folder / INDEX_NAME, UNCHANGED, "index of the memory folder", oid=record.oid))
             return out
+        if _changed_in_place(view, folder, out):
+            return out
         merged = view.merged()
-        out.warnings.extend(merged.warnings)
         names, warnings = assign_names(merged.concepts)
-        out.warnings.extend(warnings)
+        out.notes = [*merged.warnings, *warnings]
+        out.skipped = list(merged.skipped)
+        out.warnings.extend(out.notes)
         trust = _folder_unchanged(view, folder)
         out.items.extend(_reconcile(view, folder, names, trust, out.kept))
         _recall_order(view, folder, names, out)
@@ -100,9 +103,14 @@ def _folder_unchanged(view: View, folder: Path) -> bool:
 
 def _untouched(view: View, folder: Path) -> bool:
     """Same inputs, same folder, same MEMORY.md as last time: no per-concept work at all."""
-    state = view.state
     inputs = {t.label: TierInput(str(t.tier.repo_path), t.commit, t.tree) for t in view.tiers}
-    if state.inputs != inputs or not _folder_unchanged(view, folder):
+    return view.state.inputs == inputs and _as_left(view, folder)
+
+
+def _as_left(view: View, folder: Path) -> bool:
+    """The folder and MEMORY.md are as okfgit left them, and no concept went stale since."""
+    state = view.state
+    if not _folder_unchanged(view, folder):
         return False
     if state.stale_at is not None and view.ctx.now() >= state.stale_at:
         return False  # a concept went stale since: its MEMORY.md line says so now
@@ -113,6 +121,108 @@ def _untouched(view: View, folder: Path) -> bool:
         return record.matches(os.lstat(folder / INDEX_NAME))
     except OSError:
         return False
+
+
+# -- when only concepts' bodies changed -------------------------------------------------------
+
+_NS = 1_000_000_000
+# What a memory file's name, its MEMORY.md line, its rank for recall and the merge depend on:
+# a change that keeps all of these moves nothing but the file's bytes and its recall time.
+_SAME = ("okf_id", "origin", "title", "description", "summary", "type", "status", "stale_after", "captured",
+         "verified", "flaw")
+
+
+def _changed_in_place(view: View, folder: Path, out: TargetPlan) -> bool:
+    """Plan a run where only concepts' bytes changed, without reading every concept: True
+    when it did (``out`` is complete), False when the full plan must decide.
+
+    It applies when the folder and MEMORY.md are as okfgit left them, the previous run
+    recorded what the full plan needs to repeat (its warnings, the recall order's fresh
+    count), and every changed concept kept everything but its bytes (``_SAME``) and is
+    projected to a file okfgit wrote. Then the names, MEMORY.md and the merge are unchanged;
+    each changed file is rewritten, and the recall order moves the changed concepts to the
+    front of what changed last (the rest keeps its order), which the recorded times of the
+    top 200 give without ranking 10,000 files. The result is exactly the full plan's.
+    """
+    state = view.state
+    top_before = state.recall_top_s
+    if state.recall_fresh is None or state.notes is None or state.skipped is None or top_before is None \
+            or state.memory_dir != folder or not _as_left(view, folder):
+        return False
+    changed = view.changed()
+    if changed is None:
+        return False
+    keys = {(old.tier, old.path): (old, new) for old, new in changed}
+    rest_before = (top_before - recall.RECALL_LIMIT - recall.REST_AGE_S) * _NS
+    at: dict[int, str] = {}  # the recall order's top, by position, from the recorded times
+    mine: dict[tuple[str, str], str] = {}
+    for name, rec in state.memory_files.items():
+        if (rec.tier, rec.path) in keys:
+            if (rec.tier, rec.path) in mine:
+                return False
+            mine[(rec.tier, rec.path)] = name
+        if rec.mtime_ns <= rest_before:
+            continue
+        position, off = divmod(top_before * _NS - rec.mtime_ns, _NS)
+        if off or not 0 <= position < recall.RECALL_LIMIT or position in at:
+            return False
+        at[position] = name
+    if sorted(at) != list(range(min(recall.RECALL_LIMIT, len(state.memory_files)))):
+        return False
+    tier_rank = {t.label: n for n, t in enumerate(view.tiers)}
+    writes: dict[str, Item] = {}
+    moving: list[tuple[int, str, str]] = []
+    newly_fresh = 0
+    for (tier, path), (old, new) in keys.items():
+        found = mine.get((tier, path))
+        if found is None or "/" in found or not okf.is_valid_okf_id(new.card.okf_id):
+            return False
+        name, rec = found, state.memory_files[found]
+        if rec.oid != old.card.oid or rec.okf_id != old.card.okf_id or \
+                any(getattr(old.card, k) != getattr(new.card, k) for k in _SAME):
+            return False
+        kind, data = _current(folder / name)
+        if kind != "file" or data is None or blob_oid(data) != rec.file_oid:
+            return False  # not as okfgit left it: the full plan says what to do with it
+        wanted = _Wanted(view, new)
+        if wanted.oid == rec.file_oid:
+            return False
+        writes[name] = Item(folder / name, WRITE, f"holds {new.citation} (updated){wanted.note}", data=wanted.data,
+                            old=data, oid=wanted.oid, memory_name=name, concept=new)
+        if new.card.status != lifecycle.DEPRECATED:
+            moving.append((tier_rank.get(tier, len(tier_rank)), path, name))
+            newly_fresh += not (new.card.captured or rec.since > 0)
+    if state.recall_fresh + len(moving) > recall.FRESH_LIMIT:
+        return False  # the cap on what changed last would push one out: the full ranking places it
+    top = top_before
+    order = [at[i] for i in sorted(at)]
+    if writes:
+        top = int(view.ctx.clock())  # written files are never recorded at their new time: the order is set now
+        if top < top_before:
+            return False
+        first = [name for _, _, name in sorted(moving)]
+        ahead = set(first)
+        order = (first + [n for n in order if n not in ahead])
+    recorded = {n: state.memory_files[n].mtime_ns for n in order if n not in writes}
+    wanted_times = recall.mtimes(order, top, recorded)
+    rest = (top - recall.RECALL_LIMIT - recall.REST_AGE_S) * _NS
+    for name, item in writes.items():  # a changed file below the top (a deprecated one) gets the rest's time
+        writes[name] = item._replace(mtime_ns=wanted_times.get(name, rest))
+    for name in order:
+        if name not in writes and recorded[name] != wanted_times[name]:
+            writes[name] = Item(folder / name, TOUCH, f"holds {state.memory_files[name].citation}; time set for "
+                                "Claude's recall order", oid=state.memory_files[name].file_oid, memory_name=name,
+                                mtime_ns=wanted_times[name])
+    out.items.extend(writes[n] for n in sorted(writes))
+    out.kept.extend(n for n in state.memory_files if n not in writes)
+    record = state.targets[str(folder / INDEX_NAME)]
+    out.items.append(Item(folder / INDEX_NAME, UNCHANGED, "index of the memory folder", oid=record.oid))
+    out.recall_top_s, out.recall_order = top, order[:recall.RECALL_LIMIT]
+    out.generation = state.generation + (1 if any(i.action == WRITE for i in writes.values()) else 0)
+    out.fresh = state.recall_fresh + newly_fresh
+    out.notes, out.skipped = list(state.notes), list(state.skipped)
+    out.warnings.extend(state.notes)
+    return True
 
 
 # -- names ------------------------------------------------------------------------------------
@@ -361,7 +471,9 @@ def _recall_order(view: View, folder: Path, names: dict[str, TierCard], out: Tar
         candidates.append(recall.Candidate(name, tier_rank.get(concept.tier, len(tier_rank)), concept.path,
                                            fact.captured, fact.verified, fact.type, fact.status == "deprecated",
                                            since))
-    order = recall.rank(candidates)
+    fresh, rest = recall.split(candidates)
+    order = fresh + rest
+    out.fresh = len(fresh)
     recorded = {n: r.mtime_ns for n, r in records.items() if n not in live or live[n].action != WRITE}
     top = state.recall_top_s
     if top is None or recall.needs_restamp(order, recorded, top):
@@ -421,11 +533,12 @@ def _index_item(view: View, folder: Path, names: dict[str, TierCard], concepts: 
     rendered = memory_index.render(kept, entries, pointers, total)
     if rendered.left_out:
         missing = sum(rendered.left_out.values())
-        out.warnings.append(
-            f"{path}: listed {rendered.listed} of {rendered.listed + missing} concepts (Claude Code reads only "
-            f"the first {memory_index.MAX_LINES} lines and {memory_index.MAX_BYTES:,} bytes); {missing} left "
-            "out, reachable through the tier indexes it points to"
-        )
+        cut = (f"{path}: listed {rendered.listed} of {rendered.listed + missing} concepts (Claude Code reads only "
+               f"the first {memory_index.MAX_LINES} lines and {memory_index.MAX_BYTES:,} bytes); {missing} left "
+               "out, reachable through the tier indexes it points to")
+        out.warnings.append(cut)
+        if out.notes is not None:
+            out.notes.append(cut)
     data = rendered.data
     if old == data:
         return Item(path, UNCHANGED, "index of the memory folder", oid=blob_oid(data))

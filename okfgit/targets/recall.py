@@ -26,7 +26,7 @@ RECALL_LIMIT = 200  # recall candidates Claude Code keeps, newest first
 SCAN_LINES = 30  # lines of each memory file it reads
 FRESH_LIMIT = 100  # at most this many slots go to what changed last, so churn cannot evict the rest
 SCAN_KEYS = okf.SUMMARY_KEYS  # name, description, type
-_REST_AGE_S = 86_400  # files below the top 200 are this much older than the oldest of it
+REST_AGE_S = 86_400  # files below the top 200 are this much older than the oldest of it
 _PRIORITY_TYPES = frozenset({"decision", "playbook", "lesson"})
 
 
@@ -55,6 +55,12 @@ def rank(candidates: Iterable[Candidate], baseline: int = 0) -> list[str]:
     5. deprecated concepts, always last.
     Ties: most specific tier first, then KB path, then file name.
     """
+    fresh, rest = split(candidates, baseline)
+    return fresh + rest
+
+
+def split(candidates: Iterable[Candidate], baseline: int = 0) -> tuple[list[str], list[str]]:
+    """``rank`` in its two parts: what changed last (at most ``FRESH_LIMIT``), then the rest."""
     items = list(candidates)
     fresh = sorted((c for c in items if not c.deprecated and (c.captured or c.since > baseline)),
                    key=lambda c: (-c.since, c.tier_rank, c.path, c.name))[:FRESH_LIMIT]
@@ -70,7 +76,7 @@ def rank(candidates: Iterable[Candidate], baseline: int = 0) -> list[str]:
         return 3
 
     rest = sorted((c for c in items if c.name not in chosen), key=lambda c: (group(c), c.tier_rank, c.path, c.name))
-    return [c.name for c in fresh] + [c.name for c in rest]
+    return [c.name for c in fresh], [c.name for c in rest]
 
 
 def mtimes(order: Sequence[str], top_anchor_s: int, recorded: Mapping[str, int] | None = None) -> dict[str, int]:
@@ -84,7 +90,7 @@ def mtimes(order: Sequence[str], top_anchor_s: int, recorded: Mapping[str, int] 
     every file in the folder.
     """
     out: dict[str, int] = {}
-    rest = (top_anchor_s - RECALL_LIMIT - _REST_AGE_S) * 1_000_000_000
+    rest = (top_anchor_s - RECALL_LIMIT - REST_AGE_S) * 1_000_000_000
     had = recorded or {}
     for i, name in enumerate(order):
         if i < RECALL_LIMIT:

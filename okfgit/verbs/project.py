@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from okfgit.progress import Progress, silent
-from okfgit.knowledge.cards import TierCards
+from okfgit.knowledge import cards
+from okfgit.knowledge.cards import TierCard, TierCards
 from okfgit.knowledge.merged import Merged as MergedView
 from okfgit.local import fastpath, state
 from okfgit.targets.claude_home import claude_home
@@ -69,6 +70,8 @@ class Report:
     recall_top_s: int | None = None  # the memory target's recall anchor and generation (targets/recall.py)
     generation: int | None = None
     recall_order: list[str] = field(default_factory=list)  # memory file names, Claude's first recall first
+    fresh: int | None = None  # how many lead the recall order as what changed last (targets/recall.py)
+    notes: list[str] | None = None  # the memory target's warnings that come from the concepts
 
     @property
     def failed(self) -> bool:
@@ -153,7 +156,7 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
         worktree=repo.workdir if repo else None, main_root=repo.main_workdir if repo else None,
         state=st, merge=lambda: _merge(inputs, cache, ctx.progress),
         read=lambda oid: _read(oid, cache, inputs.repos), nav_protocol=nav_protocol(),
-        wrote=lambda oid: _stored(repo, oid),
+        wrote=lambda oid: _stored(repo, oid), changed=lambda: _changed(inputs, st),
     )
     planned: list[tuple[str, Item]] = []
     memory_dir: Path | None = None  # set only when the memory target could project
@@ -168,6 +171,10 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
         if tp.generation is not None:
             report.recall_top_s, report.generation, report.recall_order = tp.recall_top_s, tp.generation, \
                 tp.recall_order
+        if tp.notes is not None:
+            report.fresh, report.notes = tp.fresh, tp.notes
+        if tp.skipped is not None:
+            report.skipped_concepts = tp.skipped
     report.memory_dir = memory_dir
     if view._merged is not None:
         report.skipped_concepts = view._merged.skipped
@@ -215,7 +222,7 @@ def _next_stale(ctx: Context, view: View) -> int | None:
     """When the next projected concept goes stale (epoch seconds), if one will: its
     ``MEMORY.md`` line changes then, so the fast path must not skip that run."""
     if view._merged is None:
-        return None  # no target read the concepts
+        return view.state.stale_at  # no target read the concepts: none changed what goes stale when
     now = lifecycle.instant_of(ctx.now())
     ahead = [moment for c in view._merged.concepts if c.card.stale_after
              and (moment := lifecycle.parse_instant(c.card.stale_after)) is not None and moment > now]
@@ -253,6 +260,31 @@ def _tier_info(tier: Tier, warnings: list[str], explicit: bool) -> tuple[TierInf
             warnings.append(f"the {tier.label} tier has no knowledge base at HEAD ({tier.root}); skipped")
         return None
     return TierInfo(tier, commit, tree), repo
+
+
+# Concepts changed in place that a projection still takes one by one; beyond this many it
+# reads every tier's cards (about what parsing this many concepts costs).
+DELTA_LIMIT = 64
+
+
+def _changed(inputs: _Inputs, st: state.State) -> list[tuple[TierCard, TierCard]] | None:
+    """The concepts changed in place since the inputs the state records, as (old, new)
+    cards, or None when the tiers taking part or anything else about their concepts changed."""
+    now = {info.label: info for info in inputs.infos}
+    if set(now) != set(st.inputs):
+        return None
+    out: list[tuple[TierCard, TierCard]] = []
+    for label, info in now.items():
+        was = st.inputs[label]
+        if was.repo != str(info.tier.repo_path):
+            return None
+        if was.tree == info.tree:
+            continue
+        found = cards.modified(inputs.repos[label], info.tier, was.tree, info.tree, DELTA_LIMIT - len(out))
+        if found is None:
+            return None
+        out += [(TierCard(label, path, old), TierCard(label, path, new)) for path, old, new in found]
+    return out
 
 
 def _merge(inputs: _Inputs, cache: dict[str, bytes], progress: Progress = silent) -> Merged:
@@ -337,7 +369,8 @@ def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str,
             run_arg: str | None, expires: int | None = None) -> None:
     """The new state and (when all went well) the fast-path stamp, into ``report``; ``save`` writes them."""
     new = state.State(old.common_dir, old.memory_dir, old.memory_dir_mtime_ns, dict(old.inputs), dict(old.targets),
-                      dict(old.memory_files), old.recall_top_s, old.generation, stale_at=old.stale_at)
+                      dict(old.memory_files), old.recall_top_s, old.generation, stale_at=old.stale_at,
+                      recall_fresh=old.recall_fresh, skipped=old.skipped, notes=old.notes)
     memory_failed = False
     for _, item in planned:
         failed = item.path in failures or item.action == FAIL
@@ -355,6 +388,8 @@ def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str,
         new.stale_at = expires
         if report.generation is not None and not memory_failed:
             new.recall_top_s, new.generation = report.recall_top_s, report.generation
+        if report.notes is not None and not memory_failed:
+            new.recall_fresh, new.skipped, new.notes = report.fresh, list(report.skipped_concepts), report.notes
         stat = fastpath.stat_token(str(memory_dir))
         new.memory_dir_mtime_ns = stat[1] if stat else None
         new.inputs = {} if memory_failed or report.failed else {
@@ -413,8 +448,13 @@ def _record_memory(new: state.State, old: state.State, item: Item, failed: bool,
     if item.action == SKIP:
         return
     concept = item.concept
-    if concept is None:  # unchanged and not even looked at: the record stands
-        return
+    if concept is None:
+        current = old.memory_files.get(name)
+        if item.action == TOUCH and current is not None:  # only its time moved (Claude's recall order)
+            record = _stat_record(item.path, current.file_oid)
+            if record is not None:
+                new.memory_files[name] = current._replace(size=record.size, mtime_ns=record.mtime_ns)
+        return  # unchanged and not even looked at: the record stands
     assert item.oid is not None
     current = old.memory_files.get(name) if old.memory_dir == memory_dir else None
     okf_id, oid = concept.okf_id, concept.oid
