@@ -103,3 +103,36 @@ def test_fast_path_matches_pyyaml_on_generated_frontmatter(text: str) -> None:
 
 def _pyyaml_rejects_what_fast_accepts(text: str) -> bool:
     raise AssertionError(f"the fast path accepted what PyYAML rejects: {text!r}")
+
+
+# -- writing: yamlfast.dump gives PyYAML's bytes or declines ----------------------------------
+
+DUMPER = okf._yaml().dumper
+SCALARS = st.one_of(
+    st.sampled_from(["true", "No", "null", "~", "1", "1.5", "0x1F", "1_000", "-1", ".inf", "<<", "=", "On", "y",
+                     "2025-01-01", "2025-01-01T00:00:00Z", "12:30", "1e5", "a: b", "a:", "a:b", "a  b", "a #b",
+                     "7f5e0002-790f-4c15-bc49-f8a9660e3c1b", "claude-code/memory", "learned_00001.md", ""]),
+    st.text(alphabet="aZ09 _./:@+=-#'\"\\\té", min_size=1, max_size=12),
+)
+
+
+def pyyaml_dump(mapping: dict[str, object]) -> str:
+    return str(yaml.dump(mapping, Dumper=DUMPER, sort_keys=False, allow_unicode=True, default_flow_style=False,
+                         width=100000))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.dictionaries(st.one_of(st.sampled_from(["type", "okf_id", "no", "1", "a b", "generated"]), SCALARS),
+                       st.one_of(SCALARS, st.dictionaries(SCALARS, SCALARS, max_size=3)), min_size=1, max_size=4))
+def test_dump_declines_or_writes_exactly_what_pyyaml_writes(mapping: dict[str, object]) -> None:
+    fast = yamlfast.dump(mapping, DUMPER.yaml_implicit_resolvers)
+    assert fast is None or fast == pyyaml_dump(mapping)
+
+
+def test_the_keys_capture_adds_take_the_fast_dump() -> None:
+    adds = {"type": "project", "title": "Learned Fact 00003", "scope": "project",
+            "okf_id": "7f5e0002-790f-4c15-bc49-f8a9660e3c1b", "okf_source": "claude-memory",
+            "okf_origin": "sub/learned_00003.md", "generated": {"by": "claude-code/memory", "at": "2025-01-01T00:00:00Z"}}
+    fast = yamlfast.dump(adds, DUMPER.yaml_implicit_resolvers)
+    assert fast is not None and fast == pyyaml_dump(adds)
+    assert "  at: '2025-01-01T00:00:00Z'\n" in fast  # a timestamp stays a string: quoted, as PyYAML quotes it

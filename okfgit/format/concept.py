@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 class _Yaml(NamedTuple):
     loader: Any  # a safe loader that keeps timestamps as the strings the author wrote
     base_loader: type  # the safe loader it derives from (libyaml's when PyYAML has it)
-    dumper: type  # libyaml's emitter when PyYAML has it (about 10x faster than the pure-Python one)
+    dumper: Any  # libyaml's emitter when PyYAML has it (about 10x faster than the pure-Python one)
 
 
 @functools.lru_cache(maxsize=1)
@@ -209,10 +209,14 @@ def ordered(meta: Mapping[str, Any]) -> dict[str, Any]:
 def dump_yaml(meta: Mapping[str, Any]) -> str:
     if not meta:
         return ""
+    dumper = _yaml().dumper
+    fast = yamlfast.dump(meta, dumper.yaml_implicit_resolvers)
+    if fast is not None:
+        return fast  # the simple subset, written exactly as PyYAML writes it (yamlfast.py)
     import yaml
 
     text = yaml.dump(
-        dict(meta), Dumper=_yaml().dumper, sort_keys=False, allow_unicode=True,
+        dict(meta), Dumper=dumper, sort_keys=False, allow_unicode=True,
         default_flow_style=False, width=100000,
     )
     return str(text)
@@ -242,13 +246,15 @@ def serialize(meta: Mapping[str, Any], body: bytes | str) -> bytes:
     return head.encode("utf-8") + body
 
 
-def set_keys(data: bytes, name: str, updates: Mapping[str, Any], remove: tuple[str, ...] = ()) -> bytes:
+def set_keys(data: bytes, name: str, updates: Mapping[str, Any], remove: tuple[str, ...] = (), *,
+             parsed: Parsed | None = None) -> bytes:
     """Set or remove top-level frontmatter keys, touching only those keys' lines.
 
     Every other byte (other keys' formatting, comments, the body, BOM, CRLF) stays as
     it was. The result is parsed again and checked; on any surprise nothing is returned.
+    ``parsed`` is ``split(data, name)`` when the caller has it already.
     """
-    parsed = split(data, name)
+    parsed = split(data, name) if parsed is None else parsed
     nl = parsed.newline
     if not parsed.has_frontmatter and _LONE_CR_FENCE.match(data, parsed.fm_start):
         # A frontmatter written with old Mac line ends: adding one would put a second in front.
@@ -300,10 +306,15 @@ def _entries(dumped: str) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def _key_pattern(key: str) -> re.Pattern[str]:
+    return re.compile(rf"^(?:{re.escape(key)}|'{re.escape(key)}'|\"{re.escape(key)}\")[ \t]*:")
+
+
 def _drop_key(lines: list[str], key: str, replace_with: str | None) -> list[str]:
     out: list[str] = []
     i = 0
-    pattern = re.compile(rf"^(?:{re.escape(key)}|'{re.escape(key)}'|\"{re.escape(key)}\")[ \t]*:")
+    pattern = _key_pattern(key)
     while i < len(lines):
         line = lines[i]
         if pattern.match(line):

@@ -187,3 +187,52 @@ def _claims(resolvers: Resolvers) -> Claims:
     if cached is None or cached.resolvers is not resolvers:
         cached = _CACHE[id(resolvers)] = Claims(resolvers)
     return cached
+
+
+# -- writing ------------------------------------------------------------------------------
+
+# A string PyYAML writes as it is (plain) or in single quotes, without escapes: printable
+# ASCII, starting with a letter or digit, no quote, ``: `` or other indicator that could change its style.
+_SIMPLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _./:@+=-]*[A-Za-z0-9_./@+=-]$|[A-Za-z0-9]$")
+_DUMP_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def dump(mapping: Mapping[str, Any], resolvers: Resolvers) -> str | None:
+    """``mapping`` as PyYAML's block style writes it (``default_flow_style=False``, no
+    sorting, no line folding), or None when it holds anything beyond the simple subset:
+    strings of ``_SIMPLE``, and one-level mappings of them. ``resolvers`` are the dumper's:
+    a string one of them claims (a timestamp, a number, a boolean) is single-quoted, as
+    PyYAML quotes it. Tests compare the two on generated input."""
+    claims = _claims(resolvers)
+    out: list[str] = []
+    try:
+        for key, value in mapping.items():
+            out.append(f"{_dump_key(key, claims)}:")
+            if isinstance(value, str):
+                out.append(f" {_dump_str(value, claims)}\n")
+            elif isinstance(value, dict) and value:
+                out.append("\n")
+                for sub, text in value.items():
+                    if not isinstance(text, str):
+                        return None
+                    out.append(f"  {_dump_key(sub, claims)}: {_dump_str(text, claims)}\n")
+            else:
+                return None
+    except _Fallback:
+        return None
+    return "".join(out)
+
+
+def _dump_key(key: Any, claims: Claims) -> str:
+    if not isinstance(key, str) or not _DUMP_KEY.match(key):
+        raise _Fallback
+    return _resolved(key, claims)
+
+
+def _dump_str(text: str, claims: Claims) -> str:
+    if not _SIMPLE.match(text) or "  " in text or ": " in text:
+        raise _Fallback
+    try:
+        return _resolved(text, claims)
+    except _Fallback:
+        return f"'{text}'"

@@ -438,7 +438,7 @@ def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb
         tier, kb_path, head_oid = at
         if head_oid == oid:
             return None
-        return _edit(origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st, _updated(data, origin, meta, tier))
+        return _edit(origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st, _updated(data, origin, parsed, tier))
     if okf.is_valid_okf_id(okf_id):
         # Not a new fact: a concept since removed from the KB, or one another repository
         # projected into a shared folder. Capturing it would resurrect or leak it.
@@ -456,10 +456,10 @@ def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb
         if _same_fact(meta, parsed.body, known):
             return None
         tier, kb_path, head_oid = current
-        _, migrated = _migrate(ctx, origin, data, meta, tier, known.okf_id)
+        _, migrated = _migrate(ctx, origin, data, parsed, tier, known.okf_id)
         return _edit(origin, oid, known.okf_id, tier, kb_path, head_oid, kb, st, migrated)
     dest = routes.route(meta)
-    new_id, migrated = _migrate(ctx, origin, data, meta, dest)
+    new_id, migrated = _migrate(ctx, origin, data, parsed, dest)
     name = okf.one_line(meta.get("name")) or posixpath.basename(origin)[:-3]
     kb_path = kb.free_path(dest, f"{CAPTURE_FOLDER}/{okf.slugify(name)}.md")
     return Captured("new", origin, oid, new_id, dest, kb_path, migrated)
@@ -546,19 +546,22 @@ def _check_names(meta: dict[str, Any]) -> None:
             raise UsageError(f"frontmatter {key} {text!r} tries to leave the memory folder")
 
 
-def _updated(data: bytes, origin: str, meta: dict[str, Any], tier: Tier) -> bytes:
+def _updated(data: bytes, origin: str, parsed: okf.Parsed, tier: Tier) -> bytes:
     """An agent's edit of a concept, with the profile keys that must not drift put back."""
+    meta = parsed.meta
     fixes: dict[str, Any] = {}
     if meta.get("scope") != tier.name:
         fixes["scope"] = tier.name
     if not okf.one_line(meta.get("type")):
         fixes["type"] = "Note"
-    return okf.set_keys(data, origin, fixes) if fixes else data
+    return okf.set_keys(data, origin, fixes, parsed=parsed) if fixes else data
 
 
-def _migrate(ctx: Context, origin: str, data: bytes, meta: dict[str, Any], dest: Tier,
+def _migrate(ctx: Context, origin: str, data: bytes, parsed: okf.Parsed, dest: Tier,
              okf_id: str | None = None) -> tuple[str, bytes]:
-    """(okf_id, the agent's bytes with okfgit's profile keys added): no key or body byte lost."""
+    """(okf_id, the agent's bytes with okfgit's profile keys added): no key or body byte lost.
+    ``parsed`` is the file split once by the caller."""
+    meta = parsed.meta
     native: dict[str, Any] = meta["metadata"] if isinstance(meta.get("metadata"), dict) else {}
     native_type = okf.one_line(meta.get("type")) or okf.one_line(native.get("type")) or "Note"
     stem = posixpath.basename(origin)[:-3]
@@ -581,7 +584,7 @@ def _migrate(ctx: Context, origin: str, data: bytes, meta: dict[str, Any], dest:
         adds["okf_origin"] = origin
     if "generated" not in meta:
         adds["generated"] = {"by": AGENT_ACTOR, "at": ctx.iso_now()}
-    return str(okf_id), okf.set_keys(data, origin, adds)
+    return str(okf_id), okf.set_keys(data, origin, adds, parsed=parsed)
 
 
 def _build_plan(items: list[Captured], kb: _Known) -> Plan:
