@@ -285,5 +285,5 @@ def test_review_of_an_adopted_bundle_follows_its_bundle_absolute_supersession(
     git("checkout", "-q", "-b", "feature", cwd=project)
     adopt_retail(project, okfgit, tmp_path)
     data = json.loads(okfgit("review", "main...feature", "--format", "json", cwd=project, expect=None).out)
-    rules = {(f["rule"], f["path"]) for f in data["findings"]}
+    rules = {(f["code"], f["file"]) for f in data["findings"]}
     assert not [r for r in rules if r[0] == "supersession"]  # /decisions/x.md names retail/decisions/x.md

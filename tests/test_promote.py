@@ -397,7 +397,7 @@ def test_a_contradiction_is_proposed_as_a_supersession_and_flagged(project: Path
     pr_body.write_text(body)
     git("checkout", "-q", "okf/r1", cwd=project)
     data = json.loads(okfgit("review", "--format", "json", "--pr-body", str(pr_body), cwd=project, expect=2).out)
-    assert [(f["severity"], f["rule"], f["path"]) for f in data["findings"]] == [
+    assert [(f["severity"], f["code"], f["file"]) for f in data["findings"]] == [
         ("needs-human", "contradiction", "notes/event-log.md")]
     # the supersession, done on the branch, resolves it (the new concept is then claimed by no block)
     note = project / ".okf" / "notes" / "event-log.md"

@@ -129,10 +129,10 @@ def test_approved_by_clears_needs_human(tmp_path: Path, okfgit: Runner, env: dic
     data = json.loads(ok.out.rsplit("```okf-review\n", 1)[1][: -len("```\n")])
     assert data["verdict"] == "merge" and data["approved_by"] == ["human:alice", "human:bob"]
     [finding] = data["findings"]
-    assert finding["severity"] == "approved" and finding["rule"] == "human-reviewed-changed"
+    assert finding["severity"] == "approved" and finding["code"] == "human-reviewed-changed"
     assert finding["message"].endswith("(approved by human:alice, human:bob)")
     text = okfgit("review", "main...feature", "--approved-by", "human:alice", cwd=repo, expect=0).out
-    assert "approved     human-reviewed-changed" in text and "Verdict: merge. A person approved" in text
+    assert ": approved: human-reviewed-changed: " in text and "Verdict: merge. A person approved" in text
     bad = okfgit("review", "main...feature", "--approved-by", "alice", cwd=repo, expect=2)
     assert "human:<id>" in bad.err and bad.out == ""
 
@@ -167,7 +167,7 @@ def _review_range(okfgit: Runner, repo: Path, spec: str, *extra: str, expect: in
 
 
 def _rules(data: dict) -> list[tuple[str, str, str]]:
-    return [(f["severity"], f["rule"], f["path"]) for f in data["findings"]]
+    return [(f["severity"], f["code"], f["file"]) for f in data["findings"]]
 
 
 def _base(tmp_path: Path, env: dict[str, str]) -> Path:
@@ -290,7 +290,7 @@ def test_pr_body_problems_are_findings(tmp_path: Path, okfgit: Runner, env: dict
     wrong.write_text(good.replace("80c5c7185fcab90e77771c8c2943b88eff5b0909", "0" * 40))
     data = _review(okfgit, repo, "--pr-body", str(wrong), expect=2)
     [finding] = data["findings"]
-    assert finding["rule"] == "harvest-mismatch" and finding["path"] == "lessons/warm-cache.md"
+    assert finding["code"] == "harvest-mismatch" and finding["file"] == "lessons/warm-cache.md"
     assert "the tree at the head has 80c5c7185fcab90e77771c8c2943b88eff5b0909" in finding["message"]
     invalid = tmp_path / "invalid.md"
     invalid.write_text("Harvest\n\n```okf-harvest\n{\"version\": 1,\n```\n")
@@ -391,7 +391,7 @@ def test_harvest_claims_must_cover_the_pull_request(tmp_path: Path, okfgit: Runn
     for what, text in lies.items():
         body.write_text(text)
         [finding] = _review(okfgit, repo, "--pr-body", str(body), expect=2)["findings"]
-        assert finding["rule"] == "harvest-mismatch" and what in finding["message"], finding
+        assert finding["code"] == "harvest-mismatch" and what in finding["message"], finding
     body.write_text(good)
     data = json.loads(okfgit("review", "main...feature", "--format", "json", "--pr-body", str(body), cwd=repo,
                              extra_env={"GITHUB_HEAD_REF": "okf/other"}, expect=2).out)

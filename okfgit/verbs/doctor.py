@@ -31,6 +31,7 @@ from okfgit.format import index_md as index
 from okfgit.format import lifecycle
 from okfgit.format import markdown as links
 from okfgit.format import concept as okf
+from okfgit.format.findings import ERROR, WARNING, Finding
 from okfgit.context import Context
 from okfgit.errors import EXIT_OK, EXIT_USAGE, OkfError, ValidationError
 from okfgit.git import Entry, blob_oid
@@ -43,8 +44,6 @@ from okfgit.plan import index_behind
 
 OKF = "okf"
 PROFILE = "profile"
-ERROR = "error"
-WARNING = "warning"
 RECALL_BYTES = 4096  # Claude Code's recall shows only the first 4 KB of a memory file
 PROFILE_KEYS = ("title", "description", "okf_id", "scope", "okf_source")
 NEEDS_MERGE_STATUS = "needs-merge"
@@ -58,25 +57,6 @@ _SETEXT = re.compile(r"^\s{0,3}=+\s*$")
 # initials ("e.g. X", "J. Smith") are not sentence ends.
 _MAYBE_TWO = re.compile(r"[.!?]\s")  # cheap test first: the full one below costs 5 µs a description
 _SENTENCE_END = re.compile(r"(?<![A-Z])(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)(?<!\bcf)[.!?]\s+[A-Z0-9\"'(\[`]")
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One problem in one file. ``line`` is 1-based in the file, None when not known."""
-
-    group: str
-    code: str
-    severity: str
-    file: str
-    message: str
-    line: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"code": self.code, "severity": self.severity, "file": self.file, "line": self.line,
-                "message": self.message}
-
-    def sort_key(self) -> tuple[str, int, str, str]:
-        return (self.file, self.line or 0, self.code, self.message)
 
 
 @dataclass
@@ -315,8 +295,8 @@ class Scan:
         self.complete = reserved is None  # every reserved file read (not only those ``reserved`` asked for)
         for path, entry in sorted(snap.entries.items()):
             if entry.is_link:
-                self.findings.append(Finding(OKF, "symlink", ERROR, path, "is a symlink; okfgit never follows links "
-                                             "in a tier (commit the file itself instead)"))
+                self.findings.append(Finding("symlink", ERROR, path, "is a symlink; okfgit never follows links in a tier "
+                                             "(commit the file itself instead)", group=OKF))
             elif path.endswith(".md") and not okf.is_concept_path(path) and (reserved is None or reserved(path)):
                 self._reserved(path)
 
@@ -351,7 +331,7 @@ def _read(path: str, data: bytes, findings: list[Finding]) -> Doc | None:
     """``data`` split once into a ``Doc``; None (and a finding) when okfgit cannot read it."""
 
     def add(group: str, code: str, message: str, line: int | None = None) -> None:
-        findings.append(Finding(group, code, ERROR, path, message, line))
+        findings.append(Finding(code, ERROR, path, message, line, group))
 
     if len(data) > okf.MAX_CONCEPT_BYTES:
         add(PROFILE, "too-large", f"is {len(data)} bytes, over okfgit's 1 MiB limit; "
@@ -411,7 +391,7 @@ class FileChecks:
 
     def add(self, group: str, code: str, path: str, message: str, line: int | None = None,
             severity: str = ERROR) -> None:
-        self.findings.append(Finding(group, code, severity, path, message, line))
+        self.findings.append(Finding(code, severity, path, message, line, group))
 
     def concept(self, doc: Doc) -> None:
         self.frontmatter(doc)
@@ -524,14 +504,14 @@ class Checker:
 
     def add(self, group: str, code: str, path: str, message: str, line: int | None = None,
             severity: str = ERROR) -> None:
-        self.findings.append(Finding(group, code, severity, path, message, line))
+        self.findings.append(Finding(code, severity, path, message, line, group))
 
     def run(self) -> list[Finding]:
         only = self.only
         concepts = [(p, f) for p, f in sorted(self.facts.items()) if f.readable]
         for path, fact in sorted(self.facts.items()):
             if only is None or path in only:
-                self.findings.extend(Finding(g, code, severity, path, message, line)
+                self.findings.extend(Finding(code, severity, path, message, line, g)
                                      for g, code, severity, message, line in fact.findings)
         for path, fact in concepts:
             if only is None or path in only:
@@ -841,7 +821,7 @@ def frontmatter_errors(tier: Tier, path: str, data: bytes, today: dt.date | None
     if not okf.is_concept_path(path):
         return []
     fact = checked_of(tier.name, path, Entry(blob_oid(data), 0o100644), data)
-    return [Finding(g, code, severity, path, message, line)
+    return [Finding(code, severity, path, message, line, g)
             for g, code, severity, message, line in fact.findings if severity == ERROR]
 
 
@@ -882,7 +862,7 @@ def _run(ctx: Context, ws: Workspace, tiers: list[Tier], skipped: list[str], rea
         if behind is not None:
             first = behind.paths[0]
             kb_path = first[len(behind.tier.prefix) + 1:] if behind.tier.prefix else first
-            tier_report.findings.append(Finding(PROFILE, "index-behind", ERROR, kb_path, behind.message()))
+            tier_report.findings.append(Finding("index-behind", ERROR, kb_path, behind.message(), group=PROFILE))
     return Report(reports, skipped)
 
 
@@ -945,8 +925,7 @@ def summary(report: Report) -> str:
 
 
 def _finding_line(f: Finding) -> str:
-    where = f"{f.file}:{f.line}" if f.line else f.file
-    return f"    {where}: {f.severity}: {f.code}: {f.message}"
+    return f"    {f.text()}"
 
 
 def _counts(findings: list[Finding]) -> str:

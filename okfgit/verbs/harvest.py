@@ -21,6 +21,7 @@ from typing import Any
 from okfgit import TOOL
 from okfgit.context import Context
 from okfgit.format import trailers
+from okfgit.format.findings import ERROR, WARNING, Finding
 from okfgit.errors import OkfError, UnwritableError, UsageError, ValidationError
 from okfgit.git import clean_git_env
 from okfgit.knowledge.snapshot import Snapshot
@@ -291,16 +292,6 @@ def _run(ctx: Context, p: Promotion, command: list[str]) -> tuple[bool, str]:
 # -- checking a pull request body ----------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Problem:
-    """What is wrong with a claim (``severity``: error or warning); review reports it as a finding."""
-
-    severity: str
-    rule: str
-    path: str
-    message: str
-
-
 WHERE = "--pr-body"
 
 
@@ -334,7 +325,7 @@ def find_block(text: str) -> str | None:
 
 def check(text: str, tree: Snapshot, changed: set[str] | None = None,
           commits: Mapping[str, Sequence[tuple[str, str]]] | None = None,
-          head_branch: str | None = None) -> tuple[dict[str, Any] | None, list[Problem]]:
+          head_branch: str | None = None) -> tuple[dict[str, Any] | None, list[Finding]]:
     """Parse the one block in ``text`` and check it against the pull request.
 
     Each claimed path, blob OID and okf_id against ``tree`` (the head); with ``changed``
@@ -346,21 +337,21 @@ def check(text: str, tree: Snapshot, changed: set[str] | None = None,
     """
     blocks = find_blocks(text)
     if not blocks:
-        return None, [Problem("warning", "harvest-block", WHERE, f"has no ```{LABEL} block; nothing to check")]
-    out: list[Problem] = []
+        return None, [Finding("harvest-block", WARNING, WHERE, f"has no ```{LABEL} block; nothing to check")]
+    out: list[Finding] = []
     if len(blocks) > 1:
-        out.append(Problem("error", "harvest-block", WHERE, f"has {len(blocks)} {LABEL} blocks; a pull request "
+        out.append(Finding("harvest-block", ERROR, WHERE, f"has {len(blocks)} {LABEL} blocks; a pull request "
                            "carries one (only the first is read)"))
     try:
         data = json.loads(blocks[0])
     except json.JSONDecodeError as exc:
-        return None, out + [Problem("error", "harvest-block", WHERE, f"{LABEL} block is not valid JSON: {exc.msg} "
+        return None, out + [Finding("harvest-block", ERROR, WHERE, f"{LABEL} block is not valid JSON: {exc.msg} "
                                     f"(line {exc.lineno}, column {exc.colno})")]
     if not isinstance(data, dict) or not isinstance(data.get("concepts"), list):
-        return None, out + [Problem("error", "harvest-block", WHERE, f"{LABEL} block must be an object with a "
+        return None, out + [Finding("harvest-block", ERROR, WHERE, f"{LABEL} block must be an object with a "
                                     "concepts list")]
     if data.get("version") != VERSION:
-        out.append(Problem("error", "harvest-block", WHERE, f"{LABEL} version {data.get('version')!r} is not "
+        out.append(Finding("harvest-block", ERROR, WHERE, f"{LABEL} version {data.get('version')!r} is not "
                            f"{VERSION}"))
     if "continued" in data:
         more, problems = _continuation(text, data)
@@ -371,7 +362,7 @@ def check(text: str, tree: Snapshot, changed: set[str] | None = None,
     if changed is not None:
         claimed = {str(c.get("path", "")).lstrip("/") for c in data["concepts"] if isinstance(c, dict)}
         for path in sorted(changed - claimed):
-            out.append(Problem("error", "harvest-unclaimed", path, f"the pull request adds or changes {path}, but "
+            out.append(Finding("harvest-unclaimed", ERROR, path, f"the pull request adds or changes {path}, but "
                                f"its {LABEL} block does not claim it; every concept a harvest brings is claimed"))
     if commits is not None:
         out += _check_commits(data, commits)
@@ -379,7 +370,7 @@ def check(text: str, tree: Snapshot, changed: set[str] | None = None,
     return data, out
 
 
-def _continuation(text: str, data: dict[str, Any]) -> tuple[list[Any], list[Problem]]:
+def _continuation(text: str, data: dict[str, Any]) -> tuple[list[Any], list[Finding]]:
     """The claims of the ``okf-harvest-continued`` blocks (pull request comments) a block announces."""
     announced = data["continued"] if isinstance(data["continued"], dict) else {}
     parts: int = announced["parts"] if isinstance(announced.get("parts"), int) else 0
@@ -396,28 +387,28 @@ def _continuation(text: str, data: dict[str, Any]) -> tuple[list[Any], list[Prob
     missing = [n for n in range(1, parts + 1) if n not in found]
     problems = []
     if missing:
-        problems.append(Problem("error", "harvest-block", WHERE, f"the {LABEL} block continues in {parts} "
+        problems.append(Finding("harvest-block", ERROR, WHERE, f"the {LABEL} block continues in {parts} "
                                 f"{CONTINUED} comments; part {', '.join(map(str, missing))} is missing (pass the "
                                 "pull request's comments with its body)"))
     claims = [c for n in sorted(found) if n <= parts for c in found[n]]
     return claims, problems
 
 
-def _check_commits(data: dict[str, Any], commits: Mapping[str, Sequence[tuple[str, str]]]) -> list[Problem]:
+def _check_commits(data: dict[str, Any], commits: Mapping[str, Sequence[tuple[str, str]]]) -> list[Finding]:
     """``destination.commit`` is a promotion in the pull request, made from ``source.commit``."""
     destination, source = _part(data, "destination"), _part(data, "source")
     claimed = destination.get("commit")
     if not isinstance(claimed, str) or claimed not in commits:
-        return [Problem("error", "harvest-mismatch", WHERE, f"the {LABEL} block's destination.commit {claimed!r} "
+        return [Finding("harvest-mismatch", ERROR, WHERE, f"the {LABEL} block's destination.commit {claimed!r} "
                         "is not a commit of this pull request (BASE..HEAD) that changes the knowledge base")]
     found = commits[claimed]
     if trailers.values(list(found), "Okf-Operation") != ["promote"]:
-        return [Problem("error", "harvest-mismatch", WHERE, f"the {LABEL} block's destination.commit {claimed[:12]} "
+        return [Finding("harvest-mismatch", ERROR, WHERE, f"the {LABEL} block's destination.commit {claimed[:12]} "
                         "is not an okfgit promotion (no Okf-Operation: promote trailer)")]
     origins = {v.rsplit("@", 1)[-1].split(":", 1)[0] for v in trailers.values(list(found), "Okf-Promoted-From")}
     if source.get("commit") not in origins:
         named = ", ".join(sorted(origins)) or "nothing"
-        return [Problem("error", "harvest-mismatch", WHERE, f"the {LABEL} block's source.commit "
+        return [Finding("harvest-mismatch", ERROR, WHERE, f"the {LABEL} block's source.commit "
                         f"{source.get('commit')!r} is not the commit the promotion {claimed[:12]} came from "
                         f"(its Okf-Promoted-From trailers name {named})")]
     return []
@@ -428,33 +419,33 @@ def _part(data: dict[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _check_branch(data: dict[str, Any], head_branch: str | None) -> list[Problem]:
+def _check_branch(data: dict[str, Any], head_branch: str | None) -> list[Finding]:
     branch = _part(data, "destination").get("branch")
     if head_branch is None or branch is None or branch == head_branch:
         return []
-    return [Problem("error", "harvest-mismatch", WHERE, f"the {LABEL} block's destination.branch {branch!r} is not "
+    return [Finding("harvest-mismatch", ERROR, WHERE, f"the {LABEL} block's destination.branch {branch!r} is not "
                     f"this pull request's branch {head_branch!r}")]
 
 
-def _check_claim(number: int, item: Any, tree: Snapshot) -> list[Problem]:
+def _check_claim(number: int, item: Any, tree: Snapshot) -> list[Finding]:
     if not isinstance(item, dict) or not all(isinstance(item.get(k), str) for k in ("okf_id", "path", "oid")):
-        return [Problem("error", "harvest-block", WHERE, f"{LABEL} concept {number} needs okf_id, path and oid "
+        return [Finding("harvest-block", ERROR, WHERE, f"{LABEL} concept {number} needs okf_id, path and oid "
                         "strings")]
     path, oid = item["path"].lstrip("/"), item["oid"]
     entry = tree.entries.get(path)
     if entry is None:
-        return [Problem("error", "harvest-mismatch", path, f"the {LABEL} block claims {path}, which is not in the "
+        return [Finding("harvest-mismatch", ERROR, path, f"the {LABEL} block claims {path}, which is not in the "
                         "tree at the head")]
     out = []
     if entry.oid != oid:
-        out.append(Problem("error", "harvest-mismatch", path, f"the {LABEL} block claims blob {oid}, but the tree "
+        out.append(Finding("harvest-mismatch", ERROR, path, f"the {LABEL} block claims blob {oid}, but the tree "
                            f"at the head has {entry.oid}"))
     try:
         okf_id = tree.concept(path).okf_id
     except ValidationError:  # an unreadable file is doctor's finding, not this claim's
         return out
     if okf_id != item["okf_id"]:
-        out.append(Problem("error", "harvest-mismatch", path, f"the {LABEL} block claims okf_id {item['okf_id']}, "
+        out.append(Finding("harvest-mismatch", ERROR, path, f"the {LABEL} block claims okf_id {item['okf_id']}, "
                            f"but the concept has {okf_id}"))
     return out
 

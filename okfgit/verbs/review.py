@@ -33,19 +33,18 @@ from okfgit.format import lifecycle
 from okfgit.format import concept as okf
 from okfgit.format import markdown as links
 from okfgit.format import trailers
+from okfgit.format.findings import ERROR, WARNING, Finding
 from okfgit.context import Context
 from okfgit.errors import UsageError, ValidationError
 from okfgit.git import Repo
 from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
 
-ERROR = "error"
 HUMAN = "needs-human"
 APPROVED = "approved"  # a needs-human finding a person approved (``--approved-by``)
-WARNING = "warning"
 MERGE = "merge"
 REQUEST_CHANGES = "request-changes"
-REVIEW_VERSION = 1
+REVIEW_VERSION = 2  # 2: findings in the one shape doctor prints too (code, file)
 # Never ``@{upstream}``: a pushed pull request branch's upstream is the branch itself.
 FALLBACK_BASES = ("main", "origin/main", "master", "origin/master")
 # What a needs-human finding asks for: the one act that clears it.
@@ -56,21 +55,6 @@ CLAIM_KEYS = ("title", "description")
 LIFECYCLE_KEYS = ("status", "superseded_by", "stale_after")
 # The project's okfgit settings (the capture opt-out among them): a person decides them.
 SETTINGS = "okfgit.toml"
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One problem the branch introduces. ``severity``: error, needs-human or warning."""
-
-    severity: str
-    rule: str
-    path: str
-    message: str
-    line: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"severity": self.severity, "rule": self.rule, "path": self.path, "line": self.line,
-                "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -272,8 +256,8 @@ def approve(findings: list[Finding], approvers: tuple[str, ...]) -> list[Finding
     if not approvers:
         return findings
     who = ", ".join(approvers)
-    return [Finding(APPROVED, f.rule, f.path, f"{f.message} (approved by {who})", f.line) if f.severity == HUMAN
-            else f for f in findings]
+    return [f.with_severity(APPROVED, f"{f.message} (approved by {who})") if f.severity == HUMAN else f
+            for f in findings]
 
 
 # -- the review ------------------------------------------------------------------------
@@ -304,7 +288,7 @@ def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | 
         claimed = {c.path for c in out.concepts if c.change != "removed"}
         out.harvest, problems = harvest.check(pr_body, new, claimed, {c.oid: c.trailers for c in out.commits},
                                               ctx.environ.get("GITHUB_HEAD_REF") or _head_branch(repo, label))
-        out.findings += [Finding(p.severity, p.rule, p.path, p.message) for p in problems]
+        out.findings += problems
     out.findings = _sorted(approve(_dedupe(out.findings), approvers))
     out.approved_by = approvers
     return out
@@ -471,7 +455,7 @@ def _doctor_findings(old: Snapshot, new: Snapshot, today: dt.date, scope: set[st
 
     The base is only checked when the head has findings: a clean head needs one pass.
     """
-    def check(snap: Snapshot, facts: dict[str, doctor.Checked] | None = None) -> list[doctor.Finding]:
+    def check(snap: Snapshot, facts: dict[str, doctor.Checked] | None = None) -> list[Finding]:
         return doctor.check_snapshot(snap, today, facts=facts, only=scope).findings if snap.entries else []
 
     found = check(new, facts)
@@ -482,8 +466,7 @@ def _doctor_findings(old: Snapshot, new: Snapshot, today: dt.date, scope: set[st
         if (f.code, f.file, f.message) in before:
             kept += 1
             continue
-        severity = ERROR if f.severity == doctor.ERROR else WARNING
-        introduced.append(Finding(severity, f.code, f.file, f.message, f.line))
+        introduced.append(f.with_severity(ERROR if f.severity == ERROR else WARNING))
     return introduced, kept
 
 
@@ -501,7 +484,7 @@ def rules(old: Snapshot, new: Snapshot, changes: list[ConceptChange]) -> list[Fi
         out += _decision(change, before, after)
         out += _superseded_rewrite(change, before, after)
         if before and after and before.okf_id and after.okf_id != before.okf_id:
-            out.append(Finding(ERROR, "okf-id-changed", change.path, f"okf_id changed from {before.okf_id} to "
+            out.append(Finding("okf-id-changed", ERROR, change.path, f"okf_id changed from {before.okf_id} to "
                                f"{after.okf_id}; an okf_id is the concept's identity and never changes"))
         if after is not None:
             out += _supersession(after, old, new)
@@ -528,12 +511,12 @@ def _verified(change: ConceptChange, before: Concept | None, after: Concept | No
     if was == now:
         return []
     what = "adds" if was is None else "removes" if now is None else "changes"
-    return [Finding(HUMAN, "verified-changed", change.path, f"{what} verified (a claim that someone checked this "
+    return [Finding("verified-changed", HUMAN, change.path, f"{what} verified (a claim that someone checked this "
                     f"concept); {APPROVAL}")]
 
 
 def _settings(files: list[tuple[str, str]]) -> list[Finding]:
-    return [Finding(HUMAN, "settings-changed", path, f"{kind} the project's okfgit settings (what okfgit may "
+    return [Finding("settings-changed", HUMAN, path, f"{kind} the project's okfgit settings (what okfgit may "
                     f"capture into this repository among them); {APPROVAL}")
             for kind, path in files if path == SETTINGS]
 
@@ -546,10 +529,10 @@ def _human_reviewed(change: ConceptChange, before: Concept | None) -> list[Findi
         return []
     who = ", ".join(people)
     if change.change == "removed":
-        return [Finding(HUMAN, "human-reviewed-removed", change.path, f"removes a concept reviewed by {who}; "
+        return [Finding("human-reviewed-removed", HUMAN, change.path, f"removes a concept reviewed by {who}; "
                         f"{APPROVAL}")]
     if change.oid != change.old_oid:
-        return [Finding(HUMAN, "human-reviewed-changed", change.path, f"changes a concept reviewed by {who}; "
+        return [Finding("human-reviewed-changed", HUMAN, change.path, f"changes a concept reviewed by {who}; "
                         f"{APPROVAL}")]
     return []
 
@@ -562,13 +545,13 @@ def _decision(change: ConceptChange, before: Concept | None, after: Concept | No
     if before is None or not is_decision(before):
         return []
     if change.change == "removed":
-        return [Finding(ERROR, "decision-removed", change.path, "removes a Decision; keep it, with status: deprecated "
+        return [Finding("decision-removed", ERROR, change.path, "removes a Decision; keep it, with status: deprecated "
                         "and superseded_by naming the decision that replaces it (if one does)")]
     if after is None:
         return []
     rewritten = before.body != after.body or any(before.meta.get(k) != after.meta.get(k) for k in CLAIM_KEYS)
     if rewritten and not _superseded(after):
-        return [Finding(ERROR, "decision-rewritten", change.path, "rewrites a Decision in place; write the new "
+        return [Finding("decision-rewritten", ERROR, change.path, "rewrites a Decision in place; write the new "
                         "decision as its own concept with supersedes, and mark this one status: deprecated with "
                         "superseded_by")]
     return []
@@ -588,7 +571,7 @@ def _superseded_rewrite(change: ConceptChange, before: Concept | None, after: Co
         changed.append("the body")
     if not changed:
         return []
-    return [Finding(ERROR, "decision-rewritten", change.path, f"is superseded, yet this change rewrites "
+    return [Finding("decision-rewritten", ERROR, change.path, f"is superseded, yet this change rewrites "
                     f"{', '.join(changed)}; a superseded concept keeps its words (history), and may change only "
                     f"{', '.join(LIFECYCLE_KEYS)}: put the new content in the concept that supersedes it")]
 
@@ -632,7 +615,7 @@ def _supersession(concept: Concept, old: Snapshot, new: Snapshot) -> list[Findin
         target = _find(new, ref, concept.path)
         if target is None:
             gone = " (it was removed: keep it, deprecated)" if _find(old, ref, concept.path) else ""
-            out.append(Finding(ERROR, "supersession", concept.path, f"supersedes {ref}, which is not in the "
+            out.append(Finding("supersession", ERROR, concept.path, f"supersedes {ref}, which is not in the "
                                f"knowledge base{gone}"))
             continue
         missing = []
@@ -641,21 +624,21 @@ def _supersession(concept: Concept, old: Snapshot, new: Snapshot) -> list[Findin
         if not any(_matches(concept, r, target.path) for r in _refs(target.meta.get("superseded_by"))):
             missing.append(f"superseded_by: {concept.okf_id or concept.path}")
         if missing:
-            out.append(Finding(ERROR, "supersession", concept.path, f"supersedes {target.path}, which needs "
+            out.append(Finding("supersession", ERROR, concept.path, f"supersedes {target.path}, which needs "
                                f"{' and '.join(missing)}"))
         if human_reviewed(target) and _find(old, ref, concept.path) is not None:
-            out.append(Finding(HUMAN, "human-reviewed-superseded", concept.path, f"supersedes {target.path}, "
+            out.append(Finding("human-reviewed-superseded", HUMAN, concept.path, f"supersedes {target.path}, "
                                f"reviewed by {', '.join(human_reviewed(target))}; {APPROVAL}"))
     successors = _refs(concept.meta.get("superseded_by"))
     if successors and concept.meta.get("status") != "deprecated":
-        out.append(Finding(ERROR, "supersession", concept.path, "has superseded_by but not status: deprecated"))
+        out.append(Finding("supersession", ERROR, concept.path, "has superseded_by but not status: deprecated"))
     for ref in successors:
         target = _find(new, ref, concept.path)
         if target is None:
-            out.append(Finding(ERROR, "supersession", concept.path, f"superseded_by names {ref}, which is not in "
+            out.append(Finding("supersession", ERROR, concept.path, f"superseded_by names {ref}, which is not in "
                                "the knowledge base"))
         elif not any(_matches(concept, r, target.path) for r in _refs(target.meta.get("supersedes"))):
-            out.append(Finding(ERROR, "supersession", concept.path, f"superseded_by names {target.path}, which "
+            out.append(Finding("supersession", ERROR, concept.path, f"superseded_by names {target.path}, which "
                                f"does not say supersedes: {concept.okf_id or concept.path}"))
     return out
 
@@ -669,14 +652,14 @@ def _contradictions(concept: Concept, new: Snapshot) -> list[Finding]:
             continue
         target = (_find(new, cite.okf_id) if cite.okf_id else None) or (_find(new, cite.path) if cite.path else None)
         if target is None:
-            out.append(Finding(WARNING, "contradiction", concept.path, f"contradicts {cite.ref or cite.okf_id}, "
+            out.append(Finding("contradiction", WARNING, concept.path, f"contradicts {cite.ref or cite.okf_id}, "
                                "which is not in the project knowledge base (the global tier's, or gone)"))
             continue
         resolved = (_superseded(target)
                     and any(_matches(concept, r, target.path) for r in _refs(target.meta.get("superseded_by")))
                     and any(_matches(target, r, concept.path) for r in _refs(concept.meta.get("supersedes"))))
         if not resolved:
-            out.append(Finding(HUMAN, "contradiction", concept.path, f"contradicts {target.path} ({target.title}), "
+            out.append(Finding("contradiction", HUMAN, concept.path, f"contradicts {target.path} ({target.title}), "
                                "which still stands: supersede it by this concept, or drop the claim; "
                                f"{APPROVAL}"))
     return out
@@ -697,7 +680,7 @@ def _duplicate_titles(new: Snapshot, changes: list[ConceptChange]) -> list[Findi
     for paths in by_title.values():
         for path in sorted(touched & set(paths)) if len(paths) > 1 else []:
             others = ", ".join(p for p in paths if p != path)
-            out.append(Finding(ERROR, "duplicate-title", path, f"has the same title as {others} in its folder; "
+            out.append(Finding("duplicate-title", ERROR, path, f"has the same title as {others} in its folder; "
                                "one concept, one canonical home"))
     return out
 
@@ -724,7 +707,7 @@ def provenance(repo: Repo, tier: Tier, base: str, head: str) -> list[CommitInfo]
 def _dedupe(findings: Iterable[Finding]) -> list[Finding]:
     seen: dict[tuple[str, str, str, str], Finding] = {}
     for f in findings:
-        seen.setdefault((f.severity, f.rule, f.path, f.message), f)
+        seen.setdefault((f.severity, f.code, f.file, f.message), f)
     return list(seen.values())
 
 
@@ -732,4 +715,4 @@ _ORDER = {ERROR: 0, HUMAN: 1, APPROVED: 2, WARNING: 3}
 
 
 def _sorted(findings: list[Finding]) -> list[Finding]:
-    return sorted(findings, key=lambda f: (_ORDER.get(f.severity, 3), f.path, f.line or 0, f.rule, f.message))
+    return sorted(findings, key=lambda f: (_ORDER.get(f.severity, 3), f.file, f.line or 0, f.code, f.message))

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from okfgit.verbs.review import (APPROVED, HUMAN, MERGE, REQUEST_CHANGES, CommitInfo, ConceptChange, FieldChange,
-                                 Finding, Review)
+                                 Review)
 
 # GitHub's comment limit is 65,536 characters; keep a margin for what CI adds around it.
 LIMIT = 60_000
@@ -54,7 +54,7 @@ def as_text(review: Review, verbose: bool = False) -> str:
         lines += ["", _harvest_line(review)]
     lines += ["", f"Findings ({len(review.findings)})" + (":" if review.findings else ": none")]
     for f in review.findings:
-        lines.append(f"  {f.severity:<11}  {f.rule}  {_where(f)}: {f.message}")
+        lines.append(f"  {f.text()}")
     if review.preexisting:
         lines.append(f"  ({_plural(review.preexisting, 'finding')} already on the base, not counted)")
     lines += ["", f"Commits touching .okf/ ({len(review.commits)})" + (":" if review.commits else ": none")]
@@ -197,10 +197,10 @@ def _md_findings(review: Review, cap: int | None) -> list[str]:
         out.append("None.")
     else:
         shown = review.findings if cap is None else review.findings[:cap]
-        out += ["| severity | rule | where | finding |", "|---|---|---|---|"]
+        out += ["| severity | code | where | finding |", "|---|---|---|---|"]
         for f in shown:
             message = _text(f.message if cap is None else _short(f.message))
-            out.append(f"| {f.severity} | `{f.rule}` | {_code(_where(f))} | {message} |")
+            out.append(f"| {f.severity} | `{f.code}` | {_code(f.where())} | {message} |")
         if len(shown) < len(review.findings):
             out += ["", f"… and {len(review.findings) - len(shown)} more findings (all of them are in the "
                     "`okf-review` block below or in the full report)."]
@@ -306,7 +306,7 @@ def _harvest_line(review: Review) -> str:
     harvest = review.harvest or {}
     listed = harvest.get("concepts")
     claims = listed if isinstance(listed, list) else []
-    bad = sum(1 for f in review.findings if f.rule.startswith("harvest-"))
+    bad = sum(1 for f in review.findings if f.code.startswith("harvest-"))
     run = harvest.get("run")
     origin = f" from run {run}" if isinstance(run, str) else ""
     verdict = "every claim matches the head tree" if not bad else f"{_plural(bad, 'problem')} (see findings)"
@@ -316,10 +316,6 @@ def _harvest_line(review: Review) -> str:
 def _counts(review: Review) -> str:
     counts = review.counts()
     return ", ".join(f"{n} {kind}" for kind, n in counts.items())
-
-
-def _where(f: Finding) -> str:
-    return f"{f.path} line {f.line}" if f.line else f.path
 
 
 def _who(commit: CommitInfo) -> str:
