@@ -242,10 +242,14 @@ class TierCards:
 
     ``repo``, ``commit`` and ``tree`` may be given when the caller already has them
     (projection); ``blobs`` collects every blob read while building (OID -> bytes).
+    ``previous`` is the same tier read earlier in this process (a server kept warm): the
+    cards are then updated from it by a tree diff, and the cache file is neither read nor,
+    unless far behind, written.
     """
 
     def __init__(self, tier: Tier, *, repo: Repo | None = None, commit: str | None = None, tree: str | None = None,
-                 blobs: dict[str, bytes] | None = None, progress: Progress = silent) -> None:
+                 blobs: dict[str, bytes] | None = None, progress: Progress = silent,
+                 previous: TierCards | None = None) -> None:
         self.tier = tier
         self.label = tier.label
         if repo is None and tier.exists():
@@ -257,11 +261,22 @@ class TierCards:
         if tree is None and repo is not None and commit is not None:
             tree = repo.tree_oid(commit, tier.prefix)
         self.tree = tree
-        self.catalog: TierCatalog[Card] = _catalog(repo, tier, commit, tree, blobs, progress)
+        known = previous.catalog if previous is not None and previous.label == self.label else None
+        self.catalog: TierCatalog[Card] = _catalog(repo, tier, commit, tree, blobs, progress, known)
+        self._previous = previous if known is not None else None
+        if previous is not None:
+            previous._previous = None  # one step back at most: warm servers keep no chain of old trees
 
     @cached_property
     def cards(self) -> dict[str, TierCard]:
         """Every readable concept by path, in path order."""
+        previous, self._previous = self._previous, None
+        before = previous.__dict__.get("cards") if previous is not None else None
+        if previous is not None and before is not None:
+            if self.catalog is previous.catalog:  # HEAD moved, the KB tree did not
+                return before
+            if self.catalog.changed is not None:
+                return _carried(self.label, before, self.catalog)
         return {path: TierCard(self.label, path, self.catalog.facts[path]) for path in sorted(self.catalog.facts)}
 
     @property
@@ -292,15 +307,34 @@ class TierCards:
         return self.repo.read_blob(oid)
 
 
+def _carried(label: str, before: dict[str, TierCard], updated: TierCatalog[Card]) -> dict[str, TierCard]:
+    """``before`` (the cards of the catalog ``updated`` was diffed from) with its changed paths redone."""
+    out = dict(before)
+    added = False
+    for path in updated.changed or ():
+        fact = updated.facts.get(path)
+        if fact is None:
+            out.pop(path, None)
+        else:
+            added = added or path not in out
+            out[path] = TierCard(label, path, fact)
+    return dict(sorted(out.items())) if added else out
+
+
 def _catalog(repo: Repo | None, tier: Tier, commit: str | None, tree: str | None,
-             blobs: dict[str, bytes] | None, progress: Progress = silent) -> TierCatalog[Card]:
-    """The tier's cards at ``tree``: from the cache, updated by a tree diff, saved when worth it."""
+             blobs: dict[str, bytes] | None, progress: Progress = silent,
+             known: TierCatalog[Card] | None = None) -> TierCatalog[Card]:
+    """The tier's cards at ``tree``: from ``known`` (or else the cache), updated by a tree diff,
+    saved when worth it."""
     if repo is None or commit is None or tree is None:
         return TierCatalog("")
-    cached = catalog.load_kind(CARDS, repo.common_dir)
-    built = catalog.build_kind(CARDS, repo, tier, commit, tree, cached.get(tier.label), blobs, progress)
-    if tier.label not in cached or built.worth_saving:
+    cached = {} if known is not None else catalog.load_kind(CARDS, repo.common_dir)
+    start = known if known is not None else cached.get(tier.label)
+    built = catalog.build_kind(CARDS, repo, tier, commit, tree, start, blobs, progress)
+    if start is None or built.worth_saving:
         try:
+            if known is not None:
+                cached = catalog.load_kind(CARDS, repo.common_dir)
             catalog.save_kind(CARDS, repo.common_dir, {**cached, tier.label: built})
         except (OkfError, OSError):
             pass  # only a cache: reading never fails for want of writing it

@@ -43,6 +43,7 @@ class TierCatalog(Generic[F]):
     facts: dict[str, F] = field(default_factory=dict)
     problems: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (oid, why)
     reread: int = 0  # paths read from the repository to build this (not saved)
+    changed: list[str] | None = None  # when updated from a tree diff: the paths it redid (not saved)
 
     @property
     def worth_saving(self) -> bool:
@@ -100,7 +101,7 @@ def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes
 
 def _updated(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog[F], paths: list[str],
              blobs: dict[str, bytes], kind: Kind[F], progress: Progress = silent) -> TierCatalog[F]:
-    out = TierCatalog(tree, dict(cached.facts), dict(cached.problems), reread=len(paths))
+    out = TierCatalog(tree, dict(cached.facts), dict(cached.problems), reread=len(paths), changed=paths)
     found = repo.entries_in(tree, [p for p in paths if okf.is_concept_path(p)])
     what = f"reading {tier.label} concepts"
     for done, path in enumerate(paths, start=1):

@@ -107,10 +107,11 @@ class Merged:
         """The visible concepts, most specific tier first, then by path."""
         out: list[TierCard] = []
         above: set[str] = set()  # okf_ids of the more specific tiers
-        for label in self.labels:
+        for at, label in enumerate(self.labels, start=1):
             cards = self.in_tier(label)
-            out.extend(c for c in cards if not c.okf_id or c.okf_id not in above)
-            above.update(self._ids(label))
+            out.extend([c for c in cards if not c.okf_id or c.okf_id not in above] if above else cards)
+            if at < len(self.labels):  # the least specific tier hides nothing
+                above.update(self._ids(label))
         return out
 
     def shadows(self, concept: TierCard) -> list[TierCard]:
