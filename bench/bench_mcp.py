@@ -11,11 +11,14 @@ On a synthetic project KB (``genkb.make_repo``, default 10,000 concepts) we time
   commit), so the figure includes the refresh the server does when HEAD moves;
 * the server's resident memory (``VmRSS``, and the peak ``VmHWM``) after the calls.
 
-Both sides run once untimed first, so the on-disk card cache (``nav.json``) is built before any
-timing. The ratio column is each figure over the per-process baseline (the issue's aim: MCP at
-least 10x faster per call). Needs the MCP extra (``pip install 'okfgit[mcp]'``).
+Both sides ask the same question and get the same answer: the same words and the same
+``--limit`` (default: none given, so both show search's default of 20 hits and count the rest;
+``--limit 0`` compares full answers). Both sides run once untimed first, so the on-disk card
+cache (``cards.json``) is built before any timing. The ratio column is each figure over the
+per-process baseline (the issue's aim: MCP at least 10x faster per call). Needs the MCP extra
+(``pip install 'okfgit[mcp]'``).
 
-    python bench/bench_mcp.py [--n 10000] [--calls 100] [--query 'cache stale' ...] [--dir /dev/shm]
+    python bench/bench_mcp.py [--n 10000] [--calls 100] [--query 'cache stale' ...] [--limit N] [--dir /dev/shm]
 """
 
 from __future__ import annotations
@@ -46,9 +49,11 @@ def _env(root: Path) -> dict[str, str]:
     return env
 
 
-def processes(repo: Path, env: dict[str, str], words: list[str], calls: int) -> float:
+def processes(repo: Path, env: dict[str, str], words: list[str], limit: int | None, calls: int) -> float:
     argv = [sys.executable, "-m", "okfgit", "search", *words, "--json"]
-    subprocess.run(argv, cwd=repo, env=env, check=True, capture_output=True)  # builds nav.json
+    if limit is not None:
+        argv += ["--limit", str(limit)]
+    subprocess.run(argv, cwd=repo, env=env, check=True, capture_output=True)  # builds cards.json
     times = []
     for _ in range(calls):
         start = time.perf_counter()
@@ -57,26 +62,29 @@ def processes(repo: Path, env: dict[str, str], words: list[str], calls: int) -> 
     return statistics.median(times)
 
 
-def over_mcp(repo: Path, env: dict[str, str], words: list[str], calls: int) -> tuple[float, float, int, int, int]:
-    """(median per call, median per call after a commit each time, VmRSS KiB, VmHWM KiB, hits)."""
+def over_mcp(repo: Path, env: dict[str, str], words: list[str], limit: int | None,
+             calls: int) -> tuple[float, float, int, int, str]:
+    """(median per call, median per call after a commit each time, VmRSS KiB, VmHWM KiB, hits shown and more)."""
     import anyio
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     out: dict[str, object] = {}
+    ask: dict[str, object] = {"words": words} if limit is None else {"words": words, "limit": limit}
 
     async def main() -> None:
         params = StdioServerParameters(command=sys.executable, args=["-m", "okfgit", "mcp"], cwd=repo, env=env)
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
-                first = await session.call_tool("search", {"words": words})
+                first = await session.call_tool("search", ask)
                 assert not first.is_error, first
-                out["hits"] = len((first.structured_content or {}).get("results", []))
+                found = first.structured_content or {}
+                out["hits"] = f"{len(found.get('results', []))} hits shown, {found.get('more', 0)} more"
                 times = []
                 for _ in range(calls):
                     start = time.perf_counter()
-                    result = await session.call_tool("search", {"words": words})
+                    result = await session.call_tool("search", ask)
                     times.append(time.perf_counter() - start)
                     assert not result.is_error
                 out["warm"] = statistics.median(times)
@@ -84,7 +92,7 @@ def over_mcp(repo: Path, env: dict[str, str], words: list[str], calls: int) -> t
                 for i in range(max(calls // 10, 5)):
                     _commit(repo, env, i)
                     start = time.perf_counter()
-                    result = await session.call_tool("search", {"words": words})
+                    result = await session.call_tool("search", ask)
                     moved.append(time.perf_counter() - start)
                     assert not result.is_error
                 out["moved"] = statistics.median(moved)
@@ -92,7 +100,7 @@ def over_mcp(repo: Path, env: dict[str, str], words: list[str], calls: int) -> t
 
     anyio.run(main)
     return (float(out["warm"]), float(out["moved"]), int(out["rss"]), int(out["hwm"]),  # type: ignore[arg-type]
-            int(out["hits"]))  # type: ignore[call-overload]
+            str(out["hits"]))
 
 
 def _commit(repo: Path, env: dict[str, str], i: int) -> None:
@@ -127,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--query", action="append", default=None,
                         help="search words, quoted (repeatable; default: 'cache' (about 10%% of concepts match) "
                              "and 'cache stale' (20 hits at 10,000))")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="passed to both sides (default: not given, so search's default of 20; 0: all hits)")
     parser.add_argument("--dir", default=None, help="where to build the KB (e.g. /dev/shm)")
     args = parser.parse_args(argv)
     queries = [q.split() for q in (args.query or ["cache", "cache stale"])]
@@ -137,9 +147,9 @@ def main(argv: list[str] | None = None) -> int:
         repo = genkb.make_repo(root / "kb", args.n, layout="project")
         env = _env(root)
         for words in queries:
-            base = processes(repo, env, words, args.calls)
-            warm, moved, rss, hwm, hits = over_mcp(repo, env, words, args.calls)
-            what = f"search {' '.join(words)!r} ({hits} hits)"
+            base = processes(repo, env, words, args.limit, args.calls)
+            warm, moved, rss, hwm, hits = over_mcp(repo, env, words, args.limit, args.calls)
+            what = f"search {' '.join(words)!r} ({hits})"
             rows += [(f"okfgit {what}, one process per call", base, base),
                      (f"MCP {what}, warm server", warm, base),
                      (f"MCP {what}, a commit before each call", moved, base)]

@@ -104,7 +104,7 @@ def test_adopt_real_bundle(name: str, project: Path, okfgit: Runner, git: Runner
     check_conformance(git, project, env)
     assert git("status", "--porcelain", cwd=project).out == ""
     fsck(git, project)
-    found = json.loads(okfgit("search", "--scope", "project", "--json", cwd=project).out)
+    found = json.loads(okfgit("search", "--scope", "project", "--limit", "0", "--json", cwd=project).out)
     assert len(found) == len(concepts)
 
 

@@ -73,7 +73,7 @@ def test_tools_resources_search_cat_and_note(project: Path, okfgit: Runner, git:
     assert seen["index"] == git("cat-file", "blob", "HEAD:.okf/decisions/index.md", cwd=project).out
 
     error, texts, data = seen["search"]
-    assert not error and data == {"results": cli_search}
+    assert not error and data == {"results": cli_search, "more": 0}
     assert texts[0].startswith(cli_search[0]["citation"] + "  [Decision] Cache policy")
 
     error, texts, data = seen["cat"]
@@ -129,6 +129,7 @@ def test_errors_are_tool_errors_and_the_server_lives_on(project: Path, okfgit: R
 def test_a_commit_by_someone_else_is_seen_by_the_next_call(project: Path, okfgit: Runner, git: Runner,
                                                           env: dict[str, str]) -> None:
     okfgit("new", "first", "--description", "The first one.", "--no-edit", cwd=project)
+    okfgit("new", "third", "--description", "The third one.", "--no-edit", cwd=project)
     seen: dict[str, Any] = {}
 
     async def body(session: ClientSession) -> None:
@@ -136,15 +137,48 @@ def test_a_commit_by_someone_else_is_seen_by_the_next_call(project: Path, okfgit
         seen["ls_before"] = await call(session, "ls")
         (project / ".okf" / "second.md").write_text(
             "---\ntype: Note\ntitle: Second\ndescription: The second one, by hand.\n---\n\nBody.\n")
-        git("add", ".okf/second.md", cwd=project)
+        first = project / ".okf" / "first.md"
+        first.write_text(first.read_text().replace("The first one.", "The first one, edited."))
+        git("add", ".okf/second.md", ".okf/first.md", cwd=project)
         git("commit", "-q", "-m", "a hand-written concept", cwd=project)
         seen["after"] = await call(session, "search", words=["second"])
+        seen["all"] = await call(session, "search", words=["one"])
         seen["cat"] = await call(session, "cat", ref="second")
+        git("rm", "-q", ".okf/third.md", cwd=project)
+        git("commit", "-q", "-m", "third goes", cwd=project)
+        seen["gone"] = await call(session, "search", words=["one"])
 
     serve(project, env, body)
-    assert seen["before"][2] == {"results": []}
+    assert seen["before"][2] == {"results": [], "more": 0}
     assert [r["path"] for r in seen["after"][2]["results"]] == ["second.md"]
     assert seen["cat"][1][0].endswith("Body.\n")
+    assert [r["path"] for r in seen["all"][2]["results"]] == ["first.md", "second.md", "third.md"]
+    assert seen["all"][2]["results"][0]["description"] == "The first one, edited."
+    assert seen["gone"][2] == {"results": json.loads(okfgit("search", "one", "--json", cwd=project).out), "more": 0}
+    assert [r["path"] for r in seen["gone"][2]["results"]] == ["first.md", "second.md"]
+
+
+def test_search_shows_the_limit_and_counts_the_rest_as_the_cli_does(project: Path, okfgit: Runner,
+                                                                   env: dict[str, str]) -> None:
+    for n in range(5):
+        okfgit("new", f"cache-{n}", "--description", f"Cache rule {n}.", "--no-edit", cwd=project)
+    cli = okfgit("search", "cache", "--limit", "2", "--json", cwd=project)
+    cli_text = okfgit("search", "cache", "--limit", "2", cwd=project)
+    seen: dict[str, Any] = {}
+
+    async def body(session: ClientSession) -> None:
+        seen["two"] = await call(session, "search", words=["cache"], limit=2)
+        seen["all"] = await call(session, "search", words=["cache"], limit=0)
+        seen["bad"] = await call(session, "search", words=["cache"], limit=-1)
+
+    serve(project, env, body)
+    error, texts, data = seen["two"]
+    assert not error and data == {"results": json.loads(cli.out), "more": 3}
+    assert texts[0] == cli_text.out + cli_text.err.rstrip("\n")
+    assert cli_text.err == "3 more matching concepts not shown: add words, a type or a tag to narrow, " \
+                           "or a limit of 0 for all\n"
+    assert len(seen["all"][2]["results"]) == 5 and seen["all"][2]["more"] == 0
+    assert seen["bad"][0]
 
 
 def test_ls_links_and_status(project: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:

@@ -203,6 +203,19 @@ def test_search_filters_and_ranking(kb: Path, okfgit: Runner, git: Runner) -> No
                         "[Decision] Storage engine \u2014 We store blobs in sqlite for caching speed.\n")
     none = okfgit("search", "zebra", cwd=kb)
     assert none.out == "" and none.err == "no matching concepts\n"
+    assert cites("CACH", "--limit", "2") == ["decisions/cache-policy.md", "zz/caching.md"]
+    assert cites("CACH", "--limit", "0") == cites("CACH")
+    cut = okfgit("search", "cach", "--limit", "3", cwd=kb)
+    assert len(cut.out.splitlines()) == 3
+    assert cut.err == "1 more matching concept not shown: add words, a type or a tag to narrow, or a limit of 0 for all\n"
+    assert okfgit("search", "cach", "--limit", "-1", cwd=kb, expect=2).code == 2
+
+
+def test_search_shows_twenty_hits_unless_told(kb: Path, okfgit: Runner, git: Runner) -> None:
+    commit_files(git, kb, {f".okf/many/m{n:02}.md": concept("Note", f"Many {n}", "One of many.") for n in range(25)})
+    hits = json.loads(okfgit("search", "many", "--json", cwd=kb).out)
+    assert [h["path"] for h in hits] == [f"many/m{n:02}.md" for n in range(20)]
+    assert len(json.loads(okfgit("search", "many", "--limit", "0", "--json", cwd=kb).out)) == 25
 
 
 def test_reads_come_from_head_not_the_working_tree(kb: Path, okfgit: Runner, git: Runner) -> None:

@@ -102,20 +102,24 @@ def links_cmd(ref: str, scope: str, repo: Path | None, run: str | None, as_json:
 @click.option("--tag", "tags", multiple=True, help="Only concepts carrying this tag; repeat to require several.")
 @click.option("--include-deprecated/--no-deprecated", "include_deprecated", default=True, show_default=True,
               help="List deprecated concepts (last, marked with their successor), or leave them out.")
+@click.option("--limit", type=click.IntRange(min=0), default=nav.LIMIT, show_default=True,
+              help="Show at most this many hits (0: all); how many more matched is said on stderr.")
 @_reading
 def search_cmd(words: tuple[str, ...], type_: str | None, tags: tuple[str, ...], include_deprecated: bool,
-               scope: str, repo: Path | None, run: str | None, as_json: bool) -> None:
+               limit: int, scope: str, repo: Path | None, run: str | None, as_json: bool) -> None:
     """Find concepts by frontmatter (--type, --tag) and WORDS, each of which must
     appear (case-insensitive) in the title or the description. No full-text body
     search. Hits are cited and ranked: current concepts first, deprecated ones last
     (marked with their successor), then title matches first, then by path. Stale
-    concepts (past their stale_after) are marked."""
+    concepts (past their stale_after) are marked. The first --limit hits are shown."""
     view = _view(repo, run, scope)
-    hits = nav.search(view, words, type_, tags, include_deprecated)
+    found = nav.search(view, words, type_, tags, include_deprecated, limit)
     if as_json:
-        emit_json([nav.concept_json(view, c) for c in hits])
-        return
-    for concept in hits:
-        click.echo(nav_render.concept_line(view, concept))
-    if not hits:
-        click.echo("no matching concepts", err=True)
+        emit_json([nav.concept_json(view, c) for c in found.hits])
+    else:
+        for concept in found.hits:
+            click.echo(nav_render.concept_line(view, concept))
+        if not found.hits:
+            click.echo("no matching concepts", err=True)
+    if found.more_note:
+        click.echo(found.more_note, err=True)

@@ -65,6 +65,7 @@ class Reader:
         self._repos: dict[Path, Repo] = {}
         self._tiers: dict[tuple[str, Path], tuple[str | None, TierCards]] = {}
         self._views: dict[str, tuple[tuple[tuple[str, str | None], ...], Merged]] = {}
+        self._folded: dict[str, tuple[Merged, nav.SearchIndex]] = {}
 
     def workspace(self) -> Workspace:
         """Read again on every call: ``okfgit run start`` may have changed the active run."""
@@ -80,18 +81,30 @@ class Reader:
         self._views[scope] = (heads, view)
         return view
 
-    def _head(self, tier: Tier) -> str | None:
+    def searchable(self, scope: str) -> tuple[Merged, nav.SearchIndex]:
+        """The view and its search index, kept until a HEAD moves."""
+        view = self.view(scope)
+        kept = self._folded.get(scope)
+        if kept is None or kept[0] is not view:
+            kept = self._folded[scope] = (view, nav.SearchIndex(view))
+        return kept
+
+    def _repo(self, tier: Tier) -> Repo:
         repo = self._repos.get(tier.repo_path)
         if repo is None:
             repo = self._repos[tier.repo_path] = tier.open()
-        return repo.head_commit()
+        return repo
+
+    def _head(self, tier: Tier) -> str | None:
+        return self._repo(tier).head_commit()
 
     def _cards(self, tier: Tier, head: str | None) -> TierCards:
+        """The tier at ``head``; after a move, updated from the cards in memory by a tree diff."""
         key = (tier.label, tier.repo_path)
         known = self._tiers.get(key)
         if known is not None and known[0] == head:
             return known[1]
-        cards = TierCards(tier)
+        cards = TierCards(tier, repo=self._repo(tier), commit=head, previous=known[1] if known else None)
         self._tiers[key] = (cards.commit, cards)
         return cards
 
@@ -100,12 +113,15 @@ class Reader:
 
 
 def search(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
-    view = reader.view(_scope(args))
-    hits = nav.search(view, _words(args, "words"), _text(args, "type"), _strings(args, "tags"))
+    view, folded = reader.searchable(_scope(args))
+    found = nav.search(view, _words(args, "words"), _text(args, "type"), _strings(args, "tags"),
+                       limit=_count(args, "limit", nav.LIMIT), folded=folded)
     # Lifecycle (deprecated last and marked, stale marked) comes with the line and the JSON.
-    lines = [nav_render.concept_line(view, c) for c in hits]
-    results = [nav.concept_json(view, c) for c in hits]
-    return ToolResult("\n".join(lines) or "no matching concepts", {"results": results})
+    lines = [nav_render.concept_line(view, c) for c in found.hits] or ["no matching concepts"]
+    if found.more_note:
+        lines.append(found.more_note)
+    return ToolResult("\n".join(lines), {"results": [nav.concept_json(view, c) for c in found.hits],
+                                          "more": found.more})
 
 
 def cat(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
@@ -216,10 +232,13 @@ TOOLS: tuple[ToolSpec, ...] = (
         "search",
         "Find concepts in every tier (job > project > global) whose type and tags match and whose title or "
         "description contains every word (case-insensitive). Each hit is cited tier:path@oid; deprecated "
-        "and stale concepts are marked. Bodies are not searched: cat a hit to read it.",
+        "and stale concepts are marked. Bodies are not searched: cat a hit to read it. The best `limit` hits "
+        "are shown and `more` says how many matched beyond them: narrow with more words, a type or tags.",
         {"words": {**_WORDS, "description": "Words that must all appear in the title or description."},
          "type": {"type": "string", "description": "Only concepts of this OKF type (Decision, Lesson, ...)."},
          "tags": {**_WORDS, "description": "Only concepts carrying every one of these tags."},
+         "limit": {"type": "integer", "minimum": 0,
+                   "description": f"Show at most this many hits (default {nav.LIMIT}; 0: all); `more` counts the rest."},
          "scope": _SCOPE},
         search,
     ),
@@ -366,6 +385,15 @@ def _strings(args: Mapping[str, Any], key: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise UsageError(f"{key} must be a list of strings")
     return list(value)
+
+
+def _count(args: Mapping[str, Any], key: str, default: int) -> int:
+    value = args.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageError(f"{key} must be a whole number, 0 or more, not {json.dumps(value)}")
+    return value
 
 
 def _words(args: Mapping[str, Any], key: str) -> list[str]:

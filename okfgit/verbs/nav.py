@@ -100,33 +100,69 @@ def _counts(pool: Iterable[TierCard], prefix: str) -> dict[str, int]:
 
 # -- search -------------------------------------------------------------------------
 
+LIMIT = 20  # hits a search shows unless told otherwise (0: all); an agent narrows rather than pages
+
+
+@dataclass(frozen=True)
+class Found:
+    """One search's answer: the hits shown (ranked, at most ``limit``) and how many more matched."""
+
+    hits: list[TierCard]
+    more: int
+
+    @property
+    def more_note(self) -> str | None:
+        """The line ``search`` adds when it left hits out (the CLI prints it on stderr)."""
+        if not self.more:
+            return None
+        return (f"{self.more} more matching concept{'s' if self.more != 1 else ''} not shown: "
+                "add words, a type or a tag to narrow, or a limit of 0 for all")
+
+
+class SearchIndex:
+    """The visible concepts with their title and description folded to lower case once,
+    so each search is a few passes of substring tests (the MCP server keeps it with its view)."""
+
+    def __init__(self, view: Merged) -> None:
+        self.concepts = view.concepts
+        cards = [c.card for c in self.concepts]
+        self.titles = [card.title.lower() for card in cards]
+        self.texts = [f"{card.title}\n{card.description}".lower() for card in cards]
+
 
 def search(view: Merged, words: Sequence[str] = (), type_: str | None = None, tags: Sequence[str] = (),
-           include_deprecated: bool = True) -> list[TierCard]:
+           include_deprecated: bool = True, limit: int = LIMIT, folded: SearchIndex | None = None) -> Found:
     """Visible concepts whose type and tags match and whose title or description holds every word.
 
     Ranked: current concepts before deprecated ones (left out when ``include_deprecated``
     is False), then more words in the title first, then by path, then most specific tier.
+    The first ``limit`` are shown (0: all); ``Found.more`` counts the rest.
     """
+    if limit < 0:
+        raise UsageError(f"the limit must be 0 (all) or more, not {limit}")
     wanted_type = okf.one_line(type_).lower() if type_ else None
     wanted_tags = {t.lower() for t in tags}
     terms = [w.lower() for w in words if w.strip()]
+    folded = folded or SearchIndex(view)
+    texts = folded.texts
+    matching: Sequence[int] = range(len(texts))
+    for term in terms:  # one pass per word over what is left: the words narrow it fast
+        matching = [i for i in matching if term in texts[i]]
     ranked: list[tuple[bool, int, str, int, TierCard]] = []
-    for concept in view.concepts:
-        if concept.deprecated and not include_deprecated:
+    for i in matching:
+        concept = folded.concepts[i]
+        deprecated = concept.deprecated
+        if deprecated and not include_deprecated:
             continue
-        if wanted_type is not None and concept.type.lower() != wanted_type:
+        if wanted_type is not None and concept.card.type.lower() != wanted_type:
             continue
-        if not wanted_tags <= {t.lower() for t in concept.tags}:
+        if wanted_tags and not wanted_tags <= {t.lower() for t in concept.card.tags}:
             continue
-        title = concept.title.lower()
-        text = title + "\n" + concept.description.lower()
-        if not all(term in text for term in terms):
-            continue
-        in_title = sum(1 for term in terms if term in title)
-        ranked.append((concept.deprecated, -in_title, concept.path, view.rank(concept.tier), concept))
+        in_title = sum(1 for term in terms if term in folded.titles[i])
+        ranked.append((deprecated, -in_title, concept.path, view.rank(concept.tier), concept))
     ranked.sort(key=lambda r: r[:4])
-    return [r[4] for r in ranked]
+    shown = ranked if not limit else ranked[:limit]
+    return Found([r[4] for r in shown], len(ranked) - len(shown))
 
 
 # -- links --------------------------------------------------------------------------
