@@ -17,7 +17,7 @@ warm-up), so a noisy machine moves both sides of a ratio alike. Workloads and fl
 | cat / search, warm (10,000) | ``import pygit2`` | <= 1.3x |
 | cat, cold nav cache (10,000) | (seconds) | <= 1 s |
 
-Run from a checkout: ``python bench/bench_cost.py [--n 10000] [--repeat 3] [--checkout DIR] [--only capture|big|read]``.
+Run from a checkout: ``python bench/bench_cost.py [--n 10000] [--repeat 3] [--checkout DIR] [--only capture|big|read|change]``.
 ``--checkout`` times another checkout of okfgit (for before/after figures) with the same
 workloads. Workloads that a checkout cannot run (a verb it lacks) print ``n/a``.
 """
@@ -155,6 +155,35 @@ class Bench:
         print(f"{'cat, cold nav cache (' + format(n, ',') + ')':<44} {statistics.median(times):8.3f} s", flush=True)
         timed(okf("cat", slug), repo, env)  # warm again for what follows
 
+    def one_change(self, repo: Path, env: dict[str, str]) -> Callable[[], None]:
+        """project and sync with one concept changed, against their no-ops; the edit step."""
+        n = self.n
+        okf = lambda *a: [*OKFGIT, *a]  # noqa: E731
+        path = repo / ".okf" / genkb.plan(n)[n // 2].path
+        counter = iter(range(10**6))
+
+        def change() -> None:
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(f"Benchmark edit {next(counter)}.\n")
+            git(repo, "commit", "-q", "--no-verify", "-am", "edit one concept")
+        for verb in ("project", "sync"):
+            timed(okf(verb), repo, env)
+            a, b, r = ratio(lambda verb=verb: timed(okf(verb), repo, env),
+                            lambda verb=verb: timed(okf(verb), repo, env), self.repeat, setup_a=change)
+            self.row(f"{verb}, one concept changed ({n:,})", a, b, r, f"{verb} no-op")
+        return change
+
+    def change_only(self) -> None:
+        """status and one change, without the rest of ``big``."""
+        repo, env = self.repo("change", self.n)
+        okf = lambda *a: [*OKFGIT, *a]  # noqa: E731
+        timed(okf("sync"), repo, env)
+        timed(okf("status"), repo, env, ok=(0, 2))
+        a, b, r = ratio(lambda: timed(okf("status"), repo, env, ok=(0, 2)), lambda: timed(PYGIT2, None, env),
+                        self.repeat)
+        self.row(f"status, warm ({self.n:,})", a, b, r, "import pygit2")
+        self.one_change(repo, env)
+
     def read_only(self) -> None:
         repo, env = self.repo("read", self.n)
         timed([*OKFGIT, "sync"], repo, env)
@@ -195,20 +224,7 @@ class Bench:
         shutil.copytree(saved, repo / ".git" / "okf")
         timed(okf("sync"), repo, env)
         self.read(repo, env)
-        # one change: project and sync against their no-ops
-        concept = genkb.plan(n)[n // 2]
-        path = repo / ".okf" / concept.path
-        counter = iter(range(10**6))
-
-        def change() -> None:
-            with open(path, "a", encoding="utf-8") as fh:
-                fh.write(f"Benchmark edit {next(counter)}.\n")
-            git(repo, "commit", "-q", "--no-verify", "-am", "edit one concept")
-        for verb in ("project", "sync"):
-            timed(okf(verb), repo, env)
-            a, b, r = ratio(lambda verb=verb: timed(okf(verb), repo, env),
-                            lambda verb=verb: timed(okf(verb), repo, env), self.repeat, setup_a=change)
-            self.row(f"{verb}, one concept changed ({n:,})", a, b, r, f"{verb} no-op")
+        change = self.one_change(repo, env)
         # review: a one-line edit, and 1,000 concepts added, on a branch
         git(repo, "checkout", "-q", "-b", "edit")
         change()
@@ -234,8 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=10_000, help="concepts in the large KB (default 10,000)")
     parser.add_argument("--repeat", type=int, default=3, help="timed pairs per figure (default 3)")
     parser.add_argument("--checkout", type=Path, default=None, help="time this okfgit checkout instead")
-    parser.add_argument("--only", choices=("capture", "big", "read"), default=None,
-                        help="one group: capture, big (everything at --n), read (status and the read verbs)")
+    parser.add_argument("--only", choices=("capture", "big", "read", "change"), default=None,
+                        help="one group: capture, big (everything at --n), read (status and the read verbs), "
+                             "change (status, and project and sync with one concept changed)")
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="okfbench-cost-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
     try:
@@ -247,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
             bench.big()
         if args.only == "read":
             bench.read_only()
+        if args.only == "change":
+            bench.change_only()
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0
