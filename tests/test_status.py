@@ -186,3 +186,5 @@ def test_a_concept_without_an_okf_id_is_not_projected_and_named(project: Path, m
     status = okfgit("status", cwd=project, expect=2)
     assert "concepts not projected: 1\n  skipped project:no-id.md: not projected" in status.out
     assert json.loads(okfgit("status", "--json", cwd=project, expect=2).out)["unprojected"] == ["project:no-id.md"]
+    (project / ".git" / "okf" / "state.json").unlink()  # no projection recorded: read from the cards instead
+    assert json.loads(okfgit("status", "--json", cwd=project, expect=2).out)["unprojected"] == ["project:no-id.md"]

@@ -311,11 +311,15 @@ def _merge(inputs: _Inputs, cache: dict[str, bytes], progress: Progress = silent
     return Merged(view.knowledge, warnings, skipped)
 
 
-def unprojected(ws: Workspace) -> tuple[list[str], list[str]]:
+def unprojected(ws: Workspace, owned: state.State | None = None) -> tuple[list[str], list[str]]:
     """(concepts at HEAD that projection skips, as ``<tier>:<path>``, and why each): what
-    ``status`` lists. Reads the tiers' cards (cached by tree OID), writes nothing else."""
+    ``status`` lists. When ``owned`` records a projection of exactly these inputs, what it
+    recorded (``merged``); else read from the tiers' cards (cached by tree OID)."""
     warnings: list[str] = []
     inputs = _select(ws, "all", warnings)
+    now = {t.label: state.TierInput(str(t.tier.repo_path), t.commit, t.tree) for t in inputs.infos}
+    if owned is not None and owned.skipped is not None and owned.notes is not None and owned.inputs == now:
+        return list(owned.skipped), [w for w in owned.notes if w.startswith("skipped ")]
     merged = _merge(inputs, {})
     return merged.skipped, [w for w in merged.warnings if w.startswith("skipped ")]
 

@@ -114,7 +114,7 @@ def status(ctx: Context, ws: Workspace) -> Status:
     cap = capture.plan_capture(ctx, ws, force=True, owned=owned)
     proj = projection.project(ctx, ws, dry_run=True, owned=owned)
     tiers = [t for t in ws.active() if t.has_kb()]
-    unprojected, why = projection.unprojected(ws)
+    unprojected, why = projection.unprojected(ws, owned)
     hook_state = hooks.status(repo.workdir, ctx.environ)
     return Status(
         capture=cap,
