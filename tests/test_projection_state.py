@@ -100,6 +100,7 @@ def test_state_json_is_what_the_spec_describes(kit: Kit, okfgit: Runner) -> None
                             "tool", "version"]
     assert data["merged"]["skipped"] == ["project:broken.md", "global:legacy-note.md"]
     assert any("okf_origin '../escape.md'" in w for w in data["merged"]["warnings"])
+    assert data["merged"]["needs_merge"] == []
     assert len(data["recall"]) == 3 and isinstance(data["recall"][2], int)  # [top, generation, fresh]
     okf_id, tier, path, oid, size, mtime_ns = data["memory_files"]["testing.md"][:6]
     assert (okf_id, tier, path) == ("11111111-2222-4333-8444-555555555555", "project", "testing.md")

@@ -167,6 +167,11 @@ def test_a_needs_merge_sibling_waiting_for_a_person_is_listed_and_exits_2(projec
             "what matters into memory/feedback-testing.md, then delete it\n") in result.out
     assert result.out.endswith("needs a person: 1 needs-merge sibling(s) to merge\n")
     assert "in sync" not in result.out
+    recorded = json.loads((project / ".git" / "okf" / "state.json").read_text())["merged"]["needs_merge"]
+    assert recorded == ["project:memory/feedback-testing.needs-merge.md"]  # what status read
+    (project / ".git" / "okf" / "state.json").unlink()  # no projection recorded: the tree is walked
+    assert "project:memory/feedback-testing.needs-merge.md: merge" in okfgit("status", cwd=project, expect=2).out
+    okfgit("sync", cwd=project)
     git("rm", "-q", ".okf/memory/feedback-testing.needs-merge.md", cwd=project)
     git("commit", "-q", "-m", "merged by a person", cwd=project)
     okfgit("sync", cwd=project)

@@ -110,6 +110,7 @@ class State:
     recall_fresh: int | None = None
     skipped: list[str] | None = None
     notes: list[str] | None = None
+    needs_merge: list[str] | None = None  # every needs-merge sibling in those inputs ("<tier>:<path>")
     tool: str = TOOL
     warnings: list[str] = field(default_factory=list)
     stale_at: int | None = None  # epoch seconds when a projected concept goes stale (MEMORY.md changes)
@@ -197,8 +198,8 @@ class State:
             "memory_files": self.memory_files,
             "recall": [self.recall_top_s, self.generation,
                        *([self.recall_fresh] if self.recall_fresh is not None else [])],
-            **({"merged": {"skipped": self.skipped, "warnings": self.notes}}
-               if self.skipped is not None and self.notes is not None else {}),
+            **({"merged": {"skipped": self.skipped, "warnings": self.notes, "needs_merge": self.needs_merge}}
+               if self.skipped is not None and self.notes is not None and self.needs_merge is not None else {}),
         }
 
 
@@ -257,9 +258,10 @@ def _parse(common: Path, data: dict[str, Any]) -> State:
         if len(recall) == 3 and isinstance(recall[2], int):
             state.recall_fresh = recall[2]
     merged = data.get("merged")
-    if isinstance(merged, dict) and isinstance(merged.get("skipped"), list) and isinstance(merged.get("warnings"), list):
+    if isinstance(merged, dict) and all(isinstance(merged.get(k), list) for k in ("skipped", "warnings", "needs_merge")):
         state.skipped = [str(s) for s in merged["skipped"]]
         state.notes = [str(w) for w in merged["warnings"]]
+        state.needs_merge = [str(p) for p in merged["needs_merge"]]
     for rec in state.memory_files.values():
         if not (isinstance(rec.oid, str) and isinstance(rec.size, int) and isinstance(rec.mtime_ns, int)):
             raise ValueError(f"bad memory file record {list(rec)!r}")

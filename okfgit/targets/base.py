@@ -55,6 +55,7 @@ class Merged(NamedTuple):
     concepts: list[TierCard]
     warnings: list[str]
     skipped: list[str] = []  # "<tier>:<path>" of concepts not projected (unreadable, no valid okf_id)
+    needs_merge: list[str] = []  # "<tier>:<path>" of every needs-merge sibling, tier by tier, by path
 
 
 @dataclass
@@ -128,6 +129,7 @@ class TargetPlan:
     fresh: int | None = None
     skipped: list[str] | None = None
     notes: list[str] | None = None
+    needs_merge: list[str] | None = None
 
 
 def folder_problem(folder: Path) -> str | None:

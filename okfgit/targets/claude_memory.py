@@ -74,6 +74,7 @@ class ClaudeMemory:
         names, warnings = assign_names(merged.concepts)
         out.notes = [*merged.warnings, *warnings]
         out.skipped = list(merged.skipped)
+        out.needs_merge = list(merged.needs_merge)
         out.warnings.extend(out.notes)
         trust = _folder_unchanged(view, folder)
         out.items.extend(_reconcile(view, folder, names, trust, out.kept))
@@ -146,7 +147,8 @@ def _changed_in_place(view: View, folder: Path, out: TargetPlan) -> bool:
     """
     state = view.state
     top_before = state.recall_top_s
-    if state.recall_fresh is None or state.notes is None or state.skipped is None or top_before is None \
+    if state.recall_fresh is None or state.notes is None or state.skipped is None or state.needs_merge is None \
+            or top_before is None \
             or state.memory_dir != folder or not _as_left(view, folder):
         return False
     changed = view.changed()
@@ -220,7 +222,7 @@ def _changed_in_place(view: View, folder: Path, out: TargetPlan) -> bool:
     out.recall_top_s, out.recall_order = top, order[:recall.RECALL_LIMIT]
     out.generation = state.generation + (1 if any(i.action == WRITE for i in writes.values()) else 0)
     out.fresh = state.recall_fresh + newly_fresh
-    out.notes, out.skipped = list(state.notes), list(state.skipped)
+    out.notes, out.skipped, out.needs_merge = list(state.notes), list(state.skipped), list(state.needs_merge)
     out.warnings.extend(state.notes)
     return True
 

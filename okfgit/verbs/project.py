@@ -29,6 +29,7 @@ from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, UsageError
 from okfgit.git import Repo
 from okfgit.format import concept as okf
 from okfgit.format import lifecycle
+from okfgit.format.index_md import is_needs_merge
 from okfgit.plan import FileWrite, Plan, apply, render
 from okfgit.targets import TARGETS, budget
 from okfgit.targets.base import FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, Merged, TierInfo, View
@@ -72,6 +73,7 @@ class Report:
     recall_order: list[str] = field(default_factory=list)  # memory file names, Claude's first recall first
     fresh: int | None = None  # how many lead the recall order as what changed last (targets/recall.py)
     notes: list[str] | None = None  # the memory target's warnings that come from the concepts
+    needs_merge: list[str] | None = None  # every needs-merge sibling in the tiers ("<tier>:<path>")
 
     @property
     def failed(self) -> bool:
@@ -172,7 +174,7 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
             report.recall_top_s, report.generation, report.recall_order = tp.recall_top_s, tp.generation, \
                 tp.recall_order
         if tp.notes is not None:
-            report.fresh, report.notes = tp.fresh, tp.notes
+            report.fresh, report.notes, report.needs_merge = tp.fresh, tp.notes, tp.needs_merge
         if tp.skipped is not None:
             report.skipped_concepts = tp.skipped
     report.memory_dir = memory_dir
@@ -308,7 +310,9 @@ def _merge(inputs: _Inputs, cache: dict[str, bytes], progress: Progress = silent
             skipped.append(f"{label}:{concept.path}")
     warnings += [f"{d.dropped.tier}:{d.dropped.path} has the same okf_id as {d.kept.tier}:{d.kept.path}; "
                  f"projected only {d.kept.path}" for d in view.duplicates]
-    return Merged(view.knowledge, warnings, skipped)
+    siblings = [f"{label}:{path}" for label in view.labels
+                for path in sorted({*view.tier(label).catalog.facts, *view.tier(label).problems}) if is_needs_merge(path)]
+    return Merged(view.knowledge, warnings, skipped, siblings)
 
 
 def unprojected(ws: Workspace, owned: state.State | None = None) -> tuple[list[str], list[str]]:
@@ -374,7 +378,8 @@ def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str,
     """The new state and (when all went well) the fast-path stamp, into ``report``; ``save`` writes them."""
     new = state.State(old.common_dir, old.memory_dir, old.memory_dir_mtime_ns, dict(old.inputs), dict(old.targets),
                       dict(old.memory_files), old.recall_top_s, old.generation, stale_at=old.stale_at,
-                      recall_fresh=old.recall_fresh, skipped=old.skipped, notes=old.notes)
+                      recall_fresh=old.recall_fresh, skipped=old.skipped, notes=old.notes,
+                      needs_merge=old.needs_merge)
     memory_failed = False
     for _, item in planned:
         failed = item.path in failures or item.action == FAIL
@@ -394,6 +399,7 @@ def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str,
             new.recall_top_s, new.generation = report.recall_top_s, report.generation
         if report.notes is not None and not memory_failed:
             new.recall_fresh, new.skipped, new.notes = report.fresh, list(report.skipped_concepts), report.notes
+            new.needs_merge = report.needs_merge
         stat = fastpath.stat_token(str(memory_dir))
         new.memory_dir_mtime_ns = stat[1] if stat else None
         new.inputs = {} if memory_failed or report.failed else {

@@ -124,7 +124,7 @@ def status(ctx: Context, ws: Workspace) -> Status:
         lock_holder=lock.holder(paths.lock(repo.common_dir)),
         tiers=[t.label for t in tiers],
         blocked=_blocked(cap.plan) if cap.enabled else [],
-        needs_merge=_needs_merge(tiers),
+        needs_merge=_needs_merge(tiers, owned),
         unprojected=unprojected,
         unprojected_why=why,
         hook_error=hooklog.error_since_last_sync(repo.common_dir),
@@ -134,14 +134,20 @@ def status(ctx: Context, ws: Workspace) -> Status:
     )
 
 
-def _needs_merge(tiers: list[Tier]) -> list[str]:
+def _needs_merge(tiers: list[Tier], owned: state.State) -> list[str]:
     """Every needs-merge sibling committed in the tiers (``<tier>:<path>``): capture's
-    conflicts waiting for a person to merge them."""
+    conflicts waiting for a person to merge them. A tier whose KB tree is the one the last
+    projection recorded takes the list recorded with it; another tier's tree is walked."""
     out: list[str] = []
     for tier in tiers:
         repo = tier.open()
         head = repo.head_commit()
         if head is None:
+            continue
+        was = owned.inputs.get(tier.label)
+        if owned.needs_merge is not None and was is not None and was.repo == str(tier.repo_path) \
+                and was.tree == repo.tree_oid(head, tier.prefix):
+            out += [p for p in owned.needs_merge if p.startswith(f"{tier.label}:")]
             continue
         out += [f"{tier.label}:{p}" for p in sorted(repo.tree_entries(head, tier.prefix)) if is_needs_merge(p)]
     return out
