@@ -193,10 +193,14 @@ def test_claude_recalls_what_okfgit_ranks_first(repo: Path, okfgit, git, home: P
     assert "over an agent's budget: Claude Code: MEMORY.md lists" in status
 
 
-def test_a_change_in_place_gives_what_reading_every_concept_gives(repo: Path, okfgit, git, home: Path) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("captured_n", [1, recall.FRESH_LIMIT])
+def test_a_change_in_place_gives_what_reading_every_concept_gives(repo: Path, okfgit, git, home: Path,  # noqa: ANN001
+                                                                  captured_n: int) -> None:
     """A run where only concepts' bodies changed plans without reading every concept
     (targets/claude_memory.py ``_changed_in_place``); a full run right after it, made to
-    read every concept, finds nothing to write and no time to move."""
+    read every concept, finds nothing to write and no time to move. With the slots for what
+    changed last all taken, a concept already among them still goes that way; a new one
+    would push one out, and every concept is read."""
     import os
     import sys
     sys.path.insert(0, str(BENCH))
@@ -211,9 +215,10 @@ def test_a_change_in_place_gives_what_reading_every_concept_gives(repo: Path, ok
         file = kb / path
         file.write_text(file.read_text().replace(old, new, 1))
 
-    deprecated, captured = planned[5], planned[6]
+    deprecated, captured, more = planned[5], planned[6], planned[7:6 + captured_n]
     edit(deprecated, "okf_source: authored\n", "okf_source: authored\nstatus: deprecated\n")
-    edit(captured, "okf_source: authored\n", "okf_source: claude-memory\n")
+    for path in (captured, *more):
+        edit(path, "okf_source: authored\n", "okf_source: claude-memory\n")
     git("add", "-A", cwd=repo)
     git("commit", "-q", "-m", "kb", cwd=repo)
     okfgit("project", cwd=repo)
@@ -249,7 +254,14 @@ def test_a_change_in_place_gives_what_reading_every_concept_gives(repo: Path, ok
         assert full["memory_files"] == recorded["memory_files"]
         assert (full["recall"], full["merged"]) == (recorded["recall"], recorded["merged"])
 
-    rest = [p for p in planned[40:] if p not in (deprecated, captured)]
+    rest = [p for p in planned[40:] if p not in (deprecated, captured, *more)]
+    if more:  # every slot for what changed last is taken
+        one_run(captured, note="already among what changed last")
+        one_run(more[-1], captured, note="two already among them")
+        one_run(rest[-1], note="a new one would push one out", in_place=False)
+        one_run(rest[-1], note="now among them")
+        one_run(note="nothing in the knowledge base")
+        return
     one_run(rest[-1], note="edited below the top")
     one_run(rest[-1], note="edited again, already first")
     one_run(rest[-2], rest[-3], note="two at once")

@@ -172,6 +172,8 @@ def _changed_in_place(view: View, folder: Path, out: TargetPlan) -> bool:
     if sorted(at) != list(range(min(recall.RECALL_LIMIT, len(state.memory_files)))):
         return False
     tier_rank = {t.label: n for n, t in enumerate(view.tiers)}
+    order = [at[i] for i in sorted(at)]
+    fresh_before = set(order[:state.recall_fresh])  # what changed last leads the order
     writes: dict[str, Item] = {}
     moving: list[tuple[int, str, str]] = []
     newly_fresh = 0
@@ -193,11 +195,10 @@ def _changed_in_place(view: View, folder: Path, out: TargetPlan) -> bool:
                             old=data, oid=wanted.oid, memory_name=name, concept=new)
         if new.card.status != lifecycle.DEPRECATED:
             moving.append((tier_rank.get(tier, len(tier_rank)), path, name))
-            newly_fresh += not (new.card.captured or rec.since > 0)
-    if state.recall_fresh + len(moving) > recall.FRESH_LIMIT:
+            newly_fresh += name not in fresh_before
+    if state.recall_fresh + newly_fresh > recall.FRESH_LIMIT:
         return False  # the cap on what changed last would push one out: the full ranking places it
     top = top_before
-    order = [at[i] for i in sorted(at)]
     if writes:
         top = int(view.ctx.clock())  # written files are never recorded at their new time: the order is set now
         if top < top_before:
