@@ -199,8 +199,7 @@ def test_a_change_in_place_gives_what_reading_every_concept_gives(repo: Path, ok
     """A run where only concepts' bodies changed plans without reading every concept
     (targets/claude_memory.py ``_changed_in_place``); a full run right after it, made to
     read every concept, finds nothing to write and no time to move. With the slots for what
-    changed last all taken, a concept already among them still goes that way; a new one
-    would push one out, and every concept is read."""
+    changed last all taken, a new one pushes the oldest of them back among the rest."""
     import os
     import sys
     sys.path.insert(0, str(BENCH))
@@ -258,8 +257,10 @@ def test_a_change_in_place_gives_what_reading_every_concept_gives(repo: Path, ok
     if more:  # every slot for what changed last is taken
         one_run(captured, note="already among what changed last")
         one_run(more[-1], captured, note="two already among them")
-        one_run(rest[-1], note="a new one would push one out", in_place=False)
+        one_run(rest[-1], note="a new one pushes the oldest out")
         one_run(rest[-1], note="now among them")
+        one_run(rest[-2], rest[-3], note="two new ones push two out")
+        one_run(rest[0], note="one from the top of the rest")
         one_run(note="nothing in the knowledge base")
         return
     one_run(rest[-1], note="edited below the top")

@@ -30,8 +30,9 @@ from pathlib import Path
 from okfgit.targets import claude_home
 from okfgit.format import concept as okf
 from okfgit.format import lifecycle
-from okfgit.git import blob_oid
-from okfgit.knowledge.cards import Card, TierCard
+from okfgit.git import Entry, blob_oid
+from okfgit.errors import OkfError
+from okfgit.knowledge.cards import Card, TierCard, card_of
 from okfgit.local.state import MemoryFile, TierInput
 from okfgit.targets import memory_index, recall
 from okfgit.targets.base import (FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, TargetPlan, View,
@@ -142,8 +143,9 @@ def _changed_in_place(view: View, folder: Path, out: TargetPlan) -> bool:
     count), and every changed concept kept everything but its bytes (``_SAME``) and is
     projected to a file okfgit wrote. Then the names, MEMORY.md and the merge are unchanged;
     each changed file is rewritten, and the recall order moves the changed concepts to the
-    front of what changed last (the rest keeps its order), which the recorded times of the
-    top 200 give without ranking 10,000 files. The result is exactly the full plan's.
+    front of what changed last (the rest keeps its order; ``_moved_first``), which the
+    recorded times of the top 200 give without ranking 10,000 files. The result is exactly
+    the full plan's.
     """
     state = view.state
     top_before = state.recall_top_s
@@ -196,16 +198,15 @@ def _changed_in_place(view: View, folder: Path, out: TargetPlan) -> bool:
         if new.card.status != lifecycle.DEPRECATED:
             moving.append((tier_rank.get(tier, len(tier_rank)), path, name))
             newly_fresh += name not in fresh_before
-    if state.recall_fresh + newly_fresh > recall.FRESH_LIMIT:
-        return False  # the cap on what changed last would push one out: the full ranking places it
     top = top_before
     if writes:
         top = int(view.ctx.clock())  # written files are never recorded at their new time: the order is set now
         if top < top_before:
             return False
-        first = [name for _, _, name in sorted(moving)]
-        ahead = set(first)
-        order = (first + [n for n in order if n not in ahead])
+        reordered = _moved_first(view, order, state.recall_fresh, [name for _, _, name in sorted(moving)], tier_rank)
+        if reordered is None:
+            return False
+        order = reordered
     recorded = {n: state.memory_files[n].mtime_ns for n in order if n not in writes}
     wanted_times = recall.mtimes(order, top, recorded)
     rest = (top - recall.RECALL_LIMIT - recall.REST_AGE_S) * _NS
@@ -222,10 +223,43 @@ def _changed_in_place(view: View, folder: Path, out: TargetPlan) -> bool:
     out.items.append(Item(folder / INDEX_NAME, UNCHANGED, "index of the memory folder", oid=record.oid))
     out.recall_top_s, out.recall_order = top, order[:recall.RECALL_LIMIT]
     out.generation = state.generation + (1 if any(i.action == WRITE for i in writes.values()) else 0)
-    out.fresh = state.recall_fresh + newly_fresh
+    out.fresh = min(recall.FRESH_LIMIT, state.recall_fresh + newly_fresh)
     out.notes, out.skipped, out.needs_merge = list(state.notes), list(state.skipped), list(state.needs_merge)
     out.warnings.extend(state.notes)
     return True
+
+
+def _moved_first(view: View, order: list[str], fresh: int, first: list[str],
+                 tier_rank: dict[str, int]) -> list[str] | None:
+    """The recall order's top after the changed files ``first`` joined what changed last:
+    they lead it, and when the slots for what changed last are all taken, the last of those
+    before go where the rest's rule puts them (their cards are read for that, and those of
+    the rest's files in the top). None when that place is below files whose order the
+    recorded times do not tell (they all share the rest's time)."""
+    ahead = set(first)
+    leading = first + [n for n in order[:fresh] if n not in ahead]
+    rest = [n for n in order[fresh:] if n not in ahead]
+    pushed = leading[recall.FRESH_LIMIT:]
+    if not pushed:
+        return leading + rest
+    leading = leading[:recall.FRESH_LIMIT]
+    keys: dict[str, tuple[int, int, str, str]] = {}
+    for name in rest + pushed:
+        rec = view.state.memory_files[name]
+        try:
+            card = card_of(rec.tier, rec.path, Entry(rec.oid, 0o100644), view.read(rec.oid))
+        except (OkfError, KeyError, ValueError):
+            return None
+        keys[name] = recall.rest_key(recall.Candidate(
+            name, tier_rank.get(rec.tier, len(tier_rank)), rec.path, card.captured, card.verified, card.type,
+            card.status == lifecycle.DEPRECATED, 0))
+    merged = sorted(rest + pushed, key=keys.__getitem__)
+    if len(view.state.memory_files) > len(order):  # files below the top exist, in an order no time tells
+        last = keys[rest[-1]] if rest else None
+        known = len(rest) + sum(1 for n in pushed if last is not None and keys[n] < last)
+        if len(leading) + known < recall.RECALL_LIMIT:
+            return None
+    return leading + merged
 
 
 # -- names ------------------------------------------------------------------------------------

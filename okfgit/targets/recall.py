@@ -65,18 +65,22 @@ def split(candidates: Iterable[Candidate], baseline: int = 0) -> tuple[list[str]
     fresh = sorted((c for c in items if not c.deprecated and (c.captured or c.since > baseline)),
                    key=lambda c: (-c.since, c.tier_rank, c.path, c.name))[:FRESH_LIMIT]
     chosen = {c.name for c in fresh}
-
-    def group(c: Candidate) -> int:
-        if c.deprecated:
-            return 4
-        if c.verified:
-            return 1
-        if c.type.casefold() in _PRIORITY_TYPES:
-            return 2
-        return 3
-
-    rest = sorted((c for c in items if c.name not in chosen), key=lambda c: (group(c), c.tier_rank, c.path, c.name))
+    rest = sorted((c for c in items if c.name not in chosen), key=rest_key)
     return [c.name for c in fresh], [c.name for c in rest]
+
+
+def rest_key(c: Candidate) -> tuple[int, int, str, str]:
+    """Where a file not among what changed last goes: verified, then Decisions, Playbooks and
+    Lessons, then everything else, then deprecated; ties by tier, KB path, file name."""
+    if c.deprecated:
+        group = 4
+    elif c.verified:
+        group = 1
+    elif c.type.casefold() in _PRIORITY_TYPES:
+        group = 2
+    else:
+        group = 3
+    return group, c.tier_rank, c.path, c.name
 
 
 def mtimes(order: Sequence[str], top_anchor_s: int, recorded: Mapping[str, int] | None = None) -> dict[str, int]:
