@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from okfgit.progress import Progress, silent
 from okfgit.knowledge import cards
 from okfgit.knowledge.cards import TierCard, TierCards
-from okfgit.knowledge.merged import Merged as MergedView
 from okfgit.local import fastpath, state
 from okfgit.targets.claude_home import claude_home
 from okfgit.context import Context
@@ -31,16 +29,22 @@ from okfgit.format import concept as okf
 from okfgit.format import lifecycle
 from okfgit.format.index_md import is_needs_merge
 from okfgit.plan import FileWrite, Plan, apply, render
-from okfgit.targets import TARGETS, budget
+from okfgit.targets import TARGETS
 from okfgit.targets.base import FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, Merged, TierInfo, View
 from okfgit.knowledge.tiers import Tier, Workspace
+
+if TYPE_CHECKING:
+    from okfgit.targets import budget
 
 TARGET_CHOICES = ("claude", "agents", "all")
 
 
 def nav_protocol() -> str:
     """The navigation protocol, verbatim from package data (spec/okf-nav-protocol.md)."""
-    return resources.files("okfgit").joinpath("data/nav-protocol.md").read_text(encoding="utf-8")
+    # The file the fast path watches (fastpath.NAV_PROTOCOL): a plain read, without importing
+    # importlib.resources on every run that projects.
+    with open(fastpath.NAV_PROTOCOL, encoding="utf-8") as fh:
+        return fh.read()
 
 
 @dataclass(frozen=True)
@@ -200,6 +204,8 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
     if loaded_here:
         save(report)
     if explain:
+        from okfgit.targets import budget  # only for --explain
+
         report.explanation = budget.explain(report.owned or st, memory_dir, repo.workdir if repo else None,
                                             ctx.environ, ctx.home)
     return report
@@ -296,6 +302,8 @@ def _merge(inputs: _Inputs, cache: dict[str, bytes], progress: Progress = silent
     warning: with no identity a concept could not be told apart from another tier's copy,
     nor recognised when an agent edits it, so it is not projected until it has one.
     """
+    from okfgit.knowledge.merged import Merged as MergedView  # only when every concept is read
+
     view = MergedView([TierCards(info.tier, repo=inputs.repos[info.label], commit=info.commit, tree=info.tree,
                                  blobs=cache, progress=progress) for info in inputs.infos])
     warnings: list[str] = []
