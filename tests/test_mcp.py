@@ -143,6 +143,7 @@ def test_a_commit_by_someone_else_is_seen_by_the_next_call(project: Path, okfgit
         git("commit", "-q", "-m", "a hand-written concept", cwd=project)
         seen["after"] = await call(session, "search", words=["second"])
         seen["all"] = await call(session, "search", words=["one"])
+        seen["edited"] = await call(session, "search", words=["edited"])
         seen["cat"] = await call(session, "cat", ref="second")
         git("rm", "-q", ".okf/third.md", cwd=project)
         git("commit", "-q", "-m", "third goes", cwd=project)
@@ -154,6 +155,7 @@ def test_a_commit_by_someone_else_is_seen_by_the_next_call(project: Path, okfgit
     assert seen["cat"][1][0].endswith("Body.\n")
     assert [r["path"] for r in seen["all"][2]["results"]] == ["first.md", "second.md", "third.md"]
     assert seen["all"][2]["results"][0]["description"] == "The first one, edited."
+    assert [r["path"] for r in seen["edited"][2]["results"]] == ["first.md"]  # the new words are searched
     assert seen["gone"][2] == {"results": json.loads(okfgit("search", "one", "--json", cwd=project).out), "more": 0}
     assert [r["path"] for r in seen["gone"][2]["results"]] == ["first.md", "second.md"]
 

@@ -85,8 +85,8 @@ class Reader:
         """The view and its search index, kept until a HEAD moves."""
         view = self.view(scope)
         kept = self._folded.get(scope)
-        if kept is None or kept[0] is not view:
-            kept = self._folded[scope] = (view, nav.SearchIndex(view))
+        if kept is None or kept[0] is not view:  # a HEAD moved: fold only the concepts that changed
+            kept = self._folded[scope] = (view, nav.SearchIndex(view, kept[1] if kept else None))
         return kept
 
     def _repo(self, tier: Tier) -> Repo:

@@ -121,13 +121,26 @@ class Found:
 
 class SearchIndex:
     """The visible concepts with their title and description folded to lower case once,
-    so each search is a few passes of substring tests (the MCP server keeps it with its view)."""
+    so each search is a few passes of substring tests (the MCP server keeps it with its view).
 
-    def __init__(self, view: Merged) -> None:
+    ``previous``, an index of an earlier view of the same tiers, lends the folded text of
+    every concept that is still the same record, so a refresh folds only what changed.
+    """
+
+    def __init__(self, view: Merged, previous: SearchIndex | None = None) -> None:
         self.concepts = view.concepts
-        cards = [c.card for c in self.concepts]
-        self.titles = [card.title.lower() for card in cards]
-        self.texts = [f"{card.title}\n{card.description}".lower() for card in cards]
+        known = {id(c): i for i, c in enumerate(previous.concepts)} if previous is not None else {}
+        self.titles: list[str] = []
+        self.texts: list[str] = []
+        for concept in self.concepts:
+            at = known.get(id(concept))
+            if previous is not None and at is not None and previous.concepts[at] is concept:
+                self.titles.append(previous.titles[at])
+                self.texts.append(previous.texts[at])
+            else:
+                card = concept.card
+                self.titles.append(card.title.lower())
+                self.texts.append(f"{card.title}\n{card.description}".lower())
 
 
 def search(view: Merged, words: Sequence[str] = (), type_: str | None = None, tags: Sequence[str] = (),
