@@ -358,3 +358,30 @@ def test_regeneration_is_stable_and_keeps_every_line_it_does_not_own(lines: list
             and not line.startswith("#")]  # a heading goes only with a section of owned entries
     written = iter(once.decode().split(newline))
     assert all(any(line == out for out in written) for line in kept), (text, once)
+
+
+def test_an_unclosed_fence_is_code_to_the_end_and_regeneration_closes_it() -> None:
+    """Every reader takes a fence never closed as code to the end (CommonMark): the list after
+    it is not an entry list. Regeneration closes the fence after the intro, so the entries it
+    writes are a list, and a second run finds them."""
+    text = f"# Notes\n\n````sh\nmake\n\n- [A](a.md) {DASH} x\n"
+    page = index.read_page(text.encode(), "index.md", set())
+    assert page.entries == [] and index.entry_lines(text) == []
+    items = {"a.md": index.Item("A", "x")}
+    once = index.rebuild("", page, items, {})
+    assert once.decode().endswith(f"````sh\nmake\n\n- [A](a.md) {DASH} x\n````\n\n- [A](a.md) {DASH} x\n")
+    again = index.read_page(once, "index.md", set())
+    assert [line.target for line in again.entries] == ["a.md"]
+    assert index.rebuild("", again, items, {}) == once
+
+
+def test_doctor_and_index_agree_on_an_unclosed_fence(repo: Path, okfgit: Runner, git: Runner) -> None:
+    kb_repo(repo, git, files={
+        "a.md": note("A", "The first."),
+        "index.md": f'---\nokf_version: "0.2"\n---\n\n# Knowledge\n\n```\nan example\n\n- [A](a.md) {DASH} The first.\n',
+    })
+    assert index_findings(okfgit, repo) == ["index.md: index-omission"]  # the list is inside the fence
+    okfgit("index", "--check", cwd=repo, expect=2)
+    okfgit("index", cwd=repo)
+    assert okfgit("index", "--check", cwd=repo, expect=0).out.startswith("project: every index is up to date")
+    assert index_findings(okfgit, repo) == []

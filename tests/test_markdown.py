@@ -1,9 +1,10 @@
-"""Link extraction (okfgit.format.markdown) agrees with a real CommonMark parser.
+"""Link extraction and fence detection (okfgit.format.markdown) agree with a real CommonMark parser.
 
 markdown-it-py (a test dependency) is the reference: on generated documents made of
 paragraphs, inline links, images, code spans, indented code and fenced code blocks
-(closed or not, ``` or ~~~), the markdown link targets okfgit finds are exactly the
-link and image targets markdown-it finds, in order. Targets are kept to characters
+(closed or not, ``` or ~~~, indented up to three spaces), the markdown link targets okfgit
+finds are exactly the link and image targets markdown-it finds, in order; and the fenced
+blocks the one walker finds (info string, content, lines) are exactly markdown-it's. Targets are kept to characters
 CommonMark leaves as they are, so the comparison is about where links are, not about
 URL normalisation.
 """
@@ -26,8 +27,10 @@ SPAN = st.builds(lambda inner: f"`{inner}`", st.one_of(WORD, LINK))
 INLINE = st.lists(st.one_of(WORD, LINK, SPAN), min_size=1, max_size=5).map(" ".join)
 PARAGRAPH = st.lists(INLINE, min_size=1, max_size=3).map("\n".join)
 FENCE = st.builds(
-    lambda mark, lines, closed: "\n".join([mark + "text", *lines] + ([mark] if closed else [])),
-    st.sampled_from(["```", "~~~"]), st.lists(st.one_of(INLINE, st.just("")), max_size=3), st.booleans(),
+    lambda indent, mark, lines, close: "\n".join([indent + mark + "text", *lines] + ([close + mark] if close is not None
+                                                                                    else [])),
+    st.sampled_from(["", " ", "   "]), st.sampled_from(["```", "~~~", "````"]),
+    st.lists(st.one_of(INLINE, st.just("")), max_size=3), st.one_of(st.none(), st.sampled_from(["", "  ", "   "])),
 )
 INDENTED = st.lists(LINK, min_size=1, max_size=2).map(lambda links: "\n".join("    " + x for x in links))
 BLOCK = st.one_of(PARAGRAPH, PARAGRAPH, FENCE, INDENTED, st.builds(lambda w: f"# {w}", INLINE))
@@ -57,6 +60,61 @@ def _reference_targets(text: str) -> list[str]:
 def test_link_extraction_agrees_with_commonmark(text: str) -> None:
     found = [link.target for link in markdown.extract(text) if link.kind == "md"]
     assert found == _reference_targets(text)
+
+
+FENCE_CHAR = st.sampled_from("`~")
+# Content lines that may look like fences: indented, shorter, longer, with an info string.
+FENCE_LIKE = st.builds(lambda indent, char, n, tail: " " * indent + char * n + tail,
+                       st.integers(0, 5), FENCE_CHAR, st.integers(2, 6), st.sampled_from(["", " ", "  x", " `", "\t"]))
+CONTENT = st.one_of(INLINE, st.just(""), st.just("  "), WORD.map(lambda w: "  " + w), WORD.map(lambda w: "     " + w),
+                    FENCE_LIKE)
+
+
+@st.composite
+def fenced(draw: st.DrawFn) -> str:
+    """A fence indented 0-3 spaces, of 3-5 backticks or tildes, with an info string (for
+    backticks maybe one holding a backtick: no fence at all), closed or not, by a line
+    that may fail to close it (too short, the other character, indented four, text after)."""
+    char = draw(FENCE_CHAR)
+    n = draw(st.integers(3, 5))
+    info = draw(st.sampled_from(["", "text", " okf-harvest", "json x ", "a`b", "~"]))
+    opening = " " * draw(st.integers(0, 3)) + char * n + info
+    close = draw(st.one_of(st.none(), st.builds(lambda indent, c, m, tail: " " * indent + c * m + tail,
+                                                 st.integers(0, 4), st.sampled_from([char, char, char, "`", "~"]),
+                                                 st.integers(n - 1, n + 2), st.sampled_from(["", "  ", " x", "\t"]))))
+    return "\n".join([opening, *draw(st.lists(CONTENT, max_size=4))] + ([close] if close is not None else []))
+
+
+FENCED_DOCUMENT = st.lists(st.one_of(PARAGRAPH, fenced(), fenced(), INDENTED), min_size=1, max_size=5).map(
+    lambda blocks: "\n\n".join(blocks) + "\n")
+
+
+def _reference_fences(text: str) -> list[tuple[str, str, int, int]]:
+    # markdown-it keeps the info string as written; CommonMark trims its spaces and tabs
+    return [(t.info.strip(" \t"), t.content, t.map[0], t.map[1]) for t in _PARSER.parse(text)
+            if t.type == "fence" and t.map]
+
+
+@settings(max_examples=300, deadline=None)
+@given(FENCED_DOCUMENT)
+def test_fence_detection_agrees_with_commonmark(text: str) -> None:
+    found = [(b.info, b.content, b.first - 1, b.last) for b in markdown.fenced_blocks(text)]
+    assert found == _reference_fences(text)
+    code = {n for b in markdown.fenced_blocks(text) for n in range(b.first, b.last + 1)}
+    assert [n for n, _ in markdown.outside_code(text)] == [n for n in range(1, text.count("\n") + 1) if n not in code]
+
+
+def test_walk_yields_lines_and_blocks_in_order() -> None:
+    text = "a\n  ````json x\n   {}\n  ```\n  `````\nb\n~~~\nc"
+    assert list(markdown.walk(text.split("\n"))) == [
+        (1, "a"),
+        markdown.Fenced("````", "json x", 2, 5, (" {}", "```"), True),
+        (6, "b"),
+        markdown.Fenced("~~~", "", 7, 8, ("c",), False),
+    ]
+    assert markdown.open_fence(text) == "~~~"
+    assert markdown.open_fence("```\nx\n```\n") is None
+    assert markdown.fenced_blocks("```x\r\n1\r\n```\r\n")[0].content == "1\n"
 
 
 def test_an_unclosed_fence_is_code_to_the_end() -> None:

@@ -305,6 +305,30 @@ def test_pr_body_problems_are_findings(tmp_path: Path, okfgit: Runner, env: dict
     assert "every claim matches the head tree" in stdin.out
 
 
+def test_pr_body_block_fences_are_read_as_commonmark(tmp_path: Path, okfgit: Runner, env: dict[str, str]) -> None:
+    """An indented or longer fence (a person re-fenced the block, a tool quoted it) is still the
+    block; a block indented four spaces is indented code, not a fence, so there is none."""
+    repo = build.build("clean-addition", tmp_path / "r", env)
+    good = (REVIEW / "clean-addition" / "pr-body.md").read_text()
+    assert "\n```okf-harvest\n" in good
+    head, rest = good.split("```okf-harvest\n", 1)
+    block, tail = rest.split("\n```", 1)
+    longer = tmp_path / "longer.md"
+    longer.write_text(head + "  `````okf-harvest  \n" + "\n".join("  " + line for line in block.split("\n"))
+                      + "\n```\n   ``````" + tail)  # a shorter run inside is content; the longer one closes
+    assert _review(okfgit, repo, "--pr-body", str(longer), expect=2)["findings"][0]["message"].startswith(
+        "okf-harvest block is not valid JSON")  # the ``` line is content: the block is JSON plus a ``` line
+    longer.write_text(head + "  `````okf-harvest  \n" + "\n".join("  " + line for line in block.split("\n"))
+                      + "\n   ``````" + tail)
+    data = _review(okfgit, repo, "--pr-body", str(longer), expect=0)
+    assert data["verdict"] == "merge" and data["harvest"]["concepts"][0]["path"] == "lessons/warm-cache.md"
+    indented = tmp_path / "indented.md"
+    indented.write_text(head + "    ```okf-harvest\n" + "\n".join("    " + line for line in block.split("\n"))
+                        + "\n    ```" + tail)
+    data = _review(okfgit, repo, "--pr-body", str(indented), expect=0)
+    assert _rules(data) == [("warning", "harvest-block", "--pr-body")]
+
+
 def test_review_reads_trees_not_the_working_tree(tmp_path: Path, okfgit: Runner, env: dict[str, str]) -> None:
     repo = build.build("rename", tmp_path / "r", env)
     (repo / ".okf" / "guides" / "dev-setup.md").write_text("---\n: broken yaml [\n---\n")

@@ -269,19 +269,12 @@ def _split_lines(text: str) -> list[str]:
 
 
 def _fenced(lines: list[str]) -> set[int]:
-    """Numbers of the lines inside fenced code, fences included. A fence never closed is
-    taken as text, so that a list written after it is still found."""
+    """Numbers (0-based) of the lines inside fenced code, fences included, by the one walker:
+    a fence never closed is code to the end, as for every other reader of the file."""
     out: set[int] = set()
-    opened: tuple[int, str] | None = None
-    for number, raw in enumerate(lines):
-        fence = links.FENCE.match(_content(raw))
-        if fence is None:
-            continue
-        if opened is None:
-            opened = (number, fence.group(1))
-        elif fence.group(1) == opened[1]:
-            out.update(range(opened[0], number + 1))
-            opened = None
+    for item in links.walk(_content(raw) for raw in lines):
+        if isinstance(item, links.Fenced):
+            out.update(range(item.first - 1, item.last))
     return out
 
 
@@ -348,6 +341,9 @@ def render(folder: str, intro: str, concepts: Mapping[str, Item], subfolders: Ma
     if folder == "" and not _has_frontmatter(head):
         head = ROOT_FRONTMATTER.replace("\n", newline) + head
     head += ending
+    left_open = links.open_fence(head)
+    if left_open is not None:  # else the entries would be code, the list no reader finds
+        head += left_open + ending
     entries = [_entry(concepts[name].title, name, concepts[name].description) for name in sorted(concepts)]
     entries += [_entry(name, f"{name}/index.md", subfolders[name]) for name in sorted(subfolders)]
     text = head + (newline + newline.join(entries) + newline if entries else "")

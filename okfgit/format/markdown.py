@@ -12,7 +12,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-FENCE = re.compile(r"^ {0,3}(`{3,}(?!.*`)|~{3,})")  # CommonMark: a backtick fence's info string has no backtick
+# An opening fence: indent, the run, the info string (CommonMark: a backtick fence's info string has no backtick)
+FENCE = re.compile(r"^( {0,3})(`{3,}(?!.*`)|~{3,})(.*)$")
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _MD_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
 _REF_DEF = re.compile(r"^\s{0,3}\[(?!\^)[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$")
@@ -60,26 +61,88 @@ def extract(body: bytes | str) -> list[Link]:
 
 
 def outside_code(text: str) -> Iterator[tuple[int, str]]:
-    """(line number, line) for every line outside fenced code blocks, as CommonMark reads them.
+    """(line number, line) for every line of ``text`` (as ``splitlines`` splits it) outside
+    fenced code blocks, as CommonMark reads them (see ``walk``)."""
+    for item in walk(text.splitlines()):
+        if type(item) is tuple:
+            yield item
 
-    A fence opens with three or more backticks or tildes (indented at most three spaces)
-    and closes with at least as many of the same character and nothing else on the line;
-    a fence never closed is code to the end of the document.
+
+def fenced_blocks(text: str) -> list[Fenced]:
+    """Every fenced code block of ``text`` (lines end at ``\n``, ``\r\n`` or ``\r``), in order."""
+    lines = _LINE_END.split(text)
+    if lines[-1] == "":
+        lines.pop()  # a final line ending starts no line
+    return [item for item in walk(lines) if isinstance(item, Fenced)]
+
+
+def open_fence(text: str) -> str | None:
+    """The fence ``text`` opens and never closes (what follows it would be code), or None."""
+    if "```" not in text and "~~~" not in text:
+        return None
+    found = fenced_blocks(text)
+    return found[-1].fence if found and not found[-1].closed else None
+
+
+@dataclass(frozen=True)
+class Fenced:
+    """One fenced code block: its ``info`` string (stripped), the 1-based line numbers of its
+    opening fence and of its closing fence (of the last line when it is never closed), and its
+    content lines, less the opening fence's indentation."""
+
+    fence: str  # the opening run of backticks or tildes
+    info: str
+    first: int
+    last: int
+    lines: tuple[str, ...]
+    closed: bool
+
+    @property
+    def content(self) -> str:
+        """The content as CommonMark gives it: each line ended by a newline."""
+        return "".join(line + "\n" for line in self.lines)
+
+
+def walk(lines: Iterable[str]) -> Iterator[tuple[int, str] | Fenced]:
+    """The one fenced-code walker: each line outside fenced code as (number, line), and each
+    fenced code block as a ``Fenced``, in document order (``lines`` without their endings).
+
+    CommonMark's rules: a fence opens with three or more backticks or tildes indented at
+    most three spaces (a backtick fence's info string holds no backtick); it closes with at
+    least as many of the same character, indented at most three spaces, and nothing else but
+    spaces or tabs; a fence never closed is code to the end of the document.
     """
-    fence: str | None = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if fence is not None:
-            body = line.lstrip(" ")
-            if len(line) - len(body) <= 3 and body.startswith(fence) and not body.rstrip().strip(fence[0]):
-                fence = None
+    number = 0
+    opened: tuple[int, int, str, str, list[str]] | None = None  # first line, indent, fence, info, content
+    for number, line in enumerate(lines, start=1):
+        if opened is None:
+            match = FENCE.match(line) if ("`" in line or "~" in line) else None
+            if match is None:
+                yield number, line
+            else:
+                opened = (number, len(match.group(1)), match.group(2), match.group(3).strip(" \t"), [])
             continue
-        opened = FENCE.match(line)
-        if opened:
-            fence = opened.group(1)
+        first, indent, fence, info, content = opened
+        body = line.lstrip(" ")
+        if len(line) - len(body) <= 3 and body.startswith(fence) and not body.rstrip().strip(fence[0]):
+            yield Fenced(fence, info, first, number, tuple(content), True)
+            opened = None
         else:
-            yield number, line
+            content.append(_dedent(line, indent))
+    if opened is not None:
+        first, _, fence, info, content = opened
+        yield Fenced(fence, info, first, number, tuple(content), False)
 
 
+def _dedent(line: str, indent: int) -> str:
+    """``line`` less up to ``indent`` leading spaces (a content line of an indented fence)."""
+    if not indent or not line.startswith(" "):
+        return line
+    body = line.lstrip(" ")
+    return line[min(indent, len(line) - len(body)):]
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
 _BRACKET_LINE = re.compile(r"^[^\n]*\[[^\n]*", re.MULTILINE)
 _OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")  # splitlines() splits at these too
 

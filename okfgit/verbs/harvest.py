@@ -9,7 +9,6 @@ format on both sides.
 from __future__ import annotations
 
 import json
-import re
 import shlex
 import shutil
 import subprocess
@@ -20,7 +19,7 @@ from typing import Any
 
 from okfgit import TOOL
 from okfgit.context import Context
-from okfgit.format import trailers
+from okfgit.format import markdown, trailers
 from okfgit.format.findings import ERROR, WARNING, Finding
 from okfgit.errors import OkfError, UnwritableError, UsageError, ValidationError
 from okfgit.git import clean_git_env
@@ -31,8 +30,6 @@ from okfgit.verbs.promote import Item, Promotion, PromotionPlan
 VERSION = 1
 LABEL = "okf-harvest"
 CONTINUED = "okf-harvest-continued"  # the fence of a block's continuation, in a pull request comment
-_FENCE = re.compile(r"^(`{3,}|~{3,})[ \t]*okf-harvest[ \t]*$")
-_CONTINUED_FENCE = re.compile(r"^(`{3,}|~{3,})[ \t]*okf-harvest-continued[ \t]*$")
 # GitHub refuses a pull request body or comment over 65,536 characters; keep a margin.
 BODY_LIMIT = 60_000
 
@@ -295,32 +292,10 @@ def _run(ctx: Context, p: Promotion, command: list[str]) -> tuple[bool, str]:
 WHERE = "--pr-body"
 
 
-def find_blocks(text: str, fence_re: re.Pattern[str] = _FENCE) -> list[str]:
-    """The contents of every fenced ``okf-harvest`` block (or of another fence), in order."""
-    lines = text.replace("\r\n", "\n").split("\n")
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        opened = fence_re.match(lines[i].strip())
-        i += 1
-        if not opened:
-            continue
-        fence = opened.group(1)
-        body: list[str] = []
-        while i < len(lines):
-            stripped = lines[i].strip()
-            i += 1
-            if stripped.startswith(fence) and not stripped.strip(fence[0]):
-                break
-            body.append(lines[i - 1])
-        out.append("\n".join(body))
-    return out
-
-
-def find_block(text: str) -> str | None:
-    """The contents of the first fenced ``okf-harvest`` block, or None."""
-    found = find_blocks(text)
-    return found[0] if found else None
+def find_blocks(text: str, info: str = LABEL) -> list[str]:
+    """The contents of every fenced block whose info string is ``info`` (``okf-harvest`` by
+    default), in order, as CommonMark reads the fences (``markdown.walk``)."""
+    return [block.content for block in markdown.fenced_blocks(text) if block.info == info]
 
 
 def check(text: str, tree: Snapshot, changed: set[str] | None = None,
@@ -376,7 +351,7 @@ def _continuation(text: str, data: dict[str, Any]) -> tuple[list[Any], list[Find
     parts: int = announced["parts"] if isinstance(announced.get("parts"), int) else 0
     commit = _part(data, "destination").get("commit")
     found: dict[int, list[Any]] = {}
-    for raw in find_blocks(text, _CONTINUED_FENCE):
+    for raw in find_blocks(text, CONTINUED):
         try:
             part = json.loads(raw)
         except json.JSONDecodeError:
