@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 from okfgit.errors import OkfError, UsageError
 from okfgit.format import concept as okf
+from okfgit.format.index_md import is_needs_merge
 from okfgit.format import markdown as links
 from okfgit.format import lifecycle
 from okfgit.git import Entry, Repo
@@ -243,9 +244,11 @@ class TierCards:
     ``repo``, ``commit`` and ``tree`` may be given when the caller already has them
     (projection); ``blobs`` collects every blob read while building (OID -> bytes).
     ``previous`` is the same tier read earlier in this process (a server kept warm): the
-    cards are then updated from it by a tree diff, and the cache file is neither read nor,
-    unless far behind, written.
+    cards (and the folded text search matches) are then updated from it by a tree diff, only
+    the changed paths redone, and the cache file is neither read nor, unless far behind, written.
     """
+
+    _CARRIED = ("cards", "folded", "by_okf_id", "entries")  # what a refresh of the same tree keeps
 
     def __init__(self, tier: Tier, *, repo: Repo | None = None, commit: str | None = None, tree: str | None = None,
                  blobs: dict[str, bytes] | None = None, progress: Progress = silent,
@@ -263,21 +266,46 @@ class TierCards:
         self.tree = tree
         known = previous.catalog if previous is not None and previous.label == self.label else None
         self.catalog: TierCatalog[Card] = _catalog(repo, tier, commit, tree, blobs, progress, known)
-        self._previous = previous if known is not None else None
-        if previous is not None:
-            previous._previous = None  # one step back at most: warm servers keep no chain of old trees
+        # Only references to the previous read's dicts, never to it: warm servers keep no chain of old trees.
+        self._carry: dict[str, Any] = {}
+        if previous is not None and known is not None:
+            if self.catalog is known:  # HEAD moved, the KB tree did not: all of it still holds
+                self.__dict__.update({k: previous.__dict__[k] for k in self._CARRIED if k in previous.__dict__})
+            elif self.catalog.changed is not None:
+                self._carry = {k: previous.__dict__[k] for k in ("cards", "folded") if k in previous.__dict__}
 
     @cached_property
     def cards(self) -> dict[str, TierCard]:
         """Every readable concept by path, in path order."""
-        previous, self._previous = self._previous, None
-        before = previous.__dict__.get("cards") if previous is not None else None
-        if previous is not None and before is not None:
-            if self.catalog is previous.catalog:  # HEAD moved, the KB tree did not
-                return before
-            if self.catalog.changed is not None:
-                return _carried(self.label, before, self.catalog)
+        before = self._carry.pop("cards", None)
+        if before is not None:
+            return _carried(self.label, before, self.catalog)
         return {path: TierCard(self.label, path, self.catalog.facts[path]) for path in sorted(self.catalog.facts)}
+
+    @cached_property
+    def folded(self) -> dict[str, str]:
+        """Each concept's title and description lower-cased, by path: what ``search`` matches words in."""
+        before = self._carry.pop("folded", None)
+        if before is None:
+            return {path: _fold(concept.card) for path, concept in self.cards.items()}
+        out = dict(before)
+        for path in self.catalog.changed or ():
+            concept = self.cards.get(path)
+            if concept is None:
+                out.pop(path, None)
+            else:
+                out[path] = _fold(concept.card)
+        return out
+
+    @cached_property
+    def by_okf_id(self) -> dict[str, list[TierCard]]:
+        """The concepts that answer for each ``okf_id``, by path (``needs-merge`` siblings do not).
+        Kept with the tier, so a view rebuilt because another tier moved does not redo it."""
+        out: dict[str, list[TierCard]] = {}
+        for concept in self.cards.values():
+            if concept.okf_id and not is_needs_merge(concept.path):
+                out.setdefault(concept.okf_id, []).append(concept)
+        return out
 
     @property
     def problems(self) -> dict[str, tuple[str, str]]:
@@ -305,6 +333,10 @@ class TierCards:
         if oid is None or self.repo is None:
             raise UsageError(f"{self.label}:{path} does not exist")
         return self.repo.read_blob(oid)
+
+
+def _fold(card: Card) -> str:
+    return f"{card.title}\n{card.description}".lower()
 
 
 def _carried(label: str, before: dict[str, TierCard], updated: TierCatalog[Card]) -> dict[str, TierCard]:

@@ -62,7 +62,6 @@ class Merged:
         self._by_label = {t.label: t for t in self.tiers}
         self._rank = {label: i for i, label in enumerate(self._by_label)}
         self._names: dict[str | None, dict[str, TierCard]] = {}
-        self._tier_ids: dict[str, dict[str, list[TierCard]]] = {}
 
     def now(self) -> dt.datetime:
         return lifecycle.instant_of(self.clock())
@@ -84,13 +83,7 @@ class Merged:
 
     def _ids(self, label: str) -> dict[str, list[TierCard]]:
         """The concepts of one tier that answer for an ``okf_id`` (siblings do not)."""
-        if label not in self._tier_ids:
-            out: dict[str, list[TierCard]] = {}
-            for concept in self._by_label[label].cards.values():
-                if concept.okf_id and not is_needs_merge(concept.path):
-                    out.setdefault(concept.okf_id, []).append(concept)
-            self._tier_ids[label] = out
-        return self._tier_ids[label]
+        return self._by_label[label].by_okf_id
 
     def _same_id(self, concept: TierCard, more_specific: bool) -> list[TierCard]:
         if not concept.okf_id:

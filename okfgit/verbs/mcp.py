@@ -65,7 +65,6 @@ class Reader:
         self._repos: dict[Path, Repo] = {}
         self._tiers: dict[tuple[str, Path], tuple[str | None, TierCards]] = {}
         self._views: dict[str, tuple[tuple[tuple[str, str | None], ...], Merged]] = {}
-        self._folded: dict[str, tuple[Merged, nav.SearchIndex]] = {}
 
     def workspace(self) -> Workspace:
         """Read again on every call: ``okfgit run start`` may have changed the active run."""
@@ -80,14 +79,6 @@ class Reader:
         view = Merged([self._cards(tier, head) for tier, (_, head) in zip(tiers, heads)], self.ctx.now)
         self._views[scope] = (heads, view)
         return view
-
-    def searchable(self, scope: str) -> tuple[Merged, nav.SearchIndex]:
-        """The view and its search index, kept until a HEAD moves."""
-        view = self.view(scope)
-        kept = self._folded.get(scope)
-        if kept is None or kept[0] is not view:  # a HEAD moved: fold only the concepts that changed
-            kept = self._folded[scope] = (view, nav.SearchIndex(view, kept[1] if kept else None))
-        return kept
 
     def _repo(self, tier: Tier) -> Repo:
         repo = self._repos.get(tier.repo_path)
@@ -113,9 +104,9 @@ class Reader:
 
 
 def search(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
-    view, folded = reader.searchable(_scope(args))
+    view = reader.view(_scope(args))
     found = nav.search(view, _words(args, "words"), _text(args, "type"), _strings(args, "tags"),
-                       limit=_count(args, "limit", nav.LIMIT), folded=folded)
+                       limit=_count(args, "limit", nav.LIMIT))
     # Lifecycle (deprecated last and marked, stale marked) comes with the line and the JSON.
     lines = [nav_render.concept_line(view, c) for c in found.hits] or ["no matching concepts"]
     if found.more_note:

@@ -119,60 +119,41 @@ class Found:
                 "add words, a type or a tag to narrow, or a limit of 0 for all")
 
 
-class SearchIndex:
-    """The visible concepts with their title and description folded to lower case once,
-    so each search is a few passes of substring tests (the MCP server keeps it with its view).
-
-    ``previous``, an index of an earlier view of the same tiers, lends the folded text of
-    every concept that is still the same record, so a refresh folds only what changed.
-    """
-
-    def __init__(self, view: Merged, previous: SearchIndex | None = None) -> None:
-        self.concepts = view.concepts
-        known = {id(c): i for i, c in enumerate(previous.concepts)} if previous is not None else {}
-        self.titles: list[str] = []
-        self.texts: list[str] = []
-        for concept in self.concepts:
-            at = known.get(id(concept))
-            if previous is not None and at is not None and previous.concepts[at] is concept:
-                self.titles.append(previous.titles[at])
-                self.texts.append(previous.texts[at])
-            else:
-                card = concept.card
-                self.titles.append(card.title.lower())
-                self.texts.append(f"{card.title}\n{card.description}".lower())
-
-
 def search(view: Merged, words: Sequence[str] = (), type_: str | None = None, tags: Sequence[str] = (),
-           include_deprecated: bool = True, limit: int = LIMIT, folded: SearchIndex | None = None) -> Found:
+           include_deprecated: bool = True, limit: int = LIMIT) -> Found:
     """Visible concepts whose type and tags match and whose title or description holds every word.
 
     Ranked: current concepts before deprecated ones (left out when ``include_deprecated``
     is False), then more words in the title first, then by path, then most specific tier.
-    The first ``limit`` are shown (0: all); ``Found.more`` counts the rest.
+    The first ``limit`` are shown (0: all); ``Found.more`` counts the rest. Words are
+    matched in each tier's folded text (``TierCards.folded``, kept with the tier).
     """
     if limit < 0:
         raise UsageError(f"the limit must be 0 (all) or more, not {limit}")
     wanted_type = okf.one_line(type_).lower() if type_ else None
     wanted_tags = {t.lower() for t in tags}
     terms = [w.lower() for w in words if w.strip()]
-    folded = folded or SearchIndex(view)
-    texts = folded.texts
-    matching: Sequence[int] = range(len(texts))
-    for term in terms:  # one pass per word over what is left: the words narrow it fast
-        matching = [i for i in matching if term in texts[i]]
     ranked: list[tuple[bool, int, str, int, TierCard]] = []
-    for i in matching:
-        concept = folded.concepts[i]
-        deprecated = concept.deprecated
-        if deprecated and not include_deprecated:
-            continue
-        if wanted_type is not None and concept.card.type.lower() != wanted_type:
-            continue
-        if wanted_tags and not wanted_tags <= {t.lower() for t in concept.card.tags}:
-            continue
-        in_title = sum(1 for term in terms if term in folded.titles[i])
-        ranked.append((deprecated, -in_title, concept.path, view.rank(concept.tier), concept))
+    for label in view.labels:
+        tier = view.tier(label)
+        folded = tier.folded
+        matching: Iterable[str] = folded
+        for term in terms:  # one pass per word over what is left: the words narrow it fast
+            matching = [path for path in matching if term in folded[path]]
+        for path in matching:
+            concept = tier.cards[path]
+            deprecated = concept.deprecated
+            if deprecated and not include_deprecated:
+                continue
+            if wanted_type is not None and concept.card.type.lower() != wanted_type:
+                continue
+            if wanted_tags and not wanted_tags <= {t.lower() for t in concept.card.tags}:
+                continue
+            if not view.is_visible(concept):
+                continue
+            title = concept.card.title.lower()
+            in_title = sum(1 for term in terms if term in title)
+            ranked.append((deprecated, -in_title, path, view.rank(label), concept))
     ranked.sort(key=lambda r: r[:4])
     shown = ranked if not limit else ranked[:limit]
     return Found([r[4] for r in shown], len(ranked) - len(shown))
