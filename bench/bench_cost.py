@@ -17,7 +17,7 @@ warm-up), so a noisy machine moves both sides of a ratio alike. Workloads and fl
 | cat / search, warm (10,000) | ``import pygit2`` | <= 1.3x |
 | cat, cold nav cache (10,000) | (seconds) | <= 1 s |
 
-Run from a checkout: ``python bench/bench_cost.py [--n 10000] [--repeat 3] [--checkout DIR] [--only capture|big|read|change]``.
+Run from a checkout: ``python bench/bench_cost.py [--n 10000] [--repeat 3] [--checkout DIR] [--only capture|big|read|change|doctor]``.
 ``--checkout`` times another checkout of okfgit (for before/after figures) with the same
 workloads. Workloads that a checkout cannot run (a verb it lacks) print ``n/a``.
 """
@@ -189,22 +189,10 @@ class Bench:
         timed([*OKFGIT, "sync"], repo, env)
         self.read(repo, env)
 
-    def big(self) -> None:
+    def doctor(self, repo: Path, env: dict[str, str]) -> None:
+        """doctor and ``index --check`` warm, doctor cold, against ``ls-tree | cat-file --batch``."""
         n = self.n
-        repo, env = self.repo("big", n)
-        home = Path(env["HOME"])
         okf = lambda *a: [*OKFGIT, *a]  # noqa: E731
-        # first projection vs git archive
-        def fresh_projection() -> None:
-            shutil.rmtree(home / ".claude", ignore_errors=True)
-            shutil.rmtree(repo / ".git" / "okf", ignore_errors=True)
-            (repo / "AGENTS.md").unlink(missing_ok=True)
-        a, b, r = ratio(lambda: timed(okf("project"), repo, env), lambda: archive_once(repo), self.repeat,
-                        setup_a=fresh_projection)
-        self.row(f"first projection ({n:,})", a, b, r, "git archive | tar -x")
-        timed(okf("sync"), repo, env)
-        timed(okf("sync"), repo, env)
-        # doctor and index --check, warm and cold
         for label, argv in (("doctor", okf("doctor")), ("index --check", okf("index", "--check"))):
             timed(argv, repo, env)
             a, b, r = ratio(lambda argv=argv: timed(argv, repo, env), lambda: cat_file_once(repo), self.repeat)
@@ -222,6 +210,28 @@ class Bench:
         self.row(f"doctor, cold cache ({n:,})", a, b, r, "ls-tree | cat-file --batch")
         shutil.rmtree(repo / ".git" / "okf")
         shutil.copytree(saved, repo / ".git" / "okf")
+
+    def doctor_only(self) -> None:
+        repo, env = self.repo("doctor", self.n)
+        timed([*OKFGIT, "sync"], repo, env)
+        self.doctor(repo, env)
+
+    def big(self) -> None:
+        n = self.n
+        repo, env = self.repo("big", n)
+        home = Path(env["HOME"])
+        okf = lambda *a: [*OKFGIT, *a]  # noqa: E731
+        # first projection vs git archive
+        def fresh_projection() -> None:
+            shutil.rmtree(home / ".claude", ignore_errors=True)
+            shutil.rmtree(repo / ".git" / "okf", ignore_errors=True)
+            (repo / "AGENTS.md").unlink(missing_ok=True)
+        a, b, r = ratio(lambda: timed(okf("project"), repo, env), lambda: archive_once(repo), self.repeat,
+                        setup_a=fresh_projection)
+        self.row(f"first projection ({n:,})", a, b, r, "git archive | tar -x")
+        timed(okf("sync"), repo, env)
+        timed(okf("sync"), repo, env)
+        self.doctor(repo, env)
         timed(okf("sync"), repo, env)
         self.read(repo, env)
         change = self.one_change(repo, env)
@@ -250,9 +260,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=10_000, help="concepts in the large KB (default 10,000)")
     parser.add_argument("--repeat", type=int, default=3, help="timed pairs per figure (default 3)")
     parser.add_argument("--checkout", type=Path, default=None, help="time this okfgit checkout instead")
-    parser.add_argument("--only", choices=("capture", "big", "read", "change"), default=None,
+    parser.add_argument("--only", choices=("capture", "big", "read", "change", "doctor"), default=None,
                         help="one group: capture, big (everything at --n), read (status and the read verbs), "
-                             "change (status, and project and sync with one concept changed)")
+                             "change (status, and project and sync with one concept changed), doctor (doctor and "
+                             "index --check, warm and cold)")
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="okfbench-cost-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
     try:
@@ -266,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
             bench.read_only()
         if args.only == "change":
             bench.change_only()
+        if args.only == "doctor":
+            bench.doctor_only()
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0
