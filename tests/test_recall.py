@@ -193,9 +193,10 @@ def test_claude_recalls_what_okfgit_ranks_first(repo: Path, okfgit, git, home: P
     assert "over an agent's budget: Claude Code: MEMORY.md lists" in status
 
 
-@pytest.mark.parametrize("captured_n", [1, recall.FRESH_LIMIT])
+@pytest.mark.parametrize(("captured_n", "references"), [(1, False), (recall.FRESH_LIMIT, False),
+                                                       (recall.FRESH_LIMIT, True)])
 def test_a_change_in_place_gives_what_reading_every_concept_gives(repo: Path, okfgit, git, home: Path,  # noqa: ANN001
-                                                                  captured_n: int) -> None:
+                                                                  captured_n: int, references: bool) -> None:
     """A run where only concepts' bodies changed plans without reading every concept
     (targets/claude_memory.py ``_changed_in_place``); a full run right after it, made to
     read every concept, finds nothing to write and no time to move. With the slots for what
@@ -207,7 +208,8 @@ def test_a_change_in_place_gives_what_reading_every_concept_gives(repo: Path, ok
         import genkb
     finally:
         sys.path.remove(str(BENCH))
-    planned = sorted(p for p in genkb.generate(repo / ".okf", 260, scope="project") if "/concept-" in p)
+    size = 400 if references else 260  # enough Decisions, Playbooks and Lessons to fill the top's rest
+    planned = sorted(p for p in genkb.generate(repo / ".okf", size, scope="project") if "/concept-" in p)
     kb = repo / ".okf"
 
     def edit(path: str, old: str, new: str) -> None:
@@ -218,6 +220,10 @@ def test_a_change_in_place_gives_what_reading_every_concept_gives(repo: Path, ok
     edit(deprecated, "okf_source: authored\n", "okf_source: authored\nstatus: deprecated\n")
     for path in (captured, *more):
         edit(path, "okf_source: authored\n", "okf_source: claude-memory\n")
+    for path in more if references else ():  # pushed out of what changed last, they go past the top's rest
+        text = (kb / path).read_text()
+        kind = next(line for line in text.split("\n") if line.startswith("type: "))
+        edit(path, kind + "\n", "type: Reference\n")
     git("add", "-A", cwd=repo)
     git("commit", "-q", "-m", "kb", cwd=repo)
     okfgit("project", cwd=repo)

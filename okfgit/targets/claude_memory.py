@@ -19,6 +19,7 @@ when every folder between the memory folder and the file is a real folder or mis
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import hashlib
 import os
@@ -233,9 +234,10 @@ def _moved_first(view: View, order: list[str], fresh: int, first: list[str],
                  tier_rank: dict[str, int]) -> list[str] | None:
     """The recall order's top after the changed files ``first`` joined what changed last:
     they lead it, and when the slots for what changed last are all taken, the last of those
-    before go where the rest's rule puts them (their cards are read for that, and those of
-    the rest's files in the top). None when that place is below files whose order the
-    recorded times do not tell (they all share the rest's time)."""
+    before go where the rest's rule puts them: a binary search of the rest's files in the
+    top (already in that order), so only a few of their cards are read. One that goes past
+    them all is below the top 200 (it shares the rest's time). None when the top would then
+    need files whose order the recorded times do not tell."""
     ahead = set(first)
     leading = first + [n for n in order[:fresh] if n not in ahead]
     rest = [n for n in order[fresh:] if n not in ahead]
@@ -244,22 +246,30 @@ def _moved_first(view: View, order: list[str], fresh: int, first: list[str],
         return leading + rest
     leading = leading[:recall.FRESH_LIMIT]
     keys: dict[str, tuple[int, int, str, str]] = {}
-    for name in rest + pushed:
-        rec = view.state.memory_files[name]
-        try:
+
+    def key(name: str) -> tuple[int, int, str, str]:
+        if name not in keys:
+            rec = view.state.memory_files[name]
             card = card_of(rec.tier, rec.path, Entry(rec.oid, 0o100644), view.read(rec.oid))
-        except (OkfError, KeyError, ValueError):
-            return None
-        keys[name] = recall.rest_key(recall.Candidate(
-            name, tier_rank.get(rec.tier, len(tier_rank)), rec.path, card.captured, card.verified, card.type,
-            card.status == lifecycle.DEPRECATED, 0))
-    merged = sorted(rest + pushed, key=keys.__getitem__)
-    if len(view.state.memory_files) > len(order):  # files below the top exist, in an order no time tells
-        last = keys[rest[-1]] if rest else None
-        known = len(rest) + sum(1 for n in pushed if last is not None and keys[n] < last)
-        if len(leading) + known < recall.RECALL_LIMIT:
-            return None
-    return leading + merged
+            keys[name] = recall.rest_key(recall.Candidate(
+                name, tier_rank.get(rec.tier, len(tier_rank)), rec.path, card.captured, card.verified, card.type,
+                card.status == lifecycle.DEPRECATED, 0))
+        return keys[name]
+
+    below = len(view.state.memory_files) > len(order)  # files below the top, in an order no time tells
+    merged = list(rest)
+    after: list[str] = []  # past the last of the top's rest: somewhere among the files below it
+    try:
+        for name in pushed:
+            if below and (not rest or key(name) > key(rest[-1])):
+                after.append(name)
+                continue
+            merged.insert(bisect.bisect_left(merged, key(name), key=key), name)
+    except (OkfError, KeyError, ValueError):
+        return None
+    if after and len(leading) + len(merged) < recall.RECALL_LIMIT:
+        return None  # the top would need files the recorded times do not order
+    return leading + merged + after  # ``after`` is below the top either way: the rest's time
 
 
 # -- names ------------------------------------------------------------------------------------
