@@ -38,8 +38,8 @@ from okfgit.errors import (BusyError, IntegrityError, OkfError, RecoveryPending,
 ZERO = "0" * 40
 WRITE_LOCK_WAIT_S = 30.0  # a write waits this long for another okfgit write (a sync) to finish
 INDEX_LOCK_WAIT_S = 2.0  # git holds index.lock for a moment; longer means someone is busy
-INDEX_SCRATCH = "okf-index.okftmp"
-INDEX_LOCK_SCRATCH = "okf-index-lock.okftmp"  # index.lock's bytes before they are linked to that name  # where libgit2 writes the new index before it goes into index.lock
+INDEX_SCRATCH = "okf-index.okftmp"  # where libgit2 writes the new index before it goes into index.lock
+INDEX_LOCK_SCRATCH = "okf-index-lock.okftmp"  # index.lock's bytes before they are linked to that name
 CRASH_ENV = "OKFGIT_TEST_CRASH_AT"  # tests only: die by SIGKILL at a named step of a commit
 _GIT_ENV_VARS = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY",
                  "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_PREFIX")
@@ -69,16 +69,35 @@ def clean_git_env(environ: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in environ.items() if k not in _GIT_ENV_VARS}
 
 
+LINK_MODE = int(FileMode.LINK)
+FILE_MODE = int(FileMode.BLOB)
+_FILE_MODES = frozenset((FILE_MODE, int(FileMode.BLOB_EXECUTABLE)))
+
+
 @dataclass(frozen=True)
 class Entry:
-    """A blob in a tree: its OID and file mode (symlinks have mode 0o120000)."""
+    """A tree entry: its OID and file mode (symlinks have mode 0o120000)."""
 
     oid: str
     mode: int
 
     @property
     def is_link(self) -> bool:
-        return self.mode == FileMode.LINK
+        return self.mode == LINK_MODE
+
+    @property
+    def is_file(self) -> bool:
+        """A regular file, executable or not."""
+        return self.mode in _FILE_MODES
+
+    @property
+    def is_blob(self) -> bool:
+        """A file or a symlink: an entry whose OID names a blob (not a folder or a submodule)."""
+        return self.is_file or self.is_link
+
+    @property
+    def is_tree(self) -> bool:
+        return self.mode == FileMode.TREE
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,6 @@ _KNOWN_KEYS = {"capture", "user_memories"}
 USER_MEMORIES = ("global", "project")  # where a ``user`` memory (about the person) goes
 _VALUES = {"on": "on", "off": "off", True: "on", False: "off"}
 _MAX_BYTES = 64 * 1024
-_REGULAR = (0o100644, 0o100755)
-_TREE = 0o040000
 
 
 @dataclass(frozen=True)
@@ -110,10 +108,10 @@ def _settings(repo_root: Path | None) -> tuple[str, str, dict[str, object]]:
     repo = Repo.open(repo_root)
     head = repo.head_commit()
     okf_dir = repo.entry_at(head, PROJECT_PREFIX)
-    if okf_dir is not None and okf_dir.mode != _TREE:
+    if okf_dir is not None and not okf_dir.is_tree:
         return "unreadable", f"{PROJECT_PREFIX} at HEAD is not a folder, so the project's setting cannot be read", {}
     entry = repo.entry_at(head, SETTINGS_PATH) if okf_dir is not None else None
-    if entry is not None and entry.mode not in _REGULAR:
+    if entry is not None and not entry.is_file:
         return "unreadable", f"{SETTINGS_PATH} at HEAD is not a regular file (a symlink, folder or submodule)", {}
     if _uncommitted(repo, entry):
         return ("unreadable", f"{SETTINGS_PATH} has uncommitted changes; capture stays off until they are committed",

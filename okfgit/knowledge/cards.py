@@ -34,8 +34,6 @@ from okfgit.knowledge.tiers import Tier
 from okfgit.local import paths
 from okfgit.progress import Progress, silent
 
-LINK_MODE = 0o120000
-_BLOB_MODES = (0o100644, 0o100755, LINK_MODE)
 _SEP = "\0"  # never in a parsed concept body (okf.split refuses NUL), so it can join link fields
 
 
@@ -98,7 +96,7 @@ def slug_of(path: str) -> str:
 
 def card_of(label: str, path: str, entry: Entry, data: bytes) -> Card:
     """The card of the blob at ``path``; ValidationError naming ``label:path`` when it is not a concept."""
-    parsed = okf.parse_concept(data, f"{label}:{path}", is_link=entry.mode == LINK_MODE)
+    parsed = okf.parse_concept(data, f"{label}:{path}", is_link=entry.is_link)
     meta = parsed.meta
     origin = meta.get("okf_origin")
     description = okf.one_line(meta.get("description"))
@@ -148,7 +146,7 @@ def modified(repo: Repo, tier: Tier, old_tree: str, new_tree: str, limit: int) -
     out: list[tuple[str, Card, Card]] = []
     for path in where:
         a, b = before.get(path), after.get(path)
-        if a is None or b is None or a.mode != b.mode or a.mode not in _BLOB_MODES or a.mode == LINK_MODE:
+        if a is None or b is None or a.mode != b.mode or not a.is_blob or a.is_link:
             return None
         try:
             out.append((path, card_of(tier.label, path, a, repo.read_blob(a.oid)),
@@ -326,7 +324,7 @@ class TierCards:
             entry = self.entries.get(path)
             return entry.oid if entry is not None else None
         found = self.repo.entry_at(self.commit, self.tier.repo_path_of(path))
-        return found.oid if found is not None and found.mode in _BLOB_MODES else None
+        return found.oid if found is not None and found.is_blob else None
 
     def blob(self, path: str) -> bytes:
         oid = self.oid(path)

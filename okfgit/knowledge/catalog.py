@@ -29,7 +29,6 @@ from okfgit.progress import Progress, silent
 # Rewriting the whole cache costs as much as parsing this many concepts again, so a cache
 # only this far behind its tree is left as it is: the next run diffs from the older tree.
 SAVE_AFTER = 64
-LINK_MODE = 0o120000
 
 
 F = TypeVar("F")
@@ -110,7 +109,7 @@ def _updated(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog
         out.facts.pop(path, None)
         out.problems.pop(path, None)
         entry = found.get(path)
-        if entry is not None and entry.mode != 0o040000:
+        if entry is not None and not entry.is_tree:
             _add(out, repo, tier, path, entry, blobs, kind)
     progress(what, len(paths), len(paths))
     return out
@@ -119,7 +118,7 @@ def _updated(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog
 def _add(out: TierCatalog[F], repo: Repo, tier: Tier, path: str, entry: Entry, blobs: dict[str, bytes],
          kind: Kind[F]) -> None:
     try:
-        data = repo.read_blob(entry.oid) if entry.mode != LINK_MODE else b""
+        data = b"" if entry.is_link else repo.read_blob(entry.oid)
         blobs[entry.oid] = data
         out.facts[path] = kind.fact(tier.label, path, entry, data)
     except OkfError as exc:

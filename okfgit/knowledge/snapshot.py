@@ -14,11 +14,9 @@ from typing import Any
 
 from okfgit.format import concept as okf
 from okfgit.errors import OkfError, UsageError, ValidationError
-from okfgit.git import Entry, blob_oid
+from okfgit.git import FILE_MODE, LINK_MODE, Entry, blob_oid
 from okfgit.knowledge import cards
 from okfgit.knowledge.tiers import Tier
-
-LINK_MODE = 0o120000
 
 
 @dataclass(frozen=True)
@@ -146,7 +144,7 @@ def worktree_snapshot(tier: Tier) -> Snapshot:
                     continue  # a FIFO, socket or device: never opened (git would not track it either)
                 else:
                     raw = full.read_bytes()
-                    entries[rel] = Entry(blob_oid(raw), 0o100644)
+                    entries[rel] = Entry(blob_oid(raw), FILE_MODE)
                 data[rel] = raw
     return Snapshot(tier, None, entries, lambda path: data[path])
 

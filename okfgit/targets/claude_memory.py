@@ -31,7 +31,7 @@ from pathlib import Path
 from okfgit.targets import claude_home
 from okfgit.format import concept as okf
 from okfgit.format import lifecycle
-from okfgit.git import Entry, blob_oid
+from okfgit.git import FILE_MODE, Entry, blob_oid
 from okfgit.errors import OkfError
 from okfgit.knowledge.cards import Card, TierCard, card_of
 from okfgit.local.state import MemoryFile, TierInput
@@ -250,7 +250,7 @@ def _moved_first(view: View, order: list[str], fresh: int, first: list[str],
     def key(name: str) -> tuple[int, int, str, str]:
         if name not in keys:
             rec = view.state.memory_files[name]
-            card = card_of(rec.tier, rec.path, Entry(rec.oid, 0o100644), view.read(rec.oid))
+            card = card_of(rec.tier, rec.path, Entry(rec.oid, FILE_MODE), view.read(rec.oid))
             keys[name] = recall.rest_key(recall.Candidate(
                 name, tier_rank.get(rec.tier, len(tier_rank)), rec.path, card.captured, card.verified, card.type,
                 card.status == lifecycle.DEPRECATED, 0))

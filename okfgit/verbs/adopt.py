@@ -31,7 +31,7 @@ from okfgit.format import markdown as links
 from okfgit.verbs import init as init_verb
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError, ValidationError
-from okfgit.knowledge.snapshot import LINK_MODE, Snapshot, snapshot
+from okfgit.knowledge.snapshot import Snapshot, snapshot
 from okfgit.plan import Plan, TierCommit, apply, writing
 from okfgit.knowledge.tiers import Tier, Workspace
 
@@ -200,7 +200,7 @@ def _tree_files(snap: Snapshot, region: str, problems: list[str]) -> Iterator[_S
         if not path.endswith(".md"):
             continue  # other files are left exactly as they are
         name = f"{snap.tier.label}:{path}"
-        if snap.entries[path].mode == LINK_MODE:
+        if snap.entries[path].is_link:
             problems.append(f"{name}: is a symlink; okfgit never follows links in a tier")
         else:
             yield _Source(path, name, snap.blob(path))

@@ -34,7 +34,7 @@ from okfgit.format import concept as okf
 from okfgit.format.findings import ERROR, WARNING, Finding
 from okfgit.context import Context
 from okfgit.errors import EXIT_OK, EXIT_USAGE, OkfError, ValidationError
-from okfgit.git import Entry, blob_oid
+from okfgit.git import FILE_MODE, Entry, blob_oid
 from okfgit.knowledge import catalog
 from okfgit.knowledge.snapshot import Snapshot, snapshot, worktree_snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
@@ -820,7 +820,7 @@ def frontmatter_errors(tier: Tier, path: str, data: bytes, today: dt.date | None
     judged on the file alone (links aside): what capture checks before it commits."""
     if not okf.is_concept_path(path):
         return []
-    fact = checked_of(tier.name, path, Entry(blob_oid(data), 0o100644), data)
+    fact = checked_of(tier.name, path, Entry(blob_oid(data), FILE_MODE), data)
     return [Finding(code, severity, path, message, line, g)
             for g, code, severity, message, line in fact.findings if severity == ERROR]
 
