@@ -824,8 +824,7 @@ class Repo:
         if not descends:
             return []
         tree = self.raw[current].peel(pygit2.Tree)
-        lost = [p for p, e in sorted(intent.paths.items())
-                if (str(_lookup(tree, p).id) if _lookup(tree, p) is not None else None) != (e[0] if e else None)]  # type: ignore[union-attr]
+        lost = [p for p, e in sorted(intent.paths.items()) if _oid_at(tree, p) != (e[0] if e else None)]
         if not lost:
             return []
         quoted = " ".join(lost)
@@ -880,6 +879,11 @@ def _lookup(tree: pygit2.Tree, path: str) -> pygit2.Object | None:
         return tree[path]
     except KeyError:
         return None
+
+
+def _oid_at(tree: pygit2.Tree, path: str) -> str | None:
+    found = _lookup(tree, path)
+    return str(found.id) if found is not None else None
 
 
 def _kind(mode: int) -> str:
