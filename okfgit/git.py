@@ -384,14 +384,10 @@ class Repo:
         A file that already holds exactly the bytes to be written is not in the way.
         ``index`` is the index to compare with (the one read under ``index.lock``).
         """
-        head = {}
+        head: dict[str, str | None] = {}
         if commit is not None:
-            tree = self.raw[commit].peel(pygit2.Tree)
-            for path in paths:
-                try:
-                    head[path] = str(tree[path].id)
-                except KeyError:
-                    pass
+            at = _Paths(self.raw[commit].peel(pygit2.Tree))
+            head = {path: at.oid(path) for path in paths}
         if index is None:
             index = self.raw.index
             index.read(False)
@@ -501,10 +497,10 @@ class Repo:
                     "commit or stash them first (nothing was changed)"
                 )
             commit = make(parent)
-            tree = self.raw[commit].peel(pygit2.Tree)
+            lookup = _Paths(self.raw[commit].peel(pygit2.Tree))
             paths: dict[str, tuple[str, int] | None] = {}
             for path, data in changes.items():
-                item = _lookup(tree, path) if data is not None else None
+                item = lookup(path) if data is not None else None
                 paths[path] = (str(item.id), int(item.filemode)) if item is not None else None
             held.record.intent = journal.Intent(ref, parent, commit, paths)
             journal.save(self.journal_file, held.record, durable=True)
@@ -635,14 +631,14 @@ class Repo:
         symlink or a folder. Otherwise the commit would silently replace a committed link
         or file, or the working-tree update would write outside the repository.
         """
-        tree = self.raw[parent].peel(pygit2.Tree) if parent is not None else None
+        at = _Paths(self.raw[parent].peel(pygit2.Tree) if parent is not None else None)
         problems: list[str] = []
         for path, data in sorted(changes.items()):
             parts = path.split("/")
             for depth in range(1, len(parts) + 1):
                 prefix = "/".join(parts[:depth])
                 last = depth == len(parts)
-                at_head = _lookup(tree, prefix) if tree is not None else None
+                at_head = at(prefix)
                 if at_head is not None:
                     if not last and at_head.type_str != "tree":
                         problems.append(f"{prefix} is a {_kind(at_head.filemode)} at HEAD, not a folder")
@@ -775,13 +771,12 @@ class Repo:
             if current == intent.old:
                 return []  # the ref never moved: nothing landed, nothing to finish
             return self._reverted_after(intent, current)
-        old_tree = self.raw[intent.old].peel(pygit2.Tree) if intent.old else None
+        before_at = _Paths(self.raw[intent.old].peel(pygit2.Tree) if intent.old else None)
         left: list[str] = []
         with _IndexLock(self, ctx, intent) as held:
             todo: dict[str, tuple[str, int] | None] = {}
             for path, entry in sorted(intent.paths.items()):
-                before = _lookup(old_tree, path) if old_tree is not None else None
-                allowed = {str(before.id) if before is not None else None, entry[0] if entry else None}
+                allowed = {before_at.oid(path), entry[0] if entry else None}
                 file = self.workdir / path
                 on_disk: str | None
                 if file.is_symlink():
@@ -823,8 +818,8 @@ class Repo:
             return []
         if not descends:
             return []
-        tree = self.raw[current].peel(pygit2.Tree)
-        lost = [p for p, e in sorted(intent.paths.items()) if _oid_at(tree, p) != (e[0] if e else None)]
+        at = _Paths(self.raw[current].peel(pygit2.Tree))
+        lost = [p for p, e in sorted(intent.paths.items()) if at.oid(p) != (e[0] if e else None)]
         if not lost:
             return []
         quoted = " ".join(lost)
@@ -874,16 +869,37 @@ def run_git(ctx: Context, args: list[str], cwd: Path | None = None) -> subproces
         ) from exc
 
 
-def _lookup(tree: pygit2.Tree, path: str) -> pygit2.Object | None:
-    try:
-        return tree[path]
-    except KeyError:
-        return None
+class _Paths:
+    """The entries of one tree (None: an empty one) by path, each folder's tree resolved once.
 
+    libgit2 keeps no tree over 4 KiB in its object cache, so ``tree[path]`` reads and parses
+    every folder on the way again for each path: capturing n files into one folder cost n
+    parses of a folder of n entries. Here a folder is parsed once and each name is a binary
+    search in it.
+    """
 
-def _oid_at(tree: pygit2.Tree, path: str) -> str | None:
-    found = _lookup(tree, path)
-    return str(found.id) if found is not None else None
+    def __init__(self, tree: pygit2.Tree | None) -> None:
+        self._folders: dict[str, pygit2.Tree | None] = {"": tree}
+
+    def __call__(self, path: str) -> pygit2.Object | None:
+        folder, _, name = path.rpartition("/")
+        tree = self._folder(folder)
+        if tree is None:
+            return None
+        try:
+            return tree[name]
+        except KeyError:
+            return None
+
+    def oid(self, path: str) -> str | None:
+        found = self(path)
+        return str(found.id) if found is not None else None
+
+    def _folder(self, folder: str) -> pygit2.Tree | None:
+        if folder not in self._folders:
+            found = self(folder)
+            self._folders[folder] = found if isinstance(found, pygit2.Tree) else None
+        return self._folders[folder]
 
 
 def _kind(mode: int) -> str:
