@@ -440,6 +440,50 @@ def test_the_cache_never_hides_a_finding(repo: Path, okfgit: Runner, git: Runner
     assert damaged == warm
 
 
+def test_the_cache_never_hides_an_index_finding(repo: Path, okfgit: Runner, git: Runner) -> None:
+    """Index pages are cached by blob OID too: what an index says about other files (a title
+    that changed, a folder that appeared, a log that broke) is found again with every page warm."""
+    kb = kb_repo(repo, git, FIXTURES / "kb-clean")
+    doctor_json(okfgit, repo, "--scope", "project", expect=0)
+    # A concept's title changed (its entry in an unchanged index is now stale); a folder
+    # with a concept and its own index appeared, unlinked from the root index; the runbooks
+    # index lost its heading; the log got an entry above its first date.
+    policy = kb / "decisions" / "retry-policy.md"
+    policy.write_text(policy.read_text().replace("title: Retry failed charges with backoff",
+                                                 "title: Retry failed charges later", 1))
+    (kb / "new").mkdir()
+    (kb / "new" / "fresh.md").write_text(concept("Fresh", "A fresh concept.", UID.format(9)))
+    (kb / "new" / "index.md").write_text("# New\n\n- [Fresh](fresh.md) \u2014 A fresh concept.\n")
+    runbooks = kb / "runbooks" / "index.md"
+    runbooks.write_text(runbooks.read_text().replace("# ", "", 1))
+    log = kb / "log.md"
+    log.write_text("- an undated entry\n" + log.read_text())
+    git("add", "-A", ".okf", cwd=repo)
+    git("commit", "-q", "-m", "edit", cwd=repo)
+    _, warm = doctor_json(okfgit, repo, "--scope", "project", expect=2)
+    found = {f[:3] for f in findings(warm)}
+    assert ("profile", "index-entry-stale", "decisions/index.md") in found
+    assert ("profile", "orphan", "new/index.md") in found
+    assert ("okf", "index-no-heading", "runbooks/index.md") in found
+    assert ("okf", "log-entry-undated", "log.md") in found
+    # An index edited alone: its entry for a concept gone, so the concept is not listed.
+    decisions = kb / "decisions" / "index.md"
+    decisions.write_text("\n".join(line for line in decisions.read_text().split("\n") if "use-postgres" not in line))
+    git("commit", "-q", "-am", "drop an entry", cwd=repo)
+    _, dropped = doctor_json(okfgit, repo, "--scope", "project", expect=2)
+    assert ("profile", "index-omission", "decisions/index.md") in {f[:3] for f in findings(dropped)}
+    # A folder without an index: nothing cached can say it is missing.
+    (kb / "more").mkdir()
+    (kb / "more" / "other.md").write_text(concept("Other", "Another concept.", UID.format(8)))
+    git("add", "-A", ".okf", cwd=repo)
+    git("commit", "-q", "-m", "add a folder", cwd=repo)
+    _, added = doctor_json(okfgit, repo, "--scope", "project", expect=2)
+    assert ("profile", "index-missing", "more/index.md") in {f[:3] for f in findings(added)}
+    (repo / ".git" / "okf" / "doctor.json").unlink()
+    _, cold = doctor_json(okfgit, repo, "--scope", "project", expect=2)
+    assert cold == added
+
+
 def test_a_warm_report_equals_a_cold_one(repo: Path, okfgit: Runner, git: Runner) -> None:
     kb_repo(repo, git, FIXTURES / "kb-clean", files={
         "extra/stale.md": concept("Stale", "Stale since last year.", UID.format(5), stale_after="2024-01-01"),

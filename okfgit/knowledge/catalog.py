@@ -60,6 +60,7 @@ class Kind(Generic[F]):
     version: int
     fact: Callable[[str, str, Entry, bytes], F]
     from_json: Callable[[list[Any]], F]
+    wants: Callable[[str], bool] = okf.is_concept_path  # the paths it keeps a fact for
 
 
 def build_kind(kind: Kind[F], repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog[F] | None,
@@ -88,7 +89,7 @@ def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes
           progress: Progress = silent) -> TierCatalog[F]:
     entries = repo.tree_entries(commit, tier.prefix)
     out: TierCatalog[F] = TierCatalog(tree, reread=len(entries))
-    concepts = [p for p in sorted(entries) if okf.is_concept_path(p)]
+    concepts = [p for p in sorted(entries) if kind.wants(p)]
     what = f"reading {tier.label} concepts"
     for done, path in enumerate(concepts, start=1):
         _add(out, repo, tier, path, entries[path], blobs, kind)
@@ -101,7 +102,7 @@ def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes
 def _updated(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog[F], paths: list[str],
              blobs: dict[str, bytes], kind: Kind[F], progress: Progress = silent) -> TierCatalog[F]:
     out = TierCatalog(tree, dict(cached.facts), dict(cached.problems), reread=len(paths), changed=paths)
-    found = repo.entries_in(tree, [p for p in paths if okf.is_concept_path(p)])
+    found = repo.entries_in(tree, [p for p in paths if kind.wants(p)])
     what = f"reading {tier.label} concepts"
     for done, path in enumerate(paths, start=1):
         if not done % 100:

@@ -25,8 +25,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-import yaml
-
 from okfgit.format import index_md as index
 from okfgit.format import lifecycle
 from okfgit.format import markdown as links
@@ -47,7 +45,7 @@ PROFILE = "profile"
 RECALL_BYTES = 4096  # Claude Code's recall shows only the first 4 KB of a memory file
 PROFILE_KEYS = ("title", "description", "okf_id", "scope", "okf_source")
 NEEDS_MERGE_STATUS = "needs-merge"
-CACHE_VERSION = 3  # of doctor.json: bump when a check of one file changes what it finds (3: resolved links)
+CACHE_VERSION = 4  # of doctor.json: bump when a check of one file changes what it finds (4: index and log pages)
 
 _LOG_GROUP = re.compile(r"^##[ \t]+(.*?)[ \t#]*$")
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -214,6 +212,51 @@ def checked_of(tier_name: str, path: str, entry: Entry, data: bytes) -> Checked:
     )
 
 
+class Page(NamedTuple):
+    """What doctor keeps of one reserved file (``index.md``, ``log.md``): a pure function of
+    its path and blob, cached by blob OID beside the concepts' ``Checked`` facts. Whether an
+    entry's target exists, what the target's frontmatter says and which indexes reach which
+    are worked out each run from these fields, so here too the cache only saves work."""
+
+    oid: str
+    findings: list[Any]  # [group, code, severity, message, line]: reading it, its structure, its log dates
+    readable: bool  # read as text (no reading finding): it takes part in the index checks
+    body_line: int  # file line where the body starts
+    # index.md, each entry that starts with a link: [line in the file, target, where it leads
+    # (see _where), conforming, title, description, the line as written when not conforming]
+    entries: list[Any]
+    links: list[Any]  # index.md, the links outside its entries: [kind, target, line in the body]
+
+
+def page_of(path: str, entry: Entry, data: bytes) -> Page:
+    """Read and check one reserved file on its own (see ``Page``)."""
+    findings: list[Finding] = []
+    doc = None if entry.is_link else _read(path, data, findings)  # a symlink: reported by the scan
+    if doc is None:
+        return Page(entry.oid, [_finding_row(f) for f in findings], False, 1, [], [])
+    checks = FileChecks("")
+    rows: list[Any] = []
+    intro: list[Any] = []
+    if path.rsplit("/", 1)[-1] == "log.md":
+        checks.log(doc)
+    else:
+        checks.index_structure(doc)
+        lines = doc.entries()
+        for line in lines:
+            if line.target is None:
+                continue
+            where = _where(path, links.Link("md", line.target, line.number))
+            rows.append([doc.body_line + line.number - 1, line.target, where, line.conforming, line.title,
+                         line.description, "" if line.conforming else line.text.strip()])
+        # Links in the intro (and outro) resolve like any link. Entry lines are blanked (not
+        # dropped) so line numbers stay true.
+        entry_numbers = {line.number for line in lines}
+        rest = "\n".join("" if n in entry_numbers else text_line
+                         for n, text_line in enumerate(doc.text.splitlines(), start=1))
+        intro = [[link.kind, link.target, link.line] for link in links.extract(rest)]
+    return Page(entry.oid, [_finding_row(f) for f in checks.findings], True, doc.body_line, rows, intro)
+
+
 def _where(source: str, link: links.Link) -> str | None:
     """Where a markdown link of ``source`` leads in the tier ("/" when it leaves the KB, None
     when external or a ``[[name]]`` link): a function of the path alone, so it is cached too."""
@@ -231,40 +274,72 @@ def _finding_row(f: Finding) -> list[Any]:
     return [f.group, f.code, f.severity, f.message, f.line]
 
 
-def _checked_from_json(value: list[Any]) -> Checked:
-    return Checked(*value)
+def _fact_from_json(value: list[Any]) -> Checked | Page:
+    return Page(*value) if len(value) == len(Page._fields) else Checked(*value)
 
 
-def doctor_kind(tier: Tier) -> catalog.Kind[Checked]:
-    """The doctor cache of ``tier`` (its facts depend on the tier's name: ``scope-mismatch``)."""
-    return catalog.Kind(paths.DOCTOR, CACHE_VERSION, functools.partial(_checked_by_label, tier.name),
-                        _checked_from_json)
+class Facts(dict[str, Checked]):
+    """Every concept of a snapshot checked on its own (path -> ``Checked``), with ``pages``:
+    its reserved files (path -> ``Page``), read from the same cache."""
+
+    def __init__(self, concepts: dict[str, Checked], pages: dict[str, Page]) -> None:
+        super().__init__(concepts)
+        self.pages = pages
 
 
-def _checked_by_label(tier_name: str, _label: str, path: str, entry: Entry, data: bytes) -> Checked:
-    return checked_of(tier_name, path, entry, data)
+def doctor_kind(tier: Tier) -> catalog.Kind[Checked | Page]:
+    """The doctor cache of ``tier``: a ``Checked`` for every concept, a ``Page`` for every
+    ``index.md`` and ``log.md`` (the facts depend on the tier's name: ``scope-mismatch``)."""
+    return catalog.Kind(paths.DOCTOR, CACHE_VERSION, functools.partial(_fact_by_label, tier.name),
+                        _fact_from_json, _is_markdown)
 
 
-def checked_facts(snap: Snapshot, progress: Progress = silent) -> dict[str, Checked]:
-    """Every concept path of ``snap`` checked on its own: from the tier's doctor cache when the
-    snapshot is a commit of the tier's repository, read afresh otherwise (a working tree)."""
+def _is_markdown(path: str) -> bool:
+    return path.endswith(".md")
+
+
+def _fact_by_label(tier_name: str, _label: str, path: str, entry: Entry, data: bytes) -> Checked | Page:
+    return fact_of(tier_name, path, entry, data)
+
+
+def fact_of(tier_name: str, path: str, entry: Entry, data: bytes) -> Checked | Page:
+    """One markdown file checked on its own: a concept's ``Checked``, a reserved file's ``Page``."""
+    return checked_of(tier_name, path, entry, data) if okf.is_concept_path(path) else page_of(path, entry, data)
+
+
+def checked_facts(snap: Snapshot, progress: Progress = silent) -> Facts:
+    """Every concept path of ``snap`` checked on its own (and its reserved files, in ``pages``):
+    from the tier's doctor cache when the snapshot is a commit of the tier's repository, read
+    afresh otherwise (a working tree)."""
     tier = snap.tier
     if snap.commit is not None and tier.exists():
         try:
             return _cached_facts(snap, progress)
         except (OkfError, OSError):
             pass  # only a cache: check every file instead
-    return {path: checked_of(tier.name, path, entry, b"" if entry.is_link else snap.blob(path))
-            for path, entry in snap.entries.items() if okf.is_concept_path(path)}
+    return _split_facts({path: fact_of(tier.name, path, entry, b"" if entry.is_link else snap.blob(path))
+                         for path, entry in snap.entries.items() if path.endswith(".md")})
 
 
-def _cached_facts(snap: Snapshot, progress: Progress = silent) -> dict[str, Checked]:
+def _split_facts(facts: dict[str, Checked | Page]) -> Facts:
+    concepts: dict[str, Checked] = {}
+    pages: dict[str, Page] = {}
+    for path, fact in facts.items():
+        if type(fact) is Checked:
+            concepts[path] = fact
+        else:
+            assert isinstance(fact, Page)
+            pages[path] = fact
+    return Facts(concepts, pages)
+
+
+def _cached_facts(snap: Snapshot, progress: Progress = silent) -> Facts:
     tier = snap.tier
     repo = tier.open()
     assert snap.commit is not None
     tree = repo.tree_oid(snap.commit, tier.prefix)
     if tree is None:
-        return {}
+        return Facts({}, {})
     kind = doctor_kind(tier)
     cached = catalog.load_kind(kind, repo.common_dir)
     built = catalog.build_kind(kind, repo, tier, snap.commit, tree, cached.get(tier.label), progress=progress)
@@ -277,20 +352,25 @@ def _cached_facts(snap: Snapshot, progress: Progress = silent) -> dict[str, Chec
     for path in built.problems:  # a blob that could not be read: check it here, where it errors
         entry = snap.entries.get(path)
         if entry is not None:
-            facts[path] = checked_of(tier.name, path, entry, b"" if entry.is_link else snap.blob(path))
-    return facts
+            facts[path] = fact_of(tier.name, path, entry, b"" if entry.is_link else snap.blob(path))
+    return _split_facts(facts)
 
 
 class Scan:
-    """A tier's files read once: concepts as ``Checked`` facts (cached by blob OID), the
-    reserved files (``index.md``, ``log.md``) as ``Doc``s, plus the reading findings."""
+    """A tier's files read once: concepts as ``Checked`` facts and the reserved files
+    (``index.md``, ``log.md``) as ``Page``s (both cached by blob OID), plus the symlinks."""
 
     def __init__(self, snap: Snapshot, facts: dict[str, Checked] | None = None,
                  reserved: Callable[[str], bool] | None = None) -> None:
         self.snap = snap
         self.findings: list[Finding] = []
-        self.docs: dict[str, Doc] = {}
-        self.facts = checked_facts(snap) if facts is None else facts
+        self.pages: dict[str, Page] = {}
+        if facts is None:
+            facts = checked_facts(snap)
+        self.facts = facts
+        # The pages the caller's facts came with; a caller's own dict of concepts has none,
+        # so they are read from the cache (or the blobs) here.
+        self._known = facts.pages if isinstance(facts, Facts) else None
         self._names: dict[str, str] | None = None
         self.complete = reserved is None  # every reserved file read (not only those ``reserved`` asked for)
         for path, entry in sorted(snap.entries.items()):
@@ -301,17 +381,20 @@ class Scan:
                 self._reserved(path)
 
     def _reserved(self, path: str) -> None:
-        doc = _read(path, self.snap.blob(path), self.findings)
-        if doc is not None:
-            self.docs[path] = doc
+        if self._known is None:
+            self._known = checked_facts(self.snap).pages
+        entry = self.snap.entries[path]
+        page = self._known.get(path)
+        if page is None or page.oid != entry.oid:
+            page = page_of(path, entry, self.snap.blob(path))
+        self.pages[path] = page
 
     def read_all(self) -> None:
         """Read the reserved files a scoped scan left out."""
         if self.complete:
             return
         for path, entry in sorted(self.snap.entries.items()):
-            if (not entry.is_link and path.endswith(".md") and not okf.is_concept_path(path)
-                    and path not in self.docs and not any(f.file == path for f in self.findings)):
+            if not entry.is_link and path.endswith(".md") and not okf.is_concept_path(path) and path not in self.pages:
                 self._reserved(path)
         self.complete = True
 
@@ -364,6 +447,8 @@ def _not_utf8(data: bytes, exc: UnicodeDecodeError, add: Callable[..., None]) ->
 
 
 def _yaml_finding(exc: ValidationError, add: Callable[..., None]) -> None:
+    import yaml  # only here: a run that parses no YAML (every file cached or in the fast subset) never imports it
+
     cause = exc.__cause__
     # Where the construct began says more than where the parser gave up (often the end).
     mark = getattr(cause, "context_mark", None) or getattr(cause, "problem_mark", None)
@@ -383,7 +468,7 @@ def _yaml_finding(exc: ValidationError, add: Callable[..., None]) -> None:
 
 
 class FileChecks:
-    """The checks of one concept file on its own: no other file and no clock involved."""
+    """The checks of one file on its own: no other file and no clock involved."""
 
     def __init__(self, tier_name: str) -> None:
         self.tier_name = tier_name
@@ -485,6 +570,56 @@ class FileChecks:
             self.add(PROFILE, "verified-invalid", doc.path, f"{problem}; review treats the concept as "
                      "human-reviewed until it is fixed", doc.key_line("verified"))
 
+    # reserved files: each on its own too ---------------------------------------------
+
+    def index_structure(self, doc: Doc) -> None:
+        path = doc.path
+        if doc.has_frontmatter:
+            extra = sorted(k for k in doc.meta if k != "okf_version")
+            if path != "index.md":
+                self.add(OKF, "index-frontmatter", path, "index.md has frontmatter; only the root index.md may, "
+                         "and only okf_version", 1)
+            elif extra:
+                self.add(OKF, "index-frontmatter", path, f"the root index.md may carry only okf_version in its "
+                         f"frontmatter, not {', '.join(extra)}", 1)
+            version = doc.meta.get("okf_version")
+            if path == "index.md" and version is not None and str(version) != "0.2":
+                self.add(OKF, "okf-version", path, f"declares okf_version {version!r}; okfgit checks OKF 0.2",
+                         doc.key_line("okf_version"), WARNING)
+        if not _has_heading(doc.text):
+            self.add(OKF, "index-no-heading", path, "index.md has no section heading (e.g. '# Concepts')")
+        for line in doc.entries():
+            if line.target is None:
+                # A warning: okfgit keeps hand-written bullets below its list (index.py), so an
+                # error here could never be fixed by `okfgit index`.
+                self.add(OKF, "index-entry-not-link", path, f"entry is not a markdown link: {line.text.strip()!r}",
+                         doc.body_line + line.number - 1, WARNING)
+
+    def log(self, doc: Doc) -> None:
+        seen: dict[dt.date, int] = {}
+        previous: dt.date | None = None
+        groups = 0
+        for number, line in links.outside_code(_text(doc.body)):
+            group = _LOG_GROUP.match(line)
+            if group is None:
+                if groups == 0 and _LIST_ITEM.match(line):
+                    self.add(OKF, "log-entry-undated", doc.path, "log entry above the first '## YYYY-MM-DD' heading",
+                             number)
+                continue
+            groups += 1
+            day = _iso_day(group.group(1))
+            if day is None:
+                self.add(OKF, "log-date-invalid", doc.path, f"log heading {group.group(1)!r} is not a valid "
+                         "YYYY-MM-DD date", number)
+                continue
+            if day in seen:
+                self.add(OKF, "log-date-duplicate", doc.path, f"{day.isoformat()} already has a group at line "
+                         f"{seen[day]}; add entries there", number)
+            elif previous is not None and day > previous:
+                self.add(OKF, "log-order", doc.path, f"{day.isoformat()} comes after {previous.isoformat()}; "
+                         "groups are newest first", number)
+            seen.setdefault(day, number)
+            previous = day
 
 
 class Checker:
@@ -496,7 +631,6 @@ class Checker:
         self.only = only  # report findings about these files only (None: every file)
         self.tier = scan.snap.tier
         self.entries = scan.snap.entries
-        self.docs = scan.docs
         self.facts = scan.facts
         self.now = lifecycle.instant_of(now)
         self.wiki_elsewhere = wiki_elsewhere
@@ -519,13 +653,10 @@ class Checker:
                 self.check_links(path, fact)
         self.duplicate_ids(concepts)
         self.superseded_by(concepts)
-        for path, doc in sorted(self.docs.items()):
-            if only is not None and path not in only:
-                continue
-            if path.rsplit("/", 1)[-1] == "log.md":
-                self.log(doc)
-            elif path.rsplit("/", 1)[-1] == "index.md":
-                self.index_structure(doc)
+        for path, page in sorted(self.scan.pages.items()):
+            if only is None or path in only:
+                self.findings.extend(Finding(code, severity, path, message, line, g)
+                                     for g, code, severity, message, line in page.findings)
         before = len(self.findings)
         check = IndexCheck(self)
         check.run()
@@ -613,139 +744,75 @@ class Checker:
             return True
         return self.wiki_elsewhere(name)
 
-    # reserved files -----------------------------------------------------------------
-
-    def index_structure(self, doc: Doc) -> None:
-        path = doc.path
-        if doc.has_frontmatter:
-            extra = sorted(k for k in doc.meta if k != "okf_version")
-            if path != "index.md":
-                self.add(OKF, "index-frontmatter", path, "index.md has frontmatter; only the root index.md may, "
-                         "and only okf_version", 1)
-            elif extra:
-                self.add(OKF, "index-frontmatter", path, f"the root index.md may carry only okf_version in its "
-                         f"frontmatter, not {', '.join(extra)}", 1)
-            version = doc.meta.get("okf_version")
-            if path == "index.md" and version is not None and str(version) != "0.2":
-                self.add(OKF, "okf-version", path, f"declares okf_version {version!r}; okfgit checks OKF 0.2",
-                         doc.key_line("okf_version"), WARNING)
-        if not _has_heading(doc.text):
-            self.add(OKF, "index-no-heading", path, "index.md has no section heading (e.g. '# Concepts')")
-        for line in doc.entries():
-            if line.target is None:
-                # A warning: okfgit keeps hand-written bullets below its list (index.py), so an
-                # error here could never be fixed by `okfgit index`.
-                self.add(OKF, "index-entry-not-link", path, f"entry is not a markdown link: {line.text.strip()!r}",
-                         doc.body_line + line.number - 1, WARNING)
-
-    def log(self, doc: Doc) -> None:
-        seen: dict[dt.date, int] = {}
-        previous: dt.date | None = None
-        groups = 0
-        for number, line in links.outside_code(_text(doc.body)):
-            group = _LOG_GROUP.match(line)
-            if group is None:
-                if groups == 0 and _LIST_ITEM.match(line):
-                    self.add(OKF, "log-entry-undated", doc.path, "log entry above the first '## YYYY-MM-DD' heading",
-                             number)
-                continue
-            groups += 1
-            day = _iso_day(group.group(1))
-            if day is None:
-                self.add(OKF, "log-date-invalid", doc.path, f"log heading {group.group(1)!r} is not a valid "
-                         "YYYY-MM-DD date", number)
-                continue
-            if day in seen:
-                self.add(OKF, "log-date-duplicate", doc.path, f"{day.isoformat()} already has a group at line "
-                         f"{seen[day]}; add entries there", number)
-            elif previous is not None and day > previous:
-                self.add(OKF, "log-order", doc.path, f"{day.isoformat()} comes after {previous.isoformat()}; "
-                         "groups are newest first", number)
-            seen.setdefault(day, number)
-            previous = day
-
-
 class IndexCheck:
     """Index files against the tree: every concept listed, every entry true, all reachable."""
 
     def __init__(self, checker: Checker) -> None:
         self.c = checker
         self.entries = checker.entries
-        docs = checker.docs
         # Files with a reading finding (symlink, binary...) already have their own error.
         self.concepts = sorted(p for p, f in checker.facts.items() if f.readable and not index.is_needs_merge(p))
-        self.indexes = {p: d for p, d in docs.items() if p.rsplit("/", 1)[-1] == "index.md"}
+        self.indexes = {p: page for p, page in checker.scan.pages.items()
+                        if page.readable and p.rsplit("/", 1)[-1] == "index.md"}
         self.listed: dict[str, set[str]] = {}
         self.edges: dict[str, set[str]] = {}
         self.folders = index.folders_of(self.entries)
         self.unreached = False  # some index file read is not reachable from the root index
 
     def run(self) -> None:
-        for path, doc in sorted(self.indexes.items()):
-            self.read_index(path, doc)
+        for path, page in sorted(self.indexes.items()):
+            self.read_index(path, page)
         omitted = self.omissions()
         self.orphans(omitted)
 
-    def read_index(self, path: str, doc: Doc) -> None:
+    def read_index(self, path: str, page: Page) -> None:
         folder = index.parent(path)
-        text = doc.text
-        lines = doc.entries()
+        entries = self.entries
+        facts = self.c.facts
         listed = self.listed.setdefault(folder, set())
         edges = self.edges.setdefault(path, set())
         # Only okfgit's own index takes its words from the frontmatter; a bundle's keeps its own.
-        own = functools.cache(lambda: index.own_form(index.read_page(doc.data, path, self.folders), folder,
-                                                     lambda p: links.exists(p, self.entries)))
-        for line in lines:
-            if line.target is None:
-                continue
-            number = doc.body_line + line.number - 1
-            target = links.resolve(path, line.target)
-            if target.external:
-                continue
-            if target.escapes:
-                self.c.add(PROFILE, "link-outside-kb", path, f"entry links to {line.target}, outside the knowledge "
+        own = functools.cache(lambda: index.own_form(index.read_page(self.c.scan.snap.blob(path), path, self.folders),
+                                                     folder, lambda p: links.exists(p, entries)))
+        for number, target, where, conforming, title, description, text in page.entries:
+            if where is None:
+                continue  # external
+            if where == "/":
+                self.c.add(PROFILE, "link-outside-kb", path, f"entry links to {target}, outside the knowledge "
                            "base", number, WARNING)
                 continue
-            resolved = target.path or "index.md"
-            if not links.exists(resolved, self.entries):
-                self.c.add(PROFILE, "index-entry-dangling", path, f"entry links to {line.target}: "
-                           f"{resolved} does not exist", number)
-                continue
-            if resolved not in self.entries:  # a folder link, "sub/" or "sub"
-                resolved = index.index_path(resolved.removesuffix("/index.md").rstrip("/"))
+            resolved = where or "index.md"
+            if resolved not in entries:
+                if not links.exists(resolved, entries):
+                    self.c.add(PROFILE, "index-entry-dangling", path, f"entry links to {target}: "
+                               f"{resolved} does not exist", number)
+                    continue
+                resolved = index.index_path(resolved.removesuffix("/index.md").rstrip("/"))  # a folder link
             edges.add(resolved)
             if index.parent(resolved) == folder:
                 listed.add(resolved)
-            self.entry_shape(path, line, number, resolved, own)
-        # Links in the intro must resolve like any link, and lead on from here too. Entry
-        # lines are blanked (not dropped) so line numbers stay true.
-        entry_numbers = {line.number for line in lines}
-        rest = "\n".join("" if n in entry_numbers else text_line
-                         for n, text_line in enumerate(text.splitlines(), start=1))
-        for link in links.extract(rest):
-            reached = self.c.link(path, doc.body_line, link)
+            if not index.kb_target(resolved):
+                continue  # an entry for a file that is not a concept or folder: the index's outro, a person's
+            if not conforming:
+                # A warning: the entry is a working OKF link, only in no form okfgit recognises.
+                self.c.add(PROFILE, "index-entry-malformed", path, f"entry is not in an index entry form "
+                           f"('* [Title](path) - description' or '- [Title](path) \u2014 description'): "
+                           f"{text!r}", number, WARNING)
+                continue
+            fact = facts.get(resolved)
+            if fact is None or not fact.readable or not fact.has_frontmatter:
+                continue
+            item = fact.item
+            # ``own()``: the index is okfgit's own form, asked only of an entry that differs
+            # (reading the page's form costs more than every other index check).
+            if (title != item[0] or description != item[1]) and own():
+                want = index.expected_entry(item[0], target, item[1])
+                self.c.add(PROFILE, "index-entry-stale", path, f"entry for {resolved} differs from its frontmatter "
+                           f"(expected {want!r}; run `okfgit index`)", number)
+        for kind, target, line in page.links:
+            reached = self.c.link(path, page.body_line, links.Link(kind, target, line))
             if reached is not None:
                 edges.add(reached)
-
-    def entry_shape(self, path: str, line: index.Line, number: int, resolved: str, own: Callable[[], bool]) -> None:
-        """``own()``: the index is okfgit's own form (asked only of an entry that differs: reading
-        the page's form costs more than every other index check)."""
-        if not index.kb_target(resolved):
-            return  # an entry for a file that is not a concept or folder: the index's outro, a person's
-        if not line.conforming:
-            # A warning: the entry is a working OKF link, only in no form okfgit recognises.
-            self.c.add(PROFILE, "index-entry-malformed", path, f"entry is not in an index entry form "
-                       f"('* [Title](path) - description' or '- [Title](path) \u2014 description'): "
-                       f"{line.text.strip()!r}", number, WARNING)
-            return
-        fact = self.c.facts.get(resolved)
-        if fact is None or not fact.readable or not fact.has_frontmatter:
-            return
-        title, description = fact.item[0], fact.item[1]
-        if (line.title, line.description) != (title, description) and own():
-            want = index.expected_entry(title, line.target or "", description)
-            self.c.add(PROFILE, "index-entry-stale", path, f"entry for {resolved} differs from its frontmatter "
-                       f"(expected {want!r}; run `okfgit index`)", number)
 
     def omissions(self) -> set[str]:
         """Concepts their folder's index does not list, and folders with no index at all."""
