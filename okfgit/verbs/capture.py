@@ -337,7 +337,9 @@ class _Known:
 
     def free_path(self, tier: Tier, path: str) -> str:
         """``path``, or ``<stem>-2.md``, ``-3`` ... when the tier (or this capture) has it; reserves it."""
-        taken = self._taken.setdefault(tier.label, set(self.snapshot(tier).entries))
+        taken = self._taken.get(tier.label)
+        if taken is None:  # the tier's paths copied once, not once per captured file
+            taken = self._taken[tier.label] = set(self.snapshot(tier).entries)
         candidate = index.free_path(path, taken)
         taken.add(candidate)
         return candidate
