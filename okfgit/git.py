@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -396,11 +397,12 @@ class Repo:
             want = blob_oid(new) if new is not None else None
             at_head = head.get(path)
             file = self.workdir / path
-            if file.is_symlink() or file.exists():
-                if file.is_dir() and not file.is_symlink():
+            mode = _lstat_mode(file)
+            if mode is not None:
+                if stat.S_ISDIR(mode):
                     dirty.append(path)
                     continue
-                current = blob_oid(os.readlink(file).encode() if file.is_symlink() else file.read_bytes())
+                current = blob_oid(os.readlink(file).encode() if stat.S_ISLNK(mode) else file.read_bytes())
                 if current not in (at_head, want):
                     dirty.append(path)
                     continue
@@ -582,14 +584,20 @@ class Repo:
         """Refuse before committing when a written file or its folder cannot be written:
         after the ref moved it would be too late to say "nothing was changed"."""
         problems: list[str] = []
+        folder_ok: dict[Path, bool] = {}  # each folder judged once, however many files go in it
         for path, data in sorted(changes.items()):
             file = self.workdir / path
-            folder = file.parent
-            while not folder.exists() and folder != self.workdir:
-                folder = folder.parent
-            if not os.access(folder, os.W_OK | os.X_OK) or not _owner_writable(folder):
-                problems.append(f"{folder} is not writable")
-            elif data is not None and file.exists() and not file.is_symlink() and not _owner_writable(file):
+            if file.parent not in folder_ok:
+                folder = file.parent
+                while not folder.exists() and folder != self.workdir:
+                    folder = folder.parent
+                folder_ok[file.parent] = os.access(folder, os.W_OK | os.X_OK) and _owner_writable(folder)
+                if not folder_ok[file.parent]:
+                    problems.append(f"{folder} is not writable")
+            if not folder_ok[file.parent]:
+                continue
+            mode = _lstat_mode(file)
+            if data is not None and mode is not None and not stat.S_ISLNK(mode) and not mode & 0o200:
                 problems.append(f"{file} is read-only (chmod u+w {file})")
         if problems:
             raise UnwritableError(
@@ -633,11 +641,16 @@ class Repo:
         """
         at = _Paths(self.raw[parent].peel(pygit2.Tree) if parent is not None else None)
         problems: list[str] = []
+        folders: set[str] = set()  # each folder above a written path checked once
         for path, data in sorted(changes.items()):
             parts = path.split("/")
             for depth in range(1, len(parts) + 1):
                 prefix = "/".join(parts[:depth])
                 last = depth == len(parts)
+                if not last:
+                    if prefix in folders:
+                        continue
+                    folders.add(prefix)
                 at_head = at(prefix)
                 if at_head is not None:
                     if not last and at_head.type_str != "tree":
@@ -647,12 +660,14 @@ class Repo:
                     elif last and data is not None and at_head.filemode == FileMode.LINK:
                         problems.append(f"{prefix} is a symlink at HEAD; okfgit never writes through links")
                 if on_disk:
-                    disk = self.workdir / prefix
-                    if disk.is_symlink():
+                    mode = _lstat_mode(self.workdir / prefix)
+                    if mode is None:
+                        continue
+                    if stat.S_ISLNK(mode):
                         problems.append(f"{prefix} is a symlink in the working tree; okfgit never writes through links")
-                    elif not last and disk.exists() and not disk.is_dir():
+                    elif not last and not stat.S_ISDIR(mode):
                         problems.append(f"{prefix} is a file in the working tree, not a folder")
-                    elif last and data is not None and disk.exists() and not disk.is_file():
+                    elif last and data is not None and not stat.S_ISREG(mode):
                         problems.append(f"{prefix} is not a regular file in the working tree")
         if problems:
             unique = sorted(set(problems))
@@ -1049,6 +1064,15 @@ def _add_entry(index: pygit2.Index, path: str, oid: str, mode: int, st: os.stat_
     err = C.git_index_add(index._index, entry)
     if err < 0:
         raise IntegrityError(f"cannot stage {path} in the index (libgit2 error {err})")
+
+
+def _lstat_mode(path: Path) -> int | None:
+    """The mode of ``path`` itself (a link is not followed), None when nothing is there:
+    one system call where ``is_symlink``, ``exists`` and ``is_dir`` make three."""
+    try:
+        return os.lstat(path).st_mode
+    except OSError:
+        return None
 
 
 def _owner_writable(path: Path) -> bool:
