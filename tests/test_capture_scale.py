@@ -24,3 +24,72 @@ def test_many_files_one_commit_bounded_body_every_file_a_trailer(project: Path, 
     captured = [value for key, value in trailers_by_git(git, project) if key == "Okf-Captured"]
     assert sorted(value.split()[1] for value in captured) == [f"fact_{i:02}.md" for i in range(25)]
     fsck(git, project)
+
+
+def test_a_capture_beyond_the_per_file_fsync_bound_commits_every_file_exactly(project: Path, okfgit: Runner,
+                                                                                git: Runner, home: Path) -> None:
+    """More files than FSYNC_EACH_UP_TO: the working tree is written without a per-file fsync,
+    and still every file has its trailer, its exact bytes (the agent's, the profile keys
+    added after them) in the commit, the working tree and the index."""
+    from okfgit.git import FSYNC_EACH_UP_TO
+
+    count = FSYNC_EACH_UP_TO + 8
+    folder = Path(memory_dir(project.resolve(), os.environ, home).path)
+    folder.mkdir(parents=True, exist_ok=True)
+    native = {f"fact_{i:02}.md": (f"---\nname: fact-{i:02}\ndescription: Fact {i} about the build\nmetadata:\n"
+                                  f"  type: project\n  node_type: memory\n---\nStep {i} comes before packaging.\n"
+                                  ).encode() for i in range(count)}
+    for name, data in native.items():
+        (folder / name).write_bytes(data)
+    okfgit("sync", cwd=project)
+    captured = {}
+    for key, value in trailers_by_git(git, project):
+        if key == "Okf-Captured":
+            okf_id, origin, oid = value.split()
+            captured[origin] = (okf_id, oid)
+    assert sorted(captured) == sorted(native)
+    for name, data in native.items():
+        okf_id, oid = captured[name]
+        assert oid == git("hash-object", "--stdin", cwd=project, input=data.decode()).out.strip()
+        head, body = data.split(b"---\n")[1:]
+        want = (b"---\n" + head
+                + (f"type: project\ntitle: Fact {name[5:7]}\nscope: project\nokf_id: {okf_id}\n"
+                   f"okf_source: claude-memory\nokf_origin: {name}\ngenerated:\n  by: claude-code/memory\n"
+                   f"  at: '2025-11-30T00:00:00Z'\n").encode()
+                + b"---\n" + body)
+        path = f".okf/memory/fact-{name[5:7]}.md"
+        assert git("cat-file", "blob", f"HEAD:{path}", cwd=project).out.encode() == want
+        assert (project / path).read_bytes() == want
+    # the index holds each written file's stat data (diff-files trusts it, refreshing nothing)
+    assert git("diff-files", "--name-only", cwd=project).out == ""
+    assert git("status", "--porcelain", "--", ".okf", cwd=project).out == ""
+    fsck(git, project)
+
+
+def test_a_big_capture_killed_while_writing_the_working_tree_is_finished_by_the_next_command(
+        project: Path, okfgit_proc: Runner, okfgit: Runner, git: Runner, home: Path) -> None:
+    """Beyond FSYNC_EACH_UP_TO the files are written without a per-file fsync: a kill -9 after
+    the ref moved still leaves a journal that the next command finishes, every file exact."""
+    from okfgit.git import FSYNC_EACH_UP_TO
+
+    folder = Path(memory_dir(project.resolve(), os.environ, home).path)
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(FSYNC_EACH_UP_TO + 8):
+        (folder / f"fact_{i:02}.md").write_text(
+            f"---\nname: fact-{i:02}\ndescription: Fact {i} about the build\nmetadata:\n  type: project\n---\n"
+            f"Step {i} comes before packaging.\n")
+    top = git("rev-parse", "HEAD", cwd=project).out.strip()
+    killed = okfgit_proc("sync", cwd=project, extra_env={"OKFGIT_TEST_CRASH_AT": "mid-worktree"}, expect=None)
+    assert killed.code == -9
+    assert git("rev-parse", "HEAD", cwd=project).out.strip() != top  # the ref moved, the files did not all land
+    assert git("diff-index", "--cached", "--name-only", "HEAD", "--", ".okf", cwd=project).out != ""
+    finished = okfgit("status", cwd=project, expect=None)
+    assert "finished okfgit's interrupted commit" in finished.err
+    assert git("diff-index", "--cached", "--name-only", "HEAD", "--", ".okf", cwd=project).out == ""
+    assert git("diff-files", "--name-only", "--", ".okf", cwd=project).out == ""
+    listed = git("ls-tree", "-r", "HEAD", "--", ".okf/memory", cwd=project).out.splitlines()
+    assert len(listed) == FSYNC_EACH_UP_TO + 8 + 1  # and index.md
+    for line in listed:
+        meta, path = line.split("\t")
+        assert git("hash-object", path, cwd=project).out.strip() == meta.split()[2]
+    fsck(git, project)
