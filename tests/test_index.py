@@ -50,6 +50,47 @@ def test_check_exit_codes_and_writes_nothing(repo: Path, okfgit: Runner, git: Ru
     assert report["stale"] == 1
 
 
+def test_check_with_every_index_summarised_still_sees_each_change(repo: Path, okfgit: Runner, git: Runner) -> None:
+    """``index --check`` skips an index its cached summary says is current: a title changed, a
+    subfolder's intro changed, a folder added, an index edited are each still found."""
+    kb = kb_repo(repo, git, FIXTURES / "kb-clean")
+    okfgit("index", "--check", "--scope", "project", cwd=repo, expect=0)  # every summary cached
+
+    def stale() -> list[str]:
+        report = json.loads(okfgit("index", "--check", "--json", "--scope", "project", cwd=repo, expect=None).out)
+        return report["tiers"][0]["stale"]
+
+    def commit(message: str) -> None:
+        git("add", "-A", ".okf", cwd=repo)
+        git("commit", "-q", "-m", message, cwd=repo)
+
+    policy = kb / "decisions" / "retry-policy.md"
+    policy.write_text(policy.read_text().replace("title: Retry failed charges with backoff", "title: Retry later", 1))
+    commit("retitle")
+    assert stale() == ["decisions/index.md"]
+    git("reset", "-q", "--hard", "HEAD~1", cwd=repo)
+    deploys = kb / "runbooks" / "deploys" / "index.md"
+    deploys.write_text(deploys.read_text().replace("Releasing and rolling back the billing service.",
+                                                   "How releases go out.", 1))
+    commit("new intro")
+    assert stale() == []  # the runbooks index keeps the words its entry has
+    runbooks = kb / "runbooks" / "index.md"
+    runbooks.write_text(runbooks.read_text().replace("Releasing and rolling back the billing service.",
+                                                     "Concepts under deploys/.", 1))
+    commit("stock sentence")
+    assert stale() == ["runbooks/index.md"]  # a stock sentence takes the subfolder's intro
+    git("reset", "-q", "--hard", "HEAD~2", cwd=repo)
+    (kb / "more").mkdir()
+    (kb / "more" / "x.md").write_text(note("X", "An extra."))
+    commit("a folder")
+    assert stale() == ["index.md", "more/index.md"]
+    git("reset", "-q", "--hard", "HEAD~1", cwd=repo)
+    decisions = kb / "decisions" / "index.md"
+    decisions.write_text(decisions.read_text() + "\n")
+    commit("a blank line")
+    assert stale() == ["decisions/index.md"]
+
+
 def test_index_commits_once_and_restores_the_clean_bytes(repo: Path, okfgit: Runner, git: Runner) -> None:
     kb = kb_repo(repo, git, FIXTURES / "kb-broken-index-omission")
     before = head(git, repo)
@@ -385,3 +426,71 @@ def test_doctor_and_index_agree_on_an_unclosed_fence(repo: Path, okfgit: Runner,
     okfgit("index", cwd=repo)
     assert okfgit("index", "--check", cwd=repo, expect=0).out.startswith("project: every index is up to date")
     assert index_findings(okfgit, repo) == []
+
+
+class _Blob:
+    is_link = False
+
+
+class _Tree:
+    """A KB in memory: what ``index.regenerate`` reads."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files = files
+        self.entries = {path: _Blob() for path in files}
+
+    def blob(self, path: str) -> bytes:
+        return self.files[path]
+
+
+_FOLDERS = ["", "sub", "sub/deep", "other"]
+_TITLES = ["A", "B [x]", "C"]
+
+
+@st.composite
+def _kbs(draw: st.DrawFn) -> dict[str, bytes]:
+    """A few concepts in a few folders, each folder's index absent, current, current with an
+    edit (a line added, a title changed, a line dropped), or made of arbitrary lines."""
+    files: dict[str, bytes] = {}
+    for n, folder in enumerate(_FOLDERS):
+        for name in draw(st.lists(st.sampled_from(["a.md", "b.md", "c.md"]), max_size=2, unique=True)):
+            title = draw(st.sampled_from(_TITLES))
+            path = f"{folder}/{name}" if folder else name
+            files[path] = f"---\ntype: Note\ntitle: {title}\ndescription: D{n}.\n---\nbody\n".encode()
+    current = index.regenerate(_Tree(files))
+    for folder in _FOLDERS:
+        path = index.index_path(folder)
+        kind = draw(st.sampled_from(["absent", "current", "edited", "lines"]))
+        if kind == "lines":
+            files[path] = ("\n".join(draw(st.lists(st.sampled_from(_LINES + ["- [sub](sub)", "Intro."]), max_size=8)))
+                           + "\n").encode()
+        elif kind != "absent" and path in current:
+            text = current[path].decode()
+            if kind == "edited":
+                lines = text.split("\n")
+                at = draw(st.integers(0, len(lines)))
+                edit = draw(st.sampled_from(["add", "drop", "retitle"]))
+                if edit == "add":
+                    lines.insert(at, draw(st.sampled_from(_LINES + ["- [sub](sub)"])))
+                elif edit == "drop" and at < len(lines):
+                    del lines[at]
+                else:
+                    lines = [line.replace("[A]", "[Z]", 1) for line in lines]
+                text = "\n".join(lines)
+            files[path] = text.encode()
+    return files
+
+
+@settings(max_examples=300, deadline=None)
+@given(_kbs())
+def test_summaries_never_change_what_regeneration_writes(files: dict[str, bytes]) -> None:
+    """An index whose summary (a function of its blob) says it is what regeneration writes is
+    skipped: with every index summarised, regeneration writes exactly what it writes reading
+    every index, whatever the indexes and concepts hold."""
+    tree = _Tree(files)
+    plain = index.regenerate(tree)
+    summarised = index.regenerate(tree, summaries=lambda path: index.summarize(tree.blob(path), path))
+    assert summarised == plain
+    after = _Tree({**files, **plain})  # mostly current indexes: most are skipped
+    assert index.regenerate(after, summaries=lambda path: index.summarize(after.blob(path), path)) == \
+        index.regenerate(after)

@@ -14,9 +14,11 @@ index always declares ``okf_version``.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Callable, Container, Iterable, Mapping
-from typing import Protocol
+from typing import NamedTuple, Protocol
 from dataclasses import dataclass
 
 from okfgit.format import markdown as links
@@ -88,8 +90,7 @@ def free_path(path: str, taken: Container[str]) -> str:
     return candidate
 
 
-@dataclass(frozen=True)
-class Line:
+class Line(NamedTuple):
     """One top-level list item of an index's entry list, as written.
 
     ``target`` is None when the item does not start with a markdown link; ``strict`` is
@@ -155,8 +156,7 @@ def expected_entry(title: str, target: str, description: str) -> str:
     return _entry(escape_title(title), target, description)
 
 
-@dataclass(frozen=True)
-class Item:
+class Item(NamedTuple):
     """What an index needs to know about a concept."""
 
     title: str
@@ -631,31 +631,97 @@ def _subfolder_name(folder: str, target: str) -> str | None:
     return None
 
 
+# -- what regeneration needs of an index, from its blob alone ----------------------------
+
+
+class Summary(NamedTuple):
+    """What ``regenerate`` needs to know of one index file, a pure function of its path and
+    blob (so a cache keeps it by blob OID): the sentence its folder's entry in the parent
+    index takes from it, and, when the file is exactly what regeneration writes from its
+    own entries, those entries. Such a file is current when the tree implies the same
+    entries, and regeneration need not read it (``regenerate``'s ``summaries``)."""
+
+    sentence: str  # describe_folder(its intro, its folder's name)
+    concepts: str  # fingerprint() of its concept entries; "" when it is not exactly as regeneration writes it
+    subfolders: dict[str, str]  # its subfolder entries, name -> description (when ``concepts`` is set)
+
+
+class _Asked:
+    """A container of folders that holds none and remembers whether it was asked."""
+
+    asked = False
+
+    def __contains__(self, item: object) -> bool:
+        self.asked = True
+        return False
+
+
+def summarize(data: bytes, path: str) -> Summary:
+    """The ``Summary`` of index ``path`` holding ``data``."""
+    folder = parent(path)
+    asked = _Asked()
+    page = read_page(data, path, asked)
+    sentence = describe_folder(page.intro, folder.rsplit("/", 1)[-1])
+    # An entry whose kind depends on the KB's folders (a link to ``sub`` with no slash) or a
+    # page in another form: regeneration must read it each time.
+    if asked.asked or not page.entries or not own_form(page, folder):
+        return Summary(sentence, "", {})
+    concepts: dict[str, Item] = {}
+    subfolders: dict[str, str] = {}
+    for line in page.entries:
+        target = line.target or ""
+        sub = _subfolder_name(folder, target)
+        if sub is not None:
+            subfolders.setdefault(sub, line.description)
+        else:
+            name = (links.resolve(path, target).path or "").rsplit("/", 1)[-1]  # own_form: a concept of the folder
+            concepts.setdefault(name, Item(line.title or "", line.description))
+    if rebuild(folder, page, concepts, subfolders) != data:
+        return Summary(sentence, "", {})
+    return Summary(sentence, fingerprint(concepts), subfolders)
+
+
+def fingerprint(concepts: Mapping[str, Item]) -> str:
+    """One digest of a folder's concept entries as an index writes them: name, title and
+    description, by name (SHA-1, the trust git's own object names rest on)."""
+    rows = [[name, concepts[name].title, concepts[name].description] for name in sorted(concepts)]
+    return hashlib.sha1(json.dumps(rows).encode("ascii")).hexdigest()
+
+
 def regenerate(
     snapshot: Tree,
     changes: Mapping[str, bytes | None] | None = None,
     folders: Iterable[str] | None = None,
     items: Callable[[str], Item | None] | None = None,
+    summaries: Callable[[str], Summary | None] | None = None,
 ) -> dict[str, bytes]:
     """Index files (path -> bytes) that differ from the tree once ``changes`` are applied.
 
     ``folders`` limits the work to those folders (default: every folder in the KB).
     ``items`` gives a concept's entry without reading its blob when it knows it (a cache
-    keyed by blob OID); a path it answers None for is read.
+    keyed by blob OID); a path it answers None for is read. ``summaries`` gives an index
+    file's ``Summary`` the same way: an index whose summary says it is what regeneration
+    would write is neither read nor rebuilt.
     """
     changes = dict(changes or {})
     paths = set(snapshot.entries) | set(changes)
     paths = {p for p in paths if changes.get(p, b"") is not None}
+    blobs: dict[str, bytes | None] = {}
 
     def read(path: str) -> bytes | None:
         if path in changes:
             return changes[path]
-        if path in snapshot.entries:
-            try:
-                return snapshot.blob(path)
-            except OkfError:
-                return None
-        return None
+        if path not in blobs:
+            blobs[path] = None
+            if path in snapshot.entries:
+                try:
+                    blobs[path] = snapshot.blob(path)
+                except OkfError:
+                    pass
+        return blobs[path]
+
+    def summary(path: str) -> Summary | None:
+        return summaries(path) if summaries is not None and path in snapshot.entries and path not in changes else None
 
     def listable(path: str) -> bool:
         if not okf.is_concept_path(path) or is_needs_merge(path):
@@ -685,13 +751,19 @@ def regenerate(
             pages[folder] = read_page(read(path) or b"", path, kb_folders)
         return pages[folder]
 
-    def kept_descriptions(folder: str) -> dict[str, str]:
+    def kept_descriptions(folder: str, known: Summary | None) -> dict[str, str]:
         out: dict[str, str] = {}
+        if known is not None:  # the page's subfolder entries, as summarised
+            return {name: text for name, text in known.subfolders.items() if text and text != _stock_sentence(name)}
         for line in page_of(folder).entries:
             name = _subfolder_name(folder, line.target) if line.target else None
             if name and line.description and line.description != _stock_sentence(name):
                 out.setdefault(name, line.description)
         return out
+
+    def sentence(sub: str) -> str:
+        known = summary(index_path(sub))
+        return known.sentence if known is not None else describe_folder(page_of(sub).intro, sub.rsplit("/", 1)[-1])
 
     lookup = items
     out: dict[str, bytes] = {}
@@ -700,11 +772,15 @@ def regenerate(
         for name, path in by_folder[folder].items():
             known = lookup(path) if lookup is not None and path not in changes else None
             entries[name] = known if known is not None else item_of(read(path) or b"", path)
-        kept = kept_descriptions(folder) if subs[folder] else {}
+        own = summary(index_path(folder))
+        exact = own if own is not None and own.concepts else None
+        kept = kept_descriptions(folder, exact) if subs[folder] else {}
         subfolders = {}
         for sub in subs[folder]:
             name = sub.rsplit("/", 1)[-1]
-            subfolders[name] = kept.get(name) or describe_folder(page_of(sub).intro, name)
+            subfolders[name] = kept.get(name) or sentence(sub)
+        if exact is not None and exact.subfolders == subfolders and exact.concepts == fingerprint(entries):
+            continue  # the file is what rebuilding it from these entries writes
         page = page_of(folder)
         existing = read(index_path(folder))
         if existing is not None and not own_form(page, folder, lambda path: links.exists(path, paths)):

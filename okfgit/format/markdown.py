@@ -10,6 +10,7 @@ import posixpath
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import unquote
 
 # An opening fence: indent, the run, the info string (CommonMark: a backtick fence's info string has no backtick)
@@ -21,8 +22,7 @@ _WIKI = re.compile(r"\[\[([^\[\]|#]+)(?:#[^\[\]|]*)?(?:\|[^\[\]]*)?\]\]")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
-@dataclass(frozen=True)
-class Link:
+class Link(NamedTuple):
     """One link as written: ``kind`` is ``md`` or ``wiki``; ``line`` is 1-based in the body."""
 
     kind: str
@@ -30,8 +30,7 @@ class Link:
     line: int
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):
     """Where a markdown link points inside the tier (``path`` None for external links)."""
 
     path: str | None

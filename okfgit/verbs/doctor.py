@@ -226,6 +226,10 @@ class Page(NamedTuple):
     # (see _where), conforming, title, description, the line as written when not conforming]
     entries: list[Any]
     links: list[Any]  # index.md, the links outside its entries: [kind, target, line in the body]
+    summary: list[Any] | None  # index.md: what regeneration needs of it (index_md.Summary), None when unreadable
+
+    def index_summary(self) -> index.Summary | None:
+        return index.Summary(*self.summary) if self.summary is not None else None
 
 
 def page_of(path: str, entry: Entry, data: bytes) -> Page:
@@ -233,10 +237,11 @@ def page_of(path: str, entry: Entry, data: bytes) -> Page:
     findings: list[Finding] = []
     doc = None if entry.is_link else _read(path, data, findings)  # a symlink: reported by the scan
     if doc is None:
-        return Page(entry.oid, [_finding_row(f) for f in findings], False, 1, [], [])
+        return Page(entry.oid, [_finding_row(f) for f in findings], False, 1, [], [], None)
     checks = FileChecks("")
     rows: list[Any] = []
     intro: list[Any] = []
+    summary = None
     if path.rsplit("/", 1)[-1] == "log.md":
         checks.log(doc)
     else:
@@ -254,7 +259,8 @@ def page_of(path: str, entry: Entry, data: bytes) -> Page:
         rest = "\n".join("" if n in entry_numbers else text_line
                          for n, text_line in enumerate(doc.text.splitlines(), start=1))
         intro = [[link.kind, link.target, link.line] for link in links.extract(rest)]
-    return Page(entry.oid, [_finding_row(f) for f in checks.findings], True, doc.body_line, rows, intro)
+        summary = list(index.summarize(data, path))
+    return Page(entry.oid, [_finding_row(f) for f in checks.findings], True, doc.body_line, rows, intro, summary)
 
 
 def _where(source: str, link: links.Link) -> str | None:

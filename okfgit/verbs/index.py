@@ -7,11 +7,13 @@ plans the same work and writes nothing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from okfgit.format import index_md as index
 from okfgit.context import Context
 from okfgit.errors import EXIT_OK, EXIT_USAGE
+from okfgit.git import Entry
 from okfgit.knowledge.snapshot import snapshot
 from okfgit.plan import Plan, TierCommit, apply, writing
 from okfgit.verbs import doctor
@@ -61,13 +63,18 @@ def plan_index(ws: Workspace, scope: str, *, check: bool = False) -> IndexRun:
         if snap.commit is None or not snap.entries:
             run.skipped.append(f"{tier.label} tier skipped: no knowledge base at HEAD in {tier.root}")
             continue
-        facts = doctor.checked_facts(snap)  # what each concept's entry says, cached by blob OID
+        facts = doctor.checked_facts(snap)  # each concept's entry and each index's summary, cached by blob OID
 
         def item(path: str, facts: dict[str, doctor.Checked] = facts) -> index.Item | None:
             fact = facts.get(path)
             return index.Item(*fact.item) if fact is not None else None
 
-        changes = index.regenerate(snap, items=item)
+        def summary(path: str, pages: dict[str, doctor.Page] = facts.pages,
+                    entries: Mapping[str, Entry] = snap.entries) -> index.Summary | None:
+            page = pages.get(path)
+            return page.index_summary() if page is not None and page.oid == entries[path].oid else None
+
+        changes = index.regenerate(snap, items=item, summaries=summary)
         stale = sorted(changes)
         run.tiers.append(TierIndex(tier, snap.commit, stale))
         if not changes:
