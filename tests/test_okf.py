@@ -93,3 +93,34 @@ def test_set_keys_preserves_every_other_key_and_the_body(meta: dict[str, str], b
     expected[key] = value
     assert parsed.meta == expected
     assert parsed.body == body.encode()
+
+
+def test_set_keys_appends_absent_keys_in_order_after_the_agents_lines() -> None:
+    data = b"\xef\xbb\xbf---\r\nname: x\r\nmetadata:\r\n  type: project\r\n---\r\nbody\r\n"
+    out = okf.set_keys(data, "x.md", {"type": "project", "okf_id": "abc", "generated": {"by": "a/b", "at": "now"}})
+    assert out == (b"\xef\xbb\xbf---\r\nname: x\r\nmetadata:\r\n  type: project\r\n"
+                   b"type: project\r\nokf_id: abc\r\ngenerated:\r\n  by: a/b\r\n  at: now\r\n---\r\nbody\r\n")
+    unterminated = b"---\nname: x\n---\nbody\n"
+    assert okf.set_keys(unterminated, "x.md", {"title": "X", "scope": "project"}) == \
+        b"---\nname: x\ntitle: X\nscope: project\n---\nbody\n"
+
+
+def test_set_keys_rewrites_a_present_key_in_place_and_appends_the_rest() -> None:
+    data = b"---\nname: x\n'scope': job\ndescription: d\n---\nbody\n"
+    out = okf.set_keys(data, "x.md", {"title": "X", "scope": "project", "okf_id": "abc"})
+    assert out == b"---\nname: x\nscope: project\ndescription: d\ntitle: X\nokf_id: abc\n---\nbody\n"
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.from_regex(r"\A[a-z_]{1,8}\Z", fullmatch=True), _text, max_size=4), _text,
+       st.dictionaries(st.from_regex(r"\A[a-z_]{1,8}\Z", fullmatch=True), _text, min_size=1, max_size=5))
+def test_set_keys_at_once_writes_what_one_key_at_a_time_writes(meta: dict[str, str], body: str,
+                                                                updates: dict[str, str]) -> None:
+    """Several keys in one call (absent ones appended in one go) give the bytes that setting
+    them one by one gives, whether each key is already there or not."""
+    data = okf.serialize({"type": "Note", **meta}, body)
+    once = okf.set_keys(data, "x.md", updates)
+    stepwise = data
+    for key, value in updates.items():
+        stepwise = okf.set_keys(stepwise, "x.md", {key: value})
+    assert once == stepwise

@@ -276,14 +276,20 @@ def set_keys(data: bytes, name: str, updates: Mapping[str, Any], remove: tuple[s
         chunks = dict(zip(updates, _entries(dump_yaml(dict(updates)))))
         if len(chunks) != len(updates):
             raise IntegrityError(f"{name}: could not write frontmatter keys {sorted(updates)}")
-        for key in updates:
-            # An existing key is rewritten where it stands; a new one goes last.
-            dumped = chunks[key].replace("\n", nl)
-            lines = _drop_key(lines, key, replace_with=dumped)
-            if dumped not in lines:
-                appended.append(dumped)
-        for key in remove:
-            lines = _drop_key(lines, key, replace_with=None)
+        present = _any_key_pattern(tuple(updates) + tuple(remove))
+        if not any(present.match(line) for line in lines):
+            # None of the keys is there (a migration's usual case): they all go last, as the
+            # loop below would put them, without a pass over the lines per key.
+            appended = [chunks[key].replace("\n", nl) for key in updates]
+        else:
+            for key in updates:
+                # An existing key is rewritten where it stands; a new one goes last.
+                dumped = chunks[key].replace("\n", nl)
+                lines = _drop_key(lines, key, replace_with=dumped)
+                if dumped not in lines:
+                    appended.append(dumped)
+            for key in remove:
+                lines = _drop_key(lines, key, replace_with=None)
         new_fm = "".join(lines) + "".join(appended)
         out = data[: parsed.fm_start] + new_fm.encode("utf-8") + data[parsed.fm_end:]
     check = split(out, name)
@@ -308,7 +314,14 @@ def _entries(dumped: str) -> list[str]:
 
 @functools.lru_cache(maxsize=256)
 def _key_pattern(key: str) -> re.Pattern[str]:
-    return re.compile(rf"^(?:{re.escape(key)}|'{re.escape(key)}'|\"{re.escape(key)}\")[ \t]*:")
+    return _any_key_pattern((key,))
+
+
+@functools.lru_cache(maxsize=256)
+def _any_key_pattern(keys: tuple[str, ...]) -> re.Pattern[str]:
+    """A line that starts one of ``keys``' entries (plain, single- or double-quoted key)."""
+    names = "|".join(f"{re.escape(k)}|'{re.escape(k)}'|\"{re.escape(k)}\"" for k in keys)
+    return re.compile(rf"^(?:{names})[ \t]*:")
 
 
 def _drop_key(lines: list[str], key: str, replace_with: str | None) -> list[str]:
