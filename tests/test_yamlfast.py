@@ -136,3 +136,11 @@ def test_the_keys_capture_adds_take_the_fast_dump() -> None:
     fast = yamlfast.dump(adds, DUMPER.yaml_implicit_resolvers)
     assert fast is not None and fast == pyyaml_dump(adds)
     assert "  at: '2025-01-01T00:00:00Z'\n" in fast  # a timestamp stays a string: quoted, as PyYAML quotes it
+
+
+def test_dump_remembers_strings_and_keys_without_mixing_them_up() -> None:
+    resolvers = DUMPER.yaml_implicit_resolvers
+    for _ in range(2):  # the second round is answered from what the first remembered
+        assert yamlfast.dump({"type": "no", "scope": "project"}, resolvers) == "type: 'no'\nscope: project\n"
+        assert yamlfast.dump({"no": "project"}, resolvers) is None  # a key PyYAML would quote: declined
+        assert yamlfast.dump({"project": "a  b"}, resolvers) is None

@@ -177,6 +177,8 @@ class Claims:
         self.wildcard = tuple(p for _, p in resolvers.get(None, ()))
         self.by_first = {k: tuple(p for _, p in v) + self.wildcard for k, v in resolvers.items() if k}
         self.plain: set[str] = set()
+        self.dumped: dict[str, str] = {}  # dump: short strings as written, when simple
+        self.keys: set[str] = set()  # dump: keys written as they are
 
 
 _CACHE: dict[int, Claims] = {}
@@ -224,15 +226,26 @@ def dump(mapping: Mapping[str, Any], resolvers: Resolvers) -> str | None:
 
 
 def _dump_key(key: Any, claims: Claims) -> str:
+    if key in claims.keys:
+        return str(key)
     if not isinstance(key, str) or not _DUMP_KEY.match(key):
         raise _Fallback
-    return _resolved(key, claims)
+    _resolved(key, claims)
+    if len(claims.keys) < _MEMO_LIMIT:
+        claims.keys.add(key)
+    return key
 
 
 def _dump_str(text: str, claims: Claims) -> str:
+    known = claims.dumped.get(text)  # keys, types, scopes, actors repeat from file to file
+    if known is not None:
+        return known
     if not _SIMPLE.match(text) or "  " in text or ": " in text:
         raise _Fallback
     try:
-        return _resolved(text, claims)
+        out = _resolved(text, claims)
     except _Fallback:
-        return f"'{text}'"
+        out = f"'{text}'"
+    if len(text) < 40 and len(claims.dumped) < _MEMO_LIMIT:
+        claims.dumped[text] = out
+    return out
