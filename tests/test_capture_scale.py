@@ -93,3 +93,30 @@ def test_a_big_capture_killed_while_writing_the_working_tree_is_finished_by_the_
         meta, path = line.split("\t")
         assert git("hash-object", path, cwd=project).out.strip() == meta.split()[2]
     fsck(git, project)
+
+
+def test_a_capture_into_a_folder_of_earlier_captures_writes_the_index_a_full_regeneration_writes(
+        project: Path, okfgit: Runner, git: Runner, home: Path) -> None:
+    """The concepts already in memory/ give their index entries from their cards (not read
+    again): the index is still exactly what `okfgit index` makes from the whole tree."""
+    folder = Path(memory_dir(project.resolve(), os.environ, home).path)
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def fact(i: int) -> str:
+        return (f"---\nname: fact-{i:02}\ntitle: Fact [{i}] of the build\ndescription: Fact {i} about the build\n"
+                f"metadata:\n  type: project\n---\nStep {i} comes before packaging.\n")
+    for i in range(3):
+        (folder / f"fact_{i:02}.md").write_text(fact(i))
+    okfgit("sync", cwd=project)
+    # a person edits an earlier capture's description in the KB: its card follows the new blob
+    edited = project / ".okf" / "memory" / "fact-01.md"
+    edited.write_text(edited.read_text().replace("Fact 1 about the build", "Fact one, reworded"))
+    git("commit", "-q", "-am", "reword", cwd=project)
+    for i in range(3, 5):
+        (folder / f"fact_{i:02}.md").write_text(fact(i))
+    okfgit("sync", cwd=project)
+    okfgit("index", "--check", cwd=project)  # exit 0: nothing to regenerate
+    page = (project / ".okf" / "memory" / "index.md").read_text()
+    for i in range(5):
+        assert f"[Fact ({i}) of the build](fact-{i:02}.md)" in page
+    assert "Fact one, reworded" in page and "Fact 1 about the build" not in page

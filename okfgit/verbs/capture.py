@@ -19,6 +19,7 @@ import os
 import posixpath
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -313,7 +314,8 @@ class _Known:
 
     def __init__(self, tiers: list[Tier]) -> None:
         self.tiers = {t.label: t for t in tiers}
-        self.view = Merged([TierCards(t) for t in tiers])
+        self.cards = {t.label: TierCards(t) for t in tiers}
+        self.view = Merged(list(self.cards.values()))
         self._snaps: dict[str, Snapshot] = {}
         self._taken: dict[str, set[str]] = {}
 
@@ -334,6 +336,21 @@ class _Known:
 
     def concept(self, tier: Tier, path: str) -> Concept:
         return self.snapshot(tier).concept(path)
+
+    def index_items(self, tier: Tier) -> Callable[[str], index.Item | None]:
+        """A concept's index entry from its card (``index.item_of``'s title, description and
+        type), when the card is of the blob the tier has: the concepts already in a folder
+        that a capture adds to are not read and parsed again to regenerate its index."""
+        facts = self.cards[tier.label].catalog.facts if tier.label in self.cards else {}
+        entries = self.snapshot(tier).entries
+
+        def item(path: str) -> index.Item | None:
+            card = facts.get(path)
+            entry = entries.get(path)
+            if card is None or entry is None or card.oid != entry.oid:
+                return None
+            return index.Item(index.escape_title(card.title), card.description, card.type)
+        return item
 
     def free_path(self, tier: Tier, path: str) -> str:
         """``path``, or ``<stem>-2.md``, ``-3`` ... when the tier (or this capture) has it; reserves it."""
@@ -602,7 +619,8 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
             from okfgit.verbs.init import root_index
 
             changes["index.md"] = root_index(tier)
-        changes.update(index.regenerate(snap, changes, index.affected_folders(list(changes))))
+        changes.update(index.regenerate(snap, changes, index.affected_folders(list(changes)),
+                                        items=kb.index_items(tier)))
         trailers = [("Okf-Source", "claude-memory")]
         trailers += [("Okf-Captured", f"{c.okf_id} {_trailer_path(c.origin)} {c.file_oid}") for c in group]
         count = len(group)
