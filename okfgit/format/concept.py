@@ -254,6 +254,13 @@ def set_keys(data: bytes, name: str, updates: Mapping[str, Any], remove: tuple[s
     it was. The result is parsed again and checked; on any surprise nothing is returned.
     ``parsed`` is ``split(data, name)`` when the caller has it already.
     """
+    return set_keys_split(data, name, updates, remove, parsed=parsed)[0]
+
+
+def set_keys_split(data: bytes, name: str, updates: Mapping[str, Any], remove: tuple[str, ...] = (), *,
+                   parsed: Parsed | None = None) -> tuple[bytes, Parsed]:
+    """``set_keys``, and the result split: the parse that checked it, for a caller that
+    reads the new bytes next (capture checks and indexes them without parsing them again)."""
     parsed = split(data, name) if parsed is None else parsed
     nl = parsed.newline
     if not parsed.has_frontmatter and _LONE_CR_FENCE.match(data, parsed.fm_start):
@@ -297,7 +304,7 @@ def set_keys(data: bytes, name: str, updates: Mapping[str, Any], remove: tuple[s
     expected.update(updates)
     if check.meta != expected or check.body != parsed.body:
         raise IntegrityError(f"{name}: editing frontmatter keys {sorted(updates)} would change other content")
-    return out
+    return out, check
 
 
 def _entries(dumped: str) -> list[str]:
