@@ -18,7 +18,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Container, Iterable, Mapping
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 from dataclasses import dataclass
 
 from okfgit.format import markdown as links
@@ -188,6 +188,11 @@ def item_of(data: bytes, path: str) -> Item:
         meta = okf.split(data, path).meta
     except OkfError:
         meta = {}
+    return item_from(meta, path)
+
+
+def item_from(meta: Mapping[str, Any], path: str) -> Item:
+    """A concept's index entry from its frontmatter (``item_of`` for a file already split)."""
     title = okf.one_line(meta.get("title")) or okf.title_from_path(path)
     return Item(escape_title(title), okf.one_line(meta.get("description")), okf.one_line(meta.get("type")))
 
@@ -694,6 +699,7 @@ def regenerate(
     folders: Iterable[str] | None = None,
     items: Callable[[str], Item | None] | None = None,
     summaries: Callable[[str], Summary | None] | None = None,
+    changed_items: Mapping[str, Item] | None = None,
 ) -> dict[str, bytes]:
     """Index files (path -> bytes) that differ from the tree once ``changes`` are applied.
 
@@ -701,7 +707,8 @@ def regenerate(
     ``items`` gives a concept's entry without reading its blob when it knows it (a cache
     keyed by blob OID); a path it answers None for is read. ``summaries`` gives an index
     file's ``Summary`` the same way: an index whose summary says it is what regeneration
-    would write is neither read nor rebuilt.
+    would write is neither read nor rebuilt. ``changed_items`` are the entries of paths in
+    ``changes`` when the caller has split their new bytes already (capture).
     """
     changes = dict(changes or {})
     paths = set(snapshot.entries) | set(changes)
@@ -770,7 +777,10 @@ def regenerate(
     for folder in sorted(wanted):
         entries: dict[str, Item] = {}
         for name, path in by_folder[folder].items():
-            known = lookup(path) if lookup is not None and path not in changes else None
+            if path in changes:
+                known = changed_items.get(path) if changed_items is not None else None
+            else:
+                known = lookup(path) if lookup is not None else None
             entries[name] = known if known is not None else item_of(read(path) or b"", path)
         own = summary(index_path(folder))
         exact = own if own is not None and own.concepts else None

@@ -56,6 +56,7 @@ class Captured:
     kb_path: str
     data: bytes
     why: str = ""  # for a conflict: which side changed
+    parsed: okf.Parsed | None = field(default=None, repr=False, compare=False)  # ``data`` split
 
 
 @dataclass
@@ -457,7 +458,7 @@ def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb
         tier, kb_path, head_oid = at
         if head_oid == oid:
             return None
-        return _edit(origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st, _updated(data, origin, parsed, tier))
+        return _edit(origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st, *_updated(data, origin, parsed, tier))
     if okf.is_valid_okf_id(okf_id):
         # Not a new fact: a concept since removed from the KB, or one another repository
         # projected into a shared folder. Capturing it would resurrect or leak it.
@@ -475,22 +476,23 @@ def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb
         if _same_fact(meta, parsed.body, known):
             return None
         tier, kb_path, head_oid = current
-        _, migrated = _migrate(ctx, origin, data, parsed, tier, known.okf_id)
-        return _edit(origin, oid, known.okf_id, tier, kb_path, head_oid, kb, st, migrated)
+        _, migrated, split = _migrate(ctx, origin, data, parsed, tier, known.okf_id)
+        return _edit(origin, oid, known.okf_id, tier, kb_path, head_oid, kb, st, migrated, split)
     dest = routes.route(meta)
-    new_id, migrated = _migrate(ctx, origin, data, parsed, dest)
+    new_id, migrated, split = _migrate(ctx, origin, data, parsed, dest)
     name = okf.one_line(meta.get("name")) or posixpath.basename(origin)[:-3]
     kb_path = kb.free_path(dest, f"{CAPTURE_FOLDER}/{okf.slugify(name)}.md")
-    return Captured("new", origin, oid, new_id, dest, kb_path, migrated)
+    return Captured("new", origin, oid, new_id, dest, kb_path, migrated, parsed=split)
 
 
 def _edit(origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid: str, kb: _Known,
-          st: state.State, data: bytes) -> Captured | None:
-    """An agent's edit: an update when the KB still holds what okfgit projected, else a conflict
-    (None when that very variant is already committed as a sibling)."""
+          st: state.State, data: bytes, split: okf.Parsed) -> Captured | None:
+    """An agent's edit (``data``, and ``split`` its parse): an update when the KB still holds
+    what okfgit projected, else a conflict (None when that very variant is already committed
+    as a sibling)."""
     projected = st.memory_files.get(origin)
     if projected is not None and projected.oid == head_oid:
-        return Captured("update", origin, oid, okf_id, tier, kb_path, data)
+        return Captured("update", origin, oid, okf_id, tier, kb_path, data, parsed=split)
     if _sibling_has(kb.snapshot(tier), index.needs_merge_path(kb_path), data, origin):
         # A sync killed after its commit and before recording the file: committing it again
         # would add a second, identical needs-merge sibling.
@@ -502,7 +504,7 @@ def _edit(origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid
     else:
         why = (f"the concept changed on both sides: in the KB ({tier.label}:{kb_path} is no longer what okfgit "
                "projected here) and in Claude memory")
-    return Captured("conflict", origin, oid, okf_id, tier, sibling, data, why)
+    return Captured("conflict", origin, oid, okf_id, tier, sibling, data, why, split)
 
 
 def _valid(item: Captured) -> Captured:
@@ -514,7 +516,8 @@ def _valid(item: Captured) -> Captured:
     """
     from okfgit.verbs.doctor import frontmatter_errors
 
-    found = [f for f in frontmatter_errors(item.tier, item.kb_path, item.data) if f.code != "needs-merge"]
+    found = [f for f in frontmatter_errors(item.tier, item.kb_path, item.data, parsed=item.parsed)
+             if f.code != "needs-merge"]
     if found:
         why = "; ".join(f.message.replace(" (`okfgit adopt` adds them)", "") for f in found)
         raise UsageError(f"not captured, it would not be a valid concept: {why}; fix the memory file "
@@ -565,21 +568,21 @@ def _check_names(meta: dict[str, Any]) -> None:
             raise UsageError(f"frontmatter {key} {text!r} tries to leave the memory folder")
 
 
-def _updated(data: bytes, origin: str, parsed: okf.Parsed, tier: Tier) -> bytes:
-    """An agent's edit of a concept, with the profile keys that must not drift put back."""
+def _updated(data: bytes, origin: str, parsed: okf.Parsed, tier: Tier) -> tuple[bytes, okf.Parsed]:
+    """An agent's edit of a concept, with the profile keys that must not drift put back (and split)."""
     meta = parsed.meta
     fixes: dict[str, Any] = {}
     if meta.get("scope") != tier.name:
         fixes["scope"] = tier.name
     if not okf.one_line(meta.get("type")):
         fixes["type"] = "Note"
-    return okf.set_keys(data, origin, fixes, parsed=parsed) if fixes else data
+    return okf.set_keys_split(data, origin, fixes, parsed=parsed) if fixes else (data, parsed)
 
 
 def _migrate(ctx: Context, origin: str, data: bytes, parsed: okf.Parsed, dest: Tier,
-             okf_id: str | None = None) -> tuple[str, bytes]:
-    """(okf_id, the agent's bytes with okfgit's profile keys added): no key or body byte lost.
-    ``parsed`` is the file split once by the caller."""
+             okf_id: str | None = None) -> tuple[str, bytes, okf.Parsed]:
+    """(okf_id, the agent's bytes with okfgit's profile keys added, those split): no key or
+    body byte lost. ``parsed`` is the file split once by the caller."""
     meta = parsed.meta
     native: dict[str, Any] = meta["metadata"] if isinstance(meta.get("metadata"), dict) else {}
     native_type = okf.one_line(meta.get("type")) or okf.one_line(native.get("type")) or "Note"
@@ -603,7 +606,7 @@ def _migrate(ctx: Context, origin: str, data: bytes, parsed: okf.Parsed, dest: T
         adds["okf_origin"] = origin
     if "generated" not in meta:
         adds["generated"] = {"by": AGENT_ACTOR, "at": ctx.iso_now()}
-    return str(okf_id), okf.set_keys(data, origin, adds, parsed=parsed)
+    return (str(okf_id), *okf.set_keys_split(data, origin, adds, parsed=parsed))
 
 
 def _build_plan(items: list[Captured], kb: _Known) -> Plan:
@@ -619,8 +622,10 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
             from okfgit.verbs.init import root_index
 
             changes["index.md"] = root_index(tier)
+        # Each captured file was split when its keys were checked: its entry needs no new parse.
+        known = {c.kb_path: index.item_from(c.parsed.meta, c.kb_path) for c in group if c.parsed is not None}
         changes.update(index.regenerate(snap, changes, index.affected_folders(list(changes)),
-                                        items=kb.index_items(tier)))
+                                        items=kb.index_items(tier), changed_items=known))
         trailers = [("Okf-Source", "claude-memory")]
         trailers += [("Okf-Captured", f"{c.okf_id} {_trailer_path(c.origin)} {c.file_oid}") for c in group]
         count = len(group)

@@ -175,13 +175,14 @@ class Checked(NamedTuple):
     stale_line: int | None
 
 
-def checked_of(tier_name: str, path: str, entry: Entry, data: bytes) -> Checked:
-    """Read and check one concept file on its own (see ``Checked``)."""
+def checked_of(tier_name: str, path: str, entry: Entry, data: bytes, parsed: okf.Parsed | None = None) -> Checked:
+    """Read and check one concept file on its own (see ``Checked``); ``parsed`` is
+    ``okf.split(data, path)`` when the caller has it already."""
     if entry.is_link:  # reported as a symlink by the scan; never read
         return Checked(entry.oid, [], False, False, 1, [], None, False, [], None, None,
                        [index.escape_title(okf.title_from_path(path)), "", ""], "", None)
     findings: list[Finding] = []
-    doc = _read(path, data, findings)
+    doc = _read(path, data, findings, parsed)
     if doc is None:
         return Checked(entry.oid, [_finding_row(f) for f in findings], False, False, 1, [], None, False, [],
                        None, None, _item_row(index.item_of(data, path)), "", None)
@@ -416,8 +417,9 @@ class Scan:
         return self._names
 
 
-def _read(path: str, data: bytes, findings: list[Finding]) -> Doc | None:
-    """``data`` split once into a ``Doc``; None (and a finding) when okfgit cannot read it."""
+def _read(path: str, data: bytes, findings: list[Finding], parsed: okf.Parsed | None = None) -> Doc | None:
+    """``data`` split once (``parsed``, when given) into a ``Doc``; None (and a finding) when
+    okfgit cannot read it."""
 
     def add(group: str, code: str, message: str, line: int | None = None) -> None:
         findings.append(Finding(code, ERROR, path, message, line, group))
@@ -433,7 +435,8 @@ def _read(path: str, data: bytes, findings: list[Finding]) -> Doc | None:
         if okf.is_reserved(path) and not path.endswith("index.md"):
             data.decode("utf-8")
             return Doc(path, data, {}, False, data, 1)  # log.md: no frontmatter to read
-        parsed = okf.split(data, path)
+        if parsed is None:
+            parsed = okf.split(data, path)
     except UnicodeDecodeError as exc:
         _not_utf8(data, exc, add)
         return None
@@ -888,12 +891,14 @@ def check_snapshot(snap: Snapshot, today: dt.date | dt.datetime, wiki_elsewhere:
     return TierReport(scan.snap.tier, scan.snap.commit, worktree, concepts, findings)
 
 
-def frontmatter_errors(tier: Tier, path: str, data: bytes, today: dt.date | None = None) -> list[Finding]:
+def frontmatter_errors(tier: Tier, path: str, data: bytes, today: dt.date | None = None, *,
+                       parsed: okf.Parsed | None = None) -> list[Finding]:
     """The errors doctor would report for ``data`` committed at ``path`` in ``tier``,
-    judged on the file alone (links aside): what capture checks before it commits."""
+    judged on the file alone (links aside): what capture checks before it commits
+    (``parsed``: ``data`` split, when capture has it already)."""
     if not okf.is_concept_path(path):
         return []
-    fact = checked_of(tier.name, path, Entry(blob_oid(data), FILE_MODE), data)
+    fact = checked_of(tier.name, path, Entry(blob_oid(data), FILE_MODE), data, parsed)
     return [Finding(code, severity, path, message, line, g)
             for g, code, severity, message, line in fact.findings if severity == ERROR]
 
