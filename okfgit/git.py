@@ -307,6 +307,12 @@ class Repo:
             out[path] = folders[folder].get(name)
         return out
 
+    def listing(self, tree: str, folder: str = "") -> dict[str, Entry]:
+        """The entries directly in ``folder`` of the tree ``tree`` (an OID), by name, of every
+        kind (blobs, trees, submodules); empty when there is no such folder. One folder read,
+        no walk: for looking paths up in a tree without listing all of it."""
+        return self._listing(self.raw[tree].peel(pygit2.Tree), folder)
+
     def _listing(self, root: pygit2.Tree, folder: str) -> dict[str, Entry]:
         try:
             sub = root[folder] if folder else root
