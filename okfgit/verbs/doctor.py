@@ -21,7 +21,7 @@ import datetime as dt
 import functools
 import gc
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -368,7 +368,9 @@ class Scan:
     (``index.md``, ``log.md``) as ``Page``s (both cached by blob OID), plus the symlinks."""
 
     def __init__(self, snap: Snapshot, facts: dict[str, Checked] | None = None,
-                 reserved: Callable[[str], bool] | None = None) -> None:
+                 paths: Collection[str] | None = None) -> None:
+        """``paths``: a scoped scan reads only these (each looked up in the tree, which is
+        never walked: review's cost follows the change); None reads every file."""
         self.snap = snap
         self.findings: list[Finding] = []
         self.pages: dict[str, Page] = {}
@@ -379,12 +381,13 @@ class Scan:
         # so they are read from the cache (or the blobs) here.
         self._known = facts.pages if isinstance(facts, Facts) else None
         self._names: dict[str, str] | None = None
-        self.complete = reserved is None  # every reserved file read (not only those ``reserved`` asked for)
-        for path, entry in sorted(snap.entries.items()):
-            if entry.is_link:
+        self.complete = paths is None  # every reserved file read (not only the ``paths`` asked for)
+        entries = snap.entries
+        for path in sorted(entries) if paths is None else sorted(p for p in paths if p in entries):
+            if entries[path].is_link:
                 self.findings.append(Finding("symlink", ERROR, path, "is a symlink; okfgit never follows links in a tier "
                                              "(commit the file itself instead)", group=OKF))
-            elif path.endswith(".md") and not okf.is_concept_path(path) and (reserved is None or reserved(path)):
+            elif path.endswith(".md") and not okf.is_concept_path(path):
                 self._reserved(path)
 
     def _reserved(self, path: str) -> None:
@@ -765,8 +768,12 @@ class IndexCheck:
                         if page.readable and p.rsplit("/", 1)[-1] == "index.md"}
         self.listed: dict[str, set[str]] = {}
         self.edges: dict[str, set[str]] = {}
-        self.folders = index.folders_of(self.entries)
         self.unreached = False  # some index file read is not reachable from the root index
+
+    @functools.cached_property
+    def folders(self) -> set[str]:
+        """Every folder of the tier: only an entry that differs from its concept asks (walking the tree)."""
+        return index.folders_of(self.entries)
 
     def run(self) -> None:
         for path, page in sorted(self.indexes.items()):
@@ -878,16 +885,19 @@ def check_snapshot(snap: Snapshot, today: dt.date | dt.datetime, wiki_elsewhere:
     """Every finding for one tier's snapshot (``today``: a date means its midnight UTC).
 
     ``facts``: the snapshot's ``checked_facts`` when the caller has them already. ``only``:
-    report the findings about these files alone, doing only the work they need (the index
-    files of their folders and of the folders above are read, not every index).
+    report the findings about these files alone, doing only the work they need: the index
+    files of their folders and of the folders above are read, not every index, and the tree
+    is looked up path by path, not walked (unless a finding needs every path: a link to a
+    missing file or to a folder, a ``[[name]]`` link, an index the root index does not
+    reach). With ``only``, ``facts`` may hold just the concepts those findings involve (see
+    ``verbs.review``), and the report counts the concepts it checked.
     """
-    reserved = None
+    wanted = None
     if only is not None:
         wanted = {index.index_path(folder) for folder in index.folders_of(only) | {""}} | set(only)
-        reserved = wanted.__contains__
-    scan = Scan(snap, facts, reserved)
+    scan = Scan(snap, facts, wanted)
     findings = Checker(scan, today, wiki_elsewhere or (lambda name: False), only).run()
-    concepts = sum(1 for p in scan.snap.entries if okf.is_concept_path(p))
+    concepts = sum(1 for p in scan.snap.entries if okf.is_concept_path(p)) if only is None else len(scan.facts)
     return TierReport(scan.snap.tier, scan.snap.commit, worktree, concepts, findings)
 
 
