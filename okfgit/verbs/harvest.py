@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from okfgit import TOOL
 from okfgit.context import Context
@@ -25,7 +25,9 @@ from okfgit.errors import OkfError, UnwritableError, UsageError, ValidationError
 from okfgit.git import clean_git_env
 from okfgit.knowledge.snapshot import Snapshot
 from okfgit.local import pr_bodies
-from okfgit.verbs.promote import Item, Promotion, PromotionPlan
+
+if TYPE_CHECKING:  # only named in annotations: review reads blocks without importing promotion
+    from okfgit.verbs.promote import Item, Promotion, PromotionPlan
 
 VERSION = 1
 LABEL = "okf-harvest"
