@@ -460,3 +460,169 @@ def test_doctor_follows_links_into_unchanged_concepts(tmp_path: Path, okfgit: Ru
     _commit(repo, git, {"decisions/use-postgres.md": None, "decisions/index.md": index}, "Drop a decision")
     data = _review(okfgit, repo, expect=2)
     assert ("error", "dangling-link", "guides/local-setup.md") in _rules(data)
+
+
+# -- the cost follows the change: what review reads of the tree, and its cache ------------------
+
+UUID = "{0}{0}{0}{0}{0}{0}{0}{0}-{0}{0}{0}{0}-4{0}{0}{0}-8{0}{0}{0}-{0}{0}{0}{0}{0}{0}{0}{0}{0}{0}{0}{0}"
+
+
+def _concept(title: str, okf_id: str, body: str = "", extra: str = "") -> str:
+    return (f"---\ntype: Guide\ntitle: {title}\ndescription: About {title.lower()}.\nscope: project\n"
+            f"okf_id: {okf_id}\nokf_source: authored\n{extra}---\n\n# {title}\n\n{body}\n")
+
+
+def _index(title: str, entries: list[tuple[str, str, str]], intro: str = "") -> str:
+    lines = [f"- [{t}]({p}) \u2014 {d}" for t, p, d in entries]
+    return f"# {title}\n\n{intro}" + "\n".join(lines) + "\n"
+
+
+def _tricky_kb(tmp_path: Path, git: Runner) -> Path:
+    """A KB whose findings about a change depend on files far from it: an okf_id shared with a
+    concept in another folder, a superseded_by and a [[name]] naming one, links to folders, an
+    index entry for another folder's concept, an index reached only through a folder that is not
+    its parent, a symlink; then a feature branch changing things in three folders."""
+    repo = tmp_path / "kb"
+    files = {
+        "index.md": '---\nokf_version: "0.2"\n---\n\n' + _index("Knowledge", [
+            ("alpha", "alpha/index.md", "Alpha things."), ("beta", "beta/index.md", "Beta things."),
+            ("gamma", "gamma/index.md", "Gamma things."), ("epsilon", "epsilon/index.md", "Epsilon things.")]),
+        "alpha/index.md": _index("Alpha", [("One", "one.md", "About one."), ("Quiet", "quiet.md", "About quiet."),
+                                           ("Two", "two.md", "About two.")]),
+        "alpha/quiet.md": _concept("Quiet", UUID.format(8)),
+        "alpha/link.md": "one.md",  # the very bytes of the symlink that replaces it: one blob OID
+        "alpha/unlisted.md": _concept("Unlisted", UUID.format(9)),
+        "alpha/notes.md/inner.md": _concept("Inner", UUID.format("a")),
+        "alpha/one.md": _concept("One", UUID.format(1), "See [far](../beta/far.md)."),
+        "alpha/two.md": _concept("Two", UUID.format(2)),
+        "beta/index.md": _index("Beta", [("Far", "far.md", "About far."),
+                                         ("Three", "../gamma/three.md", "About three.")]),
+        "beta/far.md": _concept("Far", UUID.format(3), "Plain.", "name: far-away\n"),
+        "gamma/index.md": _index("Gamma", [("Three", "three.md", "About three.")],
+                                 "The [delta notes](../delta/index.md) hang from here.\n\n"),
+        "gamma/three.md": _concept("Three", UUID.format(4)),
+        "delta/index.md": _index("Delta", [("Deep", "deep.md", "About deep.")]),
+        "delta/deep.md": _concept("Deep", UUID.format(5)),
+        "epsilon/index.md": _index("Epsilon", [("Named", "named.md", "About named."),
+                                               ("Next", "next.md", "About next.")]),
+        "epsilon/next.md": _concept("Next", UUID.format(7)),
+        "epsilon/named.md": _concept("Named", UUID.format(6), "Far from everything.", "name: the-named-one\n"),
+    }
+    repo.mkdir()
+    git("init", "-q", "-b", "main", cwd=repo)
+    for path, text in files.items():
+        (repo / ".okf" / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / ".okf" / path).write_text(text)
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "A knowledge base", cwd=repo)
+    git("checkout", "-q", "-b", "feature", cwd=repo)
+    (repo / ".okf" / "alpha" / "link.md").unlink()
+    (repo / ".okf" / "alpha" / "link.md").symlink_to("one.md")
+    _commit(repo, git, {
+        "alpha/new.md": _concept("New", UUID.format(4), "Like [[far-away]] and [[the-named-one]], not [[nothing]]; "
+                                 "see [b](../beta/), [g](../gamma), [gone](../beta/gone.md), [notes](notes.md), "
+                                 "[link](link.md) and [two](two.md).",
+                                 f"superseded_by: {UUID.format(7)}\n"),
+        "alpha/index.md": _index("Alpha", [("New", "new.md", "About new."), ("One", "one.md", "About one."),
+                                           ("Hushed", "quiet.md", "About quiet."), ("Two", "two.md", "About two.")]),
+        "beta/far.md": _concept("Far", UUID.format(3), "Plain, and [new](../alpha/new.md).", "name: far-away\n"),
+        "delta/deep.md": _concept("Deep", UUID.format(5), "Deeper."),
+        "gamma/three.md": _concept("Three", UUID.format(4), "Now [lost](missing.md)."),
+    }, "Change three folders")
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "A symlink", cwd=repo)
+    return repo
+
+
+def _rows(findings: list) -> list[tuple]:
+    return sorted((f.code, f.severity, f.file, f.message, f.line or 0, f.group) for f in findings)
+
+
+@pytest.mark.parametrize("doctor_after", [None, 0])
+def test_doctor_on_what_a_change_reaches_finds_what_the_whole_tree_would(tmp_path: Path, git: Runner,
+                                                                          okfgit: Runner, doctor_after: int | None,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # Review reads the tree path by path and checks only the concepts its findings involve;
+    # for any set of files, that finds exactly what doctor on the whole tree finds about them.
+    # doctor_after=0: every blob doctor's cache (left at main's tree) holds is taken from it.
+    import datetime as dt
+
+    from okfgit.git import Repo
+    from okfgit.knowledge.snapshot import snapshot
+    from okfgit.knowledge.tiers import Tier
+    from okfgit.verbs import doctor, review
+
+    repo = _tricky_kb(tmp_path, git)
+    git("checkout", "-q", "main", cwd=repo)
+    okfgit("doctor", cwd=repo, expect=None)  # a warm doctor cache seeds review's graph
+    git("checkout", "-q", "feature", cwd=repo)
+    if doctor_after is not None:
+        monkeypatch.setattr(review, "DOCTOR_AFTER", doctor_after)
+    tier = Tier("project", repo, ".okf")
+    raw = Repo.open(repo)
+    today = dt.date(2026, 1, 1)
+    base, head = raw.resolve("main"), raw.resolve("feature")
+    graph = review.Graph(tier, raw)
+    old, new = review.Side(graph, base), review.Side(graph, head, keep=True)
+    changes = review.diff_concepts(old, new, review.changed_paths(old, new))
+    scope = review._scope(changes, review._other_files(review.changed_paths(old, new)), new)
+    assert {"alpha/new.md", "beta/far.md", "alpha/two.md", "gamma/index.md", "alpha/link.md"} <= scope
+    everything = set(raw.tree_entries(base, ".okf")) | set(raw.tree_entries(head, ".okf"))
+    for only in (scope, everything, {"alpha/new.md"}, {"delta/index.md", "gamma/three.md"}):
+        for side, commit in ((new, head), (old, base)):
+            whole = doctor.check_snapshot(snapshot(tier, commit), today, only=set(only)).findings
+            assert _rows(side.doctor(set(only), today)) == _rows(whole), (only, commit)
+    found = {(f.code, f.file) for f in new.doctor(scope, today)}
+    assert {("duplicate-okf-id", "alpha/new.md"), ("dangling-wiki-link", "alpha/new.md"),
+            ("dangling-link", "alpha/new.md"), ("index-entry-stale", "alpha/index.md"),
+            ("symlink", "alpha/link.md"), ("index-omission", "alpha/index.md")} <= found
+    assert ("superseded-by-dangling", "alpha/new.md") not in found  # it names epsilon/next.md's okf_id
+    assert "epsilon/index.md" not in scope
+    # linked_from, against every concept's links read from the whole tree
+    from okfgit.format import markdown as links
+
+    facts = doctor.checked_facts(snapshot(tier, head))
+    readable = [(p, f) for p, f in sorted(facts.items()) if f.readable and f.has_frontmatter]
+    names = links.wiki_names((p, f.name) for p, f in readable)
+    for change in changes:
+        expected = {p for p, f in readable for kind, target, *_ in f.links
+                    if (names.get(target) if kind == "wiki" else links.resolve(p, target).path) == change.path}
+        assert change.linked_from == tuple(sorted(expected - {change.path})), change.path
+    assert {c.path: c.linked_from for c in changes}["beta/far.md"] == ("alpha/new.md", "alpha/one.md")
+
+
+def test_review_is_the_same_with_its_graph_cache_cold_warm_stale_or_damaged(tmp_path: Path, git: Runner,
+                                                                          okfgit: Runner) -> None:
+    # graph.json is keyed by tree and updated from a tree diff: it can save work, never change
+    # an answer, whatever tree it was left at.
+    repo = _tricky_kb(tmp_path, git)
+    cache = repo / ".git" / "okf" / "graph.json"
+    first = okfgit("review", "main...feature", "--format", "json", cwd=repo, expect=2).out
+    assert cache.exists()
+    assert okfgit("review", "main...feature", "--format", "json", cwd=repo, expect=2).out == first
+    cache.write_text("{not json")
+    assert okfgit("review", "main...feature", "--format", "json", cwd=repo, expect=2).out == first
+    cache.unlink()
+    okfgit("doctor", cwd=repo, expect=None)
+    assert okfgit("review", "main...feature", "--format", "json", cwd=repo, expect=2).out == first
+    # The cache now holds the feature's tree; a new commit links an unchanged concept to a
+    # changed one and gives another an okf_id already taken: both are seen.
+    _commit(repo, git, {"delta/deep.md": _concept("Deep", UUID.format(2), "Deeper, like [new](../alpha/new.md)."),
+                        "beta/far.md": _concept("Far", UUID.format(3), "Plain.", "name: far-away\n")}, "More")
+    data = json.loads(okfgit("review", "main...feature", "--format", "json", cwd=repo, expect=2).out)
+    linked = {c["path"]: c["linked_from"] for c in data["concepts"]}
+    assert linked["alpha/new.md"] == ["delta/deep.md"]
+    assert ("error", "duplicate-okf-id", "delta/deep.md") in _rules(data)
+    assert ("error", "duplicate-okf-id", "alpha/two.md") in _rules(data)  # alpha/new.md links to it
+    # A cache left at a tree that no longer exists (a branch deleted, then pruned) is read afresh.
+    git("checkout", "-q", "-b", "gone", cwd=repo)
+    _commit(repo, git, {"gamma/three.md": _concept("Three", UUID.format(9))}, "Soon gone")
+    okfgit("review", "main...gone", "--format", "json", cwd=repo, expect=2)
+    git("checkout", "-q", "feature", cwd=repo)
+    git("branch", "-q", "-D", "gone", cwd=repo)
+    git("reflog", "expire", "--expire=now", "--all", cwd=repo)
+    git("gc", "-q", "--prune=now", cwd=repo)
+    again = json.loads(okfgit("review", "main...feature", "--format", "json", cwd=repo, expect=2).out)
+    cache.unlink()
+    assert json.loads(okfgit("review", "main...feature", "--format", "json", cwd=repo, expect=2).out) == again
+    assert again == data

@@ -5,9 +5,10 @@ worktrees share them exactly as they share Claude Code's memory folder. No other
 spells the folder or a file name; each asks here. What each file is for:
 
 - ``state.json``: the ownership record (every file projection wrote and its blob OID);
-- ``cards.json``, ``doctor.json``: per-concept caches keyed by blob OID (safe to delete):
-  ``cards.json`` each concept's card (its record for every reader), ``doctor.json`` what
-  doctor found in each concept file on its own;
+- ``cards.json``, ``doctor.json``, ``graph.json``: per-concept caches keyed by blob OID (safe
+  to delete): ``cards.json`` each concept's card (its record for every reader), ``doctor.json``
+  what doctor found in each concept file on its own, ``graph.json`` what review needs to find
+  the concepts a change reaches (each concept's ``okf_id``, name and where its links lead);
 - ``fastpath.json``, ``sync.json``: the no-op stamps of projection and sync (safe to delete);
 - ``sync.lock``: the sync lock (never deleted: see ``local/lock.py``);
 - ``hook.log`` (and ``hook.log.1``): errors from the git hooks, written by the hook scripts;
@@ -31,6 +32,7 @@ DIR = "okf"
 STATE = "state.json"
 CARDS = "cards.json"
 DOCTOR = "doctor.json"
+GRAPH = "graph.json"
 FASTPATH_STAMP = "fastpath.json"
 SYNC_STAMP = "sync.json"
 LOCK = "sync.lock"
@@ -41,7 +43,7 @@ EXCHANGE = "exchange.json"
 JOURNAL = "journal"
 
 # Every name above, in the order the README lists them (a test keeps the README complete).
-FILES = (STATE, CARDS, DOCTOR, FASTPATH_STAMP, SYNC_STAMP, LOCK, HOOK_LOG, DRAFTS + "/", PR_BODIES + "/",
+FILES = (STATE, CARDS, DOCTOR, GRAPH, FASTPATH_STAMP, SYNC_STAMP, LOCK, HOOK_LOG, DRAFTS + "/", PR_BODIES + "/",
          EXCHANGE, JOURNAL + "/")
 
 # Without a repository (the global tier outside any project), drafts go here under $HOME.
@@ -60,8 +62,8 @@ def state(common_dir: StrPath) -> Path:
 
 
 def cache(common_dir: StrPath, name: str) -> Path:
-    """A per-concept cache file (``CARDS`` or ``DOCTOR``)."""
-    if name not in (CARDS, DOCTOR):
+    """A per-concept cache file (``CARDS``, ``DOCTOR`` or ``GRAPH``)."""
+    if name not in (CARDS, DOCTOR, GRAPH):
         raise ValueError(f"not a cache file okfgit keeps: {name!r}")
     return okf_dir(common_dir) / name
 

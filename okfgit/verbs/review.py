@@ -20,9 +20,11 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import difflib
-from collections.abc import Iterable, Mapping
+import operator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, overload
 
 from okfgit import TOOL
 from okfgit.verbs import doctor
@@ -35,10 +37,16 @@ from okfgit.format import markdown as links
 from okfgit.format import trailers
 from okfgit.format.findings import ERROR, WARNING, Finding
 from okfgit.context import Context
-from okfgit.errors import UsageError, ValidationError
-from okfgit.git import Repo
-from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
+from okfgit.errors import OkfError, UsageError, ValidationError
+from okfgit.git import Entry, Repo
+from okfgit.knowledge import cards, catalog
+from okfgit.knowledge.catalog import TierCatalog
+from okfgit.knowledge.snapshot import Concept, Snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
+from okfgit.local import paths
+
+if TYPE_CHECKING:
+    from _collections_abc import dict_items, dict_keys, dict_values
 
 HUMAN = "needs-human"
 APPROVED = "approved"  # a needs-human finding a person approved (``--approved-by``)
@@ -55,6 +63,16 @@ CLAIM_KEYS = ("title", "description")
 LIFECYCLE_KEYS = ("status", "superseded_by", "stale_after")
 # The project's okfgit settings (the capture opt-out among them): a person decides them.
 SETTINGS = "okfgit.toml"
+# graph.json's format: a node is made from doctor's facts, so their version is part of its own.
+GRAPH_VERSION = 1000 * doctor.CACHE_VERSION + 1
+
+# Reading doctor's whole cache (10,000 concepts) costs about what checking this many blobs does:
+# a review that reaches further takes the blobs it holds from it.
+DOCTOR_AFTER = 200
+
+_T = TypeVar("_T")
+_V = TypeVar("_V")
+_NOT_NAMES = ("", ".", "..")  # never a part of a path in a tree
 
 
 @dataclass(frozen=True)
@@ -274,19 +292,20 @@ def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | 
     tier = ws.tier("project")
     repo = tier.open()
     base, head, label = resolve_range(repo, spec, base_ref, ctx.environ)
-    old = snapshot(tier, base)
-    new = snapshot(tier, head)
+    graph = Graph(tier, repo)
+    old = Side(graph, base)
+    new = Side(graph, head, keep=True)
+    changed = changed_paths(old, new)
     out = Review(base, head, label)
-    facts = doctor.checked_facts(new)
-    out.concepts = diff_concepts(old, new, facts)
-    out.files = _other_files(old, new)
+    out.concepts = diff_concepts(old, new, changed)
+    out.files = _other_files(changed)
     today = dt.date.fromisoformat(ctx.today())
-    introduced, out.preexisting = _doctor_findings(old, new, today, _scope(out.concepts, out.files, facts), facts)
+    introduced, out.preexisting = _doctor_findings(old, new, today, _scope(out.concepts, out.files, new))
     out.findings = introduced + rules(old, new, out.concepts) + _settings(out.files)
     out.commits = provenance(repo, tier, base, head)
     if pr_body is not None:
         claimed = {c.path for c in out.concepts if c.change != "removed"}
-        out.harvest, problems = harvest.check(pr_body, new, claimed, {c.oid: c.trailers for c in out.commits},
+        out.harvest, problems = harvest.check(pr_body, new.snap, claimed, {c.oid: c.trailers for c in out.commits},
                                               ctx.environ.get("GITHUB_HEAD_REF") or _head_branch(repo, label))
         out.findings += problems
     out.findings = _sorted(approve(_dedupe(out.findings), approvers))
@@ -294,15 +313,329 @@ def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | 
     return out
 
 
-def diff_concepts(old: Snapshot, new: Snapshot, facts: dict[str, doctor.Checked] | None = None) -> list[ConceptChange]:
-    """Concepts added, modified, removed, and renamed (an ``okf_id`` that changed path).
+# -- what a change reaches ----------------------------------------------------------------
 
-    ``facts``: ``doctor.checked_facts(new)`` when the caller has them (the links they hold
-    find the concepts linking to the changed ones without parsing the tree)."""
-    before = {p: e.oid for p, e in old.entries.items() if okf.is_concept_path(p)}
-    after = {p: e.oid for p, e in new.entries.items() if okf.is_concept_path(p)}
-    added = sorted(set(after) - set(before))
-    removed = sorted(set(before) - set(after))
+
+class Node(NamedTuple):
+    """What review keeps of every concept of a tree, to find the concepts a change reaches
+    without reading the others: who links to a changed concept, who shares its ``okf_id``,
+    what a ``[[name]]`` names, which concepts a folder holds. Made from doctor's facts of
+    the blob (``doctor.checked_of``), so it is a function of the path and the blob, cached
+    by blob OID in ``<git common dir>/okf/graph.json`` like them (``knowledge.catalog``)."""
+
+    okf_id: str | None
+    name: str | None  # the frontmatter ``name`` when it is a string
+    readable: bool
+    frontmatter: bool
+    links: list[str]  # where each markdown link of the body leads in the tier (a KB path)
+    wiki: list[str]  # the target of each ``[[name]]`` link of the body
+
+
+def node_of(fact: doctor.Checked) -> Node:
+    return Node(fact.okf_id, fact.name, fact.readable, fact.has_frontmatter,
+                [where for kind, _, _, where in fact.links if kind != "wiki" and where and where != "/"],
+                [target for kind, target, *_ in fact.links if kind == "wiki"])
+
+
+def _node_from_json(value: list[Any]) -> Node:
+    return Node(*value)
+
+
+class Graph:
+    """The project tier's nodes, kept in ``graph.json`` keyed by tree OID and updated from a
+    tree diff (``catalog.build_kind``), and doctor's facts of every blob read on the way."""
+
+    def __init__(self, tier: Tier, repo: Repo) -> None:
+        self.tier = tier
+        self.repo = repo
+        self.kind: catalog.Kind[Node] = catalog.Kind(paths.GRAPH, GRAPH_VERSION, self._node, _node_from_json)
+        self._facts: dict[tuple[str, str, int], doctor.Checked | doctor.Page] = {}
+        self._checked = 0  # blobs checked here
+        self._doctor: dict[str, doctor.Checked | doctor.Page] | None = None  # doctor's cache, once read
+        self._cached: dict[str, TierCatalog[Node]] | None = None
+        self._last: TierCatalog[Node] | None = None
+
+    def fact(self, path: str, entry: Entry, read: Callable[[str], bytes]) -> doctor.Checked | doctor.Page:
+        """Doctor's facts of the markdown blob at ``path`` (``doctor.fact_of``: a concept's
+        ``Checked``, an index's or log's ``Page``), each blob read and checked once. Past
+        ``DOCTOR_AFTER`` blobs, doctor's own cache is read and what it holds for the same
+        blob is taken from it."""
+        key = (path, entry.oid, entry.mode)
+        fact = self._facts.get(key)
+        if fact is None:
+            fact = self._from_doctor_cache(path, entry)
+            if fact is None:
+                fact = doctor.fact_of(self.tier.name, path, entry, b"" if entry.is_link else read(entry.oid))
+                self._checked += 1
+            self._facts[key] = fact
+        return fact
+
+    def _from_doctor_cache(self, path: str, entry: Entry) -> doctor.Checked | doctor.Page | None:
+        if self._checked < DOCTOR_AFTER:
+            return None
+        if self._doctor is None:
+            found = catalog.load_kind(doctor.doctor_kind(self.tier), self.repo.common_dir).get(self.tier.label)
+            self._doctor = found.facts if found is not None else {}
+        fact = self._doctor.get(path)
+        # A fact holds the blob's OID; a symlink's alone has neither a reading nor a finding.
+        if fact is None or fact.oid != entry.oid or entry.is_link != (not fact.readable and not fact.findings):
+            return None
+        return fact
+
+    def _node(self, _label: str, path: str, entry: Entry, data: bytes) -> Node:
+        fact = self.fact(path, entry, lambda _oid: data)
+        assert isinstance(fact, doctor.Checked)  # the graph keeps concept paths only
+        return node_of(fact)
+
+    def at(self, commit: str, tree: str | None, keep: bool) -> TierCatalog[Node]:
+        """The nodes of the tree ``tree`` (at ``commit``); ``keep``: save them when the cache
+        was missing or far behind (the head's: the next review of the branch starts there)."""
+        if tree is None:
+            return TierCatalog("")
+        label = self.tier.label
+        if self._cached is None:
+            self._cached = catalog.load_kind(self.kind, self.repo.common_dir)
+        start = self._cached.get(label) or self._last or self._from_doctor()
+        built = catalog.build_kind(self.kind, self.repo, self.tier, commit, tree, start)
+        self._last = built
+        if keep and (label not in self._cached or built.worth_saving):
+            try:
+                catalog.save_kind(self.kind, self.repo.common_dir, {**self._cached, label: built})
+            except (OkfError, OSError):
+                pass  # only a cache: review never fails for want of writing it
+        return built
+
+    def _from_doctor(self) -> TierCatalog[Node] | None:
+        """A first graph made from doctor's cache, when doctor has run here: no concept is read again."""
+        found = catalog.load_kind(doctor.doctor_kind(self.tier), self.repo.common_dir).get(self.tier.label)
+        if found is None:
+            return None
+        return TierCatalog(found.tree, {p: node_of(f) for p, f in found.facts.items() if isinstance(f, doctor.Checked)},
+                           {p: why for p, why in found.problems.items() if okf.is_concept_path(p)})
+
+
+class _Lookup(dict[str, _V]):
+    """A mapping whose values are found when asked for (``_look``), not listed up front."""
+
+    def _look(self, key: str) -> _V | None:
+        raise NotImplementedError
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._look(key) is not None
+
+    def __getitem__(self, key: str) -> _V:
+        found = self._look(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    @overload
+    def get(self, key: str, default: None = None, /) -> _V | None: ...
+
+    @overload
+    def get(self, key: str, default: _V, /) -> _V: ...
+
+    @overload
+    def get(self, key: str, default: _T, /) -> _V | _T: ...
+
+    def get(self, key: str, default: Any = None, /) -> Any:
+        found = self._look(key)
+        return default if found is None else found
+
+
+class Tree(_Lookup[Entry]):
+    """The blobs of one KB tree by path, for a snapshot's ``entries``: a path is looked up in
+    its folder's listing (each folder read once), and the tree is walked whole only when
+    something iterates it (doctor does for a link to a missing file, a ``[[name]]`` link or
+    an index the root does not reach)."""
+
+    def __init__(self, repo: Repo, commit: str, prefix: str, tree: str | None) -> None:
+        super().__init__()
+        self._repo = repo
+        self._commit = commit
+        self._prefix = prefix
+        self._tree = tree
+        self._folders: dict[str, dict[str, Entry]] = {}
+        self._whole = tree is None
+
+    def _look(self, path: str) -> Entry | None:
+        if self._whole or self._tree is None:
+            return dict.get(self, path)
+        folder, _, name = path.rpartition("/")
+        if name in _NOT_NAMES or (folder and any(part in _NOT_NAMES for part in folder.split("/"))):
+            return None  # "a//b", "/a", "a/./b": never a path of the tree
+        listing = self._folders.get(folder)
+        if listing is None:
+            listing = self._folders[folder] = self._repo.listing(self._tree, folder)
+        entry = listing.get(name)
+        return entry if entry is not None and entry.is_blob else None
+
+    def _walk(self) -> None:
+        if not self._whole:
+            super().update(self._repo.tree_entries(self._commit, self._prefix))
+            self._whole = True
+
+    def __iter__(self) -> Iterator[str]:
+        self._walk()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._walk()
+        return super().__len__()
+
+    def keys(self) -> dict_keys[str, Entry]:
+        self._walk()
+        return super().keys()
+
+    def items(self) -> dict_items[str, Entry]:
+        self._walk()
+        return super().items()
+
+    def values(self) -> dict_values[str, Entry]:
+        self._walk()
+        return super().values()
+
+
+class _Pages(_Lookup["doctor.Page"]):
+    """Doctor's pages of one side's index and log files, each read when doctor asks for it
+    (a scoped check reads a few; one that meets an index the root does not reach, all)."""
+
+    def __init__(self, side: Side) -> None:
+        super().__init__()
+        self._side = side
+
+    def _look(self, path: str) -> doctor.Page | None:
+        return self._side.page(path)
+
+
+class Side:
+    """One side of the range: the project tier at one commit, read as far as the change reaches.
+
+    ``snap`` is a snapshot whose entries are looked up, not walked (``Tree``); ``nodes`` every
+    concept's ``Node``; ``keep``: the head, whose nodes are worth saving."""
+
+    def __init__(self, graph: Graph, commit: str, keep: bool = False) -> None:
+        self.graph = graph
+        self.commit = commit
+        self.keep = keep
+        tier = graph.tier
+        self.tree = graph.repo.tree_oid(commit, tier.prefix)
+        self.entries = Tree(graph.repo, commit, tier.prefix, self.tree)
+        self.snap = Snapshot(tier, commit, self.entries, graph.repo.read_blob)
+
+    @cached_property
+    def _catalog(self) -> TierCatalog[Node]:
+        return self.graph.at(self.commit, self.tree, self.keep)
+
+    @property
+    def nodes(self) -> dict[str, Node]:
+        """Every concept path's node (a path that could not be read has none)."""
+        return self._catalog.facts
+
+    @cached_property
+    def _folders(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for where in (self.nodes, self._catalog.problems):
+            for path in where:
+                out.setdefault(path.rpartition("/")[0], []).append(path)
+        return out
+
+    @cached_property
+    def _owners(self) -> dict[str, list[str]]:
+        return _paths_by(self.nodes, operator.attrgetter("okf_id"))
+
+    @cached_property
+    def _named(self) -> dict[str, list[str]]:
+        return _paths_by(self.nodes, operator.attrgetter("name"))
+
+    def in_folder(self, folder: str) -> list[str]:
+        """The concept paths directly in ``folder``, in path order."""
+        return sorted(self._folders.get(folder, ()))
+
+    def owners(self, okf_id: str) -> list[str]:
+        """The concept paths whose frontmatter ``okf_id`` is ``okf_id``, in path order."""
+        return sorted(self._owners.get(okf_id, ()))
+
+    def checked(self, path: str) -> doctor.Checked | None:
+        """Doctor's facts of the concept at ``path``; None when there is none."""
+        fact = self._fact(path) if okf.is_concept_path(path) else None
+        return fact if isinstance(fact, doctor.Checked) else None
+
+    def page(self, path: str) -> doctor.Page | None:
+        """Doctor's page of the ``index.md`` or ``log.md`` at ``path`` (not a symlink); None when there is none."""
+        fact = self._fact(path) if okf.is_reserved(path) and path.endswith(".md") else None
+        return fact if isinstance(fact, doctor.Page) and not self.entries[path].is_link else None
+
+    def _fact(self, path: str) -> doctor.Checked | doctor.Page | None:
+        entry = self.entries.get(path)
+        return self.graph.fact(path, entry, self.graph.repo.read_blob) if entry is not None else None
+
+    def facts_for(self, only: set[str]) -> doctor.Facts:
+        """Doctor's facts of what its findings about ``only`` involve (``doctor.check_snapshot``):
+        the pages it reads (each read when it asks), the concepts in ``only``, every concept of
+        a folder whose index is in ``only`` or that one of those indexes lists, the concepts
+        sharing an ``okf_id`` with one in ``only`` or named by its ``superseded_by``, and those
+        whose ``name`` a ``[[name]]`` link there may use."""
+        want = {p for p in only if okf.is_concept_path(p)}
+        wiki: set[str] = set()
+        for path in sorted(p for p in only if p.rsplit("/", 1)[-1] == "index.md"):
+            want.update(self.in_folder(index.parent(path)))
+            page = self.page(path)
+            if page is not None:
+                want.update(where for _, _, where, *_ in page.entries if where and okf.is_concept_path(where))
+                wiki.update(target for kind, target, _ in page.links if kind == "wiki")
+        for path in sorted(p for p in only if okf.is_concept_path(p)):
+            fact = self.checked(path)
+            if fact is None:
+                continue
+            if fact.okf_id:
+                want.update(self.owners(fact.okf_id))
+            for ref in fact.superseded_by:
+                want.update(self.owners(ref))
+            wiki.update(target for kind, target, *_ in fact.links if kind == "wiki")
+        for name in wiki:
+            name = name.strip()
+            for candidate in (name, name.removesuffix(".md")):
+                want.update(self._named.get(candidate, ()))
+        concepts = {}
+        for path in sorted(want):
+            fact = self.checked(path)
+            if fact is not None:
+                concepts[path] = fact
+        return doctor.Facts(concepts, _Pages(self))
+
+    def doctor(self, only: set[str], today: dt.date) -> list[Finding]:
+        """Doctor's findings about the files in ``only`` (none when the tier is not in the tree)."""
+        if self.tree is None:
+            return []
+        return doctor.check_snapshot(self.snap, today, facts=self.facts_for(only), only=only).findings
+
+
+def _paths_by(nodes: dict[str, Node], key: Callable[[Node], str | None]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for path, node in nodes.items():
+        value = key(node)
+        if value:
+            out.setdefault(value, []).append(path)
+    return out
+
+
+def changed_paths(old: Side, new: Side) -> list[tuple[str, Entry | None, Entry | None]]:
+    """The blobs that differ between the two trees, in path order: (path, base entry, head
+    entry), None where the path holds no blob (a tree diff: nothing unchanged is read)."""
+    out = []
+    for change in old.graph.repo.diff_paths(old.tree, new.tree) if old.tree != new.tree else []:
+        a, b = old.entries.get(change.path), new.entries.get(change.path)
+        if (a is None) != (b is None) or (a is not None and b is not None and a.oid != b.oid):
+            out.append((change.path, a, b))
+    return sorted(set(out), key=lambda c: c[0])
+
+
+def diff_concepts(old: Side, new: Side, changed: list[tuple[str, Entry | None, Entry | None]]) -> list[ConceptChange]:
+    """Concepts added, modified, removed, and renamed (an ``okf_id`` that changed path)."""
+    concepts = [(p, a, b) for p, a, b in changed if okf.is_concept_path(p)]
+    added = [p for p, a, b in concepts if a is None]
+    removed = [p for p, a, b in concepts if b is None]
     renames: dict[str, str] = {}
     ids_added: dict[str, str] = {}
     for path in added:
@@ -314,9 +647,8 @@ def diff_concepts(old: Snapshot, new: Snapshot, facts: dict[str, doctor.Checked]
         if okf_id and okf_id in ids_added and ids_added[okf_id] not in renames.values():
             renames[path] = ids_added[okf_id]
     out: list[ConceptChange] = []
-    for path in sorted(set(before) & set(after)):
-        if before[path] != after[path]:
-            out.append(_change("modified", old, new, path, path))
+    for path in [p for p, a, b in concepts if a is not None and b is not None]:
+        out.append(_change("modified", old, new, path, path))
     for path in added:
         if path not in renames.values():
             out.append(_change("added", old, new, None, path))
@@ -326,68 +658,62 @@ def diff_concepts(old: Snapshot, new: Snapshot, facts: dict[str, doctor.Checked]
         else:
             out.append(_change("removed", old, new, path, None))
     out = sorted(out, key=lambda c: (c.path or c.old_path or ""))
-    linked = backlinks(new, {p for c in out for p in (c.path, c.old_path) if p}, facts)
+    linked = backlinks(new, {p for c in out for p in (c.path, c.old_path) if p})
     return [dataclasses.replace(c, linked_from=tuple(sorted(set(linked.get(c.path, []) + linked.get(c.old_path or "", []))
                                                            - {c.path})))
             if c.path in linked or (c.old_path or "") in linked else c for c in out]
 
 
-def backlinks(snap: Snapshot, targets: set[str], facts: dict[str, doctor.Checked] | None = None
-              ) -> dict[str, list[str]]:
-    """For each of ``targets``, the concepts in ``snap`` whose body links to it (markdown or ``[[name]]``),
-    read from doctor's facts of ``snap`` (cached by blob OID: nothing unchanged is parsed)."""
-    facts = doctor.checked_facts(snap) if facts is None else facts
-    concepts = [(p, f) for p, f in sorted(facts.items()) if f.readable and f.has_frontmatter]
-    names = links.wiki_names((p, f.name) for p, f in concepts)
-    # A markdown link reaches a target only if it ends in the target's file name (unless it is
-    # written with escapes, a fragment or a dot segment): the rest need no resolving.
-    ends = {t.rsplit("/", 1)[-1] for t in targets}
+def backlinks(side: Side, targets: set[str]) -> dict[str, list[str]]:
+    """For each of ``targets``, the concepts of ``side`` whose body links to it (markdown or
+    ``[[name]]``), read from its nodes (nothing is parsed)."""
+    nodes = side.nodes
+    # A [[name]] reaches a target only by the target's file stem or frontmatter name.
+    names = {n for t in targets if t in nodes for n in (cards.slug_of(t), nodes[t].name) if n}
+    wiki: dict[str, str] | None = None
     out: dict[str, list[str]] = {}
-    for source, fact in concepts:
-        for kind, target, *_ in fact.links:
-            if kind != "wiki" and target.rsplit("/", 1)[-1] not in ends and not _unusual(target):
-                continue
-            path = names.get(target) if kind == "wiki" else links.resolve(source, target).path
+    for source, node in nodes.items():
+        if not (node.readable and node.frontmatter):
+            continue
+        found = [where for where in node.links if where in targets]
+        for name in node.wiki:
+            if name in names:
+                if wiki is None:  # the names as doctor's facts give them, in path order (the last name wins)
+                    wiki = links.wiki_names((p, n.name) for p, n in sorted(nodes.items())
+                                            if n.readable and n.frontmatter)
+                found.append(wiki.get(name, ""))
+        for path in found:
             if path in targets and source not in out.setdefault(path, []):
                 out[path].append(source)
     return out
 
 
-def _unusual(target: str) -> bool:
-    last = target.rstrip("/").rsplit("/", 1)[-1]
-    return last in (".", "..", "") or any(c in target for c in "%#?")
-
-
-def _scope(changes: list[ConceptChange], files: list[tuple[str, str]], facts: dict[str, doctor.Checked]) -> set[str]:
+def _scope(changes: list[ConceptChange], files: list[tuple[str, str]], new: Side) -> set[str]:
     """The files doctor looks at for a review: the changed ones, the concepts linking to a
     changed concept or linked from one, and the index files of the changed concepts' folders."""
     scope = {p for c in changes for p in (c.path, c.old_path, *c.linked_from) if p} | {p for _, p in files}
     for change in changes:
-        fact = facts.get(change.path)
-        for kind, target, *_ in fact.links if fact is not None and change.change != "removed" else ():
-            if kind == "md":
-                resolved = links.resolve(change.path, target).path
-                if resolved:
-                    scope.add(resolved)
+        node = new.nodes.get(change.path) if change.change != "removed" else None
+        scope.update(node.links if node is not None else ())
     scope |= {index.index_path(index.parent(p)) for p in list(scope) if okf.is_concept_path(p)}
     return scope
 
 
-def _okf_id(snap: Snapshot, path: str) -> str | None:
-    concept = _concept(snap, path)
+def _okf_id(side: Side, path: str) -> str | None:
+    concept = _concept(side, path)
     return concept.okf_id if concept else None
 
 
-def _concept(snap: Snapshot, path: str | None) -> Concept | None:
-    if path is None or path not in snap.entries:
+def _concept(side: Side, path: str | None) -> Concept | None:
+    if path is None or path not in side.entries:
         return None
     try:
-        return snap.concept(path)
+        return side.snap.concept(path)
     except ValidationError:
         return None
 
 
-def _change(kind: str, old: Snapshot, new: Snapshot, old_path: str | None, path: str | None) -> ConceptChange:
+def _change(kind: str, old: Side, new: Side, old_path: str | None, path: str | None) -> ConceptChange:
     a = _concept(old, old_path)
     b = _concept(new, path)
     shown = b or a
@@ -398,7 +724,7 @@ def _change(kind: str, old: Snapshot, new: Snapshot, old_path: str | None, path:
             fields = field_changes(a.meta, b.meta)
             body = unified(a.body, b.body)
         else:
-            body = unified(old.blob(old_path or ""), new.blob(path or ""))
+            body = unified(old.snap.blob(old_path or ""), new.snap.blob(path or ""))
     return ConceptChange(
         kind, path or old_path or "", old_path if kind in ("renamed",) else None,
         shown.okf_id if shown else None, shown.type if shown else "", shown.title if shown else (path or ""),
@@ -430,36 +756,22 @@ def unified(old: bytes, new: bytes) -> str:
     return "\n".join(lines[2:])
 
 
-def _other_files(old: Snapshot, new: Snapshot) -> list[tuple[str, str]]:
-    out = []
-    for path in sorted(set(old.entries) | set(new.entries)):
-        if okf.is_concept_path(path):
-            continue
-        a, b = old.entries.get(path), new.entries.get(path)
-        if a is None:
-            out.append(("added", path))
-        elif b is None:
-            out.append(("removed", path))
-        elif a.oid != b.oid:
-            out.append(("modified", path))
-    return out
+def _other_files(changed: list[tuple[str, Entry | None, Entry | None]]) -> list[tuple[str, str]]:
+    return [("added" if a is None else "removed" if b is None else "modified", path)
+            for path, a, b in changed if not okf.is_concept_path(path)]
 
 
 # -- doctor: only what the branch introduces ----------------------------------------------
 
 
-def _doctor_findings(old: Snapshot, new: Snapshot, today: dt.date, scope: set[str] | None = None,
-                     facts: dict[str, doctor.Checked] | None = None) -> tuple[list[Finding], int]:
+def _doctor_findings(old: Side, new: Side, today: dt.date, scope: set[str]) -> tuple[list[Finding], int]:
     """Doctor findings at the head that were not on the base (lines may move; messages do not),
-    about the files in ``scope`` (None: every file).
+    about the files in ``scope``.
 
     The base is only checked when the head has findings: a clean head needs one pass.
     """
-    def check(snap: Snapshot, facts: dict[str, doctor.Checked] | None = None) -> list[Finding]:
-        return doctor.check_snapshot(snap, today, facts=facts, only=scope).findings if snap.entries else []
-
-    found = check(new, facts)
-    before = {(f.code, f.file, f.message) for f in check(old)} if found else set()
+    found = new.doctor(scope, today)
+    before = {(f.code, f.file, f.message) for f in old.doctor(scope, today)} if found else set()
     introduced: list[Finding] = []
     kept = 0
     for f in found:
@@ -473,7 +785,7 @@ def _doctor_findings(old: Snapshot, new: Snapshot, today: dt.date, scope: set[st
 # -- the review rules ---------------------------------------------------------------------
 
 
-def rules(old: Snapshot, new: Snapshot, changes: list[ConceptChange]) -> list[Finding]:
+def rules(old: Side, new: Side, changes: list[ConceptChange]) -> list[Finding]:
     """Canonical home, explicit supersession, human-reviewed concepts, identity."""
     out: list[Finding] = []
     for change in changes:
@@ -594,22 +906,23 @@ def _matches(concept: Concept, ref: str, source: str = "") -> bool:
     return bool(source) and concept.path in lifecycle.ref_candidates(ref, source)
 
 
-def _find(snap: Snapshot, ref: str, source: str = "") -> Concept | None:
+def _find(side: Side, ref: str, source: str = "") -> Concept | None:
     """The concept a ``supersedes``/``superseded_by`` value written in ``source`` names: a KB
-    path, else an ``okf_id``."""
+    path, else an ``okf_id`` (the first concept carrying it, in path order)."""
     path = ref.strip().lstrip("/")
     extra = lifecycle.ref_candidates(ref, source) if source else []
     for candidate in (path, path + ".md", *extra):
-        concept = _concept(snap, candidate) if okf.is_concept_path(candidate) else None
+        concept = _concept(side, candidate) if okf.is_concept_path(candidate) else None
         if concept is not None:
             return concept
-    for concept in snap.concepts():
-        if _matches(concept, ref):
+    for candidate in side.owners(ref.strip()):
+        concept = _concept(side, candidate)
+        if concept is not None and _matches(concept, ref):
             return concept
     return None
 
 
-def _supersession(concept: Concept, old: Snapshot, new: Snapshot) -> list[Finding]:
+def _supersession(concept: Concept, old: Side, new: Side) -> list[Finding]:
     out: list[Finding] = []
     for ref in _refs(concept.meta.get("supersedes")):
         target = _find(new, ref, concept.path)
@@ -643,7 +956,7 @@ def _supersession(concept: Concept, old: Snapshot, new: Snapshot) -> list[Findin
     return out
 
 
-def _contradictions(concept: Concept, new: Snapshot) -> list[Finding]:
+def _contradictions(concept: Concept, new: Side) -> list[Finding]:
     """A concept that says another is wrong (``cites`` with ``relation: contradicts``) needs a person,
     unless this change already supersedes that concept by it."""
     out = []
@@ -665,13 +978,13 @@ def _contradictions(concept: Concept, new: Snapshot) -> list[Finding]:
     return out
 
 
-def _duplicate_titles(new: Snapshot, changes: list[ConceptChange]) -> list[Finding]:
+def _duplicate_titles(new: Side, changes: list[ConceptChange]) -> list[Finding]:
     """Two concepts with one title in one folder; only the folders of changed concepts are read."""
     touched = {c.path for c in changes if c.change != "removed"}
     folders = {index.parent(p) for p in touched}
     by_title: dict[tuple[str, str], list[str]] = {}
-    for path in new.concept_paths():
-        if index.parent(path) not in folders or index.is_needs_merge(path):
+    for path in sorted(p for folder in folders for p in new.in_folder(folder)):
+        if index.is_needs_merge(path):
             continue
         concept = _concept(new, path)
         if concept is not None:
