@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import difflib
-import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -337,10 +336,6 @@ def node_of(fact: doctor.Checked) -> Node:
                 [target for kind, target, *_ in fact.links if kind == "wiki"])
 
 
-def _node_from_json(value: list[Any]) -> Node:
-    return Node(*value)
-
-
 class Graph:
     """The project tier's nodes, kept in ``graph.json`` keyed by tree OID and updated from a
     tree diff (``catalog.build_kind``), and doctor's facts of every blob read on the way."""
@@ -348,7 +343,7 @@ class Graph:
     def __init__(self, tier: Tier, repo: Repo) -> None:
         self.tier = tier
         self.repo = repo
-        self.kind: catalog.Kind[Node] = catalog.Kind(paths.GRAPH, GRAPH_VERSION, self._node, _node_from_json)
+        self.kind: catalog.Kind[Node] = catalog.Kind(paths.GRAPH, GRAPH_VERSION, self._node, Node._make)
         self._facts: dict[tuple[str, str, int], doctor.Checked | doctor.Page] = {}
         self._checked = 0  # blobs checked here
         self._doctor: dict[str, doctor.Checked | doctor.Page] | None = None  # doctor's cache, once read
@@ -542,11 +537,11 @@ class Side:
 
     @cached_property
     def _owners(self) -> dict[str, list[str]]:
-        return _paths_by(self.nodes, operator.attrgetter("okf_id"))
-
-    @cached_property
-    def _named(self) -> dict[str, list[str]]:
-        return _paths_by(self.nodes, operator.attrgetter("name"))
+        out: dict[str, list[str]] = {}
+        for path, node in self.nodes.items():
+            if node.okf_id:
+                out.setdefault(node.okf_id, []).append(path)
+        return out
 
     def in_folder(self, folder: str) -> list[str]:
         """The concept paths directly in ``folder``, in path order."""
@@ -584,19 +579,16 @@ class Side:
             if page is not None:
                 want.update(where for _, _, where, *_ in page.entries if where and okf.is_concept_path(where))
                 wiki.update(target for kind, target, _ in page.links if kind == "wiki")
+        ids: set[str] = set()
         for path in sorted(p for p in only if okf.is_concept_path(p)):
             fact = self.checked(path)
             if fact is None:
                 continue
-            if fact.okf_id:
-                want.update(self.owners(fact.okf_id))
-            for ref in fact.superseded_by:
-                want.update(self.owners(ref))
+            ids.update(fact.superseded_by, [fact.okf_id] if fact.okf_id else [])
             wiki.update(target for kind, target, *_ in fact.links if kind == "wiki")
-        for name in wiki:
-            name = name.strip()
-            for candidate in (name, name.removesuffix(".md")):
-                want.update(self._named.get(candidate, ()))
+        names = {c for name in wiki for c in (name.strip(), name.strip().removesuffix(".md"))}
+        # One pass over the nodes finds them all (an index of every okf_id would cost more).
+        want.update(p for p, node in self.nodes.items() if node.okf_id in ids or (names and node.name in names))
         concepts = {}
         for path in sorted(want):
             fact = self.checked(path)
@@ -609,15 +601,6 @@ class Side:
         if self.tree is None:
             return []
         return doctor.check_snapshot(self.snap, today, facts=self.facts_for(only), only=only).findings
-
-
-def _paths_by(nodes: dict[str, Node], key: Callable[[Node], str | None]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for path, node in nodes.items():
-        value = key(node)
-        if value:
-            out.setdefault(value, []).append(path)
-    return out
 
 
 def changed_paths(old: Side, new: Side) -> list[tuple[str, Entry | None, Entry | None]]:
