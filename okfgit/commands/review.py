@@ -7,7 +7,6 @@ from typing import IO
 
 import click
 
-from okfgit import plan as plan_mod
 from okfgit.verbs import review
 from okfgit.verbs import review_render
 from okfgit.commands._common import repo_option, workspace
@@ -53,6 +52,8 @@ def review_cmd(range_: str | None, base: str | None, fmt: str, pr_body: IO[str] 
     body = pr_body.read() if pr_body is not None else None
     result = review.review(ctx, ws, range_, body, base_ref=base, approved_by=approved_by)
     if output is not None:
+        from okfgit import plan as plan_mod  # only here: a review that writes no file never loads the writer
+
         report = render(result, fmt, full=True, verbose=True).encode("utf-8")
         write = plan_mod.FileWrite(output, report, "the full review report", fsync=False)
         plan_mod.apply(ctx, plan_mod.Plan(writes=[write])).raise_failed()

@@ -38,7 +38,6 @@ from okfgit.knowledge.snapshot import Snapshot, snapshot, worktree_snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.local import paths
 from okfgit.progress import Progress, silent
-from okfgit.plan import index_behind
 
 OKF = "okf"
 PROFILE = "profile"
@@ -934,6 +933,8 @@ def run(ctx: Context, ws: Workspace, scope: str = "all", worktree: bool = False)
 
 def _run(ctx: Context, ws: Workspace, tiers: list[Tier], skipped: list[str], read: Callable[[Tier], Snapshot],
          worktree: bool) -> Report:
+    from okfgit import plan  # index_behind: only a whole doctor run asks (review's scoped check never loads plan)
+
     scans: dict[str, Scan] = {}
     for tier in tiers:
         snap = read(tier)
@@ -946,7 +947,7 @@ def _run(ctx: Context, ws: Workspace, tiers: list[Tier], skipped: list[str], rea
     today = lifecycle.instant_of(ctx.now())
     reports = [_report(scan, today, elsewhere.lookup(label), worktree) for label, scan in scans.items()]
     for tier_report in reports:
-        behind = index_behind(tier_report.tier)
+        behind = plan.index_behind(tier_report.tier)
         if behind is not None:
             first = behind.paths[0]
             kb_path = first[len(behind.tier.prefix) + 1:] if behind.tier.prefix else first
