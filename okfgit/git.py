@@ -30,6 +30,7 @@ from pygit2.enums import FileMode, RepositoryState
 from pygit2.ffi import C, ffi  # type: ignore[attr-defined]
 
 from okfgit import fsutil
+from okfgit.plumbing import FILE_MODE, LINK_MODE, Change, Entry, blob_oid, clean_git_env, git_missing, main_workdir
 from okfgit.local import fastpath, journal, lock
 from okfgit.local import paths as okf_paths
 from okfgit.context import Context
@@ -47,8 +48,6 @@ INDEX_LOCK_SCRATCH = "okf-index-lock.okftmp"  # index.lock's bytes before they a
 # either way, and a few fsyncs cost less than a flush of a busy filesystem.
 FSYNC_EACH_UP_TO = 32
 CRASH_ENV = "OKFGIT_TEST_CRASH_AT"  # tests only: die by SIGKILL at a named step of a commit
-_GIT_ENV_VARS = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY",
-                 "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_PREFIX")
 
 _STATE_NAMES = {
     RepositoryState.MERGE: "a merge",
@@ -63,56 +62,6 @@ _STATE_NAMES = {
     RepositoryState.APPLY_MAILBOX: "git am",
     RepositoryState.APPLY_MAILBOX_OR_REBASE: "a rebase",
 }
-
-
-def blob_oid(data: bytes) -> str:
-    """The git blob OID of ``data`` (what ``git hash-object`` prints)."""
-    return str(pygit2.hash(data))
-
-
-def clean_git_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment without the variables a git hook sets for its own repository."""
-    return {k: v for k, v in environ.items() if k not in _GIT_ENV_VARS}
-
-
-LINK_MODE = int(FileMode.LINK)
-FILE_MODE = int(FileMode.BLOB)
-_FILE_MODES = frozenset((FILE_MODE, int(FileMode.BLOB_EXECUTABLE)))
-
-
-@dataclass(frozen=True)
-class Entry:
-    """A tree entry: its OID and file mode (symlinks have mode 0o120000)."""
-
-    oid: str
-    mode: int
-
-    @property
-    def is_link(self) -> bool:
-        return self.mode == LINK_MODE
-
-    @property
-    def is_file(self) -> bool:
-        """A regular file, executable or not."""
-        return self.mode in _FILE_MODES
-
-    @property
-    def is_blob(self) -> bool:
-        """A file or a symlink: an entry whose OID names a blob (not a folder or a submodule)."""
-        return self.is_file or self.is_link
-
-    @property
-    def is_tree(self) -> bool:
-        return self.mode == FileMode.TREE
-
-
-@dataclass(frozen=True)
-class Change:
-    """One path changed between two trees (``old``/``new`` None when added/removed)."""
-
-    path: str
-    old: str | None
-    new: str | None
 
 
 class Repo:
@@ -166,12 +115,7 @@ class Repo:
     @property
     def main_workdir(self) -> Path:
         """The main working tree's root: linked worktrees map to it."""
-        if self.common_dir == self.gitdir:
-            return self.workdir
-        common = self.common_dir
-        if common.name == ".git":
-            return common.parent.resolve()
-        return self.workdir
+        return main_workdir(self.workdir, self.gitdir, self.common_dir)
 
     def config_get(self, key: str) -> str | None:
         try:
@@ -343,6 +287,9 @@ class Repo:
         # Straight from the object database: about 40% cheaper than Repository[oid], which
         # counts when doctor reads 10,000 blobs.
         return bytes(self.raw.odb.read(oid)[1])
+
+    def read_blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
+        return {oid: self.read_blob(oid) for oid in dict.fromkeys(oids)}
 
     def diff_paths(self, old_tree: str | None, new_tree: str | None) -> list[Change]:
         """Blob paths that differ between two trees (renames not detected)."""
@@ -902,9 +849,7 @@ def run_git(ctx: Context, args: list[str], cwd: Path | None = None) -> subproces
         return subprocess.run(["git", *args], cwd=cwd, env=clean_git_env(ctx.environ), capture_output=True,
                               text=True)
     except OSError as exc:
-        raise IntegrityError(
-            f"cannot run git ({exc.strerror or exc}): install git or put it on PATH; nothing was changed"
-        ) from exc
+        raise git_missing(exc) from exc
 
 
 class _Paths:

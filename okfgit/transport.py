@@ -24,7 +24,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from okfgit.errors import UsageError
-from okfgit.git import clean_git_env
+from okfgit.plumbing import clean_git_env
 
 DEFAULT_TIMEOUT_S = 10.0
 # Local configuration only: these never need the network.

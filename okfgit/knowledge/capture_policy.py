@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from okfgit.context import Context
-from okfgit.git import Entry, Repo, blob_oid, clean_git_env
+from okfgit.git import Repo
+from okfgit.plumbing import Entry, blob_oid, clean_git_env
 from okfgit.knowledge.tiers import PROJECT_PREFIX, Workspace
 
 CONFIG_KEY = "okf.capture"

@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 from okfgit import TOOL, fsutil
 from okfgit.format import concept as okf
 from okfgit.errors import OkfError
-from okfgit.git import Entry, Repo
+from okfgit.plumbing import Entry, Reader
 from okfgit.knowledge.tiers import Tier
 from okfgit.local import paths
 from okfgit.progress import Progress, silent
@@ -63,7 +63,7 @@ class Kind(Generic[F]):
     wants: Callable[[str], bool] = okf.is_concept_path  # the paths it keeps a fact for
 
 
-def build_kind(kind: Kind[F], repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog[F] | None,
+def build_kind(kind: Kind[F], repo: Reader, tier: Tier, commit: str, tree: str, cached: TierCatalog[F] | None,
                blobs: dict[str, bytes] | None = None, progress: Progress = silent) -> TierCatalog[F]:
     """The ``kind`` catalog of ``tier`` at ``commit`` (whose KB tree is ``tree``).
 
@@ -85,7 +85,7 @@ def build_kind(kind: Kind[F], repo: Repo, tier: Tier, commit: str, tree: str, ca
     return _full(repo, tier, commit, tree, blobs, kind, progress)
 
 
-def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes], kind: Kind[F],
+def _full(repo: Reader, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes], kind: Kind[F],
           progress: Progress = silent) -> TierCatalog[F]:
     entries = repo.tree_entries(commit, tier.prefix)
     out: TierCatalog[F] = TierCatalog(tree, reread=len(entries))
@@ -99,7 +99,7 @@ def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes
     return out
 
 
-def _updated(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog[F], paths: list[str],
+def _updated(repo: Reader, tier: Tier, commit: str, tree: str, cached: TierCatalog[F], paths: list[str],
              blobs: dict[str, bytes], kind: Kind[F], progress: Progress = silent) -> TierCatalog[F]:
     out = TierCatalog(tree, dict(cached.facts), dict(cached.problems), reread=len(paths), changed=paths)
     found = repo.entries_in(tree, [p for p in paths if kind.wants(p)])
@@ -116,7 +116,7 @@ def _updated(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog
     return out
 
 
-def _add(out: TierCatalog[F], repo: Repo, tier: Tier, path: str, entry: Entry, blobs: dict[str, bytes],
+def _add(out: TierCatalog[F], repo: Reader, tier: Tier, path: str, entry: Entry, blobs: dict[str, bytes],
          kind: Kind[F]) -> None:
     try:
         data = b"" if entry.is_link else repo.read_blob(entry.oid)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from okfgit.format import index_md as index
-from okfgit.git import Entry
+from okfgit.plumbing import Entry
 from okfgit.knowledge.snapshot import Snapshot
 
 

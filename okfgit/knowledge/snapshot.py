@@ -14,7 +14,7 @@ from typing import Any
 
 from okfgit.format import concept as okf
 from okfgit.errors import OkfError, UsageError, ValidationError
-from okfgit.git import FILE_MODE, LINK_MODE, Entry, blob_oid
+from okfgit.plumbing import FILE_MODE, LINK_MODE, Entry, blob_oid
 from okfgit.knowledge import cards
 from okfgit.knowledge.tiers import Tier
 
@@ -117,7 +117,7 @@ def snapshot(tier: Tier, rev: str | None = None) -> Snapshot:
     """The tier's KB at ``rev`` (default HEAD); empty when the repo or its commits are missing."""
     if not tier.exists():
         return Snapshot(tier, None, {}, _no_read)
-    repo = tier.open()
+    repo = tier.reader()
     commit = repo.resolve(rev) if rev else repo.head_commit()
     entries = repo.tree_entries(commit, tier.prefix)
     return Snapshot(tier, commit, entries, repo.read_blob)

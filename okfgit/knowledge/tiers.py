@@ -13,10 +13,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from okfgit.context import Context
 from okfgit.errors import UsageError
-from okfgit.git import Repo
+from okfgit.plumbing import Plumbing
+
+if TYPE_CHECKING:
+    from okfgit.git import Repo
 
 TIER_NAMES = ("global", "project", "job")
 PRECEDENCE = ("job", "project", "global")  # most specific first
@@ -65,7 +69,14 @@ class Tier:
         return (self.repo_path / ".git").exists()
 
     def open(self) -> Repo:
+        """The repository to write a commit to (libgit2: ``okfgit.git``)."""
+        from okfgit.git import Repo
+
         return Repo.open(self.repo_path)
+
+    def reader(self) -> Plumbing:
+        """The repository to read from (git's plumbing: no libgit2 load, ``okfgit.plumbing``)."""
+        return Plumbing.open(self.repo_path)
 
     def has_kb(self) -> bool:
         """The tier holds a knowledge base at HEAD: its repository exists and, for the
@@ -73,7 +84,7 @@ class Tier:
         repo; only ``okfgit init --scope project`` gives it a tier)."""
         if not self.exists():
             return False
-        repo = self.open()
+        repo = self.reader()
         head = repo.head_commit()
         if head is None:
             return False
@@ -169,16 +180,16 @@ def check_known_run(ws: Workspace, run: str | None) -> None:
 
 def open_workspace(ctx: Context, repo: Path | None = None, run: str | None = None) -> Workspace:
     """Find the project repository and the active run (``--run`` > ``$OKF_RUN`` > ``okf.run``)."""
-    project: Repo | None
+    project: Plumbing | None
     if repo is not None:
-        project = Repo.discover(repo)
+        project = Plumbing.discover(repo, ctx.environ)
         if project is None:
             raise UsageError(f"{repo}: not inside a git repository")
     else:
-        project = Repo.discover(ctx.cwd)
+        project = Plumbing.discover(ctx.cwd, ctx.environ)
     if project is not None and _is_inner_tier(project.workdir):
         # Inside a job or global tier repo: the project is the repo around it.
-        outer = Repo.discover(project.workdir.parent)
+        outer = Plumbing.discover(project.workdir.parent, ctx.environ)
         project = outer
     if project is not None and project.workdir == ctx.global_dir.resolve():
         project = None

@@ -63,14 +63,14 @@ def find_repo(start: str) -> tuple[str, str] | None:
         if os.path.isdir(dotgit):
             return path, dotgit
         if os.path.isfile(dotgit):
-            return path, _gitfile_target(dotgit)
+            return path, gitfile_target(dotgit)
         parent = os.path.dirname(path)
         if parent == path:
             return None
         path = parent
 
 
-def _gitfile_target(dotgit: str) -> str:
+def gitfile_target(dotgit: str) -> str:
     text = _read(dotgit)
     if not text.startswith("gitdir:"):
         raise Unsure(dotgit)
@@ -127,7 +127,7 @@ def head_token(dotgit: str) -> str:
     """What a stamp records for the repository at ``dotgit``: a commit, ``unborn`` or ``absent``."""
     if not os.path.lexists(dotgit):
         return ABSENT
-    gitdir = _gitfile_target(dotgit) if os.path.isfile(dotgit) else dotgit
+    gitdir = gitfile_target(dotgit) if os.path.isfile(dotgit) else dotgit
     return read_head(gitdir) or UNBORN
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from okfgit.targets import claude_home
 from okfgit.format import concept as okf
 from okfgit.format import lifecycle
-from okfgit.git import FILE_MODE, Entry, blob_oid
+from okfgit.plumbing import FILE_MODE, Entry, blob_oid
 from okfgit.errors import OkfError
 from okfgit.knowledge.cards import Card, TierCard, card_of
 from okfgit.local.state import MemoryFile, TierInput

@@ -33,7 +33,8 @@ from okfgit.knowledge.merged import Merged
 from okfgit.targets.claude_home import memory_dir
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
-from okfgit.git import blob_oid, crash_point
+from okfgit.git import crash_point
+from okfgit.plumbing import blob_oid
 from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
 from okfgit.plan import Plan, TierCommit, apply, writing
 from okfgit.knowledge.tiers import Tier, Workspace, check_scope

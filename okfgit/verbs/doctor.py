@@ -32,7 +32,7 @@ from okfgit.format import concept as okf
 from okfgit.format.findings import ERROR, WARNING, Finding
 from okfgit.context import Context
 from okfgit.errors import EXIT_OK, EXIT_USAGE, OkfError, ValidationError
-from okfgit.git import FILE_MODE, Entry, blob_oid
+from okfgit.plumbing import FILE_MODE, Entry, blob_oid
 from okfgit.knowledge import catalog
 from okfgit.knowledge.snapshot import Snapshot, snapshot, worktree_snapshot
 from okfgit.knowledge.tiers import Tier, Workspace

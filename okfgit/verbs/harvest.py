@@ -22,7 +22,7 @@ from okfgit.context import Context
 from okfgit.format import markdown, trailers
 from okfgit.format.findings import ERROR, WARNING, Finding
 from okfgit.errors import OkfError, UnwritableError, UsageError, ValidationError
-from okfgit.git import clean_git_env
+from okfgit.plumbing import clean_git_env
 from okfgit.knowledge.snapshot import Snapshot
 from okfgit.local import pr_bodies
 

@@ -21,7 +21,7 @@ from okfgit import plan as plan_mod
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, UsageError
 from okfgit.plan import FileMove, FileWrite, Plan
-from okfgit.git import clean_git_env
+from okfgit.plumbing import clean_git_env
 from okfgit.local import hooklog, paths
 from okfgit.local.noop import HOOK_NAMES
 
