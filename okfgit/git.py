@@ -514,24 +514,7 @@ class Repo:
         return removed + self.sweep_objects()
 
     def sweep_objects(self) -> list[Path]:
-        """Remove libgit2's ``tmp_object_git2_*`` files older than the last completed okfgit
-        write in this repository (when its journal folder last changed): a live writer's are
-        younger, because every write changes the journal folder before it creates objects."""
-        try:
-            done_ns = self.journal_file.parent.stat().st_mtime_ns
-            entries = list(os.scandir(self.common_dir / "objects"))
-        except OSError:
-            return []
-        removed: list[Path] = []
-        for entry in entries:
-            try:
-                if (entry.name.startswith("tmp_object_git2_") and entry.is_file(follow_symlinks=False)
-                        and entry.stat(follow_symlinks=False).st_mtime_ns < done_ns):
-                    os.unlink(entry.path)
-                    removed.append(Path(entry.path))
-            except OSError:
-                continue
-        return removed
+        return journal.sweep_objects(self.journal_file, self.common_dir / "objects")
 
     def _check_base(self, base: str | None, parent: str | None, ref: str) -> None:
         if base is not None and base != (parent or ""):
@@ -701,13 +684,7 @@ class Repo:
 
     def needs_recovery(self) -> bool:
         """A journal record, or a temp file of one a killed writer left half-written."""
-        file = self.journal_file
-        if journal.pending(file):
-            return True
-        try:
-            return any(fsutil.is_temp_name(name) for name in os.listdir(file.parent))
-        except OSError:
-            return False
+        return journal.needs_recovery(self.journal_file)
 
     def recover(self, ctx: Context, wait_s: float = WRITE_LOCK_WAIT_S) -> list[str]:
         """Finish what a killed okfgit write left in this working tree's journal.
@@ -811,36 +788,6 @@ class Repo:
         return [f"okfgit's commit {intent.new[:12]} was interrupted before the index was updated, and a later "
                 f"commit changed {', '.join(lost)} back; to restore okfgit's version: "
                 f"git checkout {intent.new[:12]} -- {quoted}"]
-
-    def index_behind(self, prefix: str, depth: int = 50) -> list[str]:
-        """Paths under ``prefix`` that an okfgit commit wrote and whose index entry differs
-        from HEAD: what the next ``git commit`` would revert. Looks at the last ``depth``
-        first-parent commits for okfgit's."""
-        head = self.head_commit()
-        if head is None:
-            return []
-        index = self.raw.index
-        index.read(False)
-        tree = self.raw[head].peel(pygit2.Tree)
-        base = prefix.rstrip("/") + "/" if prefix else ""
-        differs: set[str] = set()
-        for delta in index.diff_to_tree(tree).deltas:
-            for path in (delta.old_file.path, delta.new_file.path):
-                if path.startswith(base):
-                    differs.add(path)
-        if not differs:
-            return []
-        written: set[str] = set()
-        commit = self.raw[head].peel(pygit2.Commit)
-        for _ in range(depth):
-            if "\nOkf-Operation: " in commit.message:
-                parent_tree = commit.parents[0].tree if commit.parents else None
-                parent_oid = str(parent_tree.id) if parent_tree is not None else None
-                written.update(c.path for c in self.diff_paths(parent_oid, str(commit.tree.id)))
-            if not commit.parents:
-                break
-            commit = commit.parents[0]
-        return sorted(differs & written)
 
 
 def run_git(ctx: Context, args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -16,12 +16,17 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from okfgit import TOOL, fsutil
 from okfgit.context import Context
 from okfgit.errors import BusyError, OkfError, UnwritableError
-from okfgit.git import Repo
 from okfgit.knowledge.tiers import Tier
+from okfgit.local import fastpath, journal, paths
+from okfgit.plumbing import locate
+
+if TYPE_CHECKING:  # libgit2 loads only for a write: a process that reads never pays for it
+    from okfgit.git import Repo
 from okfgit.format.trailers import Trailer, format_message
 
 
@@ -187,14 +192,15 @@ def recover(ctx: Context, tiers: list[Tier]) -> list[str]:
     before anything else reads or writes them; what was done, as notes for the user."""
     notes: list[str] = []
     for tier in tiers:
+        found = locate(tier.repo_path)
+        if found is None:
+            continue
+        file = paths.journal(fastpath.common_dir(str(found[1])), found[1])
+        journal.sweep_objects(file, Path(fastpath.common_dir(str(found[1]))) / "objects")
+        if not journal.needs_recovery(file):
+            continue  # nothing to finish: libgit2 is not even loaded
         try:
             repo = tier.open()
-        except OkfError:
-            continue
-        repo.sweep_objects()
-        if not repo.needs_recovery():
-            continue
-        try:
             notes.extend(repo.recover(ctx, wait_s=RECOVER_WAIT_S))
         except BusyError:
             continue  # a live okfgit write holds the lock: it finishes its own commit
@@ -222,7 +228,7 @@ def index_behind(tier: Tier) -> IndexBehind | None:
     entry is not HEAD's, with the command that repairs it; None when all agree."""
     if not tier.exists():
         return None
-    repo = tier.open()
+    repo = tier.reader()
     found = repo.index_behind(tier.prefix)
     if not found:
         return None
@@ -235,6 +241,8 @@ def ensure_repo(ctx: Context, tier: Tier) -> Repo:
     """The tier's repository; the global and job tiers' repos are created on first use."""
     if tier.exists():
         return tier.open()
+    from okfgit.git import Repo
+
     return Repo.init(tier.repo_path)
 
 

@@ -203,9 +203,10 @@ class Plumbing:
         return env
 
     def _git(self, *args: str) -> subprocess.CompletedProcess[bytes]:
+        """git on this repository, from its working tree's root (pathspecs are relative to it)."""
         try:
-            return subprocess.run(["git", f"--git-dir={self.gitdir}", *args], env=self._env(),
-                                  capture_output=True, stdin=subprocess.DEVNULL)
+            return subprocess.run(["git", f"--git-dir={self.gitdir}", f"--work-tree={self.workdir}", *args],
+                                  cwd=self.workdir, env=self._env(), capture_output=True, stdin=subprocess.DEVNULL)
         except OSError as exc:
             raise git_missing(exc) from exc
 
@@ -350,6 +351,42 @@ class Plumbing:
                 out.append(Change(path, x.oid, None))
             elif not x_tree and not y_tree:
                 out.append(Change(path, x.oid if x else None, y.oid if y else None))
+
+    def index_behind(self, prefix: str, depth: int = 50) -> list[str]:
+        """Paths under ``prefix`` that an okfgit commit wrote and whose index entry differs
+        from HEAD: what the next ``git commit`` would revert. Looks at the last ``depth``
+        first-parent commits for okfgit's (only when an index entry differs at all)."""
+        head = self.head_commit()
+        if head is None:
+            return []
+        proc = self._git("--literal-pathspecs", "diff-index", "--cached", "--no-renames", "--name-only", "-z", head,
+                         "--", *([prefix] if prefix else []))
+        if proc.returncode != 0:
+            return []
+        differs = {p.decode("utf-8", "surrogateescape") for p in proc.stdout.split(b"\0") if p}
+        if not differs:
+            return []
+        written: set[str] = set()
+        commit: str | None = head
+        for _ in range(depth):
+            if commit is None:
+                break
+            tree, parents, message = self._commit(commit)
+            if b"\nOkf-Operation: " in message:
+                before = self._commit(parents[0])[0] if parents else None
+                written.update(c.path for c in self.diff_paths(before, tree))
+            commit = parents[0] if parents else None
+        return sorted(differs & written)
+
+    def _commit(self, oid: str) -> tuple[str, list[str], bytes]:
+        """(tree, parents, message) of commit ``oid``."""
+        kind, data = self._objects().read(oid)
+        if kind != "commit":
+            raise KeyError(oid)
+        head, _, message = data.partition(b"\n\n")
+        lines = head.split(b"\n")
+        parents = [line[7:].decode() for line in lines if line.startswith(b"parent ")]
+        return _header_field(data, b"tree"), parents, b"\n" + message
 
     def store_blob(self, data: bytes) -> str | None:
         """Put ``data`` in the object database as a blob no tree refers to (until gc prunes

@@ -115,14 +115,18 @@ def _cards(tier: Tier) -> tuple[dict[str, object], dict[str, tuple[str, str]]]:
 
 
 def _cold(tier: Tier, repo: Path) -> tuple[dict[str, object], dict[str, tuple[str, str]]]:
-    cache = paths.cache(repo / ".git", paths.CARDS)
-    kept = cache.read_bytes() if cache.exists() else None
-    cache.unlink(missing_ok=True)
+    """The cards read with no cache at all (the cache files are put back as they were)."""
+    files = [paths.cache(repo / ".git", paths.CARDS), paths.cache_delta(repo / ".git", paths.CARDS)]
+    kept = {f: f.read_bytes() for f in files if f.exists()}
+    for f in files:
+        f.unlink(missing_ok=True)
     try:
         return _cards(tier)
     finally:
-        if kept is not None:
-            cache.write_bytes(kept)
+        for f in files:
+            f.unlink(missing_ok=True)
+        for f, data in kept.items():
+            f.write_bytes(data)
 
 
 def test_the_card_cache_sees_each_change_and_never_changes_an_answer(project: Path, okfgit: Runner,
@@ -180,3 +184,47 @@ def test_the_card_cache_sees_each_change_and_never_changes_an_answer(project: Pa
     assert _cards(tier) == expected
     shutil.rmtree(cache.parent)
     assert _cards(tier) == expected
+
+
+def test_a_run_that_redid_a_few_concepts_writes_only_the_delta(project: Path, git: Runner,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    tier = Tier("project", project, ".okf")
+    commit_files(git, project, {f".okf/n{i}.md": concept("Note", f"N{i}", f"Note {i}.") for i in range(5)})
+    assert TierCards(tier).catalog.reread > 0
+    whole = paths.cache(project / ".git", paths.CARDS)
+    delta = paths.cache_delta(project / ".git", paths.CARDS)
+    written = whole.read_bytes()
+    assert not delta.exists()
+
+    # one concept changed: the whole file keeps its bytes, the delta holds the change, and
+    # the next reader starts from the new tree (it reads nothing again)
+    commit_files(git, project, {".okf/n1.md": concept("Note", "N1 again", "Changed.")})
+    assert TierCards(tier).catalog.reread == 1
+    assert whole.read_bytes() == written and delta.exists()
+    again = TierCards(tier)
+    assert again.catalog.reread == 0 and again.cards["n1.md"].title == "N1 again"
+    assert _cards(tier) == _cold(tier, project)
+
+    # a commit outside the KB: the cache learns the new commit and the KB tree is not looked up again
+    commit_files(git, project, {"README.md": "# proj, edited\n"})
+    head = git("rev-parse", "HEAD", cwd=project).out.strip()
+    assert TierCards(tier).catalog.reread == 0
+    assert json.loads(delta.read_text())["tiers"]["project"]["commit"] == head
+
+    # a delta made from another version of the whole file, or a damaged one, is of no use and no harm
+    saved = json.loads(delta.read_text())
+    saved["tiers"]["project"]["base"] = "1" * 40
+    saved["tiers"]["project"]["facts"]["n1.md"][3] = "A title no blob has"
+    delta.write_text(json.dumps(saved))
+    assert _cards(tier) == _cold(tier, project)
+    delta.write_text("{damaged")
+    assert _cards(tier) == _cold(tier, project)
+
+    # past SAVE_AFTER changed paths the whole file is written again and the delta dropped
+    monkeypatch.setattr("okfgit.knowledge.catalog.SAVE_AFTER", 1)
+    commit_files(git, project, {".okf/n3.md": concept("Note", "N3 again", "Changed."),
+                                ".okf/n4.md": concept("Note", "N4 again", "Changed.")})
+    TierCards(tier)
+    assert whole.read_bytes() != written and not delta.exists()
+    assert TierCards(tier).catalog.reread == 0
+    assert _cards(tier) == _cold(tier, project)

@@ -259,15 +259,13 @@ class TierCards:
         if commit is None and repo is not None:
             commit = repo.head_commit()
         self.commit = commit
-        if tree is None and repo is not None and commit is not None:
-            tree = repo.tree_oid(commit, tier.prefix)
-        self.tree = tree
         known = previous.catalog if previous is not None and previous.label == self.label else None
         self.catalog: TierCatalog[Card] = _catalog(repo, tier, commit, tree, blobs, progress, known)
+        self.tree = self.catalog.tree or None
         # Only references to the previous read's dicts, never to it: warm servers keep no chain of old trees.
         self._carry: dict[str, Any] = {}
         if previous is not None and known is not None:
-            if self.catalog is known:  # HEAD moved, the KB tree did not: all of it still holds
+            if self.catalog.tree == known.tree:  # HEAD moved, the KB tree did not: all of it still holds
                 self.__dict__.update({k: previous.__dict__[k] for k in self._CARRIED if k in previous.__dict__})
             elif self.catalog.changed is not None:
                 self._carry = {k: previous.__dict__[k] for k in ("cards", "folded") if k in previous.__dict__}
@@ -354,18 +352,19 @@ def _carried(label: str, before: dict[str, TierCard], updated: TierCatalog[Card]
 def _catalog(repo: Reader | None, tier: Tier, commit: str | None, tree: str | None,
              blobs: dict[str, bytes] | None, progress: Progress = silent,
              known: TierCatalog[Card] | None = None) -> TierCatalog[Card]:
-    """The tier's cards at ``tree``: from ``known`` (or else the cache), updated by a tree diff,
-    saved when worth it."""
-    if repo is None or commit is None or tree is None:
+    """The tier's cards at ``tree`` (default: the KB tree of ``commit``, which the cache may
+    already know): from ``known`` (or else the cache), updated by a tree diff, kept."""
+    if repo is None or commit is None:
         return TierCatalog("")
     cached = {} if known is not None else catalog.load_kind(CARDS, repo.common_dir)
     start = known if known is not None else cached.get(tier.label)
+    if tree is None:
+        tree = start.tree if start is not None and start.commit == commit else repo.tree_oid(commit, tier.prefix)
+    if tree is None:
+        return TierCatalog("")
     built = catalog.build_kind(CARDS, repo, tier, commit, tree, start, blobs, progress)
-    if start is None or built.worth_saving:
-        try:
-            if known is not None:
-                cached = catalog.load_kind(CARDS, repo.common_dir)
-            catalog.save_kind(CARDS, repo.common_dir, {**cached, tier.label: built})
-        except (OkfError, OSError):
-            pass  # only a cache: reading never fails for want of writing it
+    if known is None:
+        catalog.remember(CARDS, repo.common_dir, tier.label, built, cached)
+    elif built.reread > catalog.SAVE_AFTER:  # a warm server keeps its cards in memory; the file only when far behind
+        catalog.remember(CARDS, repo.common_dir, tier.label, built, catalog.load_kind(CARDS, repo.common_dir))
     return built

@@ -6,13 +6,21 @@ OID, so when one concept changed, only that blob is read and parsed again (a tre
 between the cached tree and the new one), which keeps the cost proportional to the change
 and not to the KB (DESIGN.md rule 4). The cache can be deleted at any time.
 
-A ``Kind`` names the cache file, its version and how one blob becomes its fact; the one
-kind in use is ``cards.CARDS``, the concept record every reader shares.
+A cache is two files: the whole catalog as of some tree (``cards.json``), and what changed
+since (``cards.delta.json``: the few paths later runs redid, with the tree and commit they
+were read at). A run that redid a few concepts rewrites only the small second file, so no
+run reads or writes more than the change, and the next run starts from the latest tree
+without parsing anything again; past ``SAVE_AFTER`` changed paths the whole file is
+rewritten and the delta dropped. A delta is used only on the base it was made from.
+
+A ``Kind`` names the cache file, its version and how one blob becomes its fact: the concept
+record every reader shares (``cards.CARDS``) and doctor's findings of each file.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,9 +34,10 @@ from okfgit.knowledge.tiers import Tier
 from okfgit.local import paths
 from okfgit.progress import Progress, silent
 
-# Rewriting the whole cache costs as much as parsing this many concepts again, so a cache
-# only this far behind its tree is left as it is: the next run diffs from the older tree.
-SAVE_AFTER = 64
+# Past this many paths changed since the whole cache was written, it is written again
+# (the delta file would cost more to read than the rewrite saves).
+SAVE_AFTER = 256
+_READ_AHEAD = 1024  # blobs a full read asks for at once
 
 
 F = TypeVar("F")
@@ -36,18 +45,21 @@ F = TypeVar("F")
 
 @dataclass
 class TierCatalog(Generic[F]):
-    """Every concept of one tier's KB tree: facts, and the paths that could not be read."""
+    """Every concept of one tier's KB tree: facts, and the paths that could not be read.
+
+    ``commit`` is the commit the tree was read at (a later reader at that commit needs no
+    tree lookup); ``base`` the tree of the whole cache file this differs from by ``delta``
+    (None: not in the file yet).
+    """
 
     tree: str
     facts: dict[str, F] = field(default_factory=dict)
     problems: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (oid, why)
+    commit: str | None = None
+    base: str | None = None
+    delta: frozenset[str] = frozenset()
     reread: int = 0  # paths read from the repository to build this (not saved)
     changed: list[str] | None = None  # when updated from a tree diff: the paths it redid (not saved)
-
-    @property
-    def worth_saving(self) -> bool:
-        """A cache this far behind its tree is worth rewriting (see ``SAVE_AFTER``)."""
-        return self.reread > SAVE_AFTER
 
 
 @dataclass(frozen=True)
@@ -74,7 +86,9 @@ def build_kind(kind: Kind[F], repo: Reader, tier: Tier, commit: str, tree: str, 
     """
     blobs = {} if blobs is None else blobs
     if cached is not None and cached.tree == tree:
-        return cached
+        if cached.commit == commit:
+            return cached
+        return TierCatalog(tree, cached.facts, cached.problems, commit, cached.base, cached.delta)
     if cached is not None:
         try:
             changes = repo.diff_paths(cached.tree, tree)
@@ -88,9 +102,12 @@ def build_kind(kind: Kind[F], repo: Reader, tier: Tier, commit: str, tree: str, 
 def _full(repo: Reader, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes], kind: Kind[F],
           progress: Progress = silent) -> TierCatalog[F]:
     entries = repo.tree_entries(commit, tier.prefix)
-    out: TierCatalog[F] = TierCatalog(tree, reread=len(entries))
+    out: TierCatalog[F] = TierCatalog(tree, commit=commit, reread=len(entries))
     concepts = [p for p in sorted(entries) if kind.wants(p)]
     what = f"reading {tier.label} concepts"
+    wanted = [entries[p].oid for p in concepts if not entries[p].is_link and entries[p].oid not in blobs]
+    for start in range(0, len(wanted), _READ_AHEAD):  # asked for in batches: one round trip each
+        blobs.update(repo.read_blobs(wanted[start:start + _READ_AHEAD]))
     for done, path in enumerate(concepts, start=1):
         _add(out, repo, tier, path, entries[path], blobs, kind)
         if not done % 100:
@@ -101,7 +118,8 @@ def _full(repo: Reader, tier: Tier, commit: str, tree: str, blobs: dict[str, byt
 
 def _updated(repo: Reader, tier: Tier, commit: str, tree: str, cached: TierCatalog[F], paths: list[str],
              blobs: dict[str, bytes], kind: Kind[F], progress: Progress = silent) -> TierCatalog[F]:
-    out = TierCatalog(tree, dict(cached.facts), dict(cached.problems), reread=len(paths), changed=paths)
+    out = TierCatalog(tree, dict(cached.facts), dict(cached.problems), commit, cached.base,
+                      cached.delta | frozenset(paths), reread=len(paths), changed=paths)
     found = repo.entries_in(tree, [p for p in paths if kind.wants(p)])
     what = f"reading {tier.label} concepts"
     for done, path in enumerate(paths, start=1):
@@ -119,7 +137,7 @@ def _updated(repo: Reader, tier: Tier, commit: str, tree: str, cached: TierCatal
 def _add(out: TierCatalog[F], repo: Reader, tier: Tier, path: str, entry: Entry, blobs: dict[str, bytes],
          kind: Kind[F]) -> None:
     try:
-        data = b"" if entry.is_link else repo.read_blob(entry.oid)
+        data = b"" if entry.is_link else blobs.get(entry.oid) or repo.read_blob(entry.oid)
         blobs[entry.oid] = data
         out.facts[path] = kind.fact(tier.label, path, entry, data)
     except OkfError as exc:
@@ -131,7 +149,8 @@ def path_of(common_dir: Path, kind: Kind[Any]) -> Path:
 
 
 def load_kind(kind: Kind[F], common_dir: Path) -> dict[str, TierCatalog[F]]:
-    """The cached catalogs by tier label; empty when missing, stale or damaged (it is a cache)."""
+    """The cached catalogs by tier label, each with what changed since the whole file was
+    written; empty when missing, stale or damaged (it is a cache)."""
     try:
         data = json.loads(path_of(common_dir, kind).read_bytes())
         if data.get("version") != kind.version or data.get("tool") != TOOL:
@@ -140,20 +159,79 @@ def load_kind(kind: Kind[F], common_dir: Path) -> dict[str, TierCatalog[F]]:
         for label, raw in data["tiers"].items():
             facts = {p: kind.from_json(v) for p, v in raw["facts"].items()}
             problems = {p: (v[0], v[1]) for p, v in raw["problems"].items()}
-            out[label] = TierCatalog(raw["tree"], facts, problems)
-        return out
+            out[label] = TierCatalog(raw["tree"], facts, problems, raw.get("commit"), raw["tree"])
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+        return {}
+    for label, delta in _load_delta(kind, common_dir).items():
+        whole = out.get(label)
+        if whole is None or delta.get("base") != whole.tree:
+            continue  # made from another version of the whole file: of no use
+        try:
+            facts, problems = dict(whole.facts), dict(whole.problems)
+            for path in delta["paths"]:
+                facts.pop(path, None)
+                problems.pop(path, None)
+            facts.update((p, kind.from_json(v)) for p, v in delta["facts"].items())
+            problems.update((p, (v[0], v[1])) for p, v in delta["problems"].items())
+            out[label] = TierCatalog(delta["tree"], facts, problems, delta.get("commit"), whole.tree,
+                                     frozenset(delta["paths"]))
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+            continue
+    return out
+
+
+def _load_delta(kind: Kind[Any], common_dir: Path) -> dict[str, dict[str, Any]]:
+    try:
+        data = json.loads(paths.cache_delta(common_dir, kind.file).read_bytes())
+        if data.get("version") != kind.version or data.get("tool") != TOOL:
+            return {}
+        tiers = data["tiers"]
+        return tiers if isinstance(tiers, dict) else {}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
 
 
+def remember(kind: Kind[F], common_dir: Path, label: str, built: TierCatalog[F],
+             cached: dict[str, TierCatalog[F]]) -> None:
+    """Keep ``built`` (tier ``label``) in the cache whose other tiers are ``cached``: nothing
+    to do when it is what the cache holds, only the delta file when few paths changed since
+    the whole file was written, else the whole file. Never fails: it is only a cache."""
+    before = cached.get(label)
+    if before is not None and before.tree == built.tree and before.commit == built.commit:
+        return
+    catalogs = {**cached, label: built}
+    try:
+        if built.base is not None and len(built.delta) <= SAVE_AFTER:
+            _save_delta(kind, common_dir, catalogs)
+        else:
+            save_kind(kind, common_dir, catalogs)
+    except (OkfError, OSError):
+        pass
+
+
+def _save_delta(kind: Kind[F], common_dir: Path, catalogs: dict[str, TierCatalog[F]]) -> None:
+    tiers: dict[str, Any] = {}
+    for label, cat in sorted(catalogs.items()):
+        if cat.base is None or not (cat.delta or cat.tree != cat.base):
+            continue
+        tiers[label] = {"base": cat.base, "tree": cat.tree, "commit": cat.commit, "paths": sorted(cat.delta),
+                        "facts": {p: cat.facts[p] for p in sorted(cat.delta) if p in cat.facts},
+                        "problems": {p: cat.problems[p] for p in sorted(cat.delta) if p in cat.problems}}
+    text = json.dumps({"version": kind.version, "tool": TOOL, "tiers": tiers}, separators=(",", ":"),
+                      ensure_ascii=False)
+    fsutil.atomic_write(paths.cache_delta(common_dir, kind.file), text.encode("utf-8"), fsync=False)
+
+
 def save_kind(kind: Kind[F], common_dir: Path, catalogs: dict[str, TierCatalog[F]]) -> None:
-    """Write the cache (no fsync: it is rebuilt from git whenever it is missing)."""
+    """Write the whole cache and drop its delta (no fsync: it is rebuilt from git whenever
+    it is missing)."""
     data: dict[str, Any] = {
         "version": kind.version,
         "tool": TOOL,
         "tiers": {
             label: {
                 "tree": cat.tree,
+                "commit": cat.commit,
                 "facts": cat.facts,
                 "problems": cat.problems,
             }
@@ -162,3 +240,7 @@ def save_kind(kind: Kind[F], common_dir: Path, catalogs: dict[str, TierCatalog[F
     }
     text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
     fsutil.atomic_write(path_of(common_dir, kind), text.encode("utf-8"), fsync=False)
+    try:
+        os.unlink(paths.cache_delta(common_dir, kind.file))
+    except FileNotFoundError:
+        pass

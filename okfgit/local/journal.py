@@ -99,6 +99,38 @@ def pending(file: Path) -> bool:
     return os.path.lexists(file)
 
 
+def needs_recovery(file: Path) -> bool:
+    """A record, or a temp file of one a killed writer left half-written, in ``file``'s folder."""
+    if pending(file):
+        return True
+    try:
+        return any(fsutil.is_temp_name(name) for name in os.listdir(file.parent))
+    except OSError:
+        return False
+
+
+def sweep_objects(file: Path, objects: Path) -> list[Path]:
+    """Remove libgit2's ``tmp_object_git2_*`` files in ``objects`` older than the last
+    completed okfgit write in the repository whose journal is ``file`` (when its journal
+    folder last changed): a live writer's are younger, because every write changes the
+    journal folder before it creates objects."""
+    try:
+        done_ns = file.parent.stat().st_mtime_ns
+        entries = list(os.scandir(objects))
+    except OSError:
+        return []
+    removed: list[Path] = []
+    for entry in entries:
+        try:
+            if (entry.name.startswith("tmp_object_git2_") and entry.is_file(follow_symlinks=False)
+                    and entry.stat(follow_symlinks=False).st_mtime_ns < done_ns):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            continue
+    return removed
+
+
 def clear(file: Path) -> None:
     try:
         file.unlink()

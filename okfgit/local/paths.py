@@ -9,6 +9,8 @@ spells the folder or a file name; each asks here. What each file is for:
   to delete): ``cards.json`` each concept's card (its record for every reader), ``doctor.json``
   what doctor found in each concept file on its own, ``graph.json`` what review needs to find
   the concepts a change reaches (each concept's ``okf_id``, name and where its links lead);
+  ``cards.delta.json``, ``doctor.delta.json`` and ``graph.delta.json`` what changed since (the
+  few concepts a run redid, so that it does not rewrite the whole cache);
 - ``fastpath.json``, ``sync.json``: the no-op stamps of projection and sync (safe to delete);
 - ``sync.lock``: the sync lock (never deleted: see ``local/lock.py``);
 - ``hook.log`` (and ``hook.log.1``): errors from the git hooks, written by the hook scripts;
@@ -33,6 +35,9 @@ STATE = "state.json"
 CARDS = "cards.json"
 DOCTOR = "doctor.json"
 GRAPH = "graph.json"
+CARDS_DELTA = "cards.delta.json"
+DOCTOR_DELTA = "doctor.delta.json"
+GRAPH_DELTA = "graph.delta.json"
 FASTPATH_STAMP = "fastpath.json"
 SYNC_STAMP = "sync.json"
 LOCK = "sync.lock"
@@ -43,8 +48,8 @@ EXCHANGE = "exchange.json"
 JOURNAL = "journal"
 
 # Every name above, in the order the README lists them (a test keeps the README complete).
-FILES = (STATE, CARDS, DOCTOR, GRAPH, FASTPATH_STAMP, SYNC_STAMP, LOCK, HOOK_LOG, DRAFTS + "/", PR_BODIES + "/",
-         EXCHANGE, JOURNAL + "/")
+FILES = (STATE, CARDS, CARDS_DELTA, DOCTOR, DOCTOR_DELTA, GRAPH, GRAPH_DELTA, FASTPATH_STAMP, SYNC_STAMP, LOCK,
+         HOOK_LOG, DRAFTS + "/", PR_BODIES + "/", EXCHANGE, JOURNAL + "/")
 
 # Without a repository (the global tier outside any project), drafts go here under $HOME.
 _HOME_DRAFTS = (".cache", "okfgit", "drafts")
@@ -61,11 +66,21 @@ def state(common_dir: StrPath) -> Path:
     return okf_dir(common_dir) / STATE
 
 
+_DELTAS = {CARDS: CARDS_DELTA, DOCTOR: DOCTOR_DELTA, GRAPH: GRAPH_DELTA}
+
+
 def cache(common_dir: StrPath, name: str) -> Path:
     """A per-concept cache file (``CARDS``, ``DOCTOR`` or ``GRAPH``)."""
-    if name not in (CARDS, DOCTOR, GRAPH):
+    if name not in _DELTAS:
         raise ValueError(f"not a cache file okfgit keeps: {name!r}")
     return okf_dir(common_dir) / name
+
+
+def cache_delta(common_dir: StrPath, name: str) -> Path:
+    """What changed since the cache file ``name`` was written (``CARDS_DELTA``, ``DOCTOR_DELTA``)."""
+    if name not in _DELTAS:
+        raise ValueError(f"not a cache file okfgit keeps: {name!r}")
+    return okf_dir(common_dir) / _DELTAS[name]
 
 
 def fastpath_stamp(common_dir: StrPath) -> str:

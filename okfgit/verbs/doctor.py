@@ -349,11 +349,7 @@ def _cached_facts(snap: Snapshot, progress: Progress = silent) -> Facts:
     kind = doctor_kind(tier)
     cached = catalog.load_kind(kind, repo.common_dir)
     built = catalog.build_kind(kind, repo, tier, snap.commit, tree, cached.get(tier.label), progress=progress)
-    if built is not cached.get(tier.label) and (tier.label not in cached or built.worth_saving):
-        try:
-            catalog.save_kind(kind, repo.common_dir, {**cached, tier.label: built})
-        except (OkfError, OSError):
-            pass  # only a cache: doctor never fails for want of writing it
+    catalog.remember(kind, repo.common_dir, tier.label, built, cached)  # only a cache: never fails
     facts = dict(built.facts)
     for path in built.problems:  # a blob that could not be read: check it here, where it errors
         entry = snap.entries.get(path)

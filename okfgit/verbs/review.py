@@ -393,11 +393,8 @@ class Graph:
         start = self._cached.get(label) or self._last or self._from_doctor()
         built = catalog.build_kind(self.kind, self.repo, self.tier, commit, tree, start)
         self._last = built
-        if keep and (label not in self._cached or built.worth_saving):
-            try:
-                catalog.save_kind(self.kind, self.repo.common_dir, {**self._cached, label: built})
-            except (OkfError, OSError):
-                pass  # only a cache: review never fails for want of writing it
+        if keep:
+            catalog.remember(self.kind, self.repo.common_dir, label, built, self._cached)  # never fails
         return built
 
     def _from_doctor(self) -> TierCatalog[Node] | None:
