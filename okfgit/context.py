@@ -10,18 +10,17 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from okfgit.progress import Progress, silent
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(NamedTuple):
     environ: Mapping[str, str]
     cwd: Path
-    clock: Callable[[], float] = field(default=time.time)
-    progress: Progress = field(default=silent)  # told of long loops (see ``okfgit.progress``)
+    clock: Callable[[], float] = time.time
+    progress: Progress = silent  # told of long loops (see ``okfgit.progress``)
 
     @classmethod
     def from_process(cls) -> "Context":

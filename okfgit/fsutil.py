@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 
@@ -23,6 +22,8 @@ def atomic_write(path: Path, data: bytes, *, fsync: bool, mode: int | None = Non
     A file whose mode has no owner write bit is refused (UnwritableError naming the fix),
     for root too: the rename would replace it, but a read-only mode is someone's "keep
     this as it is"."""
+    import tempfile  # only where a file is written: a read verb does not pay for its imports
+
     folder = path.parent
     problem = read_only(path)
     if problem is not None:

@@ -22,8 +22,7 @@ from okfgit import TOOL, fsutil
 from okfgit.context import Context
 from okfgit.errors import BusyError, OkfError, UnwritableError
 from okfgit.knowledge.tiers import Tier
-from okfgit.local import fastpath, journal, paths
-from okfgit.plumbing import locate
+from okfgit.local import journal
 
 if TYPE_CHECKING:  # libgit2 loads only for a write: a process that reads never pays for it
     from okfgit.git import Repo
@@ -192,12 +191,7 @@ def recover(ctx: Context, tiers: list[Tier]) -> list[str]:
     before anything else reads or writes them; what was done, as notes for the user."""
     notes: list[str] = []
     for tier in tiers:
-        found = locate(tier.repo_path)
-        if found is None:
-            continue
-        file = paths.journal(fastpath.common_dir(str(found[1])), found[1])
-        journal.sweep_objects(file, Path(fastpath.common_dir(str(found[1]))) / "objects")
-        if not journal.needs_recovery(file):
+        if not journal.left_behind(tier.repo_path):
             continue  # nothing to finish: libgit2 is not even loaded
         try:
             repo = tier.open()

@@ -17,17 +17,17 @@ repository's layout as files (``locate``). Standard library only.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import subprocess
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, TYPE_CHECKING, NamedTuple, Protocol
 
 from okfgit.errors import IntegrityError, UsageError
 from okfgit.local import fastpath
+
+if TYPE_CHECKING:
+    import subprocess
 
 # The variables a git hook sets for its own repository: a git command okfgit runs on a tier
 # must not inherit them (STYLE.md habit 5).
@@ -39,11 +39,11 @@ FILE_MODE = 0o100644
 TREE_MODE = 0o040000
 _FILE_MODES = frozenset((FILE_MODE, 0o100755))
 _HEX = frozenset("0123456789abcdef")
+_MORE_SYSTEM_CONFIGS = ("/usr/local/etc/gitconfig",)  # a git built with another prefix reads its own
 _CHUNK = 256  # OIDs asked for at once by read_blobs: their 11 KB of names fit in any pipe buffer
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """A tree entry: its OID and file mode (symlinks have mode 0o120000)."""
 
     oid: str
@@ -68,8 +68,7 @@ class Entry:
         return self.mode == TREE_MODE
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(NamedTuple):
     """One path changed between two trees (``old``/``new`` None when added/removed)."""
 
     path: str
@@ -116,6 +115,8 @@ class Reader(Protocol):
 
 def blob_oid(data: bytes) -> str:
     """The git blob OID of ``data`` (what ``git hash-object`` prints)."""
+    import hashlib  # only where bytes are hashed (its import costs a read verb 7 ms)
+
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
@@ -132,6 +133,8 @@ def git_missing(exc: OSError) -> IntegrityError:
 def run_git(environ: Mapping[str, str], args: list[str], cwd: Path | None = None,
             input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     """Run git outside any hook's repository variables; IntegrityError when git cannot be run."""
+    import subprocess  # a warm read that needs no git process does not import it
+
     try:
         return subprocess.run(["git", *args], cwd=cwd, env=clean_git_env(environ), input=input,
                               capture_output=True)
@@ -204,6 +207,8 @@ class Plumbing:
 
     def _git(self, *args: str) -> subprocess.CompletedProcess[bytes]:
         """git on this repository, from its working tree's root (pathspecs are relative to it)."""
+        import subprocess
+
         try:
             return subprocess.run(["git", f"--git-dir={self.gitdir}", f"--work-tree={self.workdir}", *args],
                                   cwd=self.workdir, env=self._env(), capture_output=True, stdin=subprocess.DEVNULL)
@@ -211,8 +216,33 @@ class Plumbing:
             raise git_missing(exc) from exc
 
     def config_get(self, key: str) -> str | None:
+        if not self._config_may_set(key):
+            return None
         proc = self._git("config", "--get", key)
         return proc.stdout.decode("utf-8", "replace").rstrip("\n") if proc.returncode == 0 else None
+
+    def _config_may_set(self, key: str) -> bool:
+        """Whether any config git would read could set ``key``: no file names its section and
+        none includes another (nor does the environment add settings) means certainly not,
+        and git need not be asked (every command asks for ``okf.run``)."""
+        env = os.environ if self._environ is None else self._environ
+        if "GIT_CONFIG_PARAMETERS" in env or "GIT_CONFIG_COUNT" in env:
+            return True
+        import re
+
+        section = re.escape(key.split(".", 1)[0].lower().encode())
+        header = re.compile(rb"\[\s*(?:" + section + rb"|include|includeif)\b")  # [okf], [okf "x"], [include]
+        for name in [*fastpath.config_files(env, str(self.gitdir)), *_MORE_SYSTEM_CONFIGS]:
+            try:
+                with open(name, "rb") as fh:
+                    data = fh.read().lower()
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError:
+                return True
+            if header.search(data):
+                return True
+        return False
 
     # -- refs --------------------------------------------------------------------------
 
@@ -391,6 +421,8 @@ class Plumbing:
     def store_blob(self, data: bytes) -> str | None:
         """Put ``data`` in the object database as a blob no tree refers to (until gc prunes
         it); None when it cannot (a read-only repository: it is only a memory aid)."""
+        import subprocess
+
         try:
             proc = subprocess.run(["git", f"--git-dir={self.gitdir}", "hash-object", "-w", "--stdin"],
                                   input=data, env=self._env(), capture_output=True)
@@ -439,19 +471,28 @@ def _header_field(data: bytes, field: bytes) -> str:
 
 
 class _Batch:
-    """One ``git cat-file --batch`` process: objects asked for by OID, answered in turn."""
+    """One ``git cat-file --batch`` process: objects asked for by OID, answered in turn.
+
+    Started with ``os.posix_spawnp`` and two pipes rather than ``subprocess`` (whose imports
+    cost a warm read verb more than the rest of its work)."""
 
     def __init__(self, gitdir: Path, env: dict[str, str]) -> None:
+        to_git, ours_in = os.pipe()
+        ours_out, from_git = os.pipe()
+        actions = [(os.POSIX_SPAWN_DUP2, to_git, 0), (os.POSIX_SPAWN_DUP2, from_git, 1),
+                   (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)]
         try:
-            self._proc = subprocess.Popen(["git", f"--git-dir={gitdir}", "cat-file", "--batch"], env=env,
-                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=subprocess.DEVNULL)
+            self._pid = os.posix_spawnp("git", ["git", f"--git-dir={gitdir}", "cat-file", "--batch"], env,
+                                        file_actions=actions)
         except OSError as exc:
+            for fd in (to_git, ours_in, ours_out, from_git):
+                os.close(fd)
             raise git_missing(exc) from exc
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        self._in: IO[bytes] = self._proc.stdin
-        self._out: IO[bytes] = self._proc.stdout
-        weakref.finalize(self, _close, self._proc)
+        os.close(to_git)
+        os.close(from_git)
+        self._in: IO[bytes] = os.fdopen(ours_in, "wb")
+        self._out: IO[bytes] = os.fdopen(ours_out, "rb")
+        weakref.finalize(self, _close, self._pid, self._in, self._out)
 
     def read(self, oid: str) -> tuple[str, bytes]:
         """(type, bytes) of object ``oid``; KeyError when it is missing."""
@@ -493,10 +534,14 @@ class _Batch:
         return fields[1].decode(), data[:size]
 
 
-def _close(proc: subprocess.Popen[bytes]) -> None:
+def _close(pid: int, into: IO[bytes], out: IO[bytes]) -> None:
+    """End a batch process: it exits when its input closes."""
+    for stream in (into, out):
+        try:
+            stream.close()
+        except OSError:
+            pass
     try:
-        if proc.stdin is not None:
-            proc.stdin.close()
-        proc.wait(timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        proc.kill()
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 import time
@@ -56,14 +55,18 @@ def workspace(repo: Path | None = None, run: str | None = None, *,
     """The context and workspace; a ``--run`` must name an existing run unless ``new_run``
     (``init --scope job``, ``run start`` create it)."""
     from okfgit.knowledge.tiers import check_known_run, open_workspace
-    from okfgit.plan import recover
+    from okfgit.local import journal
 
     ctx = Context.from_process()
     ws = open_workspace(ctx, repo, run)
     if not new_run:
         check_known_run(ws, run)
     # A commit a killed okfgit left half-done is finished before anything reads the tiers.
-    warn(recover(ctx, ws.active()))
+    left = [tier for tier in ws.active() if journal.left_behind(tier.repo_path)]
+    if left:
+        from okfgit.plan import recover
+
+        warn(recover(ctx, left))
     return ctx, ws
 
 
@@ -140,4 +143,4 @@ def progress_for(*, quiet: bool = False, stream: TextIO | None = None) -> Progre
 
 def with_progress(ctx: Context, *, quiet: bool = False) -> Context:
     """``ctx`` reporting progress as ``progress_for`` decides."""
-    return dataclasses.replace(ctx, progress=progress_for(quiet=quiet))
+    return ctx._replace(progress=progress_for(quiet=quiet))

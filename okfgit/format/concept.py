@@ -12,15 +12,12 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from okfgit.format import yamlfast
+from okfgit.format.names import RESERVED, is_concept_path, is_reserved  # noqa: F401
 from okfgit.errors import IntegrityError, OkfError, ValidationError
 
-RESERVED = ("index.md", "log.md")
 BOM = b"\xef\xbb\xbf"
 MAX_CONCEPT_BYTES = 1024 * 1024
 
@@ -89,8 +86,7 @@ def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
 
 
 
-@dataclass(frozen=True)
-class Parsed:
+class Parsed(NamedTuple):
     """A markdown file split into frontmatter and body, nothing re-encoded."""
 
     meta: dict[str, Any]
@@ -121,6 +117,8 @@ def check_text(data: bytes, name: str) -> str:
 
 def load_yaml(text: str, name: str) -> Any:
     kit = _yaml()
+    from okfgit.format import yamlfast  # only where YAML is read
+
     fast = yamlfast.parse(text, kit.loader.yaml_implicit_resolvers)
     if fast is not None:
         return fast  # the plain subset, parsed exactly as PyYAML would (yamlfast.py)
@@ -192,14 +190,6 @@ def parse_concept(data: bytes, name: str, *, is_link: bool = False) -> Parsed:
     return parsed
 
 
-def is_reserved(path: str) -> bool:
-    return path.rsplit("/", 1)[-1] in RESERVED
-
-
-def is_concept_path(path: str) -> bool:
-    return path.endswith(".md") and not is_reserved(path)
-
-
 def ordered(meta: Mapping[str, Any]) -> dict[str, Any]:
     out = {k: meta[k] for k in KEY_ORDER if k in meta}
     out.update((k, v) for k, v in meta.items() if k not in out)
@@ -210,6 +200,8 @@ def dump_yaml(meta: Mapping[str, Any]) -> str:
     if not meta:
         return ""
     dumper = _yaml().dumper
+    from okfgit.format import yamlfast  # only where YAML is written
+
     fast = yamlfast.dump(meta, dumper.yaml_implicit_resolvers)
     if fast is not None:
         return fast  # the simple subset, written exactly as PyYAML writes it (yamlfast.py)
@@ -352,6 +344,8 @@ def _drop_key(lines: list[str], key: str, replace_with: str | None) -> list[str]
 
 
 def new_okf_id() -> str:
+    import uuid  # only where an okf_id is minted (uuid costs a read verb 6 ms of imports)
+
     return str(uuid.uuid4())
 
 

@@ -23,13 +23,14 @@ from dataclasses import dataclass
 
 from okfgit.format import markdown as links
 from okfgit.format import concept as okf
+from okfgit.format.names import (NEEDS_MERGE_SUFFIX, index_path, is_needs_merge, needs_merge_master,  # noqa: F401
+                                 needs_merge_path, parent)
 from okfgit.errors import OkfError
 
 ENTRY = re.compile(r"^\s*[-*+]\s+\[([^\]]*)\]\(([^)\s]*)\)(.*)$")
 HEADING = re.compile(r"^#{1,6}\s+\S")
 ROOT_FRONTMATTER = '---\nokf_version: "0.2"\n---\n\n'
 DASH = "\u2014"
-NEEDS_MERGE_SUFFIX = ".needs-merge.md"
 
 # Any top-level list item, and one that starts with a standard markdown link (OKF §8).
 _ITEM = re.compile(r"^ ?(?:[-*+]|\d{1,9}[.)])[ \t]+(.*)$")
@@ -58,25 +59,6 @@ class Tree(Protocol):
     def entries(self) -> Mapping[str, _Entry]: ...
 
     def blob(self, path: str) -> bytes: ...
-
-
-_NEEDS_MERGE = re.compile(r"\.needs-merge(?:-[1-9][0-9]*)?\.md$")
-
-
-def is_needs_merge(path: str) -> bool:
-    """``<stem>.needs-merge.md`` (or ``<stem>.needs-merge-<n>.md`` when that was taken): an
-    agent's variant of ``<stem>.md`` kept for a person to merge."""
-    return ".needs-merge" in path and _NEEDS_MERGE.search(path) is not None
-
-
-def needs_merge_master(path: str) -> str:
-    """The concept a needs-merge sibling belongs to (``a/b.needs-merge-2.md`` -> ``a/b.md``)."""
-    return _NEEDS_MERGE.sub(".md", path)
-
-
-def needs_merge_path(path: str) -> str:
-    """The needs-merge sibling of concept ``path`` (``a/b.md`` -> ``a/b.needs-merge.md``)."""
-    return path[:-3] + NEEDS_MERGE_SUFFIX if path.endswith(".md") else path + NEEDS_MERGE_SUFFIX
 
 
 def free_path(path: str, taken: Container[str]) -> str:
@@ -162,14 +144,6 @@ class Item(NamedTuple):
     title: str
     description: str
     type: str = ""
-
-
-def parent(path: str) -> str:
-    return path.rsplit("/", 1)[0] if "/" in path else ""
-
-
-def index_path(folder: str) -> str:
-    return f"{folder}/index.md" if folder else "index.md"
 
 
 def folders_of(paths: Iterable[str]) -> set[str]:

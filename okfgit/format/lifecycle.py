@@ -22,8 +22,7 @@ import datetime as dt
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 DRAFT = "draft"
 STABLE = "stable"
@@ -86,8 +85,7 @@ def instant_of(now: dt.date | dt.datetime | int | float) -> dt.datetime:
 # -- lifecycle: status, superseded_by, stale_after -----------------------------------------
 
 
-@dataclass(frozen=True)
-class Lifecycle:
+class Lifecycle(NamedTuple):
     """A concept's lifecycle as OKF defines it (§5.4, §5.5)."""
 
     status: str  # draft | stable | deprecated, or the value as written when it is none of them
@@ -141,8 +139,7 @@ def refs(value: Any) -> tuple[str, ...]:
 # -- trust: verified ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Verification:
+class Verification(NamedTuple):
     """One ``verified`` event: an actor and when (as written)."""
 
     by: str
@@ -153,8 +150,7 @@ class Verification:
         return is_human(self.by)
 
 
-@dataclass(frozen=True)
-class Trust:
+class Trust(NamedTuple):
     """A concept's ``verified`` events, and what is wrong with their shape (if anything)."""
 
     events: tuple[Verification, ...]

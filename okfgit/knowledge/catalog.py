@@ -22,9 +22,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from okfgit import TOOL, fsutil
 from okfgit.format import concept as okf
@@ -43,27 +42,36 @@ _READ_AHEAD = 1024  # blobs a full read asks for at once
 F = TypeVar("F")
 
 
-@dataclass
 class TierCatalog(Generic[F]):
     """Every concept of one tier's KB tree: facts, and the paths that could not be read.
 
     ``commit`` is the commit the tree was read at (a later reader at that commit needs no
     tree lookup); ``base`` the tree of the whole cache file this differs from by ``delta``
-    (None: not in the file yet).
+    (None: not in the file yet). ``reread`` (the paths read from the repository to build it)
+    and ``changed`` (when updated from a tree diff: the paths it redid) are not saved.
+    (A plain class: a dataclass costs every read verb its generated code at import.)
     """
 
-    tree: str
-    facts: dict[str, F] = field(default_factory=dict)
-    problems: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (oid, why)
-    commit: str | None = None
-    base: str | None = None
-    delta: frozenset[str] = frozenset()
-    reread: int = 0  # paths read from the repository to build this (not saved)
-    changed: list[str] | None = None  # when updated from a tree diff: the paths it redid (not saved)
+    __slots__ = ("tree", "facts", "problems", "commit", "base", "delta", "reread", "changed")
+
+    def __init__(self, tree: str, facts: dict[str, F] | None = None,
+                 problems: dict[str, tuple[str, str]] | None = None, commit: str | None = None,
+                 base: str | None = None, delta: frozenset[str] = frozenset(), *, reread: int = 0,
+                 changed: list[str] | None = None) -> None:
+        self.tree = tree
+        self.facts: dict[str, F] = {} if facts is None else facts
+        self.problems: dict[str, tuple[str, str]] = {} if problems is None else problems  # path -> (oid, why)
+        self.commit = commit
+        self.base = base
+        self.delta = delta
+        self.reread = reread
+        self.changed = changed
+
+    def __repr__(self) -> str:
+        return f"TierCatalog(tree={self.tree!r}, {len(self.facts)} facts, {len(self.problems)} problems)"
 
 
-@dataclass(frozen=True)
-class Kind(Generic[F]):
+class Kind(NamedTuple, Generic[F]):
     """One per-concept cache: its file under ``<git common dir>/okf/``, its format version,
     how a blob becomes a fact (raising OkfError when it is not a concept) and how a fact
     comes back from its JSON list."""

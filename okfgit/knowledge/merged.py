@@ -16,18 +16,18 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import cached_property
+
+from typing import NamedTuple
 
 from okfgit.format import concept as okf
 from okfgit.format import lifecycle
-from okfgit.format.index_md import is_needs_merge
+from okfgit.format.names import is_needs_merge
 from okfgit.knowledge.cards import TierCard, TierCards
 from okfgit.knowledge.tiers import Workspace
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(NamedTuple):
     """One blob in one tier: a concept (with its card), an index, a log or any other file."""
 
     tier: str
@@ -45,8 +45,7 @@ def concept_hit(concept: TierCard) -> Hit:
     return Hit(concept.tier, concept.path, concept.oid, concept)
 
 
-@dataclass(frozen=True)
-class Duplicate:
+class Duplicate(NamedTuple):
     """Two concepts of one tier with one ``okf_id``: the merge keeps the first by path."""
 
     kept: TierCard

@@ -23,15 +23,15 @@ Without a TIER only visible concepts are candidates (shadowed ones are reached w
 
 from __future__ import annotations
 
-import difflib
 import posixpath
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from typing import NamedTuple
 
 from okfgit.errors import UsageError, ValidationError
 from okfgit.format import concept as okf
-from okfgit.format import index_md as index
+from okfgit.format import names
 from okfgit.knowledge.cards import TierCard
 from okfgit.knowledge.merged import Hit, Merged, concept_hit
 from okfgit.knowledge.tiers import TIER_NAMES
@@ -40,8 +40,7 @@ _CITED_OID = re.compile(r"@([0-9a-f]{4,40})$")
 _MAX_LISTED = 20
 
 
-@dataclass(frozen=True)
-class Ref:
+class Ref(NamedTuple):
     """A reference as typed: an optional tier label, the name itself, an optional cited blob OID."""
 
     text: str
@@ -50,8 +49,7 @@ class Ref:
     oid: str | None
 
 
-@dataclass(frozen=True)
-class Resolved:
+class Resolved(NamedTuple):
     """What a reference named, and the reference."""
 
     ref: Ref
@@ -131,9 +129,11 @@ def find(view: Merged, text: str) -> tuple[Ref, list[Hit]]:
     if "/" in name:
         rules = [lambda c: c.path.startswith(path)]
     else:
+        named = _named(view, ref, stem)
+        if named:
+            return ref, [concept_hit(c) for c in named]
         folded = name.casefold()
         rules = [
-            lambda c: stem in (c.slug, c.card.name),
             lambda c: c.title.casefold() == folded,
             lambda c: c.slug.startswith(stem) or c.card.name.startswith(stem),
         ]
@@ -146,6 +146,13 @@ def find(view: Merged, text: str) -> tuple[Ref, list[Hit]]:
     return ref, [h for h in view.problems() if h.tier in labels and posixpath.basename(h.path) == f"{stem}.md"]
 
 
+def _named(view: Merged, ref: Ref, stem: str) -> list[TierCard]:
+    """Rule 4: the concepts in the pool whose slug or ``name`` is ``stem``, in pool order."""
+    if ref.tier:
+        return list(view.tier(ref.tier).by_name.get(stem, ()))
+    return [c for label in view.labels for c in view.tier(label).by_name.get(stem, ()) if view.is_visible(c)]
+
+
 def unreadable(hit: Hit) -> str:
     """What to say about a concept file okfgit cannot read (and why)."""
     return f"{hit.citation} is unreadable as a concept: {hit.problem}"
@@ -156,7 +163,7 @@ def _paths(view: Merged, ref: Ref) -> list[Hit]:
     labels = [ref.tier] if ref.tier else view.labels
     path = kb_path(ref.name)
     if ref.name.endswith("/") or path == "":
-        candidates = [index.index_path(path)]
+        candidates = [names.index_path(path)]
     else:
         # "notes/x" may leave out ".md"; a bare word without "/" is a slug (rule 4), not a path
         candidates = [path] if path.endswith(".md") or "/" not in path else [path, path + ".md"]
@@ -214,6 +221,8 @@ def not_found(view: Merged, ref: Ref) -> str:
     for concept in pool(view, ref):
         names.setdefault(concept.slug, concept)
         names.setdefault(concept.path, concept)
+    import difflib  # only for a name that matched nothing
+
     close = difflib.get_close_matches(ref.name, list(names), n=5, cutoff=0.6)
     if close:
         message += "; did you mean: " + ", ".join(f"{n} ({names[n].citation})" for n in close)

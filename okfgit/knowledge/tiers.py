@@ -11,9 +11,8 @@ Precedence for one ``okf_id``: job over project over global.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from okfgit.context import Context
 from okfgit.errors import UsageError
@@ -43,8 +42,7 @@ def check_run(slug: str) -> str:
     return slug
 
 
-@dataclass(frozen=True)
-class Tier:
+class Tier(NamedTuple):
     """One tier: its name, the repository holding it and the KB root inside that repo."""
 
     name: str
@@ -91,8 +89,7 @@ class Tier:
         return not self.prefix or repo.tree_oid(head, self.prefix) is not None
 
 
-@dataclass(frozen=True)
-class Workspace:
+class Workspace(NamedTuple):
     """The tiers visible from one place: the project repo (if any), the run, global."""
 
     ctx: Context

@@ -24,15 +24,15 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from okfgit import fsutil
 from okfgit.errors import UnwritableError
+from okfgit.local import fastpath, paths
 
-@dataclass(frozen=True)
-class Intent:
+
+class Intent(NamedTuple):
     """A commit about to move ``ref`` from ``old`` to ``new`` and then update ``paths``."""
 
     ref: str
@@ -53,14 +53,24 @@ class Intent:
         return cls(str(data["ref"]), str(old) if old else None, str(data["new"]), paths)
 
 
-@dataclass
 class Record:
-    """One working tree's journal entry."""
+    """One working tree's journal entry (a plain class: every command imports this module)."""
 
-    pid: int
-    since: float
-    index_lock: tuple[int, int] | None = None
-    intent: Intent | None = None
+    __slots__ = ("pid", "since", "index_lock", "intent")
+
+    def __init__(self, pid: int, since: float, index_lock: tuple[int, int] | None = None,
+                 intent: Intent | None = None) -> None:
+        self.pid = pid
+        self.since = since
+        self.index_lock = index_lock
+        self.intent = intent
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Record) and (self.pid, self.since, self.index_lock, self.intent) == (
+            other.pid, other.since, other.index_lock, other.intent)
+
+    def __repr__(self) -> str:
+        return f"Record(pid={self.pid}, since={self.since}, index_lock={self.index_lock}, intent={self.intent})"
 
     def to_json(self) -> dict[str, Any]:
         return {"pid": self.pid, "since": self.since,
@@ -107,6 +117,21 @@ def needs_recovery(file: Path) -> bool:
         return any(fsutil.is_temp_name(name) for name in os.listdir(file.parent))
     except OSError:
         return False
+
+
+def left_behind(repo_path: Path) -> bool:
+    """Whether a killed okfgit write in the repository at ``repo_path`` (a working tree root)
+    waits to be finished; libgit2's temp objects a killed writer left are swept on the way.
+    Standard library only: every command asks this of every tier before it reads them."""
+    dotgit = os.path.join(repo_path, ".git")
+    try:
+        gitdir = dotgit if os.path.isdir(dotgit) else fastpath.gitfile_target(dotgit)
+    except (fastpath.Unsure, OSError, UnicodeDecodeError):
+        return False
+    common = fastpath.common_dir(gitdir)
+    file = paths.journal(common, gitdir)
+    sweep_objects(file, Path(common) / "objects")
+    return needs_recovery(file)
 
 
 def sweep_objects(file: Path, objects: Path) -> list[Path]:

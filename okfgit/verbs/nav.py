@@ -9,22 +9,22 @@ the working tree: uncommitted edits are not knowledge yet (DESIGN.md rule 1).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from okfgit.errors import UsageError
 from okfgit.format import concept as okf
-from okfgit.format import index_md as index
-from okfgit.format import markdown as links
+from okfgit.format import names
 from okfgit.knowledge import refs
 from okfgit.knowledge.cards import TierCard
 from okfgit.knowledge.merged import Hit, Merged, concept_hit
 
+if TYPE_CHECKING:  # the read verbs import markdown and index_md only where a link or an index is read
+    from okfgit.format import markdown as links
+
 # -- ls -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Folder:
+class Folder(NamedTuple):
     """A subfolder at the listed path, in the tiers that have it."""
 
     path: str
@@ -33,8 +33,7 @@ class Folder:
     concepts: int
 
 
-@dataclass(frozen=True)
-class Listing:
+class Listing(NamedTuple):
     path: str
     tier: str | None
     folders: list[Folder]
@@ -71,8 +70,8 @@ def ls(view: Merged, where: str = "") -> Listing:
     counts = _counts(pool, prefix)
     folders = [Folder(sub, tuple(tiers), _folder_description(view, tiers, sub), counts.get(sub, 0))
                for sub, tiers in sorted(subs.items())]
-    concepts = sorted((c for c in pool if index.parent(c.path) == folder), key=lambda c: (c.path, view.rank(c.tier)))
-    problems = [h for h in view.problems() if h.tier in labels and index.parent(h.path) == folder]
+    concepts = sorted((c for c in pool if names.parent(c.path) == folder), key=lambda c: (c.path, view.rank(c.tier)))
+    problems = [h for h in view.problems() if h.tier in labels and names.parent(h.path) == folder]
     return Listing(folder, parsed.tier, folders, concepts, problems)
 
 
@@ -80,9 +79,11 @@ def _folder_description(view: Merged, tiers: Iterable[str], folder: str) -> str:
     name = folder.rsplit("/", 1)[-1]
     for label in tiers:
         tier = view.tier(label)
-        path = index.index_path(folder)
+        path = names.index_path(folder)
         if path in tier.entries:
             text = tier.blob(path).decode("utf-8", errors="replace")
+            from okfgit.format import index_md as index
+
             return index.describe_folder(index.split_intro(text), name)
     return f"Concepts under {name}/."
 
@@ -103,8 +104,7 @@ def _counts(pool: Iterable[TierCard], prefix: str) -> dict[str, int]:
 LIMIT = 20  # hits a search shows unless told otherwise (0: all); an agent narrows rather than pages
 
 
-@dataclass(frozen=True)
-class Found:
+class Found(NamedTuple):
     """One search's answer: the hits shown (ranked, at most ``limit``) and how many more matched."""
 
     hits: list[TierCard]
@@ -162,8 +162,7 @@ def search(view: Merged, words: Sequence[str] = (), type_: str | None = None, ta
 # -- links --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class OutLink:
+class OutLink(NamedTuple):
     """A link written in a concept: ``status`` is ok, dangling, external or escapes.
 
     ``line`` counts from the top of the file, frontmatter included, so an editor can jump to it.
@@ -177,16 +176,14 @@ class OutLink:
     hit: Hit | None = None
 
 
-@dataclass(frozen=True)
-class BackLink:
+class BackLink(NamedTuple):
     source: TierCard
     kind: str
     target: str
     line: int
 
 
-@dataclass(frozen=True)
-class LinkReport:
+class LinkReport(NamedTuple):
     concept: TierCard
     outgoing: list[OutLink]
     backlinks: list[BackLink]
@@ -216,6 +213,8 @@ def _links_to(view: Merged, source: TierCard, link: links.Link, targets: set[tup
         return found is not None and (found.tier, found.path) in targets
     if "%" not in link.target and not any(name in link.target for name in names):
         return False  # a markdown link names its target's file (unless percent-encoded)
+    from okfgit.format import markdown as links
+
     target = links.resolve(source.path, link.target)
     return not target.external and not target.escapes and (source.tier, target.path) in targets
 
@@ -231,6 +230,8 @@ def follow(view: Merged, source: TierCard, link: links.Link, skip: int = 0) -> O
         if found is None:
             return OutLink(link.kind, link.target, line, "dangling")
         return OutLink(link.kind, link.target, line, "ok", found.path, found)
+    from okfgit.format import markdown as links
+
     target = links.resolve(source.path, link.target)
     if target.external:
         return OutLink(link.kind, link.target, line, "external")

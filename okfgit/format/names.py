@@ -1,0 +1,42 @@
+"""What a path in a knowledge base is, by its name alone: a concept, a reserved file
+(``index.md``, ``log.md``), a needs-merge sibling, a folder's index. No git, no disk."""
+
+from __future__ import annotations
+
+import re
+
+RESERVED = ("index.md", "log.md")
+NEEDS_MERGE_SUFFIX = ".needs-merge.md"
+_NEEDS_MERGE = re.compile(r"\.needs-merge(?:-[1-9][0-9]*)?\.md$")
+
+
+def is_reserved(path: str) -> bool:
+    return path.rsplit("/", 1)[-1] in RESERVED
+
+
+def is_concept_path(path: str) -> bool:
+    return path.endswith(".md") and not is_reserved(path)
+
+
+def is_needs_merge(path: str) -> bool:
+    """``<stem>.needs-merge.md`` (or ``<stem>.needs-merge-<n>.md`` when that was taken): an
+    agent's variant of ``<stem>.md`` kept for a person to merge."""
+    return ".needs-merge" in path and _NEEDS_MERGE.search(path) is not None
+
+
+def needs_merge_master(path: str) -> str:
+    """The concept a needs-merge sibling belongs to (``a/b.needs-merge-2.md`` -> ``a/b.md``)."""
+    return _NEEDS_MERGE.sub(".md", path)
+
+
+def parent(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def index_path(folder: str) -> str:
+    return f"{folder}/index.md" if folder else "index.md"
+
+
+def needs_merge_path(path: str) -> str:
+    """The needs-merge sibling of concept ``path`` (``a/b.md`` -> ``a/b.needs-merge.md``)."""
+    return path[:-3] + NEEDS_MERGE_SUFFIX if path.endswith(".md") else path + NEEDS_MERGE_SUFFIX
