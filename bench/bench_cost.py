@@ -101,9 +101,12 @@ class Bench:
         repo = genkb.make_repo(self.root / name, n)
         for _ in range(600):  # the commit of 10,000 files may have started an auto gc in the background
             if not (repo / ".git" / "gc.pid").exists():
-                break
+                try:
+                    git(repo, "-c", "gc.autoDetach=false", "gc", "-q")
+                    break
+                except subprocess.CalledProcessError:
+                    pass  # that gc started between the look and ours: wait for it
             time.sleep(0.1)
-        git(repo, "-c", "gc.autoDetach=false", "gc", "-q")
         home = self.root / f"home-{name}"
         home.mkdir()
         return repo, self.env(home)

@@ -144,3 +144,18 @@ def test_dump_remembers_strings_and_keys_without_mixing_them_up() -> None:
         assert yamlfast.dump({"type": "no", "scope": "project"}, resolvers) == "type: 'no'\nscope: project\n"
         assert yamlfast.dump({"no": "project"}, resolvers) is None  # a key PyYAML would quote: declined
         assert yamlfast.dump({"project": "a  b"}, resolvers) is None
+
+
+@pytest.mark.parametrize("timestamps", [True, False])
+def test_okfgits_copy_of_the_implicit_resolvers_is_pyyamls(timestamps: bool) -> None:
+    """The table yamlfast reads and writes with (so a plain run never imports PyYAML) is
+    PyYAML's own: same first characters, tags in the same order, same patterns and flags."""
+    theirs = yaml.SafeLoader.yaml_implicit_resolvers
+    ours = okf.implicit_resolvers(timestamps)
+    if not timestamps:
+        theirs = {k: [(t, p) for t, p in v if t != okf.TIMESTAMP] for k, v in theirs.items()}
+        theirs = {k: v for k, v in theirs.items() if v}
+    assert yaml.SafeDumper.yaml_implicit_resolvers == yaml.SafeLoader.yaml_implicit_resolvers
+    assert set(ours) == set(theirs)
+    for first, resolvers in theirs.items():
+        assert [(t, p.pattern, p.flags) for t, p in ours[first]] == [(t, p.pattern, p.flags) for t, p in resolvers]

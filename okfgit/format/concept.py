@@ -53,16 +53,60 @@ def _yaml() -> _Yaml:
     class Loader(base):  # type: ignore[misc, valid-type]
         pass
 
-    Loader.yaml_implicit_resolvers = {
-        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
+    Loader.yaml_implicit_resolvers = implicit_resolvers(timestamps=False)
 
     class Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
         pass
 
     Dumper.add_representer(str, _str_presenter)
     return _Yaml(Loader, base, Dumper)
+
+
+# PyYAML's implicit resolvers (yaml/resolver.py, YAML 1.1), as its SafeLoader and SafeDumper
+# hold them: which plain scalars are not strings. yamlfast asks them of every scalar it
+# reads or writes; having them here means a run that reads or writes only the plain subset
+# never imports PyYAML (a test holds this table equal to PyYAML's own).
+_IMPLICIT = (
+    ("tag:yaml.org,2002:bool", r"""^(?:yes|Yes|YES|no|No|NO
+                    |true|True|TRUE|false|False|FALSE
+                    |on|On|ON|off|Off|OFF)$""", re.X, "yYnNtTfFoO"),
+    ("tag:yaml.org,2002:float", r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+                    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+                    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+                    |[-+]?\.(?:inf|Inf|INF)
+                    |\.(?:nan|NaN|NAN))$""", re.X, "-+0123456789."),
+    ("tag:yaml.org,2002:int", r"""^(?:[-+]?0b[0-1_]+
+                    |[-+]?0[0-7_]+
+                    |[-+]?(?:0|[1-9][0-9_]*)
+                    |[-+]?0x[0-9a-fA-F_]+
+                    |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$""", re.X, "-+0123456789"),
+    ("tag:yaml.org,2002:merge", r"^(?:<<)$", 0, "<"),
+    ("tag:yaml.org,2002:null", r"""^(?: ~
+                    |null|Null|NULL
+                    | )$""", re.X, ("~", "n", "N", "")),
+    ("tag:yaml.org,2002:timestamp", r"""^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
+                    |[0-9][0-9][0-9][0-9] -[0-9][0-9]? -[0-9][0-9]?
+                     (?:[Tt]|[ \t]+)[0-9][0-9]?
+                     :[0-9][0-9] :[0-9][0-9] (?:\.[0-9]*)?
+                     (?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$""", re.X, "0123456789"),
+    ("tag:yaml.org,2002:value", r"^(?:=)$", 0, "="),
+    ("tag:yaml.org,2002:yaml", r"^(?:!|&|\*)$", 0, "!&*"),
+)
+TIMESTAMP = "tag:yaml.org,2002:timestamp"
+
+
+@functools.lru_cache(maxsize=2)
+def implicit_resolvers(timestamps: bool) -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
+    """PyYAML's implicit resolvers by a scalar's first character: the dumper's (``timestamps``)
+    or okfgit's loader's, which keeps timestamps as the strings the author wrote."""
+    out: dict[Any, list[tuple[str, re.Pattern[str]]]] = {}
+    for tag, pattern, flags, firsts in _IMPLICIT:
+        if tag == TIMESTAMP and not timestamps:
+            continue
+        compiled = re.compile(pattern, flags)
+        for first in firsts:
+            out.setdefault(first, []).append((tag, compiled))
+    return out
 
 
 _BREAKS = ("\x85", "\u2028", "\u2029", "\r")
@@ -116,13 +160,14 @@ def check_text(data: bytes, name: str) -> str:
 
 
 def load_yaml(text: str, name: str) -> Any:
-    kit = _yaml()
     from okfgit.format import yamlfast  # only where YAML is read
 
-    fast = yamlfast.parse(text, kit.loader.yaml_implicit_resolvers)
+    fast = yamlfast.parse(text, implicit_resolvers(timestamps=False))
     if fast is not None:
         return fast  # the plain subset, parsed exactly as PyYAML would (yamlfast.py)
     import yaml
+
+    kit = _yaml()
 
     try:
         if "&" in text or "*" in text:
@@ -199,13 +244,14 @@ def ordered(meta: Mapping[str, Any]) -> dict[str, Any]:
 def dump_yaml(meta: Mapping[str, Any]) -> str:
     if not meta:
         return ""
-    dumper = _yaml().dumper
     from okfgit.format import yamlfast  # only where YAML is written
 
-    fast = yamlfast.dump(meta, dumper.yaml_implicit_resolvers)
+    fast = yamlfast.dump(meta, implicit_resolvers(timestamps=True))
     if fast is not None:
         return fast  # the simple subset, written exactly as PyYAML writes it (yamlfast.py)
     import yaml
+
+    dumper = _yaml().dumper
 
     text = yaml.dump(
         dict(meta), Dumper=dumper, sort_keys=False, allow_unicode=True,
