@@ -94,7 +94,11 @@ class Reader(Protocol):
 
     def config_get(self, key: str) -> str | None: ...
 
+    def remote_names(self) -> list[str]: ...
+
     def head_commit(self) -> str | None: ...
+
+    def head_branch(self) -> str | None: ...
 
     def resolve(self, rev: str) -> str: ...
 
@@ -103,6 +107,8 @@ class Reader(Protocol):
     def tree_entries(self, commit: str | None, prefix: str = "") -> dict[str, Entry]: ...
 
     def entry_at(self, commit: str | None, path: str) -> Entry | None: ...
+
+    def listing(self, tree: str, folder: str = "") -> dict[str, Entry]: ...
 
     def entries_in(self, tree: str, paths: list[str]) -> dict[str, Entry | None]: ...
 
@@ -244,7 +250,22 @@ class Plumbing:
                 return True
         return False
 
+    def remote_names(self) -> list[str]:
+        """The names of the repository's remotes (``git remote``)."""
+        if not self._config_may_set("remote.origin.url"):
+            return []
+        proc = self._git("remote")
+        return [n for n in proc.stdout.decode("utf-8", "replace").splitlines() if n] if proc.returncode == 0 else []
+
     # -- refs --------------------------------------------------------------------------
+
+    def head_branch(self) -> str | None:
+        """``refs/heads/<name>`` that HEAD names, or None when HEAD is detached."""
+        try:
+            return fastpath.head_ref(str(self.gitdir))
+        except (fastpath.Unsure, OSError, UnicodeDecodeError):
+            proc = self._git("symbolic-ref", "-q", "HEAD")
+            return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
 
     def head_commit(self) -> str | None:
         """The commit HEAD points at, or None for an unborn branch."""
@@ -340,6 +361,12 @@ class Plumbing:
         tree = self._subtree(self._root(commit), folder)
         return self._tree(tree).get(name) if tree is not None else None
 
+    def listing(self, tree: str, folder: str = "") -> dict[str, Entry]:
+        """The entries directly in ``folder`` of the tree ``tree``, by name, of every kind;
+        empty when there is no such folder."""
+        sub = self._subtree(tree, folder.strip("/"))
+        return self._tree(sub) if sub is not None else {}
+
     def entries_in(self, tree: str, paths: list[str]) -> dict[str, Entry | None]:
         """The entry at each of ``paths`` inside the tree ``tree``, None where absent; each
         folder's listing read once."""
@@ -348,8 +375,7 @@ class Plumbing:
         for path in paths:
             folder, _, name = path.rpartition("/")
             if folder not in folders:
-                sub = self._subtree(tree, folder)
-                folders[folder] = self._tree(sub) if sub is not None else {}
+                folders[folder] = self.listing(tree, folder)
             out[path] = folders[folder].get(name)
         return out
 

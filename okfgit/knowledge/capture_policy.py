@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from okfgit.context import Context
-from okfgit.git import Repo
+from okfgit.plumbing import Plumbing, Reader
 from okfgit.plumbing import Entry, blob_oid, clean_git_env
 from okfgit.knowledge.tiers import PROJECT_PREFIX, Workspace
 
@@ -106,7 +106,7 @@ def _settings(repo_root: Path | None) -> tuple[str, str, dict[str, object]]:
     """(capture word, why, the parsed settings) from ``.okf/okfgit.toml`` at HEAD."""
     if repo_root is None:
         return "unset", "no project repository", {}
-    repo = Repo.open(repo_root)
+    repo = Plumbing.open(repo_root)
     head = repo.head_commit()
     okf_dir = repo.entry_at(head, PROJECT_PREFIX)
     if okf_dir is not None and not okf_dir.is_tree:
@@ -122,7 +122,7 @@ def _settings(repo_root: Path | None) -> tuple[str, str, dict[str, object]]:
     return _parse(repo.read_blob(entry.oid))
 
 
-def _uncommitted(repo: Repo, entry: Entry | None) -> bool:
+def _uncommitted(repo: Reader, entry: Entry | None) -> bool:
     """The working tree's settings file differs from HEAD's (added, edited or removed).
 
     Someone who just wrote ``capture = "off"`` means it now; until the edit is committed

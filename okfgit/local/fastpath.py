@@ -104,6 +104,22 @@ def read_head(gitdir: str) -> str | None:
     raise Unsure("symbolic ref loop")
 
 
+def head_ref(gitdir: str) -> str | None:
+    """The ref HEAD names (``refs/heads/<name>``, born or not), None when HEAD is detached;
+    Unsure when unsure."""
+    if os.path.isdir(os.path.join(common_dir(gitdir), "reftable")):
+        raise Unsure("reftable")
+    content = _read(os.path.join(gitdir, "HEAD")).strip()
+    if not content.startswith("ref:"):
+        if len(content) not in (40, 64) or not _HEX.issuperset(content):
+            raise Unsure(content)
+        return None
+    ref = content[4:].strip()
+    if not ref.startswith("refs/") or ".." in ref:
+        raise Unsure(ref)
+    return ref
+
+
 def _lookup_ref(gitdir: str, common: str, ref: str) -> str | None:
     if not ref.startswith("refs/") or ".." in ref:
         raise Unsure(ref)

@@ -33,7 +33,6 @@ from okfgit.knowledge.merged import Merged
 from okfgit.targets.claude_home import memory_dir
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
-from okfgit.git import crash_point
 from okfgit.plumbing import blob_oid
 from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
 from okfgit.plan import Plan, TierCommit, apply, writing
@@ -181,7 +180,7 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
     decision = switch.capture_decision(ctx, ws)
     report = Report(enabled=decision.enabled, reason=decision.reason, switch=decision)
     project_tier = ws.tier("project")
-    project_repo = project_tier.open()
+    project_repo = project_tier.reader()
     choice = memory_dir(project_repo.main_workdir, ctx.environ, ctx.home)
     report.memory_dir = choice.path
     if not project_tier.has_kb():
@@ -292,12 +291,14 @@ def capture(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: bool
 def _capture_locked(ctx: Context, ws: Workspace, to: str | None, owned: state.State | None) -> Report:
     loaded_here = owned is None
     if owned is None:
-        owned = state.load(ws.tier("project").open().common_dir)
+        owned = state.load(ws.tier("project").reader().common_dir)
     report = plan_capture(ctx, ws, to=to, owned=owned)
     if not report.plan.empty:
         with writing(ctx, *{c.tier for c in report.plan.commits}):
             done = apply(ctx, report.plan)
         report.commits = [(c.tier.label, oid) for c, oid in done.commits]
+        from okfgit.git import crash_point  # loaded by the commit already; a capture with nothing to commit never is
+
         crash_point(ctx, "captured")
     # The agent's bytes are now in a commit (or the KB already says the same): the next
     # projection may replace the file with the concept.

@@ -341,7 +341,7 @@ def _split_facts(facts: dict[str, Checked | Page]) -> Facts:
 
 def _cached_facts(snap: Snapshot, progress: Progress = silent) -> Facts:
     tier = snap.tier
-    repo = tier.open()
+    repo = tier.reader()
     assert snap.commit is not None
     tree = repo.tree_oid(snap.commit, tier.prefix)
     if tree is None:

@@ -18,17 +18,21 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from okfgit import transport
 from okfgit.context import Context
 from okfgit.errors import OkfError, RepoStateError, UsageError
-from okfgit.git import Repo
+from okfgit.plumbing import Reader
 from okfgit.knowledge import merge
 from okfgit.knowledge.snapshot import snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.local import exchange as record
 from okfgit.local import lock, paths
 from okfgit.plan import Plan, TierCommit, apply
+
+if TYPE_CHECKING:  # libgit2 loads only where a remote is exchanged with
+    from okfgit.git import Repo
 
 FETCH_INTERVAL_S = 600.0
 UNREACHABLE = "global remote unreachable, will retry"
@@ -95,7 +99,7 @@ class Report:
         return out
 
 
-def target(repo: Repo) -> Target | None:
+def target(repo: Reader) -> Target | None:
     """The remote the global tier exchanges with: the branch's upstream remote, else
     ``origin``, else the only remote; None without one (or on a detached HEAD)."""
     head = repo.head_branch()

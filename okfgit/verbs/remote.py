@@ -8,17 +8,19 @@ respects what it finds. The exchange itself is ``verbs/exchange.py``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from okfgit import transport
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, UsageError
-from okfgit.git import Repo
 from okfgit.knowledge.tiers import Workspace
 from okfgit.local import exchange as record
 from okfgit.plan import ensure_repo
 from okfgit.verbs import exchange
 from okfgit.verbs import init as init_verb
+
+if TYPE_CHECKING:  # libgit2 loads only where a remote is exchanged with
+    from okfgit.git import Repo
 
 DEFAULT_NAME = "origin"
 INIT_TIMEOUT_S = 60.0  # init is a person at a terminal, and may download a whole KB
@@ -75,10 +77,10 @@ def show(ctx: Context, ws: Workspace) -> RemoteInfo:
     info = RemoteInfo(str(tier.root))
     if not tier.exists():
         return info
-    repo = tier.open()
-    tg = exchange.target(repo)
+    tg = exchange.target(tier.reader())
     if tg is None:
-        return info
+        return info  # no remote: libgit2 is not loaded
+    repo = tier.open()
     rec = record.load(repo.common_dir)
     info.name, info.url, info.branch, info.remote_branch = tg.name, tg.shown, tg.branch, tg.remote_branch
     info.ahead, info.behind = exchange.counts(repo, tg)

@@ -36,7 +36,7 @@ from okfgit.format import markdown as links
 from okfgit.format import trailers
 from okfgit.format.findings import ERROR, WARNING, Finding
 from okfgit.context import Context
-from okfgit.errors import OkfError, UsageError, ValidationError
+from okfgit.errors import UsageError, ValidationError
 from okfgit.git import Entry, Repo
 from okfgit.knowledge import cards, catalog
 from okfgit.knowledge.catalog import TierCatalog

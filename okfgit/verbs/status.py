@@ -109,7 +109,7 @@ def status(ctx: Context, ws: Workspace) -> Status:
     shows what is waiting), projection dry-run, hooks, lock. Writes nothing but caches."""
     if ws.project_repo is None:
         raise UsageError("status needs a project repository: run it inside one or pass --repo")
-    repo = ws.tier("project").open()
+    repo = ws.tier("project").reader()
     owned = state.load(repo.common_dir)
     cap = capture.plan_capture(ctx, ws, force=True, owned=owned)
     proj = projection.project(ctx, ws, dry_run=True, owned=owned)
@@ -140,7 +140,7 @@ def _needs_merge(tiers: list[Tier], owned: state.State) -> list[str]:
     projection recorded takes the list recorded with it; another tier's tree is walked."""
     out: list[str] = []
     for tier in tiers:
-        repo = tier.open()
+        repo = tier.reader()
         head = repo.head_commit()
         if head is None:
             continue
