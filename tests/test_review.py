@@ -547,6 +547,7 @@ def test_doctor_on_what_a_change_reaches_finds_what_the_whole_tree_would(tmp_pat
     # doctor_after=0: every blob doctor's cache (left at main's tree) holds is taken from it.
     import datetime as dt
 
+    from okfgit.format import markdown as links
     from okfgit.git import Repo
     from okfgit.knowledge.snapshot import snapshot
     from okfgit.knowledge.tiers import Tier
@@ -579,8 +580,6 @@ def test_doctor_on_what_a_change_reaches_finds_what_the_whole_tree_would(tmp_pat
     assert ("superseded-by-dangling", "alpha/new.md") not in found  # it names epsilon/next.md's okf_id
     assert "epsilon/index.md" not in scope
     # linked_from, against every concept's links read from the whole tree
-    from okfgit.format import markdown as links
-
     facts = doctor.checked_facts(snapshot(tier, head))
     readable = [(p, f) for p, f in sorted(facts.items()) if f.readable and f.has_frontmatter]
     names = links.wiki_names((p, f.name) for p, f in readable)
@@ -626,3 +625,19 @@ def test_review_is_the_same_with_its_graph_cache_cold_warm_stale_or_damaged(tmp_
     cache.unlink()
     assert json.loads(okfgit("review", "main...feature", "--format", "json", cwd=repo, expect=2).out) == again
     assert again == data
+
+
+def test_a_first_review_in_a_clone_tells_of_its_progress(tmp_path: Path, git: Runner, env: dict[str, str]) -> None:
+    # With no graph.json yet, review reads every concept once: a long loop at size, so it tells
+    # the context's progress (a counter on a terminal's stderr, as doctor's first run does).
+    from okfgit.context import Context
+    from okfgit.knowledge.tiers import Workspace
+    from okfgit.verbs import review
+
+    repo = _tricky_kb(tmp_path, git)
+    told: list[tuple[str, int, int]] = []
+    ctx = Context(env, repo, progress=lambda what, done, total: told.append((what, done, total)))
+    result = review.review(ctx, Workspace(ctx, repo, None), "main...feature")
+    assert result.verdict == "request-changes"
+    assert {what for what, _, _ in told} == {"reading project concepts"}
+    assert (12, 12) in {(done, total) for _, done, total in told}  # the head's 12 concepts, each read once

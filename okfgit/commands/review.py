@@ -9,7 +9,7 @@ import click
 
 from okfgit.verbs import review
 from okfgit.verbs import review_render
-from okfgit.commands._common import repo_option, workspace
+from okfgit.commands._common import repo_option, with_progress, workspace
 
 _FORMATS = ("json", "markdown", "text")
 
@@ -50,7 +50,8 @@ def review_cmd(range_: str | None, base: str | None, fmt: str, pr_body: IO[str] 
     """
     ctx, ws = workspace(repo)
     body = pr_body.read() if pr_body is not None else None
-    result = review.review(ctx, ws, range_, body, base_ref=base, approved_by=approved_by)
+    result = review.review(with_progress(ctx, quiet=fmt == "json"), ws, range_, body, base_ref=base,
+                           approved_by=approved_by)
     if output is not None:
         from okfgit import plan as plan_mod  # only here: a review that writes no file never loads the writer
 

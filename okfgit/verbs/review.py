@@ -43,6 +43,7 @@ from okfgit.knowledge.catalog import TierCatalog
 from okfgit.knowledge.snapshot import Concept, Snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.local import paths
+from okfgit.progress import Progress, silent
 
 if TYPE_CHECKING:
     from _collections_abc import dict_items, dict_keys, dict_values
@@ -291,7 +292,7 @@ def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | 
     tier = ws.tier("project")
     repo = tier.open()
     base, head, label = resolve_range(repo, spec, base_ref, ctx.environ)
-    graph = Graph(tier, repo)
+    graph = Graph(tier, repo, ctx.progress)
     old = Side(graph, base)
     new = Side(graph, head, keep=True)
     changed = changed_paths(old, new)
@@ -340,13 +341,13 @@ class Graph:
     """The project tier's nodes, kept in ``graph.json`` keyed by tree OID and updated from a
     tree diff (``catalog.build_kind``), and doctor's facts of every blob read on the way."""
 
-    def __init__(self, tier: Tier, repo: Repo) -> None:
+    def __init__(self, tier: Tier, repo: Repo, progress: Progress = silent) -> None:
         self.tier = tier
         self.repo = repo
+        self.progress = progress  # told of a graph built from many blobs (the first review in a clone)
         self.kind: catalog.Kind[Node] = catalog.Kind(paths.GRAPH, GRAPH_VERSION, self._node, Node._make)
         self._facts: dict[tuple[str, str, int], doctor.Checked | doctor.Page] = {}
         self._checked = 0  # blobs checked here
-        self._doctor: dict[str, doctor.Checked | doctor.Page] | None = None  # doctor's cache, once read
         self._cached: dict[str, TierCatalog[Node]] | None = None
         self._last: TierCatalog[Node] | None = None
 
@@ -365,13 +366,15 @@ class Graph:
             self._facts[key] = fact
         return fact
 
+    @cached_property
+    def _doctor(self) -> TierCatalog[doctor.Checked | doctor.Page] | None:
+        """Doctor's cache of the tier (read at most once)."""
+        return catalog.load_kind(doctor.doctor_kind(self.tier), self.repo.common_dir).get(self.tier.label)
+
     def _from_doctor_cache(self, path: str, entry: Entry) -> doctor.Checked | doctor.Page | None:
-        if self._checked < DOCTOR_AFTER:
+        if self._checked < DOCTOR_AFTER or self._doctor is None:
             return None
-        if self._doctor is None:
-            found = catalog.load_kind(doctor.doctor_kind(self.tier), self.repo.common_dir).get(self.tier.label)
-            self._doctor = found.facts if found is not None else {}
-        fact = self._doctor.get(path)
+        fact = self._doctor.facts.get(path)
         # A fact holds the blob's OID; a symlink's alone has neither a reading nor a finding.
         if fact is None or fact.oid != entry.oid or entry.is_link != (not fact.readable and not fact.findings):
             return None
@@ -391,7 +394,7 @@ class Graph:
         if self._cached is None:
             self._cached = catalog.load_kind(self.kind, self.repo.common_dir)
         start = self._cached.get(label) or self._last or self._from_doctor()
-        built = catalog.build_kind(self.kind, self.repo, self.tier, commit, tree, start)
+        built = catalog.build_kind(self.kind, self.repo, self.tier, commit, tree, start, progress=self.progress)
         self._last = built
         if keep:
             catalog.remember(self.kind, self.repo.common_dir, label, built, self._cached)  # never fails
@@ -399,7 +402,7 @@ class Graph:
 
     def _from_doctor(self) -> TierCatalog[Node] | None:
         """A first graph made from doctor's cache, when doctor has run here: no concept is read again."""
-        found = catalog.load_kind(doctor.doctor_kind(self.tier), self.repo.common_dir).get(self.tier.label)
+        found = self._doctor
         if found is None:
             return None
         return TierCatalog(found.tree, {p: node_of(f) for p, f in found.facts.items() if isinstance(f, doctor.Checked)},
