@@ -39,6 +39,29 @@ def test_typical_okfgit_frontmatter_takes_the_fast_path() -> None:
     assert fast["stale_after"] == "2026-01-01" and fast["empty"] is None
 
 
+def test_every_ascii_character_is_judged_as_pyyaml_judges_it() -> None:
+    """Control characters (tab, CR, DEL, ...) leave the fast path; the rest agree with PyYAML."""
+    for code in range(128):
+        for text in (f"a: b{chr(code)}c\n", f"a: {chr(code)}\n", f"k{chr(code)}: v\n"):
+            if code < 0x20 and code != 0x0A or code == 0x7F:
+                assert yamlfast.parse(text, RESOLVERS) is None, repr(text)
+            else:
+                assert agrees(text)
+
+
+def test_a_line_seen_before_gives_the_same_value_and_a_fresh_list() -> None:
+    """Short top-level lines are remembered (they repeat from file to file); what they give
+    is PyYAML's value, and a list is the caller's own."""
+    text = "type: Note\ntags: [a, b]\nscope: project\n"
+    first = yamlfast.parse(text, RESOLVERS)
+    assert first is not None
+    first["tags"].append("c")
+    again = yamlfast.parse(text, RESOLVERS)
+    assert again == pyyaml(text) == {"type": "Note", "tags": ["a", "b"], "scope": "project"}
+    assert yamlfast.parse("list:\n- x\ntype: Note\n", RESOLVERS) == {"list": ["x"], "type": "Note"}
+    assert yamlfast.parse("type: Note\n- x\n", RESOLVERS) is None  # a remembered line does not hide what follows
+
+
 @pytest.mark.parametrize("text", [
     "n: 3\n", "b: yes\n", "o: on\n", "z: ~\n", "x: null\n", "f: 1.5\n", "e: =\n", "m: <<\n", "k: 0x1f\n",
     "yes: key\n", "a: b # comment\n", "a: &anchor x\n", "a: *ref\n", "a: !!str 3\n", "a: |\n  block\n",

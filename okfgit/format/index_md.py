@@ -251,6 +251,8 @@ def _fenced(lines: list[str]) -> set[int]:
     """Numbers (0-based) of the lines inside fenced code, fences included, by the one walker:
     a fence never closed is code to the end, as for every other reader of the file."""
     out: set[int] = set()
+    if not any("```" in raw or "~~~" in raw for raw in lines):
+        return out  # no line can open a fence
     for item in links.walk(_content(raw) for raw in lines):
         if isinstance(item, links.Fenced):
             out.update(range(item.first - 1, item.last))

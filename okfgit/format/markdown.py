@@ -6,6 +6,7 @@ external and never checked.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -16,7 +17,10 @@ from urllib.parse import unquote
 # An opening fence: indent, the run, the info string (CommonMark: a backtick fence's info string has no backtick)
 FENCE = re.compile(r"^( {0,3})(`{3,}(?!.*`)|~{3,})(.*)$")
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
-_MD_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
+# An image's "!" is left out: the target is the same, and a pattern that starts with "[" is
+# searched for by that character alone. The link text's runs and bracket pairs cannot give
+# back what they took (the next character would have to be "]"), so they are possessive.
+_MD_LINK = re.compile(r"\[(?:[^\[\]]++|\[[^\]]*\])*+\]\(\s*<?([^)\s>]+)>?(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
 _REF_DEF = re.compile(r"^\s{0,3}\[(?!\^)[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$")
 _WIKI = re.compile(r"\[\[([^\[\]|#]+)(?:#[^\[\]|]*)?(?:\|[^\[\]]*)?\]\]")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -44,14 +48,19 @@ def extract(body: bytes | str) -> list[Link]:
     out: list[Link] = []
     if "[" not in text:
         return out  # every link form starts with "["
-    if "```" not in text and "~~~" not in text and not _OTHER_BREAKS.search(text):
+    if "```" not in text and "~~~" not in text and not _other_breaks(text):
         # No fences and only "\n" line breaks: visit just the lines that hold a "[",
         # numbered as splitlines() would number them.
         number, counted = 1, 0
-        for match in _BRACKET_LINE.finditer(text):
-            number += text.count("\n", counted, match.start())
-            counted = match.start()
-            _line_links(match.group(0), number, out)
+        at = text.find("[")
+        while at != -1:
+            start = text.rfind("\n", 0, at) + 1
+            end = text.find("\n", at)
+            end = len(text) if end == -1 else end
+            number += text.count("\n", counted, start)
+            counted = start
+            _line_links(text[start:end], number, out)
+            at = text.find("[", end)
         return out
     for number, line in outside_code(text):
         if "[" in line:
@@ -142,8 +151,15 @@ def _dedent(line: str, indent: int) -> str:
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
-_BRACKET_LINE = re.compile(r"^[^\n]*\[[^\n]*", re.MULTILINE)
 _OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")  # splitlines() splits at these too
+_ASCII_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+
+
+def _other_breaks(text: str) -> bool:
+    """``text`` has a line break other than ``\n`` (the ASCII ones found by a plain search)."""
+    if text.isascii():
+        return any(ch in text for ch in _ASCII_BREAKS)
+    return _OTHER_BREAKS.search(text) is not None
 
 
 def _line_links(line: str, number: int, out: list[Link]) -> None:
@@ -167,18 +183,26 @@ def _line_links(line: str, number: int, out: list[Link]) -> None:
 _PLAIN_PATH = re.compile(r"(/|(?:\.\./)*)([\w-][\w.-]*(?:/[\w-][\w.-]*)*)")
 
 
+@functools.lru_cache(maxsize=1 << 16)  # an index entry is resolved by doctor, the page reader and its form check
 def resolve(source: str, target: str) -> Target:
     """Resolve a markdown link target written in ``source`` (both KB-relative)."""
     plain = _PLAIN_PATH.fullmatch(target)
     if plain:
-        lead, rest = plain.groups()
+        lead = plain.group(1)
+        if not lead:  # beside the source
+            return Target(source[: source.rfind("/") + 1] + target)
         if lead == "/":
-            return Target(rest)
+            return Target(target[1:])
         parts = source.split("/")[:-1]
         ups = len(lead) // 3
         if ups > len(parts):
             return Target(None, escapes=True)
-        return Target("/".join(parts[: len(parts) - ups] + [rest]))
+        return Target("/".join(parts[: len(parts) - ups] + [plain.group(2)]))
+    return _resolve_any(source, target)
+
+
+def _resolve_any(source: str, target: str) -> Target:
+    """``resolve`` for any target: schemes, anchors, escapes, ``.`` and ``..`` anywhere."""
     if _SCHEME.match(target) or target.startswith(("#", "//")):
         return Target(None, external=True)
     target = unquote(target.split("#", 1)[0].split("?", 1)[0])

@@ -34,8 +34,8 @@ _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
 _FLOW_PLAIN = re.compile(r"^[^\s\-?:,\[\]{}#&*!|>'\"%@`][^,\[\]{}#:\t]*(?<!\s)$")
 # YAML's printable set minus its other line breaks (NEL, LS, PS) and the BOM; anything
 # outside it is PyYAML's to judge. The full class costs milliseconds to compile, so
-# ASCII text (the usual case) is checked with a small one and the full one is lazy.
-_ASCII_NOT_PRINTABLE = re.compile("[^\x0a\x20-\x7e]")
+# ASCII text (the usual case) is checked by str.isprintable (for ASCII: 0x20-0x7e, the
+# same set once the line breaks are taken out) and the full class is lazy.
 
 
 @functools.lru_cache(maxsize=1)
@@ -49,24 +49,43 @@ class _Fallback(Exception):
 
 def parse(text: str, resolvers: Resolvers) -> dict[str, Any] | None:
     """The mapping ``text`` holds, or None when it is outside the simple subset."""
-    if (_ASCII_NOT_PRINTABLE if text.isascii() else _not_printable()).search(text):
+    if text.isascii():
+        if not text.replace("\n", "").isprintable():  # for ASCII, the same test as _ASCII_NOT_PRINTABLE
+            return None
+    elif _not_printable().search(text):
         return None
     lines = [line for line in text.split("\n") if line.strip()]
     if not lines:
         return None  # PyYAML says None for an empty document; let it
     claims = _claims(resolvers)
+    known = claims.lines
     out: dict[str, Any] = {}
     i = 0
     try:
         while i < len(lines):
-            match = _KEY.match(lines[i])
+            line = lines[i]
+            i += 1
+            pair = known.get(line)
+            if pair is not None:  # "type: Note", "scope: project": the same lines in file after file
+                key, value = pair
+                out[key] = list(value) if type(value) is tuple else value
+                continue
+            match = _KEY.match(line)
             if match is None:
                 return None
             key, value = match.group(1, 2)
             value = value.rstrip(" ") if value else value
-            i += 1
             if value:
-                out[_plain(key, claims)] = _value(value, claims)
+                key = _plain(key, claims)
+                first = value[0]
+                if (first not in _INDICATORS and not first.isspace() and ": " not in value and " #" not in value
+                        and "\t" not in value and value[-1] != ":" and not value[-1].isspace()):
+                    parsed: Any = _resolved(value, claims)  # a plain scalar (``_plain`` without its memo)
+                else:
+                    parsed = _value(value, claims)
+                out[key] = parsed
+                if len(line) < 40 and len(known) < _MEMO_LIMIT:  # short lines repeat; titles and ids do not
+                    known[line] = (key, tuple(parsed) if type(parsed) is list else parsed)
             else:
                 out[_plain(key, claims)], i = _block(lines, i, claims)
     except _Fallback:
@@ -179,6 +198,7 @@ class Claims:
         self.plain: set[str] = set()
         self.dumped: dict[str, str] = {}  # dump: short strings as written, when simple
         self.keys: set[str] = set()  # dump: keys written as they are
+        self.lines: dict[str, tuple[str, Any]] = {}  # a top-level "key: value" line -> its key and value
 
 
 _CACHE: dict[int, Claims] = {}

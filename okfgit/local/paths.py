@@ -5,12 +5,13 @@ worktrees share them exactly as they share Claude Code's memory folder. No other
 spells the folder or a file name; each asks here. What each file is for:
 
 - ``state.json``: the ownership record (every file projection wrote and its blob OID);
-- ``cards.json``, ``doctor.json``, ``graph.json``: per-concept caches keyed by blob OID (safe
-  to delete): ``cards.json`` each concept's card (its record for every reader), ``doctor.json``
-  what doctor found in each concept file on its own, ``graph.json`` what review needs to find
-  the concepts a change reaches (each concept's ``okf_id``, name and where its links lead);
-  ``cards.delta.json``, ``doctor.delta.json`` and ``graph.delta.json`` what changed since (the
-  few concepts a run redid, so that it does not rewrite the whole cache);
+- ``cards.json``, ``doctor.json``, ``graph.json``, ``indexes.json``: per-file caches keyed by blob
+  OID (safe to delete): ``cards.json`` each concept's card (its record for every reader),
+  ``doctor.json`` what doctor found in each markdown file on its own, ``graph.json`` what review
+  needs to find the concepts a change reaches (each concept's ``okf_id``, name and where its links
+  lead), ``indexes.json`` what ``okfgit index`` needs of each ``index.md``; ``cards.delta.json``,
+  ``doctor.delta.json``, ``graph.delta.json`` and ``indexes.delta.json`` what changed since (the
+  few files a run redid, so that it does not rewrite the whole cache);
 - ``fastpath.json``, ``sync.json``: the no-op stamps of projection and sync (safe to delete);
 - ``sync.lock``: the sync lock (never deleted: see ``local/lock.py``);
 - ``hook.log`` (and ``hook.log.1``): errors from the git hooks, written by the hook scripts;
@@ -38,6 +39,8 @@ GRAPH = "graph.json"
 CARDS_DELTA = "cards.delta.json"
 DOCTOR_DELTA = "doctor.delta.json"
 GRAPH_DELTA = "graph.delta.json"
+INDEXES = "indexes.json"
+INDEXES_DELTA = "indexes.delta.json"
 FASTPATH_STAMP = "fastpath.json"
 SYNC_STAMP = "sync.json"
 LOCK = "sync.lock"
@@ -48,8 +51,8 @@ EXCHANGE = "exchange.json"
 JOURNAL = "journal"
 
 # Every name above, in the order the README lists them (a test keeps the README complete).
-FILES = (STATE, CARDS, CARDS_DELTA, DOCTOR, DOCTOR_DELTA, GRAPH, GRAPH_DELTA, FASTPATH_STAMP, SYNC_STAMP, LOCK,
-         HOOK_LOG, DRAFTS + "/", PR_BODIES + "/", EXCHANGE, JOURNAL + "/")
+FILES = (STATE, CARDS, CARDS_DELTA, DOCTOR, DOCTOR_DELTA, GRAPH, GRAPH_DELTA, INDEXES, INDEXES_DELTA, FASTPATH_STAMP,
+         SYNC_STAMP, LOCK, HOOK_LOG, DRAFTS + "/", PR_BODIES + "/", EXCHANGE, JOURNAL + "/")
 
 # Without a repository (the global tier outside any project), drafts go here under $HOME.
 _HOME_DRAFTS = (".cache", "okfgit", "drafts")
@@ -66,11 +69,11 @@ def state(common_dir: StrPath) -> Path:
     return okf_dir(common_dir) / STATE
 
 
-_DELTAS = {CARDS: CARDS_DELTA, DOCTOR: DOCTOR_DELTA, GRAPH: GRAPH_DELTA}
+_DELTAS = {CARDS: CARDS_DELTA, DOCTOR: DOCTOR_DELTA, GRAPH: GRAPH_DELTA, INDEXES: INDEXES_DELTA}
 
 
 def cache(common_dir: StrPath, name: str) -> Path:
-    """A per-concept cache file (``CARDS``, ``DOCTOR`` or ``GRAPH``)."""
+    """A per-file cache file (``CARDS``, ``DOCTOR``, ``GRAPH`` or ``INDEXES``)."""
     if name not in _DELTAS:
         raise ValueError(f"not a cache file okfgit keeps: {name!r}")
     return okf_dir(common_dir) / name

@@ -23,7 +23,7 @@ import gc
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from okfgit.format import index_md as index
 from okfgit.format import lifecycle
@@ -44,7 +44,7 @@ PROFILE = "profile"
 RECALL_BYTES = 4096  # Claude Code's recall shows only the first 4 KB of a memory file
 PROFILE_KEYS = ("title", "description", "okf_id", "scope", "okf_source")
 NEEDS_MERGE_STATUS = "needs-merge"
-CACHE_VERSION = 4  # of doctor.json: bump when a check of one file changes what it finds (4: index and log pages)
+CACHE_VERSION = 5  # of doctor.json: bump when a check of one file changes what it finds (5: index and log pages)
 
 _LOG_GROUP = re.compile(r"^##[ \t]+(.*?)[ \t#]*$")
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -190,7 +190,7 @@ def checked_of(tier_name: str, path: str, entry: Entry, data: bytes, parsed: okf
     meta = doc.meta
     okf_id = meta.get("okf_id")
     name = meta.get("name")
-    life = lifecycle.lifecycle(meta) if doc.has_frontmatter else None
+    life = checks.life  # read by the checks (None without frontmatter)
     refs = list(life.superseded_by) if life is not None else []
     stale = life.stale_label() if life is not None and not life.stale_after_invalid else None
     title = okf.one_line(meta.get("title")) or okf.title_from_path(path)
@@ -226,10 +226,6 @@ class Page(NamedTuple):
     # (see _where), conforming, title, description, the line as written when not conforming]
     entries: list[Any]
     links: list[Any]  # index.md, the links outside its entries: [kind, target, line in the body]
-    summary: list[Any] | None  # index.md: what regeneration needs of it (index_md.Summary), None when unreadable
-
-    def index_summary(self) -> index.Summary | None:
-        return index.Summary(*self.summary) if self.summary is not None else None
 
 
 def page_of(path: str, entry: Entry, data: bytes) -> Page:
@@ -237,11 +233,10 @@ def page_of(path: str, entry: Entry, data: bytes) -> Page:
     findings: list[Finding] = []
     doc = None if entry.is_link else _read(path, data, findings)  # a symlink: reported by the scan
     if doc is None:
-        return Page(entry.oid, [_finding_row(f) for f in findings], False, 1, [], [], None)
+        return Page(entry.oid, [_finding_row(f) for f in findings], False, 1, [], [])
     checks = FileChecks("")
     rows: list[Any] = []
     intro: list[Any] = []
-    summary = None
     if path.rsplit("/", 1)[-1] == "log.md":
         checks.log(doc)
     else:
@@ -259,8 +254,7 @@ def page_of(path: str, entry: Entry, data: bytes) -> Page:
         rest = "\n".join("" if n in entry_numbers else text_line
                          for n, text_line in enumerate(doc.text.splitlines(), start=1))
         intro = [[link.kind, link.target, link.line] for link in links.extract(rest)]
-        summary = list(index.summarize(data, path))
-    return Page(entry.oid, [_finding_row(f) for f in checks.findings], True, doc.body_line, rows, intro, summary)
+    return Page(entry.oid, [_finding_row(f) for f in checks.findings], True, doc.body_line, rows, intro)
 
 
 def _where(source: str, link: links.Link) -> str | None:
@@ -339,17 +333,30 @@ def _split_facts(facts: dict[str, Checked | Page]) -> Facts:
     return Facts(concepts, pages)
 
 
-def _cached_facts(snap: Snapshot, progress: Progress = silent) -> Facts:
+F = TypeVar("F")
+
+
+def cached_catalog(kind: catalog.Kind[F], snap: Snapshot, progress: Progress = silent) -> catalog.TierCatalog[F] | None:
+    """The ``kind`` catalog of ``snap`` (a commit of its tier's repository), read from the
+    tier's cache and brought up to date by a tree diff, saved back when worth it; None when
+    the commit has no KB tree. Raises OkfError or OSError when the repository cannot be read."""
     tier = snap.tier
     repo = tier.reader()
     assert snap.commit is not None
     tree = repo.tree_oid(snap.commit, tier.prefix)
     if tree is None:
-        return Facts({}, {})
-    kind = doctor_kind(tier)
+        return None
     cached = catalog.load_kind(kind, repo.common_dir)
     built = catalog.build_kind(kind, repo, tier, snap.commit, tree, cached.get(tier.label), progress=progress)
     catalog.remember(kind, repo.common_dir, tier.label, built, cached)  # only a cache: never fails
+    return built
+
+
+def _cached_facts(snap: Snapshot, progress: Progress = silent) -> Facts:
+    tier = snap.tier
+    built = cached_catalog(doctor_kind(tier), snap, progress)
+    if built is None:
+        return Facts({}, {})
     facts = dict(built.facts)
     for path in built.problems:  # a blob that could not be read: check it here, where it errors
         entry = snap.entries.get(path)
@@ -480,6 +487,7 @@ class FileChecks:
     def __init__(self, tier_name: str) -> None:
         self.tier_name = tier_name
         self.findings: list[Finding] = []
+        self.life: lifecycle.Lifecycle | None = None  # a concept's lifecycle, once read
 
     def add(self, group: str, code: str, path: str, message: str, line: int | None = None,
             severity: str = ERROR) -> None:
@@ -561,7 +569,7 @@ class FileChecks:
     def lifecycle(self, doc: Doc) -> None:
         """OKF's lifecycle and trust families, read by ``format.lifecycle`` (§5.2-§5.5)."""
         status = doc.meta.get("status")
-        life = lifecycle.lifecycle(doc.meta)
+        life = self.life = lifecycle.lifecycle(doc.meta)
         if status == NEEDS_MERGE_STATUS:
             self.add(PROFILE, "needs-merge", doc.path, "status: needs-merge; resolve the conflict, then set "
                      "status to draft, stable or deprecated", doc.key_line("status"))

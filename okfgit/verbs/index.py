@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from okfgit.format import index_md as index
 from okfgit.context import Context
-from okfgit.errors import EXIT_OK, EXIT_USAGE
+from okfgit.errors import EXIT_OK, EXIT_USAGE, OkfError
 from okfgit.git import Entry
-from okfgit.knowledge.snapshot import snapshot
+from okfgit.knowledge import catalog
+from okfgit.knowledge.snapshot import Snapshot, snapshot
+from okfgit.local import paths
 from okfgit.plan import Plan, TierCommit, apply, writing
 from okfgit.verbs import doctor
 from okfgit.knowledge.tiers import Tier, Workspace
@@ -53,6 +56,40 @@ class IndexRun:
         return {"tiers": [t.to_json() for t in self.tiers], "skipped": self.skipped, "stale": self.stale}
 
 
+class Summarised(NamedTuple):
+    """One ``index.md`` blob's ``index_md.Summary``, kept by blob OID in ``indexes.json``."""
+
+    oid: str
+    summary: index.Summary
+
+
+def _summarised(_label: str, path: str, entry: Entry, data: bytes) -> Summarised:
+    return Summarised(entry.oid, index.summarize(data, path))
+
+
+def _summarised_from_json(value: list[Any]) -> Summarised:
+    return Summarised(value[0], index.Summary(*value[1]))
+
+
+def _is_index(path: str) -> bool:
+    return path.rsplit("/", 1)[-1] == "index.md"
+
+
+SUMMARIES: catalog.Kind[Summarised] = catalog.Kind(paths.INDEXES, 1, _summarised, _summarised_from_json, _is_index)
+
+
+def summaries(snap: Snapshot) -> dict[str, Summarised]:
+    """The summary of every index file of ``snap`` (a commit), from the tier's cache; none
+    when it cannot be read (regeneration then reads every index)."""
+    if snap.commit is None or not snap.tier.exists():
+        return {}
+    try:
+        built = doctor.cached_catalog(SUMMARIES, snap)
+    except (OkfError, OSError):
+        return {}
+    return dict(built.facts) if built is not None else {}
+
+
 def plan_index(ws: Workspace, scope: str, *, check: bool = False) -> IndexRun:
     """Plan one commit per selected tier whose index files differ from what the tree implies
     (``check``: the caller only asks whether they are current)."""
@@ -63,16 +100,17 @@ def plan_index(ws: Workspace, scope: str, *, check: bool = False) -> IndexRun:
         if snap.commit is None or not snap.entries:
             run.skipped.append(f"{tier.label} tier skipped: no knowledge base at HEAD in {tier.root}")
             continue
-        facts = doctor.checked_facts(snap)  # each concept's entry and each index's summary, cached by blob OID
+        facts = doctor.checked_facts(snap)  # what each concept's entry says, cached by blob OID
+        known = summaries(snap)
 
         def item(path: str, facts: dict[str, doctor.Checked] = facts) -> index.Item | None:
             fact = facts.get(path)
             return index.Item(*fact.item) if fact is not None else None
 
-        def summary(path: str, pages: dict[str, doctor.Page] = facts.pages,
+        def summary(path: str, known: dict[str, Summarised] = known,
                     entries: Mapping[str, Entry] = snap.entries) -> index.Summary | None:
-            page = pages.get(path)
-            return page.index_summary() if page is not None and page.oid == entries[path].oid else None
+            found = known.get(path)
+            return found.summary if found is not None and found.oid == entries[path].oid else None
 
         changes = index.regenerate(snap, items=item, summaries=summary)
         stale = sorted(changes)
