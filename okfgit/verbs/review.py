@@ -490,6 +490,10 @@ class Tree(_Lookup[Entry]):
         self._walk()
         return super().values()
 
+    def copy(self) -> dict[str, Entry]:
+        self._walk()
+        return dict(super().items())
+
 
 class _Pages(_Lookup["doctor.Page"]):
     """Doctor's pages of one side's index and log files, each read when doctor asks for it
