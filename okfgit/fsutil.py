@@ -19,32 +19,40 @@ from okfgit.errors import UnwritableError, UsageError
 def atomic_write(path: Path, data: bytes, *, fsync: bool, mode: int | None = None) -> None:
     """Write ``data`` to ``path`` via a temp file in the same folder and a rename.
 
+    The file keeps the mode it had (or gets ``mode``, or ``0o666`` less the umask when new).
     A file whose mode has no owner write bit is refused (UnwritableError naming the fix),
     for root too: the rename would replace it, but a read-only mode is someone's "keep
-    this as it is"."""
-    import tempfile  # only where a file is written: a read verb does not pay for its imports
+    this as it is".
 
-    folder = path.parent
-    problem = read_only(path)
+    Few system calls, as projection and a commit write thousands of files: one lstat,
+    the temp file created with its final mode (O_EXCL, no follow), a write, the rename;
+    the folder is made only when the create says it is missing, and the mode set only
+    when the umask took bits from it.
+    """
+    try:
+        st: os.stat_result | None = os.lstat(path)
+    except OSError:
+        st = None
+    problem = _read_only(path, st)
     if problem is not None:
         raise UnwritableError(f"cannot write {path}: {problem}")
+    if mode is None:
+        mode = _mode_of(path, st)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".okftmp", dir=folder)
+        fd, tmp = _create_temp(path, mode)
     except OSError as exc:
         raise UnwritableError(f"cannot write {path}: {exc.strerror or exc}") from exc
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
             if fsync:
-                fh.flush()
-                os.fsync(fh.fileno())
-        if mode is not None:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        if mode & _umask():  # the create dropped bits the file must have
             os.chmod(tmp, mode)
-        elif path.exists():
-            os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
-        else:
-            os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except OSError as exc:
         try:
@@ -52,6 +60,45 @@ def atomic_write(path: Path, data: bytes, *, fsync: bool, mode: int | None = Non
         except OSError:
             pass
         raise UnwritableError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def _mode_of(path: Path, st: os.stat_result | None) -> int:
+    """The mode a rewrite of ``path`` keeps (a link's: its target's), or a new file's."""
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        try:
+            st = os.stat(path)
+        except OSError:
+            st = None
+    return stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
+
+
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+
+
+def _create_temp(path: Path, mode: int) -> tuple[int, str]:
+    """A new temp file ``.<name>.<random>.okftmp`` beside ``path`` (its folder made when missing)."""
+    folder = os.fspath(path.parent)
+    made = False
+    try:
+        # Asked for its times, the folder takes a fine-grained time at the next change (Linux
+        # multigrain timestamps), and so do the files made after it: files written one after
+        # another get distinct modification times, not one coarse clock tick (the no-op
+        # fast path reads a stat in its stamp's tick as "not sure").
+        os.stat(folder)
+    except FileNotFoundError:
+        pass
+    for _ in range(100):
+        tmp = os.path.join(folder, f".{path.name}.{os.urandom(5).hex()}{TEMP_SUFFIX}")
+        try:
+            return os.open(tmp, _CREATE, mode), tmp
+        except FileExistsError:
+            continue
+        except FileNotFoundError:
+            if made:
+                raise
+            os.makedirs(folder, exist_ok=True)
+            made = True
+    raise FileExistsError(f"no free temp file name in {folder}")
 
 
 def read_only(path: Path) -> str | None:
@@ -62,7 +109,11 @@ def read_only(path: Path) -> str | None:
         st = os.lstat(path)
     except OSError:
         return None
-    if stat.S_ISREG(st.st_mode) and not st.st_mode & stat.S_IWUSR:
+    return _read_only(path, st)
+
+
+def _read_only(path: Path, st: os.stat_result | None) -> str | None:
+    if st is not None and stat.S_ISREG(st.st_mode) and not st.st_mode & stat.S_IWUSR:
         return (f"it is read-only (mode {stat.S_IMODE(st.st_mode):04o}); okfgit does not replace a read-only file. "
                 f"To let it: chmod u+w {path} (nothing was changed)")
     return None
