@@ -15,6 +15,7 @@ the projection that follows rewrites it, after the commit landed.
 
 from __future__ import annotations
 
+import gc
 import os
 import posixpath
 import re
@@ -282,10 +283,19 @@ def capture(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: bool
     repository's write lock (sync already holds it), so a concurrent ``new`` waits rather
     than interleaving.
     """
-    if dry_run or ws.project_repo is None:
-        return plan_capture(ctx, ws, to=to, owned=owned)
-    with writing(ctx, ws.tier("project")):
-        return _capture_locked(ctx, ws, to, owned)
+    # A capture keeps a few objects per memory file (its bytes, their parse, the plan) until
+    # it is done and frees none before: the cyclic collector would only walk them again and
+    # again (about 8% of planning 1,000 files), as doctor.run found for its scan.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        if dry_run or ws.project_repo is None:
+            return plan_capture(ctx, ws, to=to, owned=owned)
+        with writing(ctx, ws.tier("project")):
+            return _capture_locked(ctx, ws, to, owned)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _capture_locked(ctx: Context, ws: Workspace, to: str | None, owned: state.State | None) -> Report:
