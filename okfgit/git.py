@@ -38,10 +38,10 @@ from okfgit.errors import (BusyError, IntegrityError, OkfError, RecoveryPending,
                            UsageError)
 
 ZERO = "0" * 40
-WRITE_LOCK_WAIT_S = 30.0  # a write waits this long for another okfgit write (a sync) to finish
+WRITE_LOCK_WAIT_S = lock.WRITE_WAIT_S
 INDEX_LOCK_WAIT_S = 2.0  # git holds index.lock for a moment; longer means someone is busy
-INDEX_SCRATCH = "okf-index.okftmp"  # where libgit2 writes the new index before it goes into index.lock
-INDEX_LOCK_SCRATCH = "okf-index-lock.okftmp"  # index.lock's bytes before they are linked to that name
+INDEX_SCRATCH = journal.INDEX_SCRATCH
+INDEX_LOCK_SCRATCH = journal.INDEX_LOCK_SCRATCH
 # A commit of up to this many paths fsyncs each file it writes into the working tree; a
 # bigger one writes them without and makes its objects durable with one filesystem sync
 # before the ref moves (spec/okf-writes.md §2): the committed bytes outlive a power cut
@@ -375,17 +375,8 @@ class Repo:
     # -- the write protocol ---------------------------------------------------------------
 
     def write_lock(self, ctx: Context, wait_s: float = WRITE_LOCK_WAIT_S) -> lock.Lock:
-        """The repository's write lock (``<git common dir>/okf/sync.lock``), re-entrant in
-        this process; BusyError when another okfgit still holds it after ``wait_s``."""
-        path = okf_paths.lock(self.common_dir)
-        held = lock.acquire(path, wait_s, now=ctx.clock)
-        if held is None:
-            who = lock.holder(path)
-            raise BusyError(
-                f"{self.workdir}: another okfgit write is running ({who.describe() if who else 'a sync'}) "
-                f"and did not finish within {wait_s:g} s; nothing was changed, retry"
-            )
-        return held
+        """The repository's write lock (``<git common dir>/okf/sync.lock``): ``lock.write_lock``."""
+        return lock.write_lock(self.common_dir, self.workdir, wait_s, now=ctx.clock)
 
     @property
     def journal_file(self) -> Path:
@@ -495,23 +486,8 @@ class Repo:
         ) from failure
 
     def sweep(self, since_ns: int, folders: Iterable[Path] = ()) -> list[Path]:
-        """Remove what killed okfgit writes left, holding the write lock taken at ``since_ns``:
-        ``.okftmp`` temp files (okfgit's pattern only, older than ``since_ns``) in ``folders``
-        (those the write touches), in ``<git common dir>/okf/`` and its journal folder; the
-        index scratch file; and libgit2's ``tmp_object_git2_*`` (``sweep_objects``)."""
-        okf_dir = okf_paths.okf_dir(self.common_dir)
-        places = {f for f in folders if f.is_relative_to(self.workdir)}
-        places |= {okf_dir, self.journal_file.parent, self.gitdir}  # the git dir: the index scratch's temp file
-        removed = fsutil.sweep_temp(places, since_ns)
-        for name in (INDEX_SCRATCH, INDEX_SCRATCH + ".lock", INDEX_LOCK_SCRATCH):
-            scratch = self.gitdir / name
-            try:
-                if scratch.stat().st_mtime_ns < since_ns:
-                    scratch.unlink()
-                    removed.append(scratch)
-            except OSError:
-                pass
-        return removed + self.sweep_objects()
+        """Remove what killed okfgit writes left (``journal.sweep``)."""
+        return journal.sweep(self.common_dir, self.gitdir, self.workdir, since_ns, folders)
 
     def sweep_objects(self) -> list[Path]:
         return journal.sweep_objects(self.journal_file, self.common_dir / "objects")

@@ -22,7 +22,7 @@ from okfgit import TOOL, fsutil
 from okfgit.context import Context
 from okfgit.errors import BusyError, OkfError, UnwritableError
 from okfgit.knowledge.tiers import Tier
-from okfgit.local import journal
+from okfgit.local import journal, lock
 
 if TYPE_CHECKING:  # libgit2 loads only for a write: a process that reads never pays for it
     from okfgit.git import Repo
@@ -182,7 +182,8 @@ def writing(ctx: Context, *tiers: Tier) -> Iterator[None]:
         for tier in sorted(tiers, key=lambda t: order.get(t.name, 3)):
             if tier.exists() and tier.repo_path not in seen:
                 seen.add(tier.repo_path)
-                stack.enter_context(tier.open().write_lock(ctx))
+                repo = tier.reader()  # a lock needs no libgit2: only the commit does
+                stack.enter_context(lock.write_lock(repo.common_dir, repo.workdir, now=ctx.clock))
         yield
 
 

@@ -24,12 +24,16 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from okfgit import fsutil
 from okfgit.errors import UnwritableError
 from okfgit.local import fastpath, paths
+
+INDEX_SCRATCH = "okf-index.okftmp"  # where libgit2 writes the new index before it goes into index.lock
+INDEX_LOCK_SCRATCH = "okf-index-lock.okftmp"  # index.lock's bytes before they are linked to that name
 
 
 class Intent(NamedTuple):
@@ -132,6 +136,26 @@ def left_behind(repo_path: Path) -> bool:
     file = paths.journal(common, gitdir)
     sweep_objects(file, Path(common) / "objects")
     return needs_recovery(file)
+
+
+def sweep(common_dir: Path, gitdir: Path, workdir: Path, since_ns: int, folders: Iterable[Path] = ()) -> list[Path]:
+    """Remove what killed okfgit writes left in a repository, holding the write lock taken at
+    ``since_ns``: ``.okftmp`` temp files (okfgit's pattern only, older than ``since_ns``) in
+    ``folders`` (those the write touches, inside ``workdir``), in ``<git common dir>/okf/``
+    and its journal folder; the index scratch files; and libgit2's ``tmp_object_git2_*``."""
+    file = paths.journal(common_dir, gitdir)
+    places = {f for f in folders if f.is_relative_to(workdir)}
+    places |= {paths.okf_dir(common_dir), file.parent, gitdir}  # the git dir: the index scratch's temp file
+    removed = fsutil.sweep_temp(places, since_ns)
+    for name in (INDEX_SCRATCH, INDEX_SCRATCH + ".lock", INDEX_LOCK_SCRATCH):
+        scratch = gitdir / name
+        try:
+            if scratch.stat().st_mtime_ns < since_ns:
+                scratch.unlink()
+                removed.append(scratch)
+        except OSError:
+            pass
+    return removed + sweep_objects(file, common_dir / "objects")
 
 
 def sweep_objects(file: Path, objects: Path) -> list[Path]:

@@ -24,9 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from okfgit.errors import UnwritableError
+from okfgit.errors import BusyError, UnwritableError
+from okfgit.local import paths
 
 _POLL_S = 0.05
+WRITE_WAIT_S = 30.0  # a write waits this long for another okfgit write (a sync) to finish
 
 
 @dataclass
@@ -151,3 +153,18 @@ def _parse(data: bytes) -> Holder:
     fields = dict(line.split(" ", 1) for line in data.decode("ascii", "replace").splitlines() if " " in line)
     pid = fields.get("pid", "")
     return Holder(int(pid) if pid.isdigit() else None, fields.get("since"))
+
+
+def write_lock(common_dir: Path, where: Path, wait_s: float = WRITE_WAIT_S, now: Callable[[], float] = time.time) -> Lock:
+    """The write lock of the repository whose common dir is ``common_dir`` (``where``: its
+    working tree, for the message), re-entrant in this process; BusyError when another okfgit
+    still holds it after ``wait_s``."""
+    path = paths.lock(common_dir)
+    held = acquire(path, wait_s, now=now)
+    if held is None:
+        who = holder(path)
+        raise BusyError(
+            f"{where}: another okfgit write is running ({who.describe() if who else 'a sync'}) "
+            f"and did not finish within {wait_s:g} s; nothing was changed, retry"
+        )
+    return held

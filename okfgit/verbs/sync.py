@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from okfgit import fsutil
 from okfgit.verbs import capture
-from okfgit.local import lock, paths
+from okfgit.local import journal, lock, paths
 from okfgit.verbs import exchange
 from okfgit.verbs import project as projection
 from okfgit.local import state
@@ -73,7 +73,7 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
     and integrate first and push last (``fetch`` forces the exchange now)."""
     if ws.project_repo is None:
         raise UsageError("sync needs a project repository: run it inside one or pass --repo")
-    repo = ws.tier("project").open()
+    repo = ws.tier("project").reader()
     report = SyncReport()
     held = lock.acquire(paths.lock(repo.common_dir), wait_s, now=ctx.clock)
     if held is None:
@@ -100,7 +100,7 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         if report.exchange is not None:
             report.warnings.extend(report.exchange.warnings)
         memory = report.projection.memory_dir or (report.capture.memory_dir if report.capture else None)
-        repo.sweep(held.since_ns, {repo.workdir})
+        journal.sweep(repo.common_dir, repo.gitdir, repo.workdir, held.since_ns, {repo.workdir})
         _sweep(memory, report.projection, held.since_ns)
         if memory is not None and not report.failed and not report.capture_deferred:
             common = str(repo.common_dir)
@@ -121,7 +121,7 @@ def preview(ctx: Context, ws: Workspace, *, run_arg: str | None = None) -> SyncR
     files capture would take are rewritten as their concepts by the sync itself."""
     if ws.project_repo is None:
         raise UsageError("sync needs a project repository: run it inside one or pass --repo")
-    repo = ws.tier("project").open()
+    repo = ws.tier("project").reader()
     report = SyncReport(dry_run=True)
     owned = state.load(repo.common_dir)
     try:
