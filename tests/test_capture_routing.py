@@ -209,3 +209,25 @@ def test_a_memory_that_would_not_be_a_valid_concept_is_left_in_place(
     status = json.loads(okfgit("status", "--json", cwd=project, expect=2).out)
     assert name in [u["origin"] for u in status["capture"]["unreadable"]]
     assert okfgit("doctor", "--scope", "project", cwd=project).code == 0
+
+
+def test_a_sync_that_left_a_memory_waiting_looks_again_and_a_clean_one_still_sees_an_edit(
+        tmp_path: Path, project: Path, env: dict[str, str], home: Path, okfgit: Runner, git: Runner) -> None:
+    """Sync skips reading the memory folder only when it is as the last sync left it and that
+    sync left nothing waiting: a memory held for want of a global tier is taken once the tier
+    exists, though no file changed; and after a clean sync an in-place edit is still captured."""
+    mem = mem_of(project, env, home)
+    write_memory(mem, "user_tabs.md", USER_FACT)
+    assert "not captured" in okfgit("sync", cwd=project).err  # waiting: the folder is not vouched for
+    okfgit("init", "--scope", "global", cwd=tmp_path)
+    okfgit("sync", cwd=project)
+    assert "memory/prefers-tabs.md" in git("ls-tree", "-r", "--name-only", "HEAD", cwd=global_dir(home)).out
+    okfgit("sync", cwd=project)  # now clean: the next sync has the folder as this one left it
+    write_memory(mem, "project_port.md", PROJECT_FACT)
+    okfgit("sync", cwd=project)
+    assert ".okf/memory/dev-server-port.md" in tree(git, project, ".okf")
+    okfgit("sync", cwd=project)
+    edited = (mem / "project_port.md").read_bytes().replace(b"8443", b"9443")
+    (mem / "project_port.md").write_bytes(edited)  # in place: the folder's own time does not move
+    okfgit("sync", cwd=project)
+    assert b"9443" in blob(git, project, "HEAD:.okf/memory/dev-server-port.md")

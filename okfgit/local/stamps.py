@@ -104,23 +104,37 @@ def matches(common_dir: str, *, deep: bool = True) -> bool:
         return False
 
 
+def vouches(common_dir: str) -> bool:
+    """The memory folder is as the last sync left it (a deep ``matches``) and that sync's
+    capture left nothing waiting (``clean``): a capture now would find nothing to take."""
+    try:
+        with open(path(common_dir), encoding="utf-8") as fh:
+            if json.load(fh).get("clean") is not True:
+                return False
+    except (OSError, ValueError, AttributeError):
+        return False
+    return matches(common_dir, deep=True)
+
+
 def save(common_dir: str, memory_dir: str, since: int,
-         okfgit_wrote: Callable[[str, int, int], bool] | None = None) -> None:
+         okfgit_wrote: Callable[[str, int, int], bool] | None = None, clean: bool = False) -> None:
     """Write the stamp for ``memory_dir`` as it is now (``record``); only a cache, so a
     failed write is ignored (the next sync does the full work). With ``okfgit_wrote`` the
-    stamp's ``since`` moves past the files okfgit wrote while the sync ran (``record``)."""
+    stamp's ``since`` moves past the files okfgit wrote while the sync ran (``record``);
+    ``clean``: the capture took every file it could and left none skipped or waiting."""
     from pathlib import Path
 
     from okfgit import fsutil  # not on the no-op path
     from okfgit.errors import OkfError
 
     try:
-        fsutil.atomic_write(Path(path(common_dir)), record(memory_dir, since, okfgit_wrote), fsync=False)
+        fsutil.atomic_write(Path(path(common_dir)), record(memory_dir, since, okfgit_wrote, clean), fsync=False)
     except (OkfError, OSError):
         pass
 
 
-def record(memory_dir: str, since: int, okfgit_wrote: Callable[[str, int, int], bool] | None = None) -> bytes:
+def record(memory_dir: str, since: int, okfgit_wrote: Callable[[str, int, int], bool] | None = None,
+           clean: bool = False) -> bytes:
     """The stamp bytes for ``memory_dir`` as it is now, for a sync that started at file-system
     time ``since`` (ns); the caller writes them atomically.
 
@@ -133,5 +147,5 @@ def record(memory_dir: str, since: int, okfgit_wrote: Callable[[str, int, int], 
     seen = scan(memory_dir, since, okfgit_wrote)
     if okfgit_wrote is not None and seen.vouched and seen.digest != ABSENT:
         since = max(since, seen.newest) + 1
-    data = {"memory_dir": memory_dir, "since": since, "digest": seen.digest, "dirs": seen.dirs}
+    data = {"memory_dir": memory_dir, "since": since, "digest": seen.digest, "dirs": seen.dirs, "clean": clean}
     return json.dumps(data, separators=(",", ":")).encode("utf-8") + b"\n"

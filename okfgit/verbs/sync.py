@@ -86,8 +86,9 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         started = os.fstat(held.fd).st_mtime_ns
         report.exchange = exchange.begin(ctx, ws, force=fetch, wait_s=wait_s)
         owned = state.load(repo.common_dir)  # once: capture records into it, projection replaces it
+        quiet = syncstamp.vouches(str(repo.common_dir))  # no agent wrote a memory since the last sync
         try:
-            report.capture = capture.capture(ctx, ws, owned=owned)
+            report.capture = capture.capture(ctx, ws, owned=owned, folder_unchanged=quiet)
             report.warnings.extend(report.capture.warnings)
         except RepoStateError as exc:
             report.capture_deferred = str(exc)
@@ -110,7 +111,9 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
                 record = now_owned.record(path)
                 return record is not None and record.size == size and record.mtime_ns == mtime_ns
 
-            syncstamp.save(common, str(memory), started, okfgit_wrote)
+            cap = report.capture
+            clean = cap is not None and cap.enabled and not (cap.skipped or cap.held or cap.conflicts)
+            syncstamp.save(common, str(memory), started, okfgit_wrote, clean=clean)
     return report
 
 
