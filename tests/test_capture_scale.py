@@ -120,3 +120,22 @@ def test_a_capture_into_a_folder_of_earlier_captures_writes_the_index_a_full_reg
     for i in range(5):
         assert f"[Fact ({i}) of the build](fact-{i:02}.md)" in page
     assert "Fact one, reworded" in page and "Fact 1 about the build" not in page
+
+
+def test_a_capture_tells_its_progress_file_by_file(project: Path, home: Path, env: dict[str, str]) -> None:
+    """The counts go to the context's progress (shown on a terminal only: tests/test_progress.py)."""
+    from okfgit.context import Context
+    from okfgit.knowledge.tiers import open_workspace
+    from okfgit.verbs import capture
+
+    folder = Path(memory_dir(project.resolve(), os.environ, home).path)
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(250):
+        (folder / f"fact_{i:03}.md").write_text(
+            f"---\nname: fact-{i:03}\ndescription: Fact {i} about the build\nmetadata:\n  type: project\n---\nStep {i}.\n")
+    told: list[tuple[str, int, int]] = []
+    ctx = Context(env, project)._replace(progress=lambda what, done, total: told.append((what, done, total)))
+    report = capture.capture(ctx, open_workspace(ctx, project), dry_run=True)
+    assert len(report.captured) == 250
+    assert [t for t in told if t[0] == capture.CAPTURING] == [
+        (capture.CAPTURING, 100, 250), (capture.CAPTURING, 200, 250), (capture.CAPTURING, 250, 250)]

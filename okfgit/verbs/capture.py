@@ -43,6 +43,7 @@ MAX_BYTES = 1024 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 CAPTURE_FOLDER = "memory"
 AGENT_ACTOR = "claude-code/memory"
+CAPTURING = "capturing memory files"  # what a person watching a long capture is told
 
 
 @dataclass(frozen=True)
@@ -247,7 +248,9 @@ def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State,
     tiers = ws.active()
     tiers += [t for t in routes.tiers() if t.label not in {k.label for k in tiers}]
     kb = _Known(tiers)
-    for origin, data, oid in candidates:
+    for done, (origin, data, oid) in enumerate(candidates):
+        if done and not done % 100:
+            ctx.progress(CAPTURING, done, len(candidates))
         try:
             item = _classify(ctx, origin, data, oid, routes, kb, st)
         except Held as held:
@@ -266,6 +269,7 @@ def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State,
                 f"{origin}: {item.why}; kept the KB's version and committed the agent's as "
                 f"{item.tier.label}:{item.kb_path} (needs a person to merge)"
             )
+    ctx.progress(CAPTURING, len(candidates), len(candidates))
     report.plan = _build_plan(report.captured, kb)
 
 
