@@ -351,16 +351,17 @@ class Repo:
             index = self.raw.index
             index.read(False)
         dirty: list[str] = []
+        root = str(self.workdir)
         for path, new in paths.items():
             want = blob_oid(new) if new is not None else None
             at_head = head.get(path)
-            file = self.workdir / path
+            file = os.path.join(root, path)  # strings: a Path per written file adds up at 1,000 files
             mode = _lstat_mode(file)
             if mode is not None:
                 if stat.S_ISDIR(mode):
                     dirty.append(path)
                     continue
-                current = blob_oid(os.readlink(file).encode() if stat.S_ISLNK(mode) else file.read_bytes())
+                current = blob_oid(os.readlink(file).encode() if stat.S_ISLNK(mode) else _read_file(file))
                 if current not in (at_head, want):
                     dirty.append(path)
                     continue
@@ -410,7 +411,7 @@ class Repo:
             fsutil.safe_relpath(path)
         with self.write_lock(ctx) as held:
             self.recover(ctx)
-            self.sweep(held.since_ns, {(self.workdir / p).parent for p in changes})
+            self.sweep(held.since_ns, {self.workdir / d for d in {p.rpartition("/")[0] for p in changes}})
             if branch is not None:
                 return self._commit_to_branch(ctx, changes, message, branch, new_branch, base, merge_parent)
             return self._land(ctx, changes, message, base,
@@ -503,20 +504,21 @@ class Repo:
         """Refuse before committing when a written file or its folder cannot be written:
         after the ref moved it would be too late to say "nothing was changed"."""
         problems: list[str] = []
-        folder_ok: dict[Path, bool] = {}  # each folder judged once, however many files go in it
+        folder_ok: dict[str, bool] = {}  # each folder judged once, however many files go in it
         for path, data in sorted(changes.items()):
-            file = self.workdir / path
-            if file.parent not in folder_ok:
-                folder = file.parent
+            parent = path.rpartition("/")[0]
+            if parent not in folder_ok:
+                folder = self.workdir / parent
                 while not folder.exists() and folder != self.workdir:
                     folder = folder.parent
-                folder_ok[file.parent] = os.access(folder, os.W_OK | os.X_OK) and _owner_writable(folder)
-                if not folder_ok[file.parent]:
+                folder_ok[parent] = os.access(folder, os.W_OK | os.X_OK) and _owner_writable(folder)
+                if not folder_ok[parent]:
                     problems.append(f"{folder} is not writable")
-            if not folder_ok[file.parent]:
+            if not folder_ok[parent]:
                 continue
-            mode = _lstat_mode(file)
+            mode = _lstat_mode(os.path.join(self.workdir, path))
             if data is not None and mode is not None and not stat.S_ISLNK(mode) and not mode & 0o200:
+                file = self.workdir / path
                 problems.append(f"{file} is read-only (chmod u+w {file})")
         if problems:
             raise UnwritableError(
@@ -546,7 +548,7 @@ class Repo:
             }
             for path in changes:
                 fsutil.safe_relpath(path)  # a tree from elsewhere may hold a path git would never write
-            self.sweep(held.since_ns, {(self.workdir / p).parent for p in changes})
+            self.sweep(held.since_ns, {self.workdir / d for d in {p.rpartition("/")[0] for p in changes}})
             self._land(ctx, changes, f"fast-forward to {target[:12]}", parent or "", lambda _: target)
             return sorted(changes)
 
@@ -579,7 +581,7 @@ class Repo:
                     elif last and data is not None and at_head.filemode == FileMode.LINK:
                         problems.append(f"{prefix} is a symlink at HEAD; okfgit never writes through links")
                 if on_disk:
-                    mode = _lstat_mode(self.workdir / prefix)
+                    mode = _lstat_mode(os.path.join(self.workdir, prefix))
                     if mode is None:
                         continue
                     if stat.S_ISLNK(mode):
@@ -958,13 +960,18 @@ def _add_entry(index: pygit2.Index, path: str, oid: str, mode: int, st: os.stat_
         raise IntegrityError(f"cannot stage {path} in the index (libgit2 error {err})")
 
 
-def _lstat_mode(path: Path) -> int | None:
+def _lstat_mode(path: str | Path) -> int | None:
     """The mode of ``path`` itself (a link is not followed), None when nothing is there:
     one system call where ``is_symlink``, ``exists`` and ``is_dir`` make three."""
     try:
         return os.lstat(path).st_mode
     except OSError:
         return None
+
+
+def _read_file(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
 
 
 def _owner_writable(path: Path) -> bool:
