@@ -21,7 +21,6 @@ import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import pygit2

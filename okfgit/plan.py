@@ -14,10 +14,10 @@ import os
 import shlex
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from okfgit.records import field, record
 from okfgit import TOOL, fsutil
 from okfgit.context import Context
 from okfgit.errors import BusyError, OkfError, UnwritableError
@@ -32,7 +32,7 @@ from okfgit.format.trailers import Trailer, format_message
 RECOVER_WAIT_S = 2.0
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TierCommit:
     """One commit to make in a tier's repository."""
 
@@ -58,7 +58,7 @@ class TierCommit:
         return format_message(self.subject, trailers, self.body)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FileWrite:
     """One file to write (``data``) or remove (None) outside any tier; with ``touch``, only
     its modification time is set (to ``mtime_ns``), its bytes stay as they are."""
@@ -73,7 +73,7 @@ class FileWrite:
     mode: int | None = None  # the file's permission bits (None: the default, 0644 less the umask)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FileMove:
     """One file to rename, keeping its bytes, mode and inode: ``src`` becomes ``dst``
     (replacing what is there). Moves happen before the writes; when the write to ``src``
@@ -84,7 +84,7 @@ class FileMove:
     reason: str
 
 
-@dataclass
+@record
 class Plan:
     commits: list[TierCommit] = field(default_factory=list)
     writes: list[FileWrite] = field(default_factory=list)
@@ -96,7 +96,7 @@ class Plan:
         return not any(c.wanted for c in self.commits) and not self.writes and not self.moves
 
 
-@dataclass
+@record
 class Applied:
     commits: list[tuple[TierCommit, str]] = field(default_factory=list)
     written: list[FileWrite] = field(default_factory=list)
@@ -204,7 +204,7 @@ def recover(ctx: Context, tiers: list[Tier]) -> list[str]:
     return notes
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class IndexBehind:
     """Paths okfgit committed in a tier whose index entry differs from HEAD: the next
     ``git commit`` there would revert them. ``repair`` restages HEAD's version."""

@@ -19,10 +19,10 @@ import signal
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from okfgit.records import record
 from okfgit.errors import UsageError
 from okfgit.plumbing import clean_git_env
 
@@ -33,7 +33,7 @@ _REJECTED = re.compile(r"\[rejected\]|\[remote rejected\]|non-fast-forward|fetch
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Outcome:
     """What one network call did: ``ok``; else ``rejected`` (a push the remote refused
     because it moved) or unreachable/failed with git's own words in ``message``."""

@@ -52,7 +52,8 @@ def test_the_hook_scripts_log_where_paths_says() -> None:
 
 def test_paths_are_under_the_common_dir(tmp_path: Path) -> None:
     common = tmp_path / ".git"
-    assert paths.state(common) == common / "okf" / "state.json"
+    assert paths.state(common) == common / "okf" / "state.db"
+    assert paths.legacy_state(common) == common / "okf" / "state.json"
     assert paths.lock(common) == common / "okf" / "sync.lock"
     assert paths.hook_log(common) == common / "okf" / "hook.log"
     assert paths.fastpath_stamp(common) == str(common / "okf" / "fastpath.json")

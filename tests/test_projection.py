@@ -13,6 +13,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,7 +56,13 @@ class Kit:
 
     @property
     def state(self) -> Path:
-        return self.repo / ".git" / "okf" / "state.json"
+        return self.repo / ".git" / "okf" / "state.db"
+
+    def state_json(self) -> dict[str, Any]:
+        """The ownership record as one document (``state.State.to_json``)."""
+        from okfgit.local import state
+
+        return state.load(self.repo / ".git").to_json()
 
     @property
     def stamp(self) -> Path:
@@ -166,7 +173,7 @@ def test_memory_files_are_blobs_verbatim(kit: Kit, okfgit: Runner, git: Runner) 
     for name, (where, rev) in sources.items():
         file_oid = git("hash-object", str(kit.memory / name), cwd=kit.repo).out.strip()
         assert file_oid == git("rev-parse", rev, cwd=where).out.strip(), name
-    state = json.loads(kit.state.read_text())
+    state = kit.state_json()
     okf_id, tier, path, oid = state["memory_files"]["testing.md"][:4]
     assert (okf_id, tier, path) == ("11111111-2222-4333-8444-555555555555", "project", "testing.md")
     assert oid == git("rev-parse", "HEAD:.okf/testing.md", cwd=kit.repo).out.strip()
@@ -272,7 +279,7 @@ def test_agent_edit_of_a_projected_file_is_left_for_capture(kit: Kit, okfgit: Ru
     assert other.read_text().endswith("\nAgent note.\n")
     assert f"{other}: held project:decisions/unicode.md@" in result.err
     assert "but was edited since okfgit wrote it; left for capture" in result.err
-    assert "unicode.md" not in json.loads(kit.state.read_text())["memory_files"]
+    assert "unicode.md" not in kit.state_json()["memory_files"]
 
 
 def test_hand_written_text_around_each_block_survives(kit: Kit, okfgit: Runner) -> None:
@@ -338,7 +345,7 @@ def test_linked_worktree_shares_the_main_checkouts_memory_folder(kit: Kit, okfgi
     assert sorted(Path(r["path"]).name for r in data["removed"]) == ["state.md"]
     assert (kit.memory / "cache.md").read_bytes() == (worktree / ".okf" / "decisions" / "cache.md").read_bytes()
     assert not (worktree / ".git" / "okf").exists()  # one state, in the common dir
-    assert json.loads(kit.state.read_text())["inputs"]["project"][0] == str(worktree)
+    assert kit.state_json()["inputs"]["project"][0] == str(worktree)
     # a concept the worktree shares is not written again (its time may move: the recall order
     # lost the job tier's concepts, and a new order is set from the clock when it changes)
     assert (kit.memory / "testing.md").read_bytes() == before
@@ -434,7 +441,7 @@ def test_moving_the_memory_folder_cleans_up_the_old_one(kit: Kit, okfgit: Runner
     result = json.loads(project(okfgit, kit, "--json").out)
     assert sorted(p.name for p in kit.memory.iterdir()) == ["agent_own.md"]
     assert len(result["removed"]) == 10 and (target / "MEMORY.md").is_file()
-    assert json.loads(kit.state.read_text())["memory_dir"] == str(target)
+    assert kit.state_json()["memory_dir"] == str(target)
 
 
 def test_when_the_only_tier_goes_the_memory_folder_empties(kit: Kit, okfgit: Runner, git: Runner) -> None:

@@ -36,7 +36,7 @@ def test_unwritable_memory_folder_fails_alone(kit: Kit, okfgit: Runner) -> None:
     assert "<!-- okf:begin id=global -->" in kit.codex_md.read_text()
     assert not kit.stamp.exists()
     assert leftovers(kit.home, kit.repo) == []
-    assert json.loads(kit.state.read_text())["memory_files"] == {}
+    assert kit.state_json()["memory_files"] == {}
     kit.memory.unlink()
     project(okfgit, kit)  # once the obstacle is gone, everything lands
     assert (kit.memory / "testing.md").is_file()
@@ -44,12 +44,12 @@ def test_unwritable_memory_folder_fails_alone(kit: Kit, okfgit: Runner) -> None:
 
 def test_a_failed_memory_folder_keeps_the_ownership_records(kit: Kit, okfgit: Runner, tmp_path: Path) -> None:
     project(okfgit, kit)
-    records = json.loads(kit.state.read_text())["memory_files"]
+    records = kit.state_json()["memory_files"]
     assert "testing.md" in records
     kit.memory.rename(tmp_path / "aside")
     kit.memory.write_text("in the way\n")
     project(okfgit, kit, expect=3)
-    assert json.loads(kit.state.read_text())["memory_files"] == records
+    assert kit.state_json()["memory_files"] == records
 
 
 def test_unwritable_block_folder_fails_alone(kit: Kit, okfgit: Runner) -> None:
@@ -168,7 +168,7 @@ def test_a_damaged_state_file_is_reported_and_nothing_is_overwritten(kit: Kit, o
     result = project(okfgit, kit)
     assert f"{kit.state} is damaged" in result.err
     assert (kit.memory / "testing.md").read_text() == "an agent's edit\n"
-    assert json.loads(kit.state.read_text())["version"] == 1
+    assert kit.state_json()["version"] == 2  # a new record, written in place of the damaged one
 
 
 # -- every folder between the memory folder and a file must be a real folder ------------------
@@ -200,7 +200,7 @@ def test_a_symlinked_subfolder_is_not_written_through(kit: Kit, okfgit: Runner, 
     data = json.loads(result.out)
     assert str(target) not in [row["path"] for row in data["written"]]
     assert str(target) in [row["path"] for row in data["skipped"]]
-    assert "ext/x.md" not in json.loads(kit.state.read_text())["memory_files"]
+    assert "ext/x.md" not in kit.state_json()["memory_files"]
     assert "ext/x.md" not in (kit.memory / "MEMORY.md").read_text()
     assert (kit.memory / "ext").is_symlink() and (kit.memory / "testing.md").is_file()
 
@@ -219,7 +219,7 @@ def test_a_real_subfolder_is_created_and_written(kit: Kit, okfgit: Runner, git: 
     path = commit_concept(git, kit, "x.md", "ext/deep/x.md", SUB_ID)
     project(okfgit, kit)
     assert (kit.memory / "ext" / "deep" / "x.md").read_bytes() == path.read_bytes()
-    assert "ext/deep/x.md" in json.loads(kit.state.read_text())["memory_files"]
+    assert "ext/deep/x.md" in kit.state_json()["memory_files"]
 
 
 def test_a_file_okfgit_wrote_is_not_removed_through_a_symlinked_subfolder(kit: Kit, okfgit: Runner, git: Runner,
@@ -239,4 +239,4 @@ def test_a_file_okfgit_wrote_is_not_removed_through_a_symlinked_subfolder(kit: K
     result = project(okfgit, kit)
     assert (outside / "x.md").read_bytes() == data
     assert f"{written}: {kit.memory / 'ext'} is a symlink; okfgit does not write through links" in result.err
-    assert "ext/x.md" not in json.loads(kit.state.read_text())["memory_files"]
+    assert "ext/x.md" not in kit.state_json()["memory_files"]

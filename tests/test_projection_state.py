@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -93,20 +94,67 @@ def test_adopt_hands_a_file_to_projection(kit: Kit, okfgit: Runner, git: Runner)
     assert agent.read_bytes() == path.read_bytes()
 
 
-def test_state_json_is_what_the_spec_describes(kit: Kit, okfgit: Runner) -> None:
+def test_the_record_is_what_the_spec_describes(kit: Kit, okfgit: Runner) -> None:
     project(okfgit, kit)
-    data = json.loads(kit.state.read_text())
-    assert sorted(data) == ["inputs", "memory_dir", "memory_dir_mtime_ns", "memory_files", "merged", "recall", "targets",
-                            "tool", "version"]
-    assert data["merged"]["skipped"] == ["project:broken.md", "global:legacy-note.md"]
-    assert any("okf_origin '../escape.md'" in w for w in data["merged"]["warnings"])
-    assert data["merged"]["needs_merge"] == []
-    assert len(data["recall"]) == 3 and isinstance(data["recall"][2], int)  # [top, generation, fresh]
-    okf_id, tier, path, oid, size, mtime_ns = data["memory_files"]["testing.md"][:6]
-    assert (okf_id, tier, path) == ("11111111-2222-4333-8444-555555555555", "project", "testing.md")
+    db = sqlite3.connect(kit.state)
+    assert db.execute("PRAGMA user_version").fetchone() == (2,)
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert tables == {"meta", "targets", "memory_files"}
+    meta = {key: json.loads(value) for key, value in db.execute("SELECT key, value FROM meta")}
+    assert sorted(meta) == ["inputs", "memory_dir", "memory_dir_mtime_ns", "merged", "recall", "stale_at", "tool"]
+    assert meta["merged"]["skipped"] == ["project:broken.md", "global:legacy-note.md"]
+    assert any("okf_origin '../escape.md'" in w for w in meta["merged"]["warnings"])
+    assert meta["merged"]["needs_merge"] == []
+    assert len(meta["recall"]) == 3 and isinstance(meta["recall"][2], int)  # [top, generation, fresh]
+    row = db.execute("SELECT okf_id, tier, path, oid, size, mtime_ns, since, written FROM memory_files "
+                     "WHERE name = 'testing.md'").fetchone()
+    okf_id, tier, path, oid, size, mtime_ns, _, written = row
+    assert (okf_id, tier, path, written) == ("11111111-2222-4333-8444-555555555555", "project", "testing.md", "")
     assert size == (kit.memory / "testing.md").stat().st_size
     assert mtime_ns == (kit.memory / "testing.md").stat().st_mtime_ns
     assert len(oid) == 40
+    oid, size, mtime_ns = db.execute("SELECT oid, size, mtime_ns FROM targets WHERE path = ?",
+                                     (str(kit.agents_md),)).fetchone()
+    assert size == kit.agents_md.stat().st_size and mtime_ns == kit.agents_md.stat().st_mtime_ns
+
+
+def test_a_state_json_of_an_earlier_okfgit_is_read_then_replaced(kit: Kit, okfgit: Runner, git: Runner) -> None:
+    project(okfgit, kit)
+    before = state.load(kit.repo / ".git").to_json()
+    legacy = kit.repo / ".git" / "okf" / "state.json"
+    legacy.write_text(json.dumps({**before, "version": 1}))
+    kit.state.unlink()
+    read = state.load(kit.repo / ".git")
+    assert read.to_json() == before and read.wrote("testing.md", before["memory_files"]["testing.md"][3])
+    path = kit.repo / ".okf" / "testing.md"
+    path.write_text(path.read_text() + "More.\n")
+    git("commit", "-q", "-am", "more", cwd=kit.repo)
+    project(okfgit, kit)  # the record okfgit owned is honoured, and saved as the database
+    assert (kit.memory / "testing.md").read_bytes() == path.read_bytes()
+    assert kit.state.exists() and not legacy.exists()
+
+
+def test_a_newer_database_is_refused_and_a_change_writes_only_its_rows(kit: Kit, okfgit: Runner,
+                                                                       git: Runner) -> None:
+    project(okfgit, kit)
+    st = state.load(kit.repo / ".git")
+    assert st.memory_files.get("testing.md") is not None and st.memory_files._all is None  # one row read
+    changed = st.derive()
+    rec = changed.memory_files["testing.md"]
+    changed.memory_files["testing.md"] = rec._replace(size=rec.size + 1)
+    del changed.memory_files["style.md"]
+    assert changed.memory_files.changes() == {"testing.md": rec._replace(size=rec.size + 1), "style.md": None}
+    assert state.save(changed) and not state.save(changed)  # the second has nothing to write
+    again = state.load(kit.repo / ".git")
+    assert again.memory_files["testing.md"].size == rec.size + 1 and "style.md" not in again.memory_files
+    assert {n: r for n, r in again.memory_files.items() if n not in ("testing.md", "style.md")} == \
+        {n: r for n, r in st.memory_files.items() if n not in ("testing.md", "style.md")}
+    db = sqlite3.connect(kit.state)
+    db.execute("PRAGMA user_version = 99")
+    db.close()
+    with pytest.raises(IntegrityError, match="newer okfgit"):
+        state.load(kit.repo / ".git")
+
 
 
 def test_nav_protocol_is_the_spec_text_verbatim() -> None:

@@ -230,7 +230,11 @@ def test_a_change_in_place_gives_what_reading_every_concept_gives(repo: Path, ok
     from okfgit.targets.claude_home import memory_dir
     folder = Path(memory_dir(repo.resolve(), os.environ, home).path)
     okf_dir = repo / ".git" / "okf"
-    state_file = okf_dir / "state.json"
+
+    def recorded_state() -> dict[str, object]:
+        from okfgit.local import state
+
+        return state.load(okf_dir.parent).to_json()
 
     def times() -> dict[str, int]:
         return {p.name: p.stat().st_mtime_ns for p in folder.glob("*.md")}
@@ -248,14 +252,16 @@ def test_a_change_in_place_gives_what_reading_every_concept_gives(repo: Path, ok
         assert any("left out, reachable" in w for w in out["warnings"])  # the concepts' warnings, repeated
         for path in paths:
             assert (folder / path.rsplit("/", 1)[-1]).read_bytes() == (kb / path).read_bytes()
-        after, recorded = times(), json.loads(state_file.read_text())
-        forced = dict(recorded, inputs={})
-        forced.pop("merged")
-        state_file.write_text(json.dumps(forced))
+        after, recorded = times(), recorded_state()
+        from okfgit.local import state
+
+        forced = state.load(okf_dir.parent)  # the full plan from here must give the same
+        forced.inputs, forced.skipped, forced.notes, forced.needs_merge = {}, None, None, None
+        state.save(forced)
         again = json.loads(okfgit("project", "--json", cwd=repo).out)
         assert again["written"] == [] and again["removed"] == []
         assert times() == after
-        full = json.loads(state_file.read_text())
+        full = recorded_state()
         assert full["memory_files"] == recorded["memory_files"]
         assert (full["recall"], full["merged"]) == (recorded["recall"], recorded["merged"])
 
@@ -275,7 +281,7 @@ def test_a_change_in_place_gives_what_reading_every_concept_gives(repo: Path, ok
     one_run(deprecated, note="a deprecated one")
     one_run(captured, note="a captured one")
     one_run(note="nothing in the knowledge base")
-    assert json.loads(state_file.read_text())["recall"][2] == 4  # three edited, one captured lead the order
+    assert recorded_state()["recall"][2] == 4  # three edited, one captured lead the order
     edit(rest[-4], "title: ", "title: Renamed ")
     git("commit", "-q", "-am", "a title changed", cwd=repo)
     (okf_dir / "cards.json").unlink()

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from okfgit.local import state
+
 from tests.conftest import Runner
 from tests.test_capture import (
     CURRENT,
@@ -68,7 +70,7 @@ def test_everything_sync_would_do_is_listed_and_nothing_written(project: Path, m
     (mem / "gone.md").unlink()
     okfgit("hooks", "install", cwd=project)
     top = head(git, project)
-    before = mtimes(mem, project / "AGENTS.md", project / ".git" / "okf" / "state.json",
+    before = mtimes(mem, project / "AGENTS.md", project / ".git" / "okf" / "state.db",
                     project / ".git" / "okf" / "fastpath.json", project / ".git" / "okf" / "sync.json")
     assert text(okfgit, project, mem, home, expect=2) == f"""\
 tiers: project
@@ -109,7 +111,7 @@ needs a person: 2 needs-merge sibling(s) to merge; 1 memory file(s) okfgit canno
     assert st["in_sync"] is False and st["sync_lock"] is None
     # status wrote nothing a user or sync relies on
     assert head(git, project) == top
-    assert mtimes(mem, project / "AGENTS.md", project / ".git" / "okf" / "state.json",
+    assert mtimes(mem, project / "AGENTS.md", project / ".git" / "okf" / "state.db",
                   project / ".git" / "okf" / "fastpath.json", project / ".git" / "okf" / "sync.json") == before
 
 
@@ -167,9 +169,9 @@ def test_a_needs_merge_sibling_waiting_for_a_person_is_listed_and_exits_2(projec
             "what matters into memory/feedback-testing.md, then delete it\n") in result.out
     assert result.out.endswith("needs a person: 1 needs-merge sibling(s) to merge\n")
     assert "in sync" not in result.out
-    recorded = json.loads((project / ".git" / "okf" / "state.json").read_text())["merged"]["needs_merge"]
+    recorded = state.load(project / ".git").needs_merge
     assert recorded == ["project:memory/feedback-testing.needs-merge.md"]  # what status read
-    (project / ".git" / "okf" / "state.json").unlink()  # no projection recorded: the tree is walked
+    (project / ".git" / "okf" / "state.db").unlink()  # no projection recorded: the tree is walked
     assert "project:memory/feedback-testing.needs-merge.md: merge" in okfgit("status", cwd=project, expect=2).out
     okfgit("sync", cwd=project)
     git("rm", "-q", ".okf/memory/feedback-testing.needs-merge.md", cwd=project)
@@ -191,5 +193,5 @@ def test_a_concept_without_an_okf_id_is_not_projected_and_named(project: Path, m
     status = okfgit("status", cwd=project, expect=2)
     assert "concepts not projected: 1\n  skipped project:no-id.md: not projected" in status.out
     assert json.loads(okfgit("status", "--json", cwd=project, expect=2).out)["unprojected"] == ["project:no-id.md"]
-    (project / ".git" / "okf" / "state.json").unlink()  # no projection recorded: read from the cards instead
+    (project / ".git" / "okf" / "state.db").unlink()  # no projection recorded: read from the cards instead
     assert json.loads(okfgit("status", "--json", cwd=project, expect=2).out)["unprojected"] == ["project:no-id.md"]

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from dataclasses import dataclass
 from typing import Any
 
+from okfgit.records import record
 from okfgit.format import json_object
 from okfgit.errors import IntegrityError
 
@@ -26,7 +26,7 @@ JSON_KEY = "mcpServers"
 TOML_KEY = "mcp_servers"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Splice:
     """``text[offset:offset+len(removed)]`` became ``inserted``."""
 
@@ -49,7 +49,7 @@ class Splice:
 # -- JSON ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Member:
     key: str
     key_start: int
@@ -57,7 +57,7 @@ class _Member:
     value_end: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Object:
     open: int  # index of "{"
     close: int  # index of "}"

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import subprocess
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 
+from okfgit.records import record
 from okfgit.context import Context
 from okfgit.plumbing import Plumbing, Reader
 from okfgit.plumbing import Entry, blob_oid, clean_git_env
@@ -37,7 +37,7 @@ _VALUES = {"on": "on", "off": "off", True: "on", False: "off"}
 _MAX_BYTES = 64 * 1024
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Decision:
     """Effective capture, and both parties' say.
 

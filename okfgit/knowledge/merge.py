@@ -22,14 +22,14 @@ both did), then every index is regenerated from the merged tree (``index.regener
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 
+from okfgit.records import field, record
 from okfgit.format import index_md as index
 from okfgit.plumbing import Entry
 from okfgit.knowledge.snapshot import Snapshot
 
 
-@dataclass
+@record
 class Merged:
     """The merge as changes to ``here``'s tree, and what a person should know."""
 

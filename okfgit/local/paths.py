@@ -4,7 +4,10 @@ okfgit keeps its per-repository files next to git's own, in the common git dir, 
 worktrees share them exactly as they share Claude Code's memory folder. No other module
 spells the folder or a file name; each asks here. What each file is for:
 
-- ``state.json``: the ownership record (every file projection wrote and its blob OID);
+- ``state.db``: the ownership record (every file projection wrote and its blob OID), an
+  SQLite database (``state.db-journal`` beside it while a write is in progress);
+  ``state.json``: the same record as an earlier okfgit kept it, replaced by the database
+  the first time the record is saved;
 - ``cards.json``, ``doctor.json``, ``graph.json``, ``indexes.json``: per-file caches keyed by blob
   OID (safe to delete): ``cards.json`` each concept's card (its record for every reader),
   ``doctor.json`` what doctor found in each markdown file on its own, ``graph.json`` what review
@@ -32,7 +35,9 @@ import os
 from pathlib import Path
 
 DIR = "okf"
-STATE = "state.json"
+STATE = "state.db"
+STATE_JOURNAL = "state.db-journal"
+LEGACY_STATE = "state.json"
 CARDS = "cards.json"
 DOCTOR = "doctor.json"
 GRAPH = "graph.json"
@@ -51,8 +56,8 @@ EXCHANGE = "exchange.json"
 JOURNAL = "journal"
 
 # Every name above, in the order the README lists them (a test keeps the README complete).
-FILES = (STATE, CARDS, CARDS_DELTA, DOCTOR, DOCTOR_DELTA, GRAPH, GRAPH_DELTA, INDEXES, INDEXES_DELTA, FASTPATH_STAMP,
-         SYNC_STAMP, LOCK, HOOK_LOG, DRAFTS + "/", PR_BODIES + "/", EXCHANGE, JOURNAL + "/")
+FILES = (STATE, STATE_JOURNAL, LEGACY_STATE, CARDS, CARDS_DELTA, DOCTOR, DOCTOR_DELTA, GRAPH, GRAPH_DELTA, INDEXES,
+         INDEXES_DELTA, FASTPATH_STAMP, SYNC_STAMP, LOCK, HOOK_LOG, DRAFTS + "/", PR_BODIES + "/", EXCHANGE, JOURNAL + "/")
 
 # Without a repository (the global tier outside any project), drafts go here under $HOME.
 _HOME_DRAFTS = (".cache", "okfgit", "drafts")
@@ -67,6 +72,11 @@ def okf_dir(common_dir: StrPath) -> Path:
 
 def state(common_dir: StrPath) -> Path:
     return okf_dir(common_dir) / STATE
+
+
+def legacy_state(common_dir: StrPath) -> Path:
+    """``state.json``: the record an earlier okfgit kept (read once, then replaced by ``state``)."""
+    return okf_dir(common_dir) / LEGACY_STATE
 
 
 _DELTAS = {CARDS: CARDS_DELTA, DOCTOR: DOCTOR_DELTA, GRAPH: GRAPH_DELTA, INDEXES: INDEXES_DELTA}

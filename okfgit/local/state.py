@@ -1,6 +1,6 @@
 """The projection state: what okfgit last wrote outside the tiers, and from which inputs.
 
-It lives at ``<git common dir>/okf/state.json`` of the project repository, so linked
+It lives at ``<git common dir>/okf/state.db`` of the project repository, so linked
 worktrees share it exactly as they share Claude Code's memory folder. It is the
 ownership record (DESIGN.md, "Ownership"): okfgit overwrites or deletes a file only when
 the file's current blob OID is the one recorded here, and capture skips any memory file
@@ -11,23 +11,34 @@ tree used; per target file (absolute path) the blob OID okfgit wrote with its si
 ``mtime_ns`` right after writing; and per projected memory file (path relative to the
 memory folder) the concept it came from (``okf_id``, tier, KB path, blob OID).
 
-Pure Python and JSON only, so capture and the hooks can read it cheaply.
+The record is an SQLite database (stdlib ``sqlite3``), one row per file, so that a run that
+changed one concept reads and writes the rows it touches, not 10,000 of them: memory-file
+records are read when asked for (``MemoryFiles``: one at a time, the top of the recall
+order by time, or all at once when a caller goes through them all), and ``save`` writes
+the rows that changed in one transaction (durable: ``synchronous=FULL``; a run killed
+mid-write leaves the record as it was, SQLite rolls its journal back). A ``state.json``
+an earlier okfgit wrote is read once and replaced by the database.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from collections.abc import ItemsView, Iterable, Iterator, Mapping, MutableMapping, ValuesView
 from pathlib import Path
-from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from okfgit import TOOL, fsutil
-from okfgit.local import fastpath, paths
+from okfgit import TOOL
 from okfgit.errors import IntegrityError
+from okfgit.local import fastpath, paths
 
-VERSION = 1
+if TYPE_CHECKING:
+    import sqlite3
+
+VERSION = 2
+_LEGACY_VERSION = 1  # state.json
+_BUSY_S = 10.0  # how long a reader or writer waits for another okfgit's write of the record
+_MANY = 64  # single lookups before the rest of the records are read at once
 
 
 class FileRecord(NamedTuple):
@@ -45,12 +56,11 @@ class FileRecord(NamedTuple):
 class MemoryFile(NamedTuple):
     """A projected memory file: the concept it holds and the file's stat.
 
-    A tuple, so that 10,000 of them load and save quickly; on disk it is the JSON array
-    ``[okf_id, tier, path, oid, size, mtime_ns, since, written]``. ``oid`` is the concept's
-    blob; ``written`` is the OID of the bytes in the file when they differ from the blob
-    (keys moved within Claude's 30-line read), else empty; ``since`` is when okfgit first
-    wrote this blob there (the folder's projection generation: 0 for the first projection
-    into it, one more for each later one that wrote a file), which ranks what changed last first.
+    ``oid`` is the concept's blob; ``written`` is the OID of the bytes in the file when they
+    differ from the blob (keys moved within Claude's 30-line read), else empty; ``since`` is
+    when okfgit first wrote this blob there (the folder's projection generation: 0 for the
+    first projection into it, one more for each later one that wrote a file), which ranks
+    what changed last first.
     """
 
     okf_id: str | None
@@ -88,36 +98,270 @@ class TierInput(NamedTuple):
     tree: str
 
 
-@dataclass
-class State:
-    """The ownership record of one project repository (see the module docstring)."""
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE targets (path TEXT PRIMARY KEY, oid TEXT NOT NULL, size INTEGER NOT NULL,
+                      mtime_ns INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE memory_files (name TEXT PRIMARY KEY, okf_id TEXT, tier TEXT NOT NULL, path TEXT NOT NULL,
+                           oid TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+                           since INTEGER NOT NULL, written TEXT NOT NULL) WITHOUT ROWID;
+CREATE INDEX memory_by_concept ON memory_files (tier, path);
+CREATE INDEX memory_by_time ON memory_files (mtime_ns);
+"""
+_COLUMNS = "okf_id, tier, path, oid, size, mtime_ns, since, written"
 
-    common_dir: Path
-    memory_dir: Path | None = None
-    memory_dir_mtime_ns: int | None = None
-    # the tier inputs the memory folder is the exact projection of (empty: not known)
-    inputs: dict[str, TierInput] = field(default_factory=dict)
-    targets: dict[str, FileRecord] = field(default_factory=dict)
-    memory_files: dict[str, MemoryFile] = field(default_factory=dict)
-    # Claude's recall order (targets/recall.py): the time (seconds) the top files' times were
-    # last set below, and the folder's projection generation (see MemoryFile.since).
-    recall_top_s: int | None = None
-    generation: int = 0
-    # How many files lead the recall order as "what changed last" (targets/recall.py), and
-    # what the last projection that read every concept said about them: the concepts it did
-    # not project and its warnings. A run where only concepts' bodies changed repeats these
-    # without reading every concept again (None: not recorded, such a run reads them all).
-    recall_fresh: int | None = None
-    skipped: list[str] | None = None
-    notes: list[str] | None = None
-    needs_merge: list[str] | None = None  # every needs-merge sibling in those inputs ("<tier>:<path>")
-    tool: str = TOOL
-    warnings: list[str] = field(default_factory=list)
-    stale_at: int | None = None  # epoch seconds when a projected concept goes stale (MEMORY.md changes)
+
+class _Store:
+    """The open database of one record (None of it is read until asked)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def rows(self, where: str = "", args: Iterable[Any] = ()) -> dict[str, MemoryFile]:
+        make = tuple.__new__
+        return {row[0]: make(MemoryFile, row[1:])
+                for row in self.conn.execute(f"SELECT name, {_COLUMNS} FROM memory_files {where}", tuple(args))}
+
+    def names(self) -> list[str]:
+        return [row[0] for row in self.conn.execute("SELECT name FROM memory_files")]
+
+    def count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM memory_files").fetchone()[0])
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class MemoryFiles(MutableMapping[str, MemoryFile]):
+    """The memory-file records by name (relative to the memory folder): a mapping that reads
+    its rows from the record when asked, and keeps the changes made to it until ``save``.
+
+    A lookup reads one row; going through all of them (``items``, ``values``, ``len`` ...) or
+    more than a few lookups read every row once. ``newer_than`` and ``of_concepts`` read just
+    the rows a run that changed a few concepts needs. ``copy`` shares the rows read so far.
+    """
+
+    def __init__(self, rows: Mapping[str, MemoryFile] | None = None, store: _Store | None = None) -> None:
+        self._store = store
+        self._all: dict[str, MemoryFile] | None = dict(rows) if rows is not None else ({} if store is None else None)
+        self._one: dict[str, MemoryFile | None] = {}  # rows looked up one by one (None: no such row)
+        self._changed: dict[str, MemoryFile | None] = {}  # name -> the new record, or None: removed
+        self._lookups = 0
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _everything(self) -> dict[str, MemoryFile]:
+        if self._all is None:
+            assert self._store is not None
+            rows = self._store.rows()
+            for name, rec in self._changed.items():
+                if rec is None:
+                    rows.pop(name, None)
+                else:
+                    rows[name] = rec
+            self._all = rows
+        return self._all
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if self._all is not None:
+            return self._all.get(name, default)
+        if name in self._changed:
+            found = self._changed[name]
+        else:
+            if name not in self._one:
+                self._lookups += 1
+                if self._lookups > _MANY:
+                    return self._everything().get(name, default)
+                assert self._store is not None
+                self._one[name] = self._store.rows("WHERE name = ?", (name,)).get(name)
+            found = self._one[name]
+        return default if found is None else found
+
+    def __getitem__(self, name: str) -> MemoryFile:
+        found: MemoryFile | None = self.get(name)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        """The names (without reading the rows, when none were read yet)."""
+        if self._all is not None:
+            return iter(list(self._all))
+        assert self._store is not None
+        names = [n for n in self._store.names() if n not in self._changed]
+        names += [n for n, rec in self._changed.items() if rec is not None]
+        return iter(names)
+
+    def __len__(self) -> int:
+        """How many records (counted by the record, when none were read or changed)."""
+        if self._all is None and not self._changed and self._store is not None:
+            return self._store.count()
+        return len(self._everything())
+
+    def __bool__(self) -> bool:
+        if self._all is not None:
+            return bool(self._all)
+        return any(rec is not None for rec in self._changed.values()) or bool(self._store and self._store.count())
+
+    def items(self) -> ItemsView[str, MemoryFile]:
+        return self._everything().items()
+
+    def values(self) -> ValuesView[MemoryFile]:
+        return self._everything().values()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MemoryFiles):
+            return self._everything() == other._everything()
+        if isinstance(other, Mapping):
+            return self._everything() == dict(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"MemoryFiles({self._everything()!r})"
+
+    def newer_than(self, mtime_ns: int) -> dict[str, MemoryFile]:
+        """The records whose recorded time is after ``mtime_ns`` (Claude's recall order's top)."""
+        if self._all is not None or self._store is None:
+            return {n: r for n, r in self._everything().items() if r.mtime_ns > mtime_ns}
+        found = self._store.rows("WHERE mtime_ns > ?", (mtime_ns,))
+        return self._overlaid(found, lambda rec: rec.mtime_ns > mtime_ns)
+
+    def of_concepts(self, keys: Iterable[tuple[str, str]]) -> dict[str, MemoryFile]:
+        """The records of the files that hold the concepts ``(tier, KB path)``."""
+        wanted = set(keys)
+        if self._all is not None or self._store is None:
+            return {n: r for n, r in self._everything().items() if (r.tier, r.path) in wanted}
+        found: dict[str, MemoryFile] = {}
+        for tier, path in sorted(wanted):
+            found.update(self._store.rows("WHERE tier = ? AND path = ?", (tier, path)))
+        return self._overlaid(found, lambda rec: (rec.tier, rec.path) in wanted)
+
+    def _overlaid(self, found: dict[str, MemoryFile], keep: Any) -> dict[str, MemoryFile]:
+        self._one.update(found)  # read now: a lookup of one of them reads nothing
+        for name, rec in self._changed.items():
+            found.pop(name, None)
+            if rec is not None and keep(rec):
+                found[name] = rec
+        return found
+
+    # -- changing --------------------------------------------------------------------------
+
+    def __setitem__(self, name: str, rec: MemoryFile) -> None:
+        self._changed[name] = rec
+        if self._all is not None:
+            self._all[name] = rec
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self:
+            raise KeyError(name)
+        self._changed[name] = None
+        if self._all is not None:
+            del self._all[name]
+
+    def pop(self, name: str, default: Any = None) -> Any:
+        found = self.get(name)
+        if found is None:
+            return default
+        del self[name]
+        return found
+
+    def retain(self, names: set[str]) -> None:
+        """Remove every record whose name is not in ``names``."""
+        for name in [n for n in self if n not in names]:
+            del self[name]
+
+    def copy(self) -> MemoryFiles:
+        out = MemoryFiles(store=self._store) if self._store is not None else MemoryFiles(self._all or {})
+        out._all = dict(self._all) if self._all is not None else None
+        out._one = dict(self._one)
+        out._changed = dict(self._changed)
+        return out
+
+    def rewritten(self) -> dict[str, MemoryFile] | None:
+        """Every record, when they cannot be saved as changes to the stored rows (none stored)."""
+        return self._everything() if self._store is None else None
+
+    def changes(self) -> dict[str, MemoryFile | None]:
+        return dict(self._changed)
+
+    def stored(self) -> None:
+        """The changes are in the record now: they are its rows."""
+        self._one.update(self._changed)
+        self._changed = {}
+
+
+class State:
+    """The ownership record of one project repository (see the module docstring).
+
+    ``inputs``: the tier inputs the memory folder is the exact projection of (empty: not
+    known). ``recall_top_s`` and ``generation``: Claude's recall order (targets/recall.py),
+    the time (seconds) the top files' times were last set below, and the folder's projection
+    generation (see MemoryFile.since). ``recall_fresh``: how many files lead the recall order
+    as "what changed last"; ``skipped``, ``notes``, ``needs_merge``: what the last projection
+    that read every concept said about them (the concepts it did not project, its warnings,
+    every needs-merge sibling in those inputs as ``<tier>:<path>``). A run where only
+    concepts' bodies changed repeats these without reading every concept again (None: not
+    recorded, such a run reads them all). ``stale_at``: epoch seconds when a projected
+    concept goes stale (MEMORY.md changes then). (A plain class: a dataclass costs every
+    command that loads the record its generated code at import.)
+    """
+
+    def __init__(self, common_dir: Path, memory_dir: Path | None = None, memory_dir_mtime_ns: int | None = None,
+                 inputs: dict[str, TierInput] | None = None, targets: dict[str, FileRecord] | None = None,
+                 memory_files: MemoryFiles | Mapping[str, MemoryFile] | None = None,
+                 recall_top_s: int | None = None, generation: int = 0, *, recall_fresh: int | None = None,
+                 skipped: list[str] | None = None, notes: list[str] | None = None,
+                 needs_merge: list[str] | None = None, tool: str = TOOL, warnings: list[str] | None = None,
+                 stale_at: int | None = None) -> None:
+        self.common_dir = common_dir
+        self.memory_dir = memory_dir
+        self.memory_dir_mtime_ns = memory_dir_mtime_ns
+        self.inputs: dict[str, TierInput] = {} if inputs is None else inputs
+        self.targets: dict[str, FileRecord] = {} if targets is None else targets
+        self._memory = memory_files if isinstance(memory_files, MemoryFiles) else MemoryFiles(memory_files or {})
+        self.recall_top_s = recall_top_s
+        self.generation = generation
+        self.recall_fresh = recall_fresh
+        self.skipped = skipped
+        self.notes = notes
+        self.needs_merge = needs_merge
+        self.tool = tool
+        self.warnings: list[str] = [] if warnings is None else warnings
+        self.stale_at = stale_at
+        self._store: _Store | None = None  # the database this was read from (rows read lazily)
+        self._stored: dict[str, Any] = {}  # meta and targets as read, so that save writes what changed
+
+    @property
+    def memory_files(self) -> MemoryFiles:
+        return self._memory
+
+    @memory_files.setter
+    def memory_files(self, value: MemoryFiles | Mapping[str, MemoryFile]) -> None:
+        if isinstance(value, MemoryFiles):
+            self._memory = value
+            return
+        current = self._memory.copy()  # a mapping of all records: a change to each stored row
+        current.retain(set(value))
+        for name, rec in value.items():
+            if current.get(name) != rec:
+                current[name] = rec
+        self._memory = current
 
     @property
     def path(self) -> Path:
         return paths.state(self.common_dir)
+
+    def derive(self) -> State:
+        """A copy to change and save in place of this one (the records it read are shared)."""
+        out = State(self.common_dir, self.memory_dir, self.memory_dir_mtime_ns, dict(self.inputs),
+                    dict(self.targets), self._memory.copy(), self.recall_top_s, self.generation,
+                    recall_fresh=self.recall_fresh, skipped=self.skipped, notes=self.notes,
+                    needs_merge=self.needs_merge, tool=self.tool, stale_at=self.stale_at)
+        out._store, out._stored = self._store, self._stored
+        return out
 
     def memory_name(self, path: str | Path) -> str | None:
         """``path`` relative to the recorded memory folder (POSIX), or None outside it."""
@@ -185,21 +429,35 @@ class State:
         """Memory files (name, record) that hold the concept with ``okf_id``."""
         return [(n, m) for n, m in self.memory_files.items() if m.okf_id == okf_id]
 
+    def meta(self) -> dict[str, Any]:
+        """Everything but the per-file records, as the database's ``meta`` rows hold it."""
+        return {
+            "tool": self.tool,
+            "memory_dir": str(self.memory_dir) if self.memory_dir is not None else None,
+            "memory_dir_mtime_ns": self.memory_dir_mtime_ns,
+            "stale_at": self.stale_at,
+            "inputs": {k: list(v) for k, v in sorted(self.inputs.items())},
+            "recall": [self.recall_top_s, self.generation,
+                       *([self.recall_fresh] if self.recall_fresh is not None else [])],
+            "merged": ({"skipped": self.skipped, "warnings": self.notes, "needs_merge": self.needs_merge}
+                       if self.skipped is not None and self.notes is not None and self.needs_merge is not None
+                       else None),
+        }
+
     def to_json(self) -> dict[str, Any]:
-        """The JSON document: records are arrays in their fields' order (see the spec)."""
+        """The whole record as one JSON document (what ``state.json`` held; the spec's shape)."""
+        meta = self.meta()
         return {
             "version": VERSION,
             "tool": self.tool,
-            "memory_dir": str(self.memory_dir) if self.memory_dir is not None else None,
+            "memory_dir": meta["memory_dir"],
             "memory_dir_mtime_ns": self.memory_dir_mtime_ns,
             **({"stale_at": self.stale_at} if self.stale_at is not None else {}),
             "inputs": self.inputs,
             "targets": self.targets,
-            "memory_files": self.memory_files,
-            "recall": [self.recall_top_s, self.generation,
-                       *([self.recall_fresh] if self.recall_fresh is not None else [])],
-            **({"merged": {"skipped": self.skipped, "warnings": self.notes, "needs_merge": self.needs_merge}}
-               if self.skipped is not None and self.notes is not None and self.needs_merge is not None else {}),
+            "memory_files": dict(self.memory_files.items()),
+            "recall": meta["recall"],
+            **({"merged": meta["merged"]} if meta["merged"] is not None else {}),
         }
 
 
@@ -207,81 +465,185 @@ def load(gitdir: Path) -> State:
     """The projection state of the repository whose git dir is ``gitdir``.
 
     A linked worktree's git dir works too: the state lives in the common dir. A missing
-    file gives an empty state (okfgit owns nothing yet); a damaged one gives an empty
+    record gives an empty state (okfgit owns nothing yet); a damaged one gives an empty
     state and a warning; one written by a newer okfgit raises IntegrityError, because
     overwriting it would lose ownership records that okfgit cannot read.
     """
     common = Path(fastpath.common_dir(os.path.abspath(gitdir)))
     state = State(common)
+    if not os.path.lexists(state.path):
+        return _load_json(state)
+    import sqlite3
+
     try:
-        raw = state.path.read_bytes()
+        conn = sqlite3.connect(state.path, timeout=_BUSY_S, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise IntegrityError(f"cannot read {state.path}: {exc}") from exc
+    try:
+        conn.execute("PRAGMA synchronous = FULL")  # the only record of what okfgit owns
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > VERSION:
+            conn.close()
+            raise IntegrityError(f"{state.path} was written by a newer okfgit (format {version}); upgrade okfgit")
+        if version != VERSION:
+            raise ValueError(f"unknown format {version!r}")
+        meta = {key: json.loads(value) for key, value in conn.execute("SELECT key, value FROM meta")}
+        targets = {path: FileRecord(oid, size, mtime) for path, oid, size, mtime
+                   in conn.execute("SELECT path, oid, size, mtime_ns FROM targets")}
+        state = _from_meta(common, meta, targets)
+    except (sqlite3.DatabaseError, ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
+        conn.close()
+        return _damaged(State(common), exc)
+    store = _Store(conn)
+    state._memory = MemoryFiles(store=store)
+    state._store = store
+    state._stored = {"meta": state.meta(), "targets": dict(targets)}
+    return state
+
+
+def _from_meta(common: Path, meta: Mapping[str, Any], targets: dict[str, FileRecord]) -> State:
+    memory_dir = meta.get("memory_dir")
+    mtime = meta.get("memory_dir_mtime_ns")
+    stale = meta.get("stale_at")
+    state = State(
+        common_dir=common,
+        memory_dir=Path(memory_dir) if isinstance(memory_dir, str) else None,
+        memory_dir_mtime_ns=int(mtime) if mtime is not None else None,
+        stale_at=int(stale) if stale is not None else None,
+        inputs={str(k): TierInput(*v) for k, v in dict(meta.get("inputs") or {}).items()},
+        targets=targets,
+        tool=str(meta.get("tool", "")),
+    )
+    recall = meta.get("recall")
+    if isinstance(recall, list) and len(recall) in (2, 3):
+        state.recall_top_s = int(recall[0]) if isinstance(recall[0], int) else None
+        state.generation = int(recall[1]) if isinstance(recall[1], int) else 0
+        if len(recall) == 3 and isinstance(recall[2], int):
+            state.recall_fresh = recall[2]
+    merged = meta.get("merged")
+    if isinstance(merged, dict) and all(isinstance(merged.get(k), list) for k in ("skipped", "warnings", "needs_merge")):
+        state.skipped = [str(s) for s in merged["skipped"]]
+        state.notes = [str(w) for w in merged["warnings"]]
+        state.needs_merge = [str(p) for p in merged["needs_merge"]]
+    return state
+
+
+def _damaged(state: State, exc: Exception) -> State:
+    state.warnings.append(f"{state.path} is damaged ({exc}); treating every target file as not written by okfgit")
+    return state
+
+
+def _load_json(state: State) -> State:
+    """The record as an earlier okfgit kept it (``state.json``); saving it writes the database."""
+    legacy = paths.legacy_state(state.common_dir)
+    try:
+        raw = legacy.read_bytes()
     except FileNotFoundError:
         return state
     except OSError as exc:
-        raise IntegrityError(f"cannot read {state.path}: {exc.strerror or exc}") from exc
+        raise IntegrityError(f"cannot read {legacy}: {exc.strerror or exc}") from exc
     try:
         data = json.loads(raw)
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
         version = data.get("version")
         if isinstance(version, int) and version > VERSION:
-            raise IntegrityError(
-                f"{state.path} was written by a newer okfgit (format {version}); upgrade okfgit"
-            )
-        if version != VERSION:
+            raise IntegrityError(f"{legacy} was written by a newer okfgit (format {version}); upgrade okfgit")
+        if version != _LEGACY_VERSION:
             raise ValueError(f"unknown format {version!r}")
-        return _parse(common, data)
+        targets = {str(k): FileRecord(*v) for k, v in data["targets"].items()}
+        out = _from_meta(state.common_dir, data, targets)
+        records = {str(k): MemoryFile(*v) for k, v in data["memory_files"].items()}
+        for rec in records.values():
+            if not (isinstance(rec.oid, str) and isinstance(rec.size, int) and isinstance(rec.mtime_ns, int)):
+                raise ValueError(f"bad memory file record {list(rec)!r}")
+        out._memory = MemoryFiles(records)
+        return out
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        state.warnings.append(
-            f"{state.path} is damaged ({exc}); treating every target file as not written by okfgit"
-        )
+        state.warnings.append(f"{legacy} is damaged ({exc}); treating every target file as not written by okfgit")
         return state
 
 
-def _parse(common: Path, data: dict[str, Any]) -> State:
-    memory_dir = data.get("memory_dir")
-    mtime = data.get("memory_dir_mtime_ns")
-    state = State(
-        common_dir=common,
-        memory_dir=Path(memory_dir) if isinstance(memory_dir, str) else None,
-        memory_dir_mtime_ns=int(mtime) if mtime is not None else None,
-        stale_at=int(data["stale_at"]) if data.get("stale_at") is not None else None,
-        inputs={str(k): TierInput(*v) for k, v in data["inputs"].items()},
-        targets={str(k): FileRecord(*v) for k, v in data["targets"].items()},
-        memory_files={str(k): MemoryFile(*v) for k, v in data["memory_files"].items()},
-        tool=str(data.get("tool", "")),
-    )
-    recall = data.get("recall")
-    if isinstance(recall, list) and len(recall) in (2, 3):
-        state.recall_top_s = int(recall[0]) if isinstance(recall[0], int) else None
-        state.generation = int(recall[1]) if isinstance(recall[1], int) else 0
-        if len(recall) == 3 and isinstance(recall[2], int):
-            state.recall_fresh = recall[2]
-    merged = data.get("merged")
-    if isinstance(merged, dict) and all(isinstance(merged.get(k), list) for k in ("skipped", "warnings", "needs_merge")):
-        state.skipped = [str(s) for s in merged["skipped"]]
-        state.notes = [str(w) for w in merged["warnings"]]
-        state.needs_merge = [str(p) for p in merged["needs_merge"]]
-    for rec in state.memory_files.values():
-        if not (isinstance(rec.oid, str) and isinstance(rec.size, int) and isinstance(rec.mtime_ns, int)):
-            raise ValueError(f"bad memory file record {list(rec)!r}")
-    return state
-
-
-def dumps(state: State) -> bytes:
-    """The bytes ``save`` writes (compact JSON: the file can hold 10,000 records)."""
-    text = json.dumps(state.to_json(), separators=(",", ":"), ensure_ascii=False, sort_keys=True)
-    return text.encode("utf-8") + b"\n"
-
-
 def save(state: State) -> bool:
-    """Write the state atomically and durably (it is the only record of what okfgit owns),
-    unless the file already holds exactly these bytes. True when it wrote."""
-    data = dumps(state)
+    """Write what changed in the record since it was read, in one durable transaction (the
+    whole record when there is no database yet, or it could not be read). True when it wrote."""
+    memory = state.memory_files
+    whole = memory.rewritten()
+    if state._store is None or whole is not None:
+        return _save_whole(state, whole if whole is not None else dict(memory.items()))
+    meta = state.meta()
+    stored_meta: dict[str, Any] = state._stored.get("meta", {})
+    meta_rows = [(k, json.dumps(v, sort_keys=True)) for k, v in meta.items() if stored_meta.get(k) != v]
+    stored_targets: dict[str, FileRecord] = state._stored.get("targets", {})
+    target_rows = [(p, *rec) for p, rec in state.targets.items() if stored_targets.get(p) != rec]
+    gone_targets = [(p,) for p in stored_targets if p not in state.targets]
+    changes = memory.changes()
+    if not (meta_rows or target_rows or gone_targets or changes):
+        return False
+    import sqlite3
+
+    conn = state._store.conn
     try:
-        if state.path.read_bytes() == data:
-            return False
-    except OSError:
-        pass
-    fsutil.atomic_write(state.path, data, fsync=True)
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", meta_rows)
+        conn.executemany("INSERT OR REPLACE INTO targets (path, oid, size, mtime_ns) VALUES (?, ?, ?, ?)", target_rows)
+        conn.executemany("DELETE FROM targets WHERE path = ?", gone_targets)
+        conn.executemany("DELETE FROM memory_files WHERE name = ?", [(n,) for n, rec in changes.items() if rec is None])
+        conn.executemany(f"INSERT OR REPLACE INTO memory_files (name, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         [(n, *rec) for n, rec in changes.items() if rec is not None])
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        raise IntegrityError(f"cannot write {state.path}: {exc}") from exc
+    state._stored = {"meta": meta, "targets": dict(state.targets)}
+    memory.stored()
+    return True
+
+
+def _save_whole(state: State, records: Mapping[str, MemoryFile]) -> bool:
+    """A new database with every record, put in place of the old one (or of ``state.json``)
+    by a rename: a kill leaves either the old record or the new one."""
+    import sqlite3
+
+    from okfgit import fsutil
+
+    final = state.path
+    temp = final.with_name(f".{final.name}.{os.getpid()}.okftmp")
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        temp.unlink(missing_ok=True)
+        conn = sqlite3.connect(temp, isolation_level=None)
+        try:
+            # A new file nobody reads until it is renamed: no journal, and one fsync below.
+            conn.execute("PRAGMA journal_mode = OFF")
+            conn.execute("PRAGMA synchronous = OFF")
+            conn.executescript(_SCHEMA)
+            conn.execute(f"PRAGMA user_version = {VERSION}")
+            conn.execute("BEGIN")
+            conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
+                             [(k, json.dumps(v, sort_keys=True)) for k, v in state.meta().items()])
+            conn.executemany("INSERT INTO targets (path, oid, size, mtime_ns) VALUES (?, ?, ?, ?)",
+                             [(p, *rec) for p, rec in sorted(state.targets.items())])
+            conn.executemany(f"INSERT INTO memory_files (name, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                             [(n, *rec) for n, rec in sorted(records.items())])
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        with open(temp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(temp, final)
+        fsutil.fsync_dirs([final.parent])
+    except (sqlite3.Error, OSError) as exc:
+        temp.unlink(missing_ok=True)
+        raise IntegrityError(f"cannot write {final}: {exc}") from exc
+    if state._store is not None:
+        state._store.close()
+    legacy = paths.legacy_state(state.common_dir)
+    legacy.unlink(missing_ok=True)  # okfgit's own earlier record, now in the database
+    reopened = load(state.common_dir)
+    state._store, state._stored = reopened._store, reopened._stored
+    state._memory = reopened._memory
     return True

@@ -14,10 +14,10 @@ file is written here.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from okfgit.records import field, record
 from okfgit.format import blocks
 from okfgit.local.state import State
 from okfgit.targets import claude_home, memory_index, recall
@@ -25,7 +25,7 @@ from okfgit.targets import claude_home, memory_index, recall
 CODEX_MAX_BYTES = 32 * 1024  # Codex's project_doc_max_bytes default
 
 
-@dataclass
+@record
 class FileBudget:
     """One instruction file an agent loads: its size and okfgit's block in it."""
 
@@ -40,7 +40,7 @@ class FileBudget:
                 "block_bytes": self.block}
 
 
-@dataclass
+@record
 class Explanation:
     """Per agent, what it sees, what was cut and why."""
 

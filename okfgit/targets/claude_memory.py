@@ -161,13 +161,11 @@ def _changed_in_place(view: View, folder: Path, out: TargetPlan) -> bool:
     rest_before = (top_before - recall.RECALL_LIMIT - recall.REST_AGE_S) * _NS
     at: dict[int, str] = {}  # the recall order's top, by position, from the recorded times
     mine: dict[tuple[str, str], str] = {}
-    for name, rec in state.memory_files.items():
-        if (rec.tier, rec.path) in keys:
-            if (rec.tier, rec.path) in mine:
-                return False
-            mine[(rec.tier, rec.path)] = name
-        if rec.mtime_ns <= rest_before:
-            continue
+    for name, rec in state.memory_files.of_concepts(keys).items():  # the record's rows of these concepts only
+        if (rec.tier, rec.path) in mine:
+            return False
+        mine[(rec.tier, rec.path)] = name
+    for name, rec in state.memory_files.newer_than(rest_before).items():  # ... and of the recall order's top
         position, off = divmod(top_before * _NS - rec.mtime_ns, _NS)
         if off or not 0 <= position < recall.RECALL_LIMIT or position in at:
             return False

@@ -20,10 +20,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from okfgit.records import field, record
 from okfgit import fsutil
 from okfgit.format import index_md as index
 from okfgit.format import concept as okf
@@ -38,7 +38,7 @@ from okfgit.knowledge.tiers import Tier, Workspace
 TREE = "tree"
 
 
-@dataclass
+@record
 class Adoption:
     """What adopting would do (or did): the plan plus a report of it."""
 
@@ -56,7 +56,7 @@ class Adoption:
     commit: str | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LinkRewrite:
     """A link in an adopted file: ``new`` is its re-rooted target ("" when left as written)."""
 
@@ -72,7 +72,7 @@ class LinkRewrite:
         return f"{self.file}:{self.line}: {self.old}" + (f" -> {self.new}" if self.new else "")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Source:
     """One file to adopt: where it lands in the tier, how to name it in messages, its bytes."""
 

@@ -21,10 +21,10 @@ import posixpath
 import re
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from okfgit.records import field, record
 from okfgit.format import index_md as index
 from okfgit.format import concept as okf
 from okfgit.local import state
@@ -46,7 +46,7 @@ AGENT_ACTOR = "claude-code/memory"
 CAPTURING = "capturing memory files"  # what a person watching a long capture is told
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Captured:
     """One memory file that becomes (part of) a commit."""
 
@@ -61,7 +61,7 @@ class Captured:
     parsed: okf.Parsed | None = field(default=None, repr=False, compare=False)  # ``data`` split
 
 
-@dataclass
+@record
 class Report:
     enabled: bool
     reason: str
@@ -112,7 +112,7 @@ class Held(Exception):
     """A new fact with nowhere to go yet: left in the memory folder, untouched (the reason)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Routes:
     """Where new facts may land, decided once per capture (spec/okf-capture-sync.md §5).
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from okfgit.records import field, record
 from okfgit import transport
 from okfgit.context import Context
 from okfgit.errors import OkfError, RepoStateError, UsageError
@@ -27,7 +27,7 @@ from okfgit.plumbing import Reader
 from okfgit.knowledge import merge
 from okfgit.knowledge.snapshot import snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
-from okfgit.local import exchange as record
+from okfgit.local import exchange as exchange_record
 from okfgit.local import lock, paths
 from okfgit.plan import Plan, TierCommit, apply
 
@@ -40,7 +40,7 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Target:
     """Where the global tier exchanges: a remote and the branch pair."""
 
@@ -58,7 +58,7 @@ class Target:
         return transport.public_url(self.url)
 
 
-@dataclass
+@record
 class Report:
     """What one exchange did (``sync`` prints it)."""
 
@@ -177,7 +177,7 @@ def begin(ctx: Context, ws: Workspace, *, force: bool, wait_s: float) -> Report 
             forget(repo)  # removed with plain git: the record must not keep making syncs look for it
         return None  # (a detached HEAD, e.g. a bisect in the tier, exchanges again once back on a branch)
     report = Report(tg.shown)
-    rec = record.load(repo.common_dir)
+    rec = exchange_record.load(repo.common_dir)
     now = ctx.clock()
     due = force or rec.remote != tg.shown or rec.next_due is None or now >= rec.next_due
     if not due:
@@ -205,7 +205,7 @@ def end(ctx: Context, ws: Workspace, report: Report | None, *, wait_s: float) ->
     tg = target(repo)
     if tg is None:
         return
-    rec = record.load(repo.common_dir)
+    rec = exchange_record.load(repo.common_dir)
     if not report.fetched and rec.last_error:
         return  # the last contact failed: stay off the network until the interval has passed
     if counts(repo, tg)[0] == 0:
@@ -307,16 +307,16 @@ def push(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report, timeo
 
 def forget(repo: Repo) -> None:
     """Remove the exchange record (the tier has no remote any more)."""
-    record.remove(repo.common_dir)
+    exchange_record.remove(repo.common_dir)
 
 
 def save_success(repo: Repo, tg: Target, now: float) -> None:
     """Record a successful exchange made outside sync (``init --remote``)."""
-    _save(repo, record.load(repo.common_dir), tg, Report(tg.shown, fetched=True), now, fetch=True,
+    _save(repo, exchange_record.load(repo.common_dir), tg, Report(tg.shown, fetched=True), now, fetch=True,
           interval=interval_s(repo))
 
 
-def _save(repo: Repo, rec: record.Record, tg: Target, report: Report, now: float, *, fetch: bool,
+def _save(repo: Repo, rec: exchange_record.Record, tg: Target, report: Report, now: float, *, fetch: bool,
           interval: float) -> None:
     rec.remote = tg.shown
     failed = report.unreachable is not None
@@ -328,7 +328,7 @@ def _save(repo: Repo, rec: record.Record, tg: Target, report: Report, now: float
     elif report.fetched or report.pushed:
         rec.last_success = now
         rec.last_error = None
-    record.save(repo.common_dir, rec)
+    exchange_record.save(repo.common_dir, rec)
 
 
 def describe_time(when: float | None) -> str:

@@ -12,11 +12,11 @@ import json
 import shlex
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from okfgit.records import record
 from okfgit import TOOL
 from okfgit.context import Context
 from okfgit.format import markdown, trailers
@@ -173,7 +173,7 @@ def _short_prose(p: Promotion) -> str:
 # -- opening the pull request ------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PullRequest:
     """How the pull request was (or can be) opened: the commands, what ran, and what failed.
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from okfgit.records import record
 from okfgit import fsutil
 from okfgit import plan as plan_mod
 from okfgit.context import Context
@@ -48,7 +48,7 @@ def is_ours(data: bytes) -> bool:
 # -- where git looks ------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HooksDir:
     """The folder git runs hooks from, and why it is that one."""
 
@@ -90,7 +90,7 @@ def _git(cwd: Path, env: Mapping[str, str], *args: str, check: bool = True) -> s
 # -- status ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HookState:
     """One hook: ``ours``, ``chained`` (ours + a ``.legacy`` it runs), ``foreign`` or ``absent``."""
 
@@ -105,7 +105,7 @@ class HookState:
                 "legacy": self.legacy}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Status:
     where: HooksDir
     hooks: tuple[HookState, ...]
@@ -162,7 +162,7 @@ def _executable(path: Path) -> bool:
 # -- install and uninstall ------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Action:
     """What install or uninstall does (or, with --dry-run, would do) to one hook."""
 
@@ -174,7 +174,7 @@ class Action:
         return {"hook": self.hook, "action": self.action, "detail": self.detail}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HookChange:
     """What ``install`` or ``uninstall`` plans: the folder, one action per hook (the report),
     and the plan that carries them out (``--dry-run`` renders it; ``apply`` performs it)."""

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
+from okfgit.records import record
 from okfgit.context import Context
 from okfgit.format import index_md
 from okfgit.knowledge.snapshot import snapshot
@@ -17,7 +17,7 @@ TIER_INTROS = {
 }
 
 
-@dataclass
+@record
 class Initialised:
     """What ``init`` planned and (once applied) did."""
 

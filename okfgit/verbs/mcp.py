@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 import urllib.parse
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from okfgit.records import field, record
 from okfgit import TOOL
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, OkfError, UsageError
@@ -38,7 +38,7 @@ from okfgit.verbs import run as runs
 SCHEME = "okf"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ToolResult:
     """What a tool returns: text for the agent to read, and the same as JSON."""
 
@@ -48,7 +48,7 @@ class ToolResult:
     blob: bytes | None = None  # ``cat`` of bytes that are not UTF-8: returned as a blob
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Resource:
     uri: str
     name: str
@@ -201,7 +201,7 @@ _REF = {"type": "string", "description": "A slug, frontmatter name, okf_id, KB p
 _WORDS = {"type": "array", "items": {"type": "string"}}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ToolSpec:
     name: str
     description: str

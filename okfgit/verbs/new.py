@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from okfgit.records import record
 from okfgit import fsutil
 from okfgit.format import index_md
 from okfgit.format import concept as okf
@@ -22,7 +22,7 @@ from okfgit.local import paths
 Editor = Callable[[bytes], bytes]
 _TAG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
-@dataclass
+@record
 class NewConcept:
     """What ``new_plan`` planned (the commit adding ``path``) and, once ``write`` applied
     it, the commit and the concept's citation."""

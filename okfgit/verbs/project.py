@@ -13,10 +13,10 @@ memory folder and ``MEMORY.md`` are all as okfgit left them, no concept is looke
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from okfgit.records import field, record
 from okfgit.progress import Progress, silent
 from okfgit.knowledge import cards
 from okfgit.knowledge.cards import TierCard, TierCards
@@ -47,7 +47,7 @@ def nav_protocol() -> str:
         return fh.read()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Outcome:
     """What happened (or, in a dry run, would happen) to one file."""
 
@@ -57,7 +57,7 @@ class Outcome:
     reason: str
 
 
-@dataclass
+@record
 class Report:
     tiers: list[TierInfo] = field(default_factory=list)
     memory_dir: Path | None = None
@@ -117,7 +117,7 @@ class Report:
         return found
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Stamp:
     """The fast-path stamp's arguments (``fastpath.make_stamp``): it is made only once the
     state file is saved, because it records that file's stat."""
@@ -127,7 +127,7 @@ class _Stamp:
     watched: list[str]
 
 
-@dataclass
+@record
 class _Inputs:
     """The tiers taking part, with their open repositories."""
 
@@ -384,10 +384,7 @@ def _record(ctx: Context, old: state.State, repo: Plumbing, planned: list[tuple[
             memory_dir: Path | None, inputs: _Inputs, report: Report, *, scope: str, target: str,
             run_arg: str | None, expires: int | None = None) -> None:
     """The new state and (when all went well) the fast-path stamp, into ``report``; ``save`` writes them."""
-    new = state.State(old.common_dir, old.memory_dir, old.memory_dir_mtime_ns, dict(old.inputs), dict(old.targets),
-                      dict(old.memory_files), old.recall_top_s, old.generation, stale_at=old.stale_at,
-                      recall_fresh=old.recall_fresh, skipped=old.skipped, notes=old.notes,
-                      needs_merge=old.needs_merge)
+    new = old.derive()
     memory_failed = False
     for _, item in planned:
         failed = item.path in failures or item.action == FAIL
@@ -400,7 +397,7 @@ def _record(ctx: Context, old: state.State, repo: Plumbing, planned: list[tuple[
         # A record without an item is a file that is already gone.
         names = {item.memory_name for _, item in planned if item.memory_name is not None}
         names.update(report.kept)
-        new.memory_files = {n: m for n, m in new.memory_files.items() if n in names}
+        new.memory_files.retain(names)
         new.memory_dir = memory_dir
         new.stale_at = expires
         if report.generation is not None and not memory_failed:

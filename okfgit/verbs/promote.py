@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
+from okfgit.records import field, record
 from okfgit.format import index_md as index
 from okfgit.format import markdown as links
 from okfgit.format import concept as okf
@@ -39,7 +39,7 @@ ROUTES = (("job", "project"), ("project", "global"))
 PENDING = "<destination commit>"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Item:
     """One concept being promoted: where it was, where it goes, its new bytes."""
 
@@ -59,7 +59,7 @@ class Item:
         return blob_oid(self.data)
 
 
-@dataclass
+@record
 class PromotionPlan:
     """A validated promotion: the destination commit and what the source commit will remove."""
 
@@ -78,7 +78,7 @@ class PromotionPlan:
         return _source_commit(self, destination_oid, today)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Promotion:
     plan: PromotionPlan
     destination_oid: str

@@ -7,14 +7,14 @@ respects what it finds. The exchange itself is ``verbs/exchange.py``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from okfgit.records import field, record
 from okfgit import transport
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, UsageError
 from okfgit.knowledge.tiers import Workspace
-from okfgit.local import exchange as record
+from okfgit.local import exchange as exchange_record
 from okfgit.plan import ensure_repo
 from okfgit.verbs import exchange
 from okfgit.verbs import init as init_verb
@@ -26,7 +26,7 @@ DEFAULT_NAME = "origin"
 INIT_TIMEOUT_S = 60.0  # init is a person at a terminal, and may download a whole KB
 
 
-@dataclass
+@record
 class RemoteInfo:
     """What ``remote show`` and ``status`` say about the global tier's remote."""
 
@@ -61,7 +61,7 @@ class RemoteInfo:
         return lines
 
 
-@dataclass
+@record
 class Attached:
     """What ``init --scope global --remote`` did."""
 
@@ -81,7 +81,7 @@ def show(ctx: Context, ws: Workspace) -> RemoteInfo:
     if tg is None:
         return info  # no remote: libgit2 is not loaded
     repo = tier.open()
-    rec = record.load(repo.common_dir)
+    rec = exchange_record.load(repo.common_dir)
     info.name, info.url, info.branch, info.remote_branch = tg.name, tg.shown, tg.branch, tg.remote_branch
     info.ahead, info.behind = exchange.counts(repo, tg)
     if rec.remote == tg.shown:  # a record about another remote (before `remote set`) says nothing here

@@ -17,11 +17,11 @@ Verdict: ``request-changes`` when any error, else ``needs-human`` when any, else
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import difflib
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from okfgit.records import field, record
+from okfgit import records
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, overload
 
@@ -75,7 +75,7 @@ _V = TypeVar("_V")
 _NOT_NAMES = ("", ".", "..")  # never a part of a path in a tree
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FieldChange:
     key: str
     change: str  # added | removed | changed
@@ -83,7 +83,7 @@ class FieldChange:
     new: Any = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ConceptChange:
     """One concept added, modified, removed or renamed (matched by ``okf_id``)."""
 
@@ -113,7 +113,7 @@ class ConceptChange:
         return out
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CommitInfo:
     """A commit in the range that touched ``.okf/``, and who made it."""
 
@@ -133,7 +133,7 @@ class CommitInfo:
                 "trailers": [[k, v] for k, v in self.trailers if k.lower().startswith("okf-")]}
 
 
-@dataclass
+@record
 class Review:
     base: str
     head: str
@@ -646,7 +646,7 @@ def diff_concepts(old: Side, new: Side, changed: list[tuple[str, Entry | None, E
             out.append(_change("removed", old, new, path, None))
     out = sorted(out, key=lambda c: (c.path or c.old_path or ""))
     linked = backlinks(new, {p for c in out for p in (c.path, c.old_path) if p})
-    return [dataclasses.replace(c, linked_from=tuple(sorted(set(linked.get(c.path, []) + linked.get(c.old_path or "", []))
+    return [records.replace(c, linked_from=tuple(sorted(set(linked.get(c.path, []) + linked.get(c.old_path or "", []))
                                                            - {c.path})))
             if c.path in linked or (c.old_path or "") in linked else c for c in out]
 

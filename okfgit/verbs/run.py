@@ -10,10 +10,10 @@ run learned and what has not been promoted yet.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from okfgit.records import field, record
+from okfgit import records
 from pathlib import Path
 
 from okfgit.format import index_md as index
@@ -49,7 +49,7 @@ _DATE_HEADING = re.compile(r"^##[ \t]+(\d{4}-\d{2}-\d{2})[ \t]*$")
 _ITEM = re.compile(r"^[ \t]{0,3}[-*+][ \t]")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RunChange:
     """What a run verb did: the tier, the concept or file it wrote, the commit."""
 
@@ -60,7 +60,7 @@ class RunChange:
     okf_id: str | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RunConcept:
     """A concept of the run and whether it is a candidate for promotion."""
 
@@ -69,7 +69,7 @@ class RunConcept:
     promotable: bool
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Promoted:
     """A promotion already made out of the run, read back from the job repo's trailers."""
 
@@ -78,7 +78,7 @@ class Promoted:
     commit: str
 
 
-@dataclass
+@record
 class RunStatus:
     tier: Tier
     active: bool
@@ -359,7 +359,7 @@ def note_plan(
     changes[LOG] = add_log_entry(old_log, ctx.today(), entry, log_title(tier))
     old = dict(commit.old)
     old[LOG] = old_log
-    plan.commits[0] = dataclasses.replace(
+    plan.commits[0] = records.replace(
         commit, operation="note", subject=f"okf: note {type_.lower()} {path}", changes=changes, old=old,
     )
     return planned
@@ -422,7 +422,7 @@ def promotions(tier: Tier) -> list[Promoted]:
     return list(reversed(found))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Ended:
     tier: Tier
     cleared: bool

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from okfgit.records import field, record
 from okfgit.verbs import agent_hooks
 from okfgit.verbs import capture
 from okfgit.verbs import hooks
@@ -21,7 +21,7 @@ from okfgit.format.index_md import is_needs_merge
 from okfgit.knowledge.tiers import Tier, Workspace
 
 
-@dataclass
+@record
 class Status:
     capture: capture.Report
     projection: projection.Report

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from dataclasses import dataclass, field
 
+from okfgit.records import field, record
 from okfgit import fsutil
 from okfgit.verbs import capture
 from okfgit.local import journal, lock, paths
@@ -31,7 +31,7 @@ from okfgit.knowledge.tiers import Workspace
 DEFAULT_WAIT_S = 30.0
 
 
-@dataclass
+@record
 class SyncReport:
     dry_run: bool = False
     skipped: str | None = None  # why nothing ran (lock held)
