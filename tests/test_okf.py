@@ -124,3 +124,16 @@ def test_set_keys_at_once_writes_what_one_key_at_a_time_writes(meta: dict[str, s
     for key, value in updates.items():
         stepwise = okf.set_keys(stepwise, "x.md", {key: value})
     assert once == stepwise
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["---", "----", "--- ", "---\t", " ---", "a: b", "x", "\n", "\r\n", "\r", "-"]),
+                max_size=12).map("".join))
+def test_the_closing_fence_is_the_first_line_of_dashes_after_the_opening(rest: str) -> None:
+    """``split`` finds the closing fence by a plain search for lines that start "---": the
+    same line a multi-line regex search finds."""
+    import re
+    data = ("---\n" + rest).encode()
+    found = okf._closing_fence(data, 4)
+    expected = re.compile(rb"^---[ \t]*(?:\r?\n|\Z)", re.MULTILINE).search(data, 4)
+    assert (found.span() if found else None) == (expected.span() if expected else None)

@@ -144,7 +144,20 @@ class Parsed(NamedTuple):
 
 _FENCE_OPEN = re.compile(rb"---[ \t]*\r?\n")  # used with .match(data, pos)
 _LONE_CR_FENCE = re.compile(rb"---[ \t]*\r(?!\n)")
-_FENCE_CLOSE = re.compile(rb"^---[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
+_FENCE_CLOSE = re.compile(rb"---[ \t]*(?:\r?\n|\Z)")  # used with .match at a line start
+
+
+def _closing_fence(data: bytes, pos: int) -> re.Match[bytes] | None:
+    """The first line from ``pos`` (a line start) on that is a closing ``---`` fence: each
+    candidate found by a plain search for a line starting "---" (a regex tried at every
+    position costs as much as the rest of the split)."""
+    at = pos if data.startswith(b"---", pos) else data.find(b"\n---", pos - 1) + 1
+    while at:
+        close = _FENCE_CLOSE.match(data, at)
+        if close is not None:
+            return close
+        at = data.find(b"\n---", at) + 1
+    return None
 
 
 def check_text(data: bytes, name: str) -> str:
@@ -203,7 +216,7 @@ def split(data: bytes, name: str) -> Parsed:
     opened = _FENCE_OPEN.match(data, start)
     if not opened:
         return Parsed({}, data[start:], False, bom, newline, start, start)
-    close = _FENCE_CLOSE.search(data, opened.end())
+    close = _closing_fence(data, opened.end())
     if not close:
         return Parsed({}, data[start:], False, bom, newline, start, start)
     fm_text = data[opened.end():close.start()].decode("utf-8")

@@ -152,13 +152,13 @@ def _dedent(line: str, indent: int) -> str:
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")  # splitlines() splits at these too
-_ASCII_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
 
 
 def _other_breaks(text: str) -> bool:
     """``text`` has a line break other than ``\n`` (the ASCII ones found by a plain search)."""
     if text.isascii():
-        return any(ch in text for ch in _ASCII_BREAKS)
+        return ("\r" in text or "\x0b" in text or "\x0c" in text or "\x1c" in text or "\x1d" in text
+                or "\x1e" in text)
     return _OTHER_BREAKS.search(text) is not None
 
 

@@ -34,8 +34,9 @@ _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
 _FLOW_PLAIN = re.compile(r"^[^\s\-?:,\[\]{}#&*!|>'\"%@`][^,\[\]{}#:\t]*(?<!\s)$")
 # YAML's printable set minus its other line breaks (NEL, LS, PS) and the BOM; anything
 # outside it is PyYAML's to judge. The full class costs milliseconds to compile, so
-# ASCII text (the usual case) is checked by str.isprintable (for ASCII: 0x20-0x7e, the
-# same set once the line breaks are taken out) and the full class is lazy.
+# ASCII text (the usual case) is checked by deleting that set's bytes (what is left is a
+# control character) and the full class is lazy.
+_ASCII_PRINTABLE = bytes(range(0x20, 0x7F)) + b"\n"
 
 
 @functools.lru_cache(maxsize=1)
@@ -50,15 +51,16 @@ class _Fallback(Exception):
 def parse(text: str, resolvers: Resolvers) -> dict[str, Any] | None:
     """The mapping ``text`` holds, or None when it is outside the simple subset."""
     if text.isascii():
-        if not text.replace("\n", "").isprintable():  # for ASCII, the same test as _ASCII_NOT_PRINTABLE
+        if text.encode().translate(None, _ASCII_PRINTABLE):  # a character left is a control character
             return None
     elif _not_printable().search(text):
         return None
-    lines = [line for line in text.split("\n") if line.strip()]
-    if not lines:
+    if not text.strip():
         return None  # PyYAML says None for an empty document; let it
+    lines = [line for line in text.split("\n") if line]  # a line of spaces ends the fast path in a block
     claims = _claims(resolvers)
     known = claims.lines
+    keys = claims.line_keys
     out: dict[str, Any] = {}
     i = 0
     try:
@@ -70,24 +72,39 @@ def parse(text: str, resolvers: Resolvers) -> dict[str, Any] | None:
                 key, value = pair
                 out[key] = list(value) if type(value) is tuple else value
                 continue
-            match = _KEY.match(line)
-            if match is None:
-                return None
-            key, value = match.group(1, 2)
-            value = value.rstrip(" ") if value else value
-            if value:
+            colon = line.find(":")
+            key = line[:colon]
+            if colon > 0 and key in keys:  # a key seen before: what _KEY would match, without the regex
+                value = line[colon + 1:]
+                if value and value[0] != " ":
+                    return None
+                value = value.strip(" ")
+            else:
+                match = _KEY.match(line)
+                if match is None:
+                    if line.isspace():
+                        continue  # a blank line between keys
+                    return None
+                key, value = match.group(1, 2)
+                value = value.rstrip(" ") if value else value
                 key = _plain(key, claims)
+                if len(keys) < _MEMO_LIMIT:
+                    keys.add(key)
+            if value:
                 first = value[0]
                 if (first not in _INDICATORS and not first.isspace() and ": " not in value and " #" not in value
                         and "\t" not in value and value[-1] != ":" and not value[-1].isspace()):
-                    parsed: Any = _resolved(value, claims)  # a plain scalar (``_plain`` without its memo)
+                    for pattern in claims.by_first.get(first, claims.wildcard):  # a plain scalar: _resolved
+                        if pattern.match(value):
+                            raise _Fallback
+                    parsed: Any = value
                 else:
                     parsed = _value(value, claims)
                 out[key] = parsed
                 if len(line) < 40 and len(known) < _MEMO_LIMIT:  # short lines repeat; titles and ids do not
                     known[line] = (key, tuple(parsed) if type(parsed) is list else parsed)
             else:
-                out[_plain(key, claims)], i = _block(lines, i, claims)
+                out[key], i = _block(lines, i, claims)
     except _Fallback:
         return None
     return out
@@ -199,6 +216,7 @@ class Claims:
         self.dumped: dict[str, str] = {}  # dump: short strings as written, when simple
         self.keys: set[str] = set()  # dump: keys written as they are
         self.lines: dict[str, tuple[str, Any]] = {}  # a top-level "key: value" line -> its key and value
+        self.line_keys: set[str] = set()  # top-level keys _KEY matched and _plain took
 
 
 _CACHE: dict[int, Claims] = {}
