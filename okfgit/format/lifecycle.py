@@ -113,6 +113,8 @@ class Lifecycle(NamedTuple):
 def lifecycle(meta: Mapping[str, Any]) -> Lifecycle:
     """Read ``status``, ``superseded_by`` and ``stale_after`` from a concept's frontmatter."""
     raw = meta.get("status")
+    if raw is None and "stale_after" not in meta and "superseded_by" not in meta:
+        return _STABLE  # most concepts: none of the three keys
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         status = STABLE
     else:
@@ -125,6 +127,9 @@ def lifecycle(meta: Mapping[str, Any]) -> Lifecycle:
         stale_after=parse_instant(written) if written is not None else None,
         stale_after_written=None if written is None else str(written),
     )
+
+
+_STABLE = Lifecycle(STABLE, (), None, None)
 
 
 def refs(value: Any) -> tuple[str, ...]:
@@ -179,10 +184,13 @@ def is_human(actor: Any) -> bool:
     return isinstance(actor, str) and actor.strip().casefold().startswith(HUMAN_PREFIX)
 
 
+_UNVERIFIED = Trust(())
+
+
 def trust(meta: Mapping[str, Any]) -> Trust:
     """Read ``verified`` (§5.2): a list of ``{by, at}`` mappings, or one bare mapping."""
-    if "verified" not in meta or meta["verified"] is None:
-        return Trust(())
+    if meta.get("verified") is None:
+        return _UNVERIFIED
     value = meta["verified"]
     if isinstance(value, Mapping):
         entries: list[Any] = [value]

@@ -43,6 +43,7 @@ OKF = "okf"
 PROFILE = "profile"
 RECALL_BYTES = 4096  # Claude Code's recall shows only the first 4 KB of a memory file
 PROFILE_KEYS = ("title", "description", "okf_id", "scope", "okf_source")
+_CHECKED_KEYS = PROFILE_KEYS + ("name",)  # name: optional, but a string when present
 NEEDS_MERGE_STATUS = "needs-merge"
 CACHE_VERSION = 5  # of doctor.json: bump when a check of one file changes what it finds (5: index and log pages)
 
@@ -54,6 +55,14 @@ _SETEXT = re.compile(r"^\s{0,3}=+\s*$")
 # initials ("e.g. X", "J. Smith") are not sentence ends.
 _MAYBE_TWO = re.compile(r"[.!?]\s")  # cheap test first: the full one below costs 5 µs a description
 _SENTENCE_END = re.compile(r"(?<![A-Z])(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)(?<!\bcf)[.!?]\s+[A-Z0-9\"'(\[`]")
+
+
+def _maybe_two(text: str) -> bool:
+    """Whether ``text`` may hold two sentences: a ``.``, ``!`` or ``?`` before its last
+    character followed by a space (the usual description has one, at its end)."""
+    if text.count(".") + text.count("!") + text.count("?") <= (1 if text[-1:] in ".!?" else 0):
+        return False
+    return _MAYBE_TWO.search(text) is not None
 
 
 @dataclass
@@ -524,10 +533,12 @@ class FileChecks:
     def profile_keys(self, doc: Doc) -> None:
         meta, path = doc.meta, doc.path
         missing = []
-        for key in PROFILE_KEYS + ("name",):
+        for key in _CHECKED_KEYS:
             value = meta.get(key)
             if type(value) is str and value and not value.isspace():
                 continue  # the usual case, decided cheaply
+            if value is None and key == "name":
+                continue  # no name: the usual case too
             if _blank(value):
                 if key != "name":
                     missing.append(key)
@@ -542,12 +553,12 @@ class FileChecks:
             self.add(PROFILE, "scope-mismatch", path, f"scope is {scope!r} but the file is in the "
                      f"{self.tier_name} tier", doc.key_line("scope"))
         okf_id = meta.get("okf_id")
-        if not _blank(okf_id) and not okf.is_valid_okf_id(okf_id):
+        if okf_id is not None and not _blank(okf_id) and not okf.is_valid_okf_id(okf_id):
             self.add(PROFILE, "okf-id-malformed", path, f"okf_id {okf_id!r} is not a lower-case UUID "
                      "(8-4-4-4-12 hex digits)", doc.key_line("okf_id"))
         self.tags(doc)
         description = meta.get("description")
-        if isinstance(description, str) and _MAYBE_TWO.search(description) and _SENTENCE_END.search(description):
+        if isinstance(description, str) and _maybe_two(description) and _SENTENCE_END.search(description):
             self.add(PROFILE, "description-not-one-sentence", path, "description should be one sentence",
                      doc.key_line("description"), WARNING)
 
@@ -559,10 +570,11 @@ class FileChecks:
             self.add(PROFILE, "tags-invalid", doc.path, f"tags must be a list of kebab-case words, not "
                      f"{_kind(tags)}", doc.key_line("tags"))
             return
-        if not all(isinstance(t, str) for t in tags):
-            self.add(PROFILE, "tags-invalid", doc.path, "tags must be a list of words, not of lists, mappings or "
-                     "numbers", doc.key_line("tags"))
-            return
+        for tag in tags:
+            if not isinstance(tag, str):
+                self.add(PROFILE, "tags-invalid", doc.path, "tags must be a list of words, not of lists, mappings "
+                         "or numbers", doc.key_line("tags"))
+                return
         # Any other string is a tag OKF allows (§4.1: short strings); okfgit writes kebab-case
         # ones, but a bundle's own ("Q&A", "user activity") are kept and never warned about.
 
