@@ -173,11 +173,20 @@ def check_text(data: bytes, name: str) -> str:
 
 
 def load_yaml(text: str, name: str) -> Any:
-    from okfgit.format import yamlfast  # only where YAML is read
-
-    fast = yamlfast.parse(text, implicit_resolvers(timestamps=False))
+    fast = _fast_yaml(text)
     if fast is not None:
         return fast  # the plain subset, parsed exactly as PyYAML would (yamlfast.py)
+    return _pyyaml(text, name)
+
+
+def _fast_yaml(text: str) -> dict[str, Any] | None:
+    """``yamlfast.parse`` with okfgit's loader's resolvers (its keys are strings)."""
+    from okfgit.format import yamlfast  # only where YAML is read
+
+    return yamlfast.parse(text, implicit_resolvers(timestamps=False))
+
+
+def _pyyaml(text: str, name: str) -> Any:
     import yaml
 
     kit = _yaml()
@@ -212,7 +221,8 @@ def split(data: bytes, name: str) -> Parsed:
     check_text(data, name)
     bom = data.startswith(BOM)
     start = len(BOM) if bom else 0
-    newline = "\r\n" if b"\r\n" in data[: data.find(b"\n") + 1 or len(data)] else "\n"
+    first_end = data.find(b"\n")
+    newline = "\r\n" if first_end > 0 and data[first_end - 1] == 13 else "\n"  # the first line ends in CRLF
     opened = _FENCE_OPEN.match(data, start)
     if not opened:
         return Parsed({}, data[start:], False, bom, newline, start, start)
@@ -220,14 +230,17 @@ def split(data: bytes, name: str) -> Parsed:
     if not close:
         return Parsed({}, data[start:], False, bom, newline, start, start)
     fm_text = data[opened.end():close.start()].decode("utf-8")
-    meta = load_yaml(fm_text, name) if fm_text.strip() else {}
+    meta: Any = _fast_yaml(fm_text) if fm_text.strip() else {}
     if meta is None:
-        meta = {}
-    if not isinstance(meta, dict):
-        # A leading horizontal rule, not frontmatter: the whole file is body.
-        return Parsed({}, data[start:], False, bom, newline, start, start)
+        meta = _pyyaml(fm_text, name)
+        if meta is None:
+            meta = {}
+        if not isinstance(meta, dict):
+            # A leading horizontal rule, not frontmatter: the whole file is body.
+            return Parsed({}, data[start:], False, bom, newline, start, start)
+        meta = {str(k): v for k, v in meta.items()}
     return Parsed(
-        meta={str(k): v for k, v in meta.items()},
+        meta=meta,
         body=data[close.end():],
         has_frontmatter=True,
         bom=bom,

@@ -6,7 +6,6 @@ external and never checked.
 
 from __future__ import annotations
 
-import functools
 import posixpath
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -177,13 +176,12 @@ def _line_links(line: str, number: int, out: list[Link]) -> None:
             out.append(Link("wiki", match.group(1).strip(), number))
 
 
-# Most links in a KB are plain names, after "/" or some "../" at most (no "." or ".."
+# Most links in a KB are plain ASCII names, after "/" or some "../" at most (no "." or ".."
 # inside, no scheme, escape, query or fragment): they resolve by joining, without
-# normalising. Anything else takes the general path below.
-_PLAIN_PATH = re.compile(r"(/|(?:\.\./)*)([\w-][\w.-]*(?:/[\w-][\w.-]*)*)")
+# normalising. Anything else (a name in another script too) takes the general path below.
+_PLAIN_PATH = re.compile(r"(/|(?:\.\./)*+)([A-Za-z0-9_-][A-Za-z0-9_.-]*+(?:/[A-Za-z0-9_-][A-Za-z0-9_.-]*+)*+)")
 
 
-@functools.lru_cache(maxsize=1 << 16)  # an index entry is resolved by doctor, the page reader and its form check
 def resolve(source: str, target: str) -> Target:
     """Resolve a markdown link target written in ``source`` (both KB-relative)."""
     plain = _PLAIN_PATH.fullmatch(target)
