@@ -290,6 +290,10 @@ class Repo:
     def read_blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
         return {oid: self.read_blob(oid) for oid in dict.fromkeys(oids)}
 
+    def iter_blobs(self, oids: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+        for oid in dict.fromkeys(oids):
+            yield oid, self.read_blob(oid)
+
     def diff_paths(self, old_tree: str | None, new_tree: str | None) -> list[Change]:
         """Blob paths that differ between two trees (renames not detected)."""
         empty = self.raw[self.raw.TreeBuilder().write()].peel(pygit2.Tree)

@@ -116,6 +116,10 @@ class Reader(Protocol):
 
     def read_blobs(self, oids: Iterable[str]) -> dict[str, bytes]: ...
 
+    def iter_blobs(self, oids: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+        """Each blob as it is read, in order (ask the reader nothing else until it is exhausted)."""
+        ...
+
     def diff_paths(self, old_tree: str | None, new_tree: str | None) -> list[Change]: ...
 
 
@@ -298,12 +302,16 @@ class Plumbing:
 
     def read_blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
         """Many blobs at once (asked for in batches, not one round trip each); KeyError on a missing one."""
-        out: dict[str, bytes] = {}
+        return dict(self.iter_blobs(oids))
+
+    def iter_blobs(self, oids: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+        """``read_blobs`` one blob at a time: while the caller works on one, git writes the next
+        ones into the pipe, so reading and parsing overlap. The caller asks this reader
+        nothing else until the iterator is exhausted (the answers still in the pipe are its)."""
         for oid, kind, data in self._objects().read_many(oids):
             if kind != "blob":
                 raise KeyError(oid)
-            out[oid] = data
-        return out
+            yield oid, data
 
     def _tree(self, oid: str) -> dict[str, Entry]:
         """The entries of tree ``oid`` by name (any kind of entry)."""

@@ -79,6 +79,7 @@ def test_both_readers_answer_alike(history: tuple[Path, list[str]]) -> None:
         assert _changes(pipe.diff_paths(old, new)) == _changes(lib.diff_paths(old, new)), (old, new)
     blobs = [e.oid for e in lib.tree_entries(second, ".okf").values()]
     assert pipe.read_blobs(blobs) == lib.read_blobs(blobs)
+    assert list(pipe.iter_blobs(blobs)) == list(lib.iter_blobs(blobs)) == list(lib.read_blobs(blobs).items())
     assert all(blob_oid(pipe.read_blob(oid)) == oid for oid in blobs)
     with pytest.raises(KeyError):
         pipe.read_blob("0" * 40)
@@ -140,3 +141,30 @@ def test_a_read_verb_never_loads_libgit2(project: Path, okfgit: Runner, env: dic
         proc = subprocess.run([sys.executable, "-c", script, *argv], cwd=project, env=env, capture_output=True,
                               text=True)
         assert proc.stderr.rstrip().endswith("FREE"), (argv, proc.stderr)
+
+
+def test_a_catalog_read_stopped_midway_leaves_the_reader_in_step(history: tuple[Path, list[str]]) -> None:
+    """A full catalog read parses each blob as git answers; when a fact fails part way, the
+    answers still in the pipe are read off, so the reader's next answer is its own."""
+    from okfgit.knowledge import catalog
+    from okfgit.knowledge.tiers import Tier
+
+    repo, (_, second) = history
+    pipe = Plumbing.open(repo)
+    entries = pipe.tree_entries(second, ".okf")
+    seen: list[str] = []
+
+    def fact(label: str, path: str, entry: object, data: bytes) -> str:
+        seen.append(path)
+        if len(seen) == 2:
+            raise RuntimeError("a fact that fails")
+        return path
+
+    kind = catalog.Kind("cards.json", 1, fact, lambda value: value[0], lambda path: path.endswith(".md"))
+    tier = Tier("project", repo, ".okf")
+    tree = pipe.tree_oid(second, ".okf")
+    assert tree is not None
+    with pytest.raises(RuntimeError):
+        catalog.build_kind(kind, pipe, tier, second, tree, None)
+    x = entries["a/x.md"].oid
+    assert pipe.read_blob(x) == Repo.open(repo).read_blob(x)

@@ -36,7 +36,6 @@ from okfgit.progress import Progress, silent
 # Past this many paths changed since the whole cache was written, it is written again
 # (the delta file would cost more to read than the rewrite saves).
 SAVE_AFTER = 256
-_READ_AHEAD = 1024  # blobs a full read asks for at once
 
 
 F = TypeVar("F")
@@ -114,12 +113,22 @@ def _full(repo: Reader, tier: Tier, commit: str, tree: str, blobs: dict[str, byt
     concepts = [p for p in sorted(entries) if kind.wants(p)]
     what = f"reading {tier.label} concepts"
     wanted = [entries[p].oid for p in concepts if not entries[p].is_link and entries[p].oid not in blobs]
-    for start in range(0, len(wanted), _READ_AHEAD):  # asked for in batches: one round trip each
-        blobs.update(repo.read_blobs(wanted[start:start + _READ_AHEAD]))
-    for done, path in enumerate(concepts, start=1):
-        _add(out, repo, tier, path, entries[path], blobs, kind)
-        if not done % 100:
-            progress(what, done, len(concepts))
+    # Each blob parsed as it comes (in the order asked), while git reads the next ones.
+    stream = repo.iter_blobs(wanted)
+    try:
+        for done, path in enumerate(concepts, start=1):
+            entry = entries[path]
+            if not entry.is_link and entry.oid not in blobs:
+                for oid, data in stream:
+                    blobs[oid] = data
+                    if oid == entry.oid:
+                        break
+            _add(out, repo, tier, path, entry, blobs, kind)
+            if not done % 100:
+                progress(what, done, len(concepts))
+    finally:
+        for oid, data in stream:  # never leave answers in the pipe
+            blobs[oid] = data
     progress(what, len(concepts), len(concepts))
     return out
 
@@ -145,7 +154,7 @@ def _updated(repo: Reader, tier: Tier, commit: str, tree: str, cached: TierCatal
 def _add(out: TierCatalog[F], repo: Reader, tier: Tier, path: str, entry: Entry, blobs: dict[str, bytes],
          kind: Kind[F]) -> None:
     try:
-        data = b"" if entry.is_link else blobs.get(entry.oid) or repo.read_blob(entry.oid)
+        data = b"" if entry.is_link else blobs[entry.oid] if entry.oid in blobs else repo.read_blob(entry.oid)
         blobs[entry.oid] = data
         out.facts[path] = kind.fact(tier.label, path, entry, data)
     except OkfError as exc:
