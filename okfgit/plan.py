@@ -9,9 +9,7 @@ with the result it will report, and applies that plan: no verb writes a file its
 
 from __future__ import annotations
 
-import difflib
 import os
-import shlex
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -227,6 +225,8 @@ def index_behind(tier: Tier) -> IndexBehind | None:
     found = repo.index_behind(tier.prefix)
     if not found:
         return None
+    import shlex  # only when something is behind
+
     where = "" if tier.name == "project" else f"-C {shlex.quote(str(repo.workdir))} "
     repair = f"git {where}reset -q HEAD -- " + " ".join(shlex.quote(p) for p in found)
     return IndexBehind(tier, found, repair)
@@ -264,6 +264,8 @@ def render(plan: Plan) -> str:
 def unified(name: str, old: bytes | None, new: bytes | None) -> str:
     a = _lines(old)
     b = _lines(new)
+    import difflib  # only for a dry run's diff
+
     diff = difflib.unified_diff(
         a, b, fromfile="/dev/null" if old is None else f"a/{name}", tofile="/dev/null" if new is None else f"b/{name}"
     )

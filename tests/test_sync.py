@@ -397,3 +397,42 @@ def test_the_sync_stamp_vouches_only_when_okfgit_wrote_every_newer_file(tmp_path
     assert stamp_since(set()) == since  # a file nobody vouches for: the next sync looks again
     os.utime(folder / "agent.md", ns=(since + 1, since + 1))
     assert stamp_since(ours) == since
+
+
+def test_a_sync_that_read_no_memory_file_leaves_the_stamp_a_full_scan_would(project: Path, mem: Path,
+                                                                             okfgit: Runner, git: Runner) -> None:
+    """After a clean sync, a sync for a changed concept reads no memory file and writes its
+    stamp from the first scan and the files projection wrote: the same digest and folders a
+    full scan of the folder gives, so the next git hook's sync is a no-op."""
+    from okfgit.local import stamps
+
+    write_memory(mem, "feedback_testing.md", CURRENT)
+    okfgit("sync", cwd=project)
+    okfgit("sync", cwd=project)
+    concept = next(p for p in (project / ".okf" / "memory").glob("*.md") if p.name != "index.md")
+    concept.write_text(concept.read_text() + "Edited by a person.\n")
+    git("commit", "-q", "-am", "edit", cwd=project)
+    okfgit("sync", cwd=project)
+    data = json.loads(Path(stamps.path(str(project / ".git"))).read_text())
+    full = stamps.scan(str(mem))
+    assert (data["digest"], data["dirs"], data["clean"]) == (full.digest, full.dirs, True)
+    assert "Edited by a person." in (mem / "feedback_testing.md").read_text()
+    assert okfgit("sync", "--hook", "post-merge", "--", "0", cwd=project).out == ""
+    assert stamps.matches(str(project / ".git"), deep=True)
+
+
+def test_a_scan_from_the_first_and_the_writes_notices_a_file_someone_else_added(tmp_path: Path) -> None:
+    from okfgit.local import stamps
+
+    folder = tmp_path / "memory"
+    (folder / "sub").mkdir(parents=True)
+    for name in ("a.md", "b.md", "sub/c.md"):
+        (folder / name).write_text(name)
+    first = stamps.scan(str(folder), keep=True)
+    (folder / "a.md").write_text("written by okfgit")
+    (folder / "b.md").unlink()
+    after = stamps.after_writes(str(folder), first, ["a.md", "b.md"], 0, lambda *_: True)
+    full = stamps.scan(str(folder))
+    assert after is not None and (after.digest, after.dirs, after.newest) == (full.digest, full.dirs, full.newest)
+    (folder / "sub" / "new.md").write_text("an agent's, meanwhile")
+    assert stamps.after_writes(str(folder), first, ["a.md", "b.md"], 0, lambda *_: True) is None

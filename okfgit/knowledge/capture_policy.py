@@ -19,7 +19,6 @@ is off: okfgit does not guess in the direction of sharing. ``spec/okf-hooks.md``
 from __future__ import annotations
 
 import subprocess
-import tomllib
 from pathlib import Path
 
 from okfgit.records import record
@@ -143,6 +142,8 @@ def _parse(data: bytes) -> tuple[str, str, dict[str, object]]:
     where = f"{SETTINGS_PATH} at HEAD"
     if len(data) > _MAX_BYTES:
         return "unreadable", f"{where} is larger than {_MAX_BYTES} bytes", {}
+    import tomllib  # only when the project has a settings file
+
     try:
         parsed = tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError:

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from okfgit.local import paths
@@ -34,23 +35,27 @@ _MASK = (1 << 64) - 1
 
 class Scan(NamedTuple):
     """What ``scan`` saw: the digest, the newest mtime, each folder's (inode, mtime), and
-    whether every file at or after the ``since`` it was given is one okfgit wrote."""
+    whether every file at or after the ``since`` it was given is one okfgit wrote. With
+    ``keep``, also every entry's (inode, size, mtime, is a folder) by path relative to the
+    folder, and the names of okfgit's temp files there (``fsutil.is_temp_name``)."""
 
     digest: str
     newest: int
     dirs: dict[str, list[int]]
     vouched: bool = True
+    entries: dict[str, tuple[int, int, int, bool]] | None = None
+    temp: tuple[str, ...] = ()
 
 
 def scan(memory_dir: str, since: int | None = None,
-         okfgit_wrote: Callable[[str, int, int], bool] | None = None) -> Scan:
+         okfgit_wrote: Callable[[str, int, int], bool] | None = None, keep: bool = False) -> Scan:
     """Every entry under ``memory_dir`` (a missing folder gives digest ``absent``). With
     ``since`` and ``okfgit_wrote``, the same walk also says whether every file with an
     mtime at or after ``since`` is one okfgit wrote (``record``)."""
     try:
         root = os.lstat(memory_dir)
     except OSError:
-        return Scan(ABSENT, 0, {})
+        return Scan(ABSENT, 0, {}, entries={} if keep else None)
     newest = root.st_mtime_ns
     dirs = {".": [root.st_ino, root.st_mtime_ns]}
     total = hash((root.st_ino, root.st_size, root.st_mtime_ns))
@@ -58,24 +63,90 @@ def scan(memory_dir: str, since: int | None = None,
     vouched = True
     check = since is not None and okfgit_wrote is not None
     after = since if since is not None else 0
+    entries: dict[str, tuple[int, int, int, bool]] | None = {} if keep else None
+    temp: list[str] = []
+    is_temp_name: Callable[[str], bool] = bool
+    if keep:
+        from okfgit import fsutil  # not on the no-op path
+
+        is_temp_name = fsutil.is_temp_name
     stack = [("", memory_dir)]
     while stack:
         rel, folder = stack.pop()
-        with os.scandir(folder) as entries:
-            for entry in entries:
+        with os.scandir(folder) as found:
+            for entry in found:
                 st = entry.stat(follow_symlinks=False)
                 mtime = st.st_mtime_ns
                 if mtime > newest:  # noqa: PLR1730 - cheaper than max() on 10,000 files
                     newest = mtime
                 total += hash((st.st_ino, st.st_size, mtime))
                 count += 1
-                if entry.is_dir(follow_symlinks=False):
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if entries is not None:
+                    entries[rel + entry.name] = (st.st_ino, st.st_size, mtime, is_dir)
+                    if is_temp_name(entry.name):
+                        temp.append(rel + entry.name)
+                if is_dir:
                     dirs[rel + entry.name] = [st.st_ino, mtime]
                     stack.append((f"{rel}{entry.name}/", entry.path))
                 elif check and vouched and mtime >= after:
                     assert okfgit_wrote is not None
                     vouched = okfgit_wrote(entry.path, st.st_size, mtime)
-    return Scan(f"{count}:{total & _MASK:016x}", newest, dirs, vouched)
+    return Scan(f"{count}:{total & _MASK:016x}", newest, dirs, vouched, entries, tuple(temp))
+
+
+def after_writes(memory_dir: str, first: Scan, written: Iterable[str], since: int,
+                 okfgit_wrote: Callable[[str, int, int], bool]) -> Scan | None:
+    """What ``scan(memory_dir, since, okfgit_wrote)`` would see now, from ``first`` (a kept
+    scan taken at the start, under the lock) and the files okfgit ``written`` since
+    (relative paths: written, touched or removed), without a stat of every other file.
+
+    Each folder is listed (names only) and must hold exactly the names ``first`` and the
+    writes account for; None when one does not (something else came or went: the caller
+    scans in full). A file changed in place by someone else meanwhile is not seen, as a
+    shallow check would not see it: the next deep check, which scans, finds it."""
+    if first.entries is None:
+        return None
+    entries = dict(first.entries)
+    for rel in written:
+        try:
+            st = os.lstat(os.path.join(memory_dir, rel))
+        except FileNotFoundError:
+            entries.pop(rel, None)
+            continue
+        except OSError:
+            return None
+        entries[rel] = (st.st_ino, st.st_size, st.st_mtime_ns, stat.S_ISDIR(st.st_mode))
+    try:
+        root = os.lstat(memory_dir)
+    except OSError:
+        return None
+    by_folder: dict[str, set[str]] = {".": set()}
+    for rel, (_, _, _, is_dir) in entries.items():
+        folder, _, name = rel.rpartition("/")
+        by_folder.setdefault(folder or ".", set()).add(name)
+        if is_dir:
+            by_folder.setdefault(rel, set())
+    dirs: dict[str, list[int]] = {".": [root.st_ino, root.st_mtime_ns]}
+    for folder, names in by_folder.items():
+        try:
+            if set(os.listdir(memory_dir if folder == "." else os.path.join(memory_dir, folder))) != names:
+                return None
+            if folder != ".":
+                st = os.lstat(os.path.join(memory_dir, folder))
+                entries[folder] = (st.st_ino, st.st_size, st.st_mtime_ns, True)
+                dirs[folder] = [st.st_ino, st.st_mtime_ns]
+        except OSError:
+            return None
+    newest = root.st_mtime_ns
+    total = hash((root.st_ino, root.st_size, root.st_mtime_ns))
+    vouched = True
+    for rel, (ino, size, mtime, is_dir) in entries.items():
+        newest = max(newest, mtime)
+        total += hash((ino, size, mtime))
+        if not is_dir and vouched and mtime >= since:
+            vouched = okfgit_wrote(os.path.join(memory_dir, rel), size, mtime)
+    return Scan(f"{len(entries)}:{total & _MASK:016x}", newest, dirs, vouched, entries)
 
 
 def path(common_dir: str) -> str:
@@ -104,37 +175,44 @@ def matches(common_dir: str, *, deep: bool = True) -> bool:
         return False
 
 
-def vouches(common_dir: str) -> bool:
-    """The memory folder is as the last sync left it (a deep ``matches``) and that sync's
-    capture left nothing waiting (``clean``): a capture now would find nothing to take."""
+def clean_scan(common_dir: str) -> tuple[str, Scan] | None:
+    """The memory folder and its scan (kept: ``after_writes`` can start from it) when it is
+    as the last sync left it (a deep ``matches``) and that sync's capture left nothing
+    waiting (``clean``): a capture now would find nothing to take. None otherwise."""
     try:
         with open(path(common_dir), encoding="utf-8") as fh:
-            if json.load(fh).get("clean") is not True:
-                return False
-    except (OSError, ValueError, AttributeError):
-        return False
-    return matches(common_dir, deep=True)
+            data = json.load(fh)
+        if data.get("clean") is not True:
+            return None
+        memory_dir = str(data["memory_dir"])
+        seen = scan(memory_dir, keep=True)
+        return (memory_dir, seen) if seen.digest == data["digest"] and seen.newest < int(data["since"]) else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def save(common_dir: str, memory_dir: str, since: int,
-         okfgit_wrote: Callable[[str, int, int], bool] | None = None, clean: bool = False) -> None:
+         okfgit_wrote: Callable[[str, int, int], bool] | None = None, clean: bool = False,
+         seen: Scan | None = None) -> None:
     """Write the stamp for ``memory_dir`` as it is now (``record``); only a cache, so a
     failed write is ignored (the next sync does the full work). With ``okfgit_wrote`` the
     stamp's ``since`` moves past the files okfgit wrote while the sync ran (``record``);
-    ``clean``: the capture took every file it could and left none skipped or waiting."""
+    ``clean``: the capture took every file it could and left none skipped or waiting;
+    ``seen``: the folder as it is now (``after_writes``), when the caller knows it."""
     from pathlib import Path
 
     from okfgit import fsutil  # not on the no-op path
     from okfgit.errors import OkfError
 
     try:
-        fsutil.atomic_write(Path(path(common_dir)), record(memory_dir, since, okfgit_wrote, clean), fsync=False)
+        fsutil.atomic_write(Path(path(common_dir)), record(memory_dir, since, okfgit_wrote, clean, seen),
+                            fsync=False)
     except (OkfError, OSError):
         pass
 
 
 def record(memory_dir: str, since: int, okfgit_wrote: Callable[[str, int, int], bool] | None = None,
-           clean: bool = False) -> bytes:
+           clean: bool = False, seen: Scan | None = None) -> bytes:
     """The stamp bytes for ``memory_dir`` as it is now, for a sync that started at file-system
     time ``since`` (ns); the caller writes them atomically.
 
@@ -144,7 +222,8 @@ def record(memory_dir: str, since: int, okfgit_wrote: Callable[[str, int, int], 
     among them, so the stamp vouches for them (its ``since`` moves past the newest) and the
     next sync is a no-op; otherwise ``since`` stays, and the next sync looks again. One walk
     of the folder gives both this and the digest."""
-    seen = scan(memory_dir, since, okfgit_wrote)
+    if seen is None:
+        seen = scan(memory_dir, since, okfgit_wrote)
     if okfgit_wrote is not None and seen.vouched and seen.digest != ABSENT:
         since = max(since, seen.newest) + 1
     data = {"memory_dir": memory_dir, "since": since, "digest": seen.digest, "dirs": seen.dirs, "clean": clean}

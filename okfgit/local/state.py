@@ -146,6 +146,7 @@ class MemoryFiles(MutableMapping[str, MemoryFile]):
         self._all: dict[str, MemoryFile] | None = dict(rows) if rows is not None else ({} if store is None else None)
         self._one: dict[str, MemoryFile | None] = {}  # rows looked up one by one (None: no such row)
         self._changed: dict[str, MemoryFile | None] = {}  # name -> the new record, or None: removed
+        self._names: dict[str, None] | None = None  # every name, in the record's order, once asked for
         self._lookups = 0
 
     # -- reading ---------------------------------------------------------------------------
@@ -190,10 +191,12 @@ class MemoryFiles(MutableMapping[str, MemoryFile]):
         """The names (without reading the rows, when none were read yet)."""
         if self._all is not None:
             return iter(list(self._all))
-        assert self._store is not None
-        names = [n for n in self._store.names() if n not in self._changed]
-        names += [n for n, rec in self._changed.items() if rec is not None]
-        return iter(names)
+        if self._names is None:
+            assert self._store is not None
+            names = dict.fromkeys(n for n in self._store.names() if n not in self._changed)
+            names.update((n, None) for n, rec in self._changed.items() if rec is not None)
+            self._names = names
+        return iter(list(self._names))
 
     def __len__(self) -> int:
         """How many records (counted by the record, when none were read or changed)."""
@@ -253,6 +256,8 @@ class MemoryFiles(MutableMapping[str, MemoryFile]):
         self._changed[name] = rec
         if self._all is not None:
             self._all[name] = rec
+        if self._names is not None:
+            self._names[name] = None
 
     def __delitem__(self, name: str) -> None:
         if name not in self:
@@ -260,6 +265,8 @@ class MemoryFiles(MutableMapping[str, MemoryFile]):
         self._changed[name] = None
         if self._all is not None:
             del self._all[name]
+        if self._names is not None:
+            self._names.pop(name, None)
 
     def pop(self, name: str, default: Any = None) -> Any:
         found = self.get(name)
@@ -278,6 +285,7 @@ class MemoryFiles(MutableMapping[str, MemoryFile]):
         out._all = dict(self._all) if self._all is not None else None
         out._one = dict(self._one)
         out._changed = dict(self._changed)
+        out._names = dict(self._names) if self._names is not None else None
         return out
 
     def rewritten(self) -> dict[str, MemoryFile] | None:

@@ -22,10 +22,10 @@ import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from okfgit.records import field, record
-from okfgit.format import index_md as index
+from okfgit.format import names
 from okfgit.format import concept as okf
 from okfgit.local import state
 from okfgit.knowledge import capture_policy as switch
@@ -38,6 +38,9 @@ from okfgit.plumbing import blob_oid
 from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
 from okfgit.plan import Plan, TierCommit, apply, writing
 from okfgit.knowledge.tiers import Tier, Workspace, check_scope
+
+if TYPE_CHECKING:  # index_md is read where a capture writes an index (sync's usual run writes none)
+    from okfgit.format import index_md as index
 
 MAX_BYTES = 1024 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -368,6 +371,8 @@ class _Known:
         facts = self.cards[tier.label].catalog.facts if tier.label in self.cards else {}
         entries = self.snapshot(tier).entries
 
+        from okfgit.format import index_md as index
+
         def item(path: str) -> index.Item | None:
             card = facts.get(path)
             entry = entries.get(path)
@@ -381,6 +386,8 @@ class _Known:
         taken = self._taken.get(tier.label)
         if taken is None:  # the tier's paths copied once, not once per captured file
             taken = self._taken[tier.label] = set(self.snapshot(tier).entries)
+        from okfgit.format import index_md as index
+
         candidate = index.free_path(path, taken)
         taken.add(candidate)
         return candidate
@@ -516,11 +523,11 @@ def _edit(origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid
     projected = st.memory_files.get(origin)
     if projected is not None and projected.oid == head_oid:
         return Captured("update", origin, oid, okf_id, tier, kb_path, data, parsed=split)
-    if _sibling_has(kb.snapshot(tier), index.needs_merge_path(kb_path), data, origin):
+    if _sibling_has(kb.snapshot(tier), names.needs_merge_path(kb_path), data, origin):
         # A sync killed after its commit and before recording the file: committing it again
         # would add a second, identical needs-merge sibling.
         return None
-    sibling = kb.free_path(tier, index.needs_merge_path(kb_path))
+    sibling = kb.free_path(tier, names.needs_merge_path(kb_path))
     if projected is None or projected.okf_id not in (None, okf_id):
         why = (f"the agent edited a copy of {tier.label}:{kb_path} that okfgit never projected to this file, "
                "so it cannot tell which version the agent started from")
@@ -633,6 +640,8 @@ def _migrate(ctx: Context, origin: str, data: bytes, parsed: okf.Parsed, dest: T
 
 
 def _build_plan(items: list[Captured], kb: _Known) -> Plan:
+    from okfgit.format import index_md as index
+
     plan = Plan()
     by_tier: dict[str, list[Captured]] = {}
     for item in items:

@@ -20,11 +20,9 @@ import time
 from typing import TYPE_CHECKING
 
 from okfgit.records import field, record
-from okfgit import transport
 from okfgit.context import Context
 from okfgit.errors import OkfError, RepoStateError, UsageError
 from okfgit.plumbing import Reader
-from okfgit.knowledge import merge
 from okfgit.knowledge.snapshot import snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.local import exchange as exchange_record
@@ -55,6 +53,8 @@ class Target:
 
     @property
     def shown(self) -> str:
+        from okfgit import transport
+
         return transport.public_url(self.url)
 
 
@@ -126,6 +126,8 @@ def interval_s(repo: Repo) -> float:
 
 def timeout_s(repo: Repo) -> float:
     """``okf.fetchTimeout``: the longest okfgit waits on one network call (default 10 s)."""
+    from okfgit import transport
+
     return max(1.0, _duration(repo.config_get("okf.fetchTimeout"), transport.DEFAULT_TIMEOUT_S))
 
 
@@ -135,6 +137,8 @@ def _duration(value: str | None, default: float) -> float:
 
 
 def _env(repo: Repo, ctx: Context, timeout: float) -> dict[str, str]:
+    from okfgit import transport
+
     return transport.environment(ctx.environ, timeout, own_ssh_command=bool(repo.config_get("core.sshCommand")))
 
 
@@ -168,14 +172,15 @@ def begin(ctx: Context, ws: Workspace, *, force: bool, wait_s: float) -> Report 
     if not tier.exists():
         return None
     try:
-        repo = tier.open()
+        reader = tier.reader()
     except OkfError:
         return None  # a damaged global tier: projection says so; there is nothing to exchange
-    tg = target(repo)
+    tg = target(reader)
     if tg is None:
-        if repo.head_branch() is not None:
-            forget(repo)  # removed with plain git: the record must not keep making syncs look for it
+        if reader.head_branch() is not None:
+            forget(reader)  # removed with plain git: the record must not keep making syncs look for it
         return None  # (a detached HEAD, e.g. a bisect in the tier, exchanges again once back on a branch)
+    repo = tier.open()  # libgit2 for a tier that exchanges with a remote
     report = Report(tg.shown)
     rec = exchange_record.load(repo.common_dir)
     now = ctx.clock()
@@ -201,10 +206,10 @@ def end(ctx: Context, ws: Workspace, report: Report | None, *, wait_s: float) ->
     if report is None or report.stopped:
         return
     tier = ws.tier("global")
-    repo = tier.open()
-    tg = target(repo)
+    tg = target(tier.reader())
     if tg is None:
         return
+    repo = tier.open()
     rec = exchange_record.load(repo.common_dir)
     if not report.fetched and rec.last_error:
         return  # the last contact failed: stay off the network until the interval has passed
@@ -228,6 +233,8 @@ def end(ctx: Context, ws: Workspace, report: Report | None, *, wait_s: float) ->
 def fetch_and_integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report,
                         timeout: float | None = None) -> bool:
     """Fetch, then integrate; False (with ``report`` saying why) when either could not happen."""
+    from okfgit import transport
+
     out = transport.fetch(repo.workdir, tg.name, _env(repo, ctx, timeout or timeout_s(repo)),
                           timeout or timeout_s(repo))
     if not out.ok:
@@ -246,6 +253,8 @@ def fetch_and_integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report
 
 def integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report) -> None:
     """Bring the fetched remote branch into the local one: fast-forward, or merge by concept."""
+    from okfgit.knowledge import merge
+
     theirs = _commit_of(repo, tg.tracking)
     ours = repo.head_commit()
     if theirs is None or theirs == ours:
@@ -280,6 +289,8 @@ def integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report) 
 
 
 def push(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report, timeout: float | None = None) -> None:
+    from okfgit import transport
+
     timeout = timeout or timeout_s(repo)
     env = _env(repo, ctx, timeout)
     for attempt in (1, 2):
@@ -305,7 +316,7 @@ def push(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report, timeo
     report.pending = counts(repo, tg)[0]
 
 
-def forget(repo: Repo) -> None:
+def forget(repo: Reader) -> None:
     """Remove the exchange record (the tier has no remote any more)."""
     exchange_record.remove(repo.common_dir)
 

@@ -27,7 +27,7 @@ from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, UsageError
 from okfgit.plumbing import Plumbing, Reader
 from okfgit.format import concept as okf
 from okfgit.format import lifecycle
-from okfgit.format.index_md import is_needs_merge
+from okfgit.format.names import is_needs_merge
 from okfgit.plan import FileWrite, Plan, apply, render
 from okfgit.targets import TARGETS
 from okfgit.targets.base import FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, Merged, TierInfo, View

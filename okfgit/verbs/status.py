@@ -16,8 +16,8 @@ from okfgit.errors import RepoStateError, UsageError
 from okfgit.plan import IndexBehind, Plan, index_behind
 from okfgit.targets import budget
 from okfgit.verbs.project import Outcome
-from okfgit.format import index_md
-from okfgit.format.index_md import is_needs_merge
+from okfgit.format import names
+from okfgit.format.names import is_needs_merge
 from okfgit.knowledge.tiers import Tier, Workspace
 
 
@@ -198,7 +198,7 @@ def render(st: Status) -> str:
     if st.needs_merge:
         lines.append(f"needs-merge siblings waiting for a person: {len(st.needs_merge)}")
         for sibling in st.needs_merge:
-            master = index_md.needs_merge_master(sibling.split(":", 1)[1])
+            master = names.needs_merge_master(sibling.split(":", 1)[1])
             lines.append(f"  {sibling}: merge what matters into {master}, then delete it")
     if st.unprojected:
         lines.append(f"concepts not projected: {len(st.unprojected)}")

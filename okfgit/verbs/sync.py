@@ -86,9 +86,9 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         started = os.fstat(held.fd).st_mtime_ns
         report.exchange = exchange.begin(ctx, ws, force=fetch, wait_s=wait_s)
         owned = state.load(repo.common_dir)  # once: capture records into it, projection replaces it
-        quiet = syncstamp.vouches(str(repo.common_dir))  # no agent wrote a memory since the last sync
+        first = syncstamp.clean_scan(str(repo.common_dir))  # no agent wrote a memory since the last sync
         try:
-            report.capture = capture.capture(ctx, ws, owned=owned, folder_unchanged=quiet)
+            report.capture = capture.capture(ctx, ws, owned=owned, folder_unchanged=first is not None)
             report.warnings.extend(report.capture.warnings)
         except RepoStateError as exc:
             report.capture_deferred = str(exc)
@@ -102,7 +102,8 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
             report.warnings.extend(report.exchange.warnings)
         memory = report.projection.memory_dir or (report.capture.memory_dir if report.capture else None)
         journal.sweep(repo.common_dir, repo.gitdir, repo.workdir, held.since_ns, {repo.workdir})
-        _sweep(memory, report.projection, held.since_ns)
+        kept = first[1] if first is not None and memory is not None and first[0] == str(memory) else None
+        _sweep(memory, report.projection, held.since_ns, kept)
         if memory is not None and not report.failed and not report.capture_deferred:
             common = str(repo.common_dir)
             now_owned = report.projection.owned or owned
@@ -113,7 +114,11 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
 
             cap = report.capture
             clean = cap is not None and cap.enabled and not (cap.skipped or cap.held or cap.conflicts)
-            syncstamp.save(common, str(memory), started, okfgit_wrote, clean=clean)
+            # The folder as projection left it, from the scan at the start and the files it wrote
+            # or touched: no second stat of every file (a full scan when something else came or went).
+            seen = syncstamp.after_writes(str(memory), kept, _written_in(memory, report.projection), started,
+                                          okfgit_wrote) if kept is not None else None
+            syncstamp.save(common, str(memory), started, okfgit_wrote, clean=clean, seen=seen)
     return report
 
 
@@ -138,14 +143,34 @@ def preview(ctx: Context, ws: Workspace, *, run_arg: str | None = None) -> SyncR
     return report
 
 
-def _sweep(memory: Path | None, proj: projection.Report, since_ns: int) -> None:
+def _sweep(memory: Path | None, proj: projection.Report, since_ns: int, seen: syncstamp.Scan | None = None) -> None:
     """Temp files a killed sync left where projection writes: the memory folder (all of it)
     and the folders of the other target files. Only okfgit's own pattern, only files older
-    than this sync's lock (``fsutil.sweep_temp``)."""
+    than this sync's lock (``fsutil.sweep_temp``). ``seen``: the memory folder's scan at the
+    start of this sync, which names the temp files there (none is made after it but this
+    sync's own, which are never left)."""
     folders = {Path(o.path).parent for o in proj.outcomes}
-    fsutil.sweep_temp(folders, since_ns)
-    if memory is not None:
+    if memory is None:
+        fsutil.sweep_temp(folders, since_ns)
+        return
+    fsutil.sweep_temp({f for f in folders if not f.is_relative_to(memory)}, since_ns)
+    if seen is None:
         fsutil.sweep_temp([memory], since_ns, recursive=True)
+        return
+    for rel in seen.temp:
+        fsutil.sweep_temp([(memory / rel).parent], since_ns)
+
+
+def _written_in(memory: Path, proj: projection.Report) -> list[str]:
+    """The files projection planned in the memory folder (written, touched, removed or left),
+    relative to it: what changed there, and a few that did not."""
+    out: list[str] = []
+    for outcome in proj.outcomes:
+        try:
+            out.append(Path(outcome.path).relative_to(memory).as_posix())
+        except ValueError:
+            continue
+    return out
 
 
 def summary_line(report: SyncReport) -> str:
