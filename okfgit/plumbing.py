@@ -232,27 +232,7 @@ class Plumbing:
         return proc.stdout.decode("utf-8", "replace").rstrip("\n") if proc.returncode == 0 else None
 
     def _config_may_set(self, key: str) -> bool:
-        """Whether any config git would read could set ``key``: no file names its section and
-        none includes another (nor does the environment add settings) means certainly not,
-        and git need not be asked (every command asks for ``okf.run``)."""
-        env = os.environ if self._environ is None else self._environ
-        if "GIT_CONFIG_PARAMETERS" in env or "GIT_CONFIG_COUNT" in env:
-            return True
-        import re
-
-        section = re.escape(key.split(".", 1)[0].lower().encode())
-        header = re.compile(rb"\[\s*(?:" + section + rb"|include|includeif)\b")  # [okf], [okf "x"], [include]
-        for name in [*fastpath.config_files(env, str(self.gitdir)), *_MORE_SYSTEM_CONFIGS]:
-            try:
-                with open(name, "rb") as fh:
-                    data = fh.read().lower()
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            except OSError:
-                return True
-            if header.search(data):
-                return True
-        return False
+        return config_may_set(os.environ if self._environ is None else self._environ, self.gitdir, key)
 
     def remote_names(self) -> list[str]:
         """The names of the repository's remotes (``git remote``)."""
@@ -463,6 +443,30 @@ class Plumbing:
         except OSError:
             return None
         return proc.stdout.decode().strip() if proc.returncode == 0 else None
+
+
+def config_may_set(environ: Mapping[str, str], gitdir: Path, key: str) -> bool:
+    """Whether any config git would read for the repository at ``gitdir`` could set ``key``.
+    No file naming the key's section in a header and the key's name, and none including
+    another (nor settings from the environment), means certainly not: git need not be asked
+    (every command asks for ``okf.run``; every status for ``core.hooksPath``)."""
+    import re
+
+    if "GIT_CONFIG_PARAMETERS" in environ or "GIT_CONFIG_COUNT" in environ:
+        return True
+    section, _, name = key.lower().rpartition(".")
+    header = re.compile(rb"\[\s*(?:" + re.escape(section.split(".", 1)[0].encode()) + rb"|include|includeif)\b")
+    for path in [*fastpath.config_files(environ, str(gitdir)), *_MORE_SYSTEM_CONFIGS]:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read().lower()
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError:
+            return True
+        if b"include" in data or (header.search(data) and name.encode() in data):
+            return True
+    return False
 
 
 def main_workdir(workdir: Path, gitdir: Path, common_dir: Path) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -287,3 +288,26 @@ def test_a_change_in_place_gives_what_reading_every_concept_gives(repo: Path, ok
     (okf_dir / "cards.json").unlink()
     okfgit("project", cwd=repo)
     assert (okf_dir / "cards.json").exists()  # MEMORY.md may change: every concept is read
+
+
+def test_the_candidates_from_a_scan_are_the_candidates_claude_lists(tmp_path: Path) -> None:
+    """status lists Claude's recall candidates from the scan it already made of the folder:
+    the same list as a walk of it, links and nested folders included."""
+    from okfgit.local import stamps
+    from okfgit.targets import recall
+
+    folder = tmp_path / "memory"
+    (folder / "sub" / "deeper").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "x.md").write_text("outside")
+    names = ["a.md", "MEMORY.md", "sub/MEMORY.md", "sub/b.md", "sub/deeper/c.md", "notes.txt"]
+    for i, name in enumerate(names):
+        (folder / name).write_text(name)
+        os.utime(folder / name, ns=(1_700_000_000_000_000_000 + i, 1_700_000_000_000_000_000 + i * 10**9))
+    os.symlink(folder / "a.md", folder / "link-to-file.md")
+    os.symlink(tmp_path / "elsewhere", folder / "link-to-folder.md")
+    walked = recall.claude_candidates(folder)
+    assert [p.relative_to(folder).as_posix() for p in walked][:3] == ["sub/deeper/c.md", "sub/b.md", "sub/MEMORY.md"]
+    assert "MEMORY.md" not in [p.name for p in walked if p.parent == folder]
+    seen = stamps.scan(str(folder), keep=True).entries
+    assert seen is not None and recall.claude_candidates(folder, seen) == walked

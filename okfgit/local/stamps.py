@@ -36,14 +36,14 @@ _MASK = (1 << 64) - 1
 class Scan(NamedTuple):
     """What ``scan`` saw: the digest, the newest mtime, each folder's (inode, mtime), and
     whether every file at or after the ``since`` it was given is one okfgit wrote. With
-    ``keep``, also every entry's (inode, size, mtime, is a folder) by path relative to the
-    folder, and the names of okfgit's temp files there (``fsutil.is_temp_name``)."""
+    ``keep``, also every entry's (inode, size, mtime, is a folder, is a symlink) by path
+    relative to the folder, and the names of okfgit's temp files there (``fsutil.is_temp_name``)."""
 
     digest: str
     newest: int
     dirs: dict[str, list[int]]
     vouched: bool = True
-    entries: dict[str, tuple[int, int, int, bool]] | None = None
+    entries: dict[str, tuple[int, int, int, bool, bool]] | None = None
     temp: tuple[str, ...] = ()
 
 
@@ -63,7 +63,7 @@ def scan(memory_dir: str, since: int | None = None,
     vouched = True
     check = since is not None and okfgit_wrote is not None
     after = since if since is not None else 0
-    entries: dict[str, tuple[int, int, int, bool]] | None = {} if keep else None
+    entries: dict[str, tuple[int, int, int, bool, bool]] | None = {} if keep else None
     temp: list[str] = []
     is_temp_name: Callable[[str], bool] = bool
     if keep:
@@ -83,9 +83,10 @@ def scan(memory_dir: str, since: int | None = None,
                 count += 1
                 is_dir = entry.is_dir(follow_symlinks=False)
                 if entries is not None:
-                    entries[rel + entry.name] = (st.st_ino, st.st_size, mtime, is_dir)
-                    if is_temp_name(entry.name):
-                        temp.append(rel + entry.name)
+                    name = entry.name
+                    entries[rel + name] = (st.st_ino, st.st_size, mtime, is_dir, entry.is_symlink())
+                    if name.endswith(".okftmp") and is_temp_name(name):
+                        temp.append(rel + name)
                 if is_dir:
                     dirs[rel + entry.name] = [st.st_ino, mtime]
                     stack.append((f"{rel}{entry.name}/", entry.path))
@@ -116,13 +117,13 @@ def after_writes(memory_dir: str, first: Scan, written: Iterable[str], since: in
             continue
         except OSError:
             return None
-        entries[rel] = (st.st_ino, st.st_size, st.st_mtime_ns, stat.S_ISDIR(st.st_mode))
+        entries[rel] = (st.st_ino, st.st_size, st.st_mtime_ns, stat.S_ISDIR(st.st_mode), stat.S_ISLNK(st.st_mode))
     try:
         root = os.lstat(memory_dir)
     except OSError:
         return None
     by_folder: dict[str, set[str]] = {".": set()}
-    for rel, (_, _, _, is_dir) in entries.items():
+    for rel, (_, _, _, is_dir, _) in entries.items():
         folder, _, name = rel.rpartition("/")
         by_folder.setdefault(folder or ".", set()).add(name)
         if is_dir:
@@ -134,14 +135,14 @@ def after_writes(memory_dir: str, first: Scan, written: Iterable[str], since: in
                 return None
             if folder != ".":
                 st = os.lstat(os.path.join(memory_dir, folder))
-                entries[folder] = (st.st_ino, st.st_size, st.st_mtime_ns, True)
+                entries[folder] = (st.st_ino, st.st_size, st.st_mtime_ns, True, False)
                 dirs[folder] = [st.st_ino, st.st_mtime_ns]
         except OSError:
             return None
     newest = root.st_mtime_ns
     total = hash((root.st_ino, root.st_size, root.st_mtime_ns))
     vouched = True
-    for rel, (ino, size, mtime, is_dir) in entries.items():
+    for rel, (ino, size, mtime, is_dir, _) in entries.items():
         newest = max(newest, mtime)
         total += hash((ino, size, mtime))
         if not is_dir and vouched and mtime >= since:

@@ -1,12 +1,28 @@
-"""Projection targets: one module per agent file format, all behind ``base.Target``."""
+"""Projection targets: one module per agent file format, all behind ``base.Target``.
+
+``TARGETS`` (the registry: ``--target`` selects by ``group``; its order is the order of the
+report) is made on first use, so that a module that needs one helper of this package
+(``claude_home``, say) does not import every target.
+"""
 
 from __future__ import annotations
 
-from okfgit.targets.agents_md import AgentsMd
-from okfgit.targets.base import Target
-from okfgit.targets.claude_md import ClaudeMd
-from okfgit.targets.claude_memory import ClaudeMemory
-from okfgit.targets.codex_agents import CodexAgents
+from typing import TYPE_CHECKING, Any
 
-# The registry: --target selects by ``group``. Order is the order of the report.
-TARGETS: tuple[Target, ...] = (ClaudeMemory(), ClaudeMd(), AgentsMd(), CodexAgents())
+if TYPE_CHECKING:
+    from okfgit.targets.base import Target
+
+    TARGETS: tuple[Target, ...]
+
+
+def __getattr__(name: str) -> Any:
+    if name != "TARGETS":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from okfgit.targets.agents_md import AgentsMd
+    from okfgit.targets.claude_md import ClaudeMd
+    from okfgit.targets.claude_memory import ClaudeMemory
+    from okfgit.targets.codex_agents import CodexAgents
+
+    registry = (ClaudeMemory(), ClaudeMd(), AgentsMd(), CodexAgents())
+    globals()["TARGETS"] = registry
+    return registry

@@ -14,12 +14,13 @@ file is written here.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from okfgit.records import field, record
 from okfgit.format import blocks
-from okfgit.local.state import State
+from okfgit.local.state import MemoryFile, MemoryFiles, State
 from okfgit.targets import claude_home, memory_index, recall
 
 CODEX_MAX_BYTES = 32 * 1024  # Codex's project_doc_max_bytes default
@@ -52,6 +53,7 @@ class Explanation:
     projected: int = 0  # memory files okfgit projected
     recall: list[tuple[str, str | None]] = field(default_factory=list)  # (file, citation or None: not okfgit's)
     neither: list[str] = field(default_factory=list)  # citations in neither MEMORY.md nor the recall 200
+    neither_count: int = 0  # how many (``neither`` may be left empty: counted, not named)
     files: list[FileBudget] = field(default_factory=list)
 
     @property
@@ -66,8 +68,8 @@ class Explanation:
             out.append(f"Claude Code: MEMORY.md lists {self.memory_md_listed} of {self.projected} projected "
                        f"concepts (it loads {memory_index.MAX_LINES} lines and {memory_index.MAX_BYTES:,} bytes); "
                        "the rest are reached through the tier indexes it points to")
-        if self.neither:
-            out.append(f"Claude Code: {len(self.neither)} projected concept(s) are neither in MEMORY.md nor among "
+        if self.neither_count:
+            out.append(f"Claude Code: {self.neither_count} projected concept(s) are neither in MEMORY.md nor among "
                        f"the {recall.RECALL_LIMIT} files it can recall; agents reach them through the indexes")
         if self.codex_bytes > CODEX_MAX_BYTES:
             out.append(f"Codex: its AGENTS.md files hold {self.codex_bytes:,} bytes, over the {CODEX_MAX_BYTES:,} "
@@ -96,10 +98,16 @@ class Explanation:
 
 
 def explain(owned: State, memory_dir: Path | None, worktree: Path | None, environ: dict[str, str] | Any,
-            home: Path) -> Explanation:
-    """What Claude Code and Codex see now, read from the disk with their own rules."""
+            home: Path, *, seen: Mapping[str, tuple[int, int, int, bool, bool]] | None = None,
+            detail: bool = True) -> Explanation:
+    """What Claude Code and Codex see now, read from the disk with their own rules.
+
+    ``seen``: the memory folder's entries as a scan just found them (so it is not walked
+    again); without ``detail`` the concepts in neither list are counted, not named (what
+    ``status`` says), so no record but those of the recall candidates is read."""
     out = Explanation(memory_dir=memory_dir)
-    records = owned.memory_files if memory_dir is not None and owned.memory_dir == memory_dir else {}
+    records: MemoryFiles | dict[str, MemoryFile] = (
+        owned.memory_files if memory_dir is not None and owned.memory_dir == memory_dir else {})
     out.projected = len(records)
     listed: set[str] = set()
     if memory_dir is not None:
@@ -113,15 +121,21 @@ def explain(owned: State, memory_dir: Path | None, worktree: Path | None, enviro
             name = memory_index.linked_name(line)
             if name is not None:
                 listed.add(name)
-        out.memory_md_listed = len(listed & set(records))
+        out.memory_md_listed = len(listed & set(records))  # the records' names only
         out.memory_md_cut = any(line.endswith("not listed here") for line in out.memory_md_lines)
-        top = recall.claude_candidates(memory_dir) if memory_dir.is_dir() else []
-        for path in top:
-            name = path.relative_to(memory_dir).as_posix()
-            rec = records.get(name)
+        top = recall.claude_candidates(memory_dir, seen) if memory_dir.is_dir() else []
+        names = [path.relative_to(memory_dir).as_posix() for path in top]
+        found = records.get_many(names) if isinstance(records, MemoryFiles) else records
+        for name in names:
+            rec = found.get(name)
             out.recall.append((name, rec.citation if rec is not None else None))
-        seen = {name for name, _ in out.recall}
-        out.neither = [rec.citation for name, rec in sorted(records.items()) if name not in seen and name not in listed]
+        recalled = set(names)
+        if detail:
+            out.neither = [rec.citation for name, rec in sorted(records.items())
+                           if name not in recalled and name not in listed]
+            out.neither_count = len(out.neither)
+        else:
+            out.neither_count = sum(1 for name in records if name not in recalled and name not in listed)
     codex = claude_home.codex_home(environ, home) / "AGENTS.md"
     out.files.append(_file("codex", codex, "global"))
     if worktree is not None:

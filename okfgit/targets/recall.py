@@ -16,6 +16,7 @@ Pure functions: bytes and records in, data out; projection applies the result.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -123,9 +124,13 @@ def within_scan(data: bytes) -> bytes | None:
 # -- Claude Code's own listing (for --explain and the tests) ---------------------------------
 
 
-def claude_candidates(folder: Path) -> list[Path]:
+def claude_candidates(folder: Path, seen: Mapping[str, tuple[int, int, int, bool, bool]] | None = None) -> list[Path]:
     """The recall candidates exactly as Claude Code 2.1 lists them: every ``*.md`` below
-    ``folder`` except ``MEMORY.md``, newest modification time first, the first 200."""
+    ``folder`` except ``MEMORY.md``, newest modification time first, the first 200.
+    ``seen``: the folder's entries as a scan just found them (``stamps.scan(keep=True)``),
+    so the folder is not walked again."""
+    if seen is not None:
+        return _candidates_of(folder, seen)
     found: list[tuple[int, str]] = []
     stack = [str(folder)]
     top = str(folder)
@@ -149,3 +154,22 @@ def claude_candidates(folder: Path) -> list[Path]:
                 continue
     found.sort(key=lambda t: (-t[0], t[1]))
     return [Path(p) for _, p in found[:RECALL_LIMIT]]
+
+
+def _candidates_of(folder: Path, seen: Mapping[str, tuple[int, int, int, bool, bool]]) -> list[Path]:
+    found: list[tuple[int, str]] = []
+    top = str(folder)
+    for rel, (_, _, mtime, is_dir, is_link) in seen.items():
+        if is_dir or not rel.endswith(".md") or rel == "MEMORY.md":
+            continue
+        if is_link:  # Claude follows a link for its time, and lists no link to a folder
+            try:
+                st = os.stat(os.path.join(top, rel))
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                continue
+            mtime = st.st_mtime_ns
+        found.append((-mtime, rel))
+    found.sort()  # newest first, then by path (every path shares the folder's prefix)
+    return [Path(top, rel) for _, rel in found[:RECALL_LIMIT]]

@@ -177,10 +177,10 @@ def memory_type(meta: dict[str, Any]) -> str:
 
 
 def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: bool = False,
-                 owned: state.State | None = None, folder_unchanged: bool = False) -> Report:
+                 owned: state.State | None = None, unchanged: str | None = None) -> Report:
     """Read the memory folder and plan the capture commits; writes nothing (but caches).
-    ``owned`` is the ownership record when the caller already holds it; ``folder_unchanged``
-    (see ``capture``) plans nothing without reading the folder."""
+    ``owned`` is the ownership record when the caller already holds it; with ``unchanged``
+    (see ``capture``) the folder has nothing to take: it is not read."""
     if ws.project_repo is None:
         raise UsageError("capture needs a project repository: run it inside one or pass --repo")
     decision = switch.capture_decision(ctx, ws)
@@ -209,8 +209,9 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
         if not force:
             return report
     st = owned if owned is not None else state.load(project_repo.common_dir)
-    if folder_unchanged and not force:
-        # Every file there is one the last sync left as okfgit's: nothing to read, nothing new.
+    if unchanged is not None and os.path.abspath(unchanged) == os.path.abspath(choice.path):
+        # Every file there is one the last sync left as okfgit's: nothing to read, nothing new
+        # (and, for ``force``, nothing waiting).
         report.unchanged = sorted(st.memory_files)
         return report
     files = _memory_files(choice.path, report)
@@ -286,15 +287,16 @@ def _why(exc: OkfError, origin: str) -> str:
 
 
 def capture(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: bool = False,
-            owned: state.State | None = None, folder_unchanged: bool = False) -> Report:
+            owned: state.State | None = None, unchanged: str | None = None) -> Report:
     """Plan and (unless ``dry_run``) commit the capture; then record the captured files as okfgit's.
 
     ``owned`` is the ownership record as the caller holds it (``sync`` loads it once and hands
     it on to projection): the captured files are recorded in it and the caller saves it.
     Without it, the record is loaded and saved here. Planned and committed under the project
     repository's write lock (sync already holds it), so a concurrent ``new`` waits rather
-    than interleaving. ``folder_unchanged``: the memory folder is exactly as the last sync
-    left it, and that capture left nothing waiting (sync's stamp says so): no file is read.
+    than interleaving. ``unchanged``: a memory folder that is exactly as the last sync left it,
+    whose capture left nothing waiting (sync's stamp says so): when it is this repository's
+    memory folder, no file of it is read.
     """
     # A capture keeps a few objects per memory file (its bytes, their parse, the plan) until
     # it is done and frees none before: the cyclic collector would only walk them again and
@@ -305,18 +307,18 @@ def capture(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: bool
         if dry_run or ws.project_repo is None:
             return plan_capture(ctx, ws, to=to, owned=owned)
         with writing(ctx, ws.tier("project")):
-            return _capture_locked(ctx, ws, to, owned, folder_unchanged)
+            return _capture_locked(ctx, ws, to, owned, unchanged)
     finally:
         if collecting:
             gc.enable()
 
 
 def _capture_locked(ctx: Context, ws: Workspace, to: str | None, owned: state.State | None,
-                    folder_unchanged: bool = False) -> Report:
+                    unchanged: str | None = None) -> Report:
     loaded_here = owned is None
     if owned is None:
         owned = state.load(ws.tier("project").reader().common_dir)
-    report = plan_capture(ctx, ws, to=to, owned=owned, folder_unchanged=folder_unchanged)
+    report = plan_capture(ctx, ws, to=to, owned=owned, unchanged=unchanged)
     if not report.plan.empty:
         with writing(ctx, *{c.tier for c in report.plan.commits}):
             done = apply(ctx, report.plan)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Mapping
-from importlib import resources
 from pathlib import Path
 
 from okfgit.records import record
@@ -21,6 +20,7 @@ from okfgit import plan as plan_mod
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, UsageError
 from okfgit.plan import FileMove, FileWrite, Plan
+from okfgit import plumbing
 from okfgit.plumbing import clean_git_env
 from okfgit.local import hooklog, paths
 from okfgit.local.noop import HOOK_NAMES
@@ -37,6 +37,8 @@ def script(hook: str) -> bytes:
     """The exact bytes okfgit installs as ``hook``."""
     if hook not in HOOK_NAMES:
         raise UsageError(f"unknown hook {hook!r}")
+    from importlib import resources  # only where a hook script is read
+
     return (resources.files("okfgit") / "data" / "githooks" / hook).read_bytes()
 
 
@@ -67,9 +69,11 @@ def hooks_dir(repo_root: Path, environ: Mapping[str, str]) -> HooksDir:
     """Where git runs this repository's hooks from (``git rev-parse --git-path hooks``,
     which honours ``core.hooksPath``), asked of git itself so the answer is git's."""
     env = clean_git_env(environ)
-    hooks = _git(repo_root, env, "rev-parse", "--git-path", "hooks")
-    common = _git(repo_root, env, "rev-parse", "--git-common-dir")
-    configured = _git(repo_root, env, "config", "--get", "core.hooksPath", check=False) or None
+    hooks, _, common = _git(repo_root, env, "rev-parse", "--git-path", "hooks", "--git-common-dir").partition("\n")
+    located = plumbing.locate(repo_root)
+    configured = None
+    if located is None or plumbing.config_may_set(environ, located[1], "core.hooksPath"):
+        configured = _git(repo_root, env, "config", "--get", "core.hooksPath", check=False) or None
     path = Path(os.path.abspath(repo_root / hooks))
     inside = fsutil.is_inside(path, repo_root) and not fsutil.is_inside(path, repo_root / common)
     return HooksDir(path, configured, inside, Path(os.path.abspath(repo_root / common)))

@@ -10,14 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from okfgit.records import field, record
-from okfgit import transport
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, UsageError
 from okfgit.knowledge.tiers import Workspace
 from okfgit.local import exchange as exchange_record
 from okfgit.plan import ensure_repo
 from okfgit.verbs import exchange
-from okfgit.verbs import init as init_verb
 
 if TYPE_CHECKING:  # libgit2 loads only where a remote is exchanged with
     from okfgit.git import Repo
@@ -91,6 +89,8 @@ def show(ctx: Context, ws: Workspace) -> RemoteInfo:
 
 def set_url(ctx: Context, ws: Workspace, url: str) -> RemoteInfo:
     """Point the global tier at ``url`` (the next sync exchanges with it, merging by concept)."""
+    from okfgit import transport
+
     url = transport.check_url(url)
     tier = ws.tier("global")
     if not tier.exists():
@@ -109,6 +109,8 @@ def set_url(ctx: Context, ws: Workspace, url: str) -> RemoteInfo:
 
 def remove(ctx: Context, ws: Workspace) -> str:
     """Forget the global tier's remote (nothing on the remote or in the tier changes)."""
+    from okfgit import transport
+
     tier = ws.tier("global")
     tg = exchange.target(tier.open()) if tier.exists() else None
     if tg is None:
@@ -122,6 +124,9 @@ def remove(ctx: Context, ws: Workspace) -> str:
 def attach(ctx: Context, ws: Workspace, url: str) -> Attached:
     """``init --scope global --remote URL``: a remote with history becomes the tier (merged by
     concept with a local tier that has its own); an empty remote receives the local tier."""
+    from okfgit import transport
+    from okfgit.verbs import init as init_verb
+
     url = transport.check_url(url)
     tier = ws.tier("global")
     repo = ensure_repo(ctx, tier)

@@ -8,7 +8,7 @@ from okfgit.records import field, record
 from okfgit.verbs import agent_hooks
 from okfgit.verbs import capture
 from okfgit.verbs import hooks
-from okfgit.local import hooklog, lock, paths, state
+from okfgit.local import hooklog, lock, paths, stamps, state
 from okfgit.verbs import project as projection
 from okfgit.verbs import remote
 from okfgit.context import Context
@@ -111,7 +111,10 @@ def status(ctx: Context, ws: Workspace) -> Status:
         raise UsageError("status needs a project repository: run it inside one or pass --repo")
     repo = ws.tier("project").reader()
     owned = state.load(repo.common_dir)
-    cap = capture.plan_capture(ctx, ws, force=True, owned=owned)
+    # The memory folder as the last sync left it, with nothing waiting: one walk of it, for
+    # both what capture would take (nothing) and what Claude can recall.
+    first = stamps.clean_scan(str(repo.common_dir))
+    cap = capture.plan_capture(ctx, ws, force=True, owned=owned, unchanged=first[0] if first else None)
     proj = projection.project(ctx, ws, dry_run=True, owned=owned)
     tiers = [t for t in ws.active() if t.has_kb()]
     unprojected, why = projection.unprojected(ws, owned)
@@ -129,7 +132,9 @@ def status(ctx: Context, ws: Workspace) -> Status:
         unprojected_why=why,
         hook_error=hooklog.error_since_last_sync(repo.common_dir),
         remote=remote.show(ctx, ws),
-        over_budget=budget.explain(owned, owned.memory_dir, repo.workdir, ctx.environ, ctx.home).over_budget,
+        over_budget=budget.explain(owned, owned.memory_dir, repo.workdir, ctx.environ, ctx.home, detail=False,
+                                   seen=first[1].entries if first and first[0] == str(owned.memory_dir) else None,
+                                   ).over_budget,
         index_behind=[b for b in (index_behind(t) for t in ws.active()) if b is not None],
     )
 

@@ -88,7 +88,7 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         owned = state.load(repo.common_dir)  # once: capture records into it, projection replaces it
         first = syncstamp.clean_scan(str(repo.common_dir))  # no agent wrote a memory since the last sync
         try:
-            report.capture = capture.capture(ctx, ws, owned=owned, folder_unchanged=first is not None)
+            report.capture = capture.capture(ctx, ws, owned=owned, unchanged=first[0] if first is not None else None)
             report.warnings.extend(report.capture.warnings)
         except RepoStateError as exc:
             report.capture_deferred = str(exc)
