@@ -136,10 +136,14 @@ def test_git_missing_from_path_is_a_clear_exit_3(project: Path, okfgit_proc: Run
     empty = tmp_path / "nogit"
     empty.mkdir()
     for args in (["new", "fact", "--description", "A fact."], ["init", "--scope", "global"], ["run", "start", "r1"],
-                 ["status"], ["hooks", "install"]):
+                 ["status"]):
         result = okfgit_proc(*args, cwd=project, extra_env={"PATH": str(empty)}, expect=3)
         assert "cannot run git" in result.err and "internal error" not in result.err, result
     assert head(git, project) == top
+    # installing the git hooks writes files into the hooks folder only: with no core.hooksPath
+    # in any config, git is not asked where that folder is
+    okfgit_proc("hooks", "install", cwd=project, extra_env={"PATH": str(empty)})
+    assert (project / ".git" / "hooks" / "post-merge").is_file()
 
 
 @pytest.mark.slow

@@ -18,13 +18,12 @@ is off: okfgit does not guess in the direction of sharing. ``spec/okf-hooks.md``
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from okfgit.records import record
 from okfgit.context import Context
 from okfgit.plumbing import Plumbing, Reader
-from okfgit.plumbing import Entry, blob_oid, clean_git_env
+from okfgit.plumbing import Entry, blob_oid, clean_git_env, config_may_set, locate
 from okfgit.knowledge.tiers import PROJECT_PREFIX, Workspace
 
 CONFIG_KEY = "okf.capture"
@@ -70,6 +69,11 @@ def capture_decision(ctx: Context, ws: Workspace) -> Decision:
 def machine_setting(ctx: Context, repo_root: Path | None) -> tuple[str, str]:
     """(``on``|``off``|``unset``|``invalid``, why) from ``git config --type=bool okf.capture``."""
     cwd = repo_root if repo_root is not None else ctx.cwd
+    located = locate(repo_root) if repo_root is not None else None
+    if located is not None and not config_may_set(ctx.environ, located[1], CONFIG_KEY):
+        return "unset", f"git config {CONFIG_KEY} is not set (default on)"  # no config file names it
+    import subprocess
+
     try:
         proc = subprocess.run(
             ["git", "config", "--type=bool", "--get", CONFIG_KEY], cwd=cwd,

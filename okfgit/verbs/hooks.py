@@ -10,7 +10,6 @@ so the bytes and mode are exactly what they were. ``spec/okf-hooks.md`` is the c
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from okfgit.errors import IntegrityError, UsageError
 from okfgit.plan import FileMove, FileWrite, Plan
 from okfgit import plumbing
 from okfgit.plumbing import clean_git_env
-from okfgit.local import hooklog, paths
+from okfgit.local import fastpath, hooklog, paths
 from okfgit.local.noop import HOOK_NAMES
 
 MARKER = "# okfgit-hook: installed by `okfgit hooks install`; `okfgit hooks uninstall` restores what was here"
@@ -67,13 +66,16 @@ class HooksDir:
 
 def hooks_dir(repo_root: Path, environ: Mapping[str, str]) -> HooksDir:
     """Where git runs this repository's hooks from (``git rev-parse --git-path hooks``,
-    which honours ``core.hooksPath``), asked of git itself so the answer is git's."""
+    which honours ``core.hooksPath``), asked of git itself so the answer is git's. When no
+    config file can set ``core.hooksPath``, git's answer is the common dir's ``hooks``: it is
+    not asked."""
+    located = plumbing.locate(repo_root)
+    if located is not None and not plumbing.config_may_set(environ, located[1], "core.hooksPath"):
+        common_dir = Path(fastpath.common_dir(str(located[1])))
+        return HooksDir(common_dir / "hooks", None, False, common_dir)
     env = clean_git_env(environ)
     hooks, _, common = _git(repo_root, env, "rev-parse", "--git-path", "hooks", "--git-common-dir").partition("\n")
-    located = plumbing.locate(repo_root)
-    configured = None
-    if located is None or plumbing.config_may_set(environ, located[1], "core.hooksPath"):
-        configured = _git(repo_root, env, "config", "--get", "core.hooksPath", check=False) or None
+    configured = _git(repo_root, env, "config", "--get", "core.hooksPath", check=False) or None
     path = Path(os.path.abspath(repo_root / hooks))
     inside = fsutil.is_inside(path, repo_root) and not fsutil.is_inside(path, repo_root / common)
     return HooksDir(path, configured, inside, Path(os.path.abspath(repo_root / common)))
@@ -81,6 +83,8 @@ def hooks_dir(repo_root: Path, environ: Mapping[str, str]) -> HooksDir:
 
 def _git(cwd: Path, env: Mapping[str, str], *args: str, check: bool = True) -> str:
     try:
+        import subprocess  # a status with nothing to ask of git does not load it
+
         proc = subprocess.run(["git", *args], cwd=cwd, env=dict(env), capture_output=True, text=True)
     except OSError as exc:
         raise IntegrityError(f"cannot run git ({exc.strerror or exc}): install git or put it on PATH") from exc
