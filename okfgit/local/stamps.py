@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
 from okfgit.local import paths
@@ -37,7 +37,8 @@ class Scan(NamedTuple):
     """What ``scan`` saw: the digest, the newest mtime, each folder's (inode, mtime), and
     whether every file at or after the ``since`` it was given is one okfgit wrote. With
     ``keep``, also every entry's (inode, size, mtime, is a folder, is a symlink) by path
-    relative to the folder, and the names of okfgit's temp files there (``fsutil.is_temp_name``)."""
+    relative to the folder, each folder's names, the digest's sum, and the names of okfgit's
+    temp files there (``fsutil.is_temp_name``)."""
 
     digest: str
     newest: int
@@ -45,6 +46,9 @@ class Scan(NamedTuple):
     vouched: bool = True
     entries: dict[str, tuple[int, int, int, bool, bool]] | None = None
     temp: tuple[str, ...] = ()
+    names: dict[str, set[str]] | None = None  # folder ("" for the top) -> the names in it
+    total: int = 0
+    root: tuple[int, int, int] = (0, 0, 0)  # the top folder's (inode, size, mtime)
 
 
 def scan(memory_dir: str, since: int | None = None,
@@ -64,6 +68,7 @@ def scan(memory_dir: str, since: int | None = None,
     check = since is not None and okfgit_wrote is not None
     after = since if since is not None else 0
     entries: dict[str, tuple[int, int, int, bool, bool]] | None = {} if keep else None
+    names: dict[str, set[str]] = {}
     temp: list[str] = []
     is_temp_name: Callable[[str], bool] = bool
     if keep:
@@ -73,6 +78,9 @@ def scan(memory_dir: str, since: int | None = None,
     stack = [("", memory_dir)]
     while stack:
         rel, folder = stack.pop()
+        here: set[str] = set()
+        if keep:
+            names[rel.rstrip("/")] = here
         with os.scandir(folder) as found:
             for entry in found:
                 st = entry.stat(follow_symlinks=False)
@@ -85,6 +93,7 @@ def scan(memory_dir: str, since: int | None = None,
                 if entries is not None:
                     name = entry.name
                     entries[rel + name] = (st.st_ino, st.st_size, mtime, is_dir, entry.is_symlink())
+                    here.add(name)
                     if name.endswith(".okftmp") and is_temp_name(name):
                         temp.append(rel + name)
                 if is_dir:
@@ -93,7 +102,8 @@ def scan(memory_dir: str, since: int | None = None,
                 elif check and vouched and mtime >= after:
                     assert okfgit_wrote is not None
                     vouched = okfgit_wrote(entry.path, st.st_size, mtime)
-    return Scan(f"{count}:{total & _MASK:016x}", newest, dirs, vouched, entries, tuple(temp))
+    return Scan(f"{count}:{total & _MASK:016x}", newest, dirs, vouched, entries, tuple(temp),
+                names if keep else None, total, (root.st_ino, root.st_size, root.st_mtime_ns))
 
 
 def after_writes(memory_dir: str, first: Scan, written: Iterable[str], since: int,
@@ -106,48 +116,75 @@ def after_writes(memory_dir: str, first: Scan, written: Iterable[str], since: in
     writes account for; None when one does not (something else came or went: the caller
     scans in full). A file changed in place by someone else meanwhile is not seen, as a
     shallow check would not see it: the next deep check, which scans, finds it."""
-    if first.entries is None:
+    if first.entries is None or first.names is None:
         return None
-    entries = dict(first.entries)
-    for rel in written:
+    entries = first.entries
+    changed: dict[str, tuple[int, int, int, bool, bool] | None] = {}
+    for rel in dict.fromkeys(written):
         try:
             st = os.lstat(os.path.join(memory_dir, rel))
         except FileNotFoundError:
-            entries.pop(rel, None)
+            changed[rel] = None
             continue
         except OSError:
             return None
-        entries[rel] = (st.st_ino, st.st_size, st.st_mtime_ns, stat.S_ISDIR(st.st_mode), stat.S_ISLNK(st.st_mode))
+        changed[rel] = (st.st_ino, st.st_size, st.st_mtime_ns, stat.S_ISDIR(st.st_mode), stat.S_ISLNK(st.st_mode))
+    names = {folder: set(inside) for folder, inside in first.names.items()}
+    for rel, now in changed.items():
+        folder, _, name = rel.rpartition("/")
+        if folder not in names or (now is not None and now[3]) or (entries.get(rel) or (0, 0, 0, False))[3]:
+            return None  # a new folder, or a folder written: a full scan says what it holds
+        (names[folder].add if now is not None else names[folder].discard)(name)
     try:
         root = os.lstat(memory_dir)
+        for folder, inside in names.items():
+            if set(os.listdir(os.path.join(memory_dir, folder) if folder else memory_dir)) != inside:
+                return None
+        folders = {folder: os.lstat(os.path.join(memory_dir, folder)) for folder in names if folder}
     except OSError:
         return None
-    by_folder: dict[str, set[str]] = {".": set()}
-    for rel, (_, _, _, is_dir, _) in entries.items():
-        folder, _, name = rel.rpartition("/")
-        by_folder.setdefault(folder or ".", set()).add(name)
-        if is_dir:
-            by_folder.setdefault(rel, set())
-    dirs: dict[str, list[int]] = {".": [root.st_ino, root.st_mtime_ns]}
-    for folder, names in by_folder.items():
-        try:
-            if set(os.listdir(memory_dir if folder == "." else os.path.join(memory_dir, folder))) != names:
-                return None
-            if folder != ".":
-                st = os.lstat(os.path.join(memory_dir, folder))
-                entries[folder] = (st.st_ino, st.st_size, st.st_mtime_ns, True, False)
-                dirs[folder] = [st.st_ino, st.st_mtime_ns]
-        except OSError:
-            return None
-    newest = root.st_mtime_ns
-    total = hash((root.st_ino, root.st_size, root.st_mtime_ns))
+    total = first.total - hash(first.root) + hash((root.st_ino, root.st_size, root.st_mtime_ns))
+    count = len(entries)
+    now_entries = [*changed.items(), *((f, _dir_entry(st)) for f, st in folders.items())]
+    for rel, now in now_entries:
+        before = entries.get(rel)
+        if before is not None:
+            total -= hash(before[:3])
+            count -= 1
+        if now is not None:
+            total += hash(now[:3])
+            count += 1
+    current = {rel: now for rel, now in now_entries}
+
+    def mtimes() -> Iterator[tuple[str, tuple[int, int, int, bool, bool]]]:
+        for rel, entry in entries.items():
+            if rel not in current:
+                yield rel, entry
+        for rel, now in current.items():
+            if now is not None:
+                yield rel, now
+
+    fresh = [root.st_mtime_ns, *(now[2] for now in current.values() if now is not None)]
+    held = max((before[2] for rel in current if (before := entries.get(rel)) is not None), default=-1)
+    if held < first.newest:  # the newest time is still where it was: no pass over every entry
+        newest = max(first.newest, *fresh)
+    else:
+        newest = max(fresh + [entry[2] for _, entry in mtimes()])
     vouched = True
-    for rel, (ino, size, mtime, is_dir, _) in entries.items():
-        newest = max(newest, mtime)
-        total += hash((ino, size, mtime))
-        if not is_dir and vouched and mtime >= since:
-            vouched = okfgit_wrote(os.path.join(memory_dir, rel), size, mtime)
-    return Scan(f"{len(entries)}:{total & _MASK:016x}", newest, dirs, vouched, entries)
+    # every file at or after ``since`` must be one okfgit wrote: only the written ones can be, unless
+    # the first scan already saw one that new
+    candidates = mtimes() if first.newest >= since else ((rel, now) for rel, now in current.items() if now)
+    for rel, entry in candidates:
+        if not entry[3] and entry[2] >= since and not okfgit_wrote(os.path.join(memory_dir, rel), entry[1], entry[2]):
+            vouched = False
+            break
+    dirs: dict[str, list[int]] = {".": [root.st_ino, root.st_mtime_ns]}
+    dirs.update((f, [st.st_ino, st.st_mtime_ns]) for f, st in folders.items())
+    return Scan(f"{count}:{total & _MASK:016x}", newest, dirs, vouched)
+
+
+def _dir_entry(st: os.stat_result) -> tuple[int, int, int, bool, bool]:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, True, False)
 
 
 def path(common_dir: str) -> str:

@@ -15,18 +15,21 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from okfgit.records import field, record
 from okfgit import fsutil
 from okfgit.verbs import capture
 from okfgit.local import journal, lock, paths
-from okfgit.verbs import exchange
 from okfgit.verbs import project as projection
 from okfgit.local import state
 from okfgit.local import stamps as syncstamp
 from okfgit.context import Context
 from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, OkfError, RepoStateError, UsageError
 from okfgit.knowledge.tiers import Workspace
+
+if TYPE_CHECKING:  # the global tier's exchange loads only when that tier exists
+    from okfgit.verbs import exchange
 
 DEFAULT_WAIT_S = 30.0
 
@@ -84,7 +87,11 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         # The file-system clock at the start: a memory file written from now on may be
         # missed by this capture, so the stamp must not vouch for it (syncstamp.py).
         started = os.fstat(held.fd).st_mtime_ns
-        report.exchange = exchange.begin(ctx, ws, force=fetch, wait_s=wait_s)
+        has_global = ws.tier("global").exists()
+        if has_global:
+            from okfgit.verbs import exchange
+
+            report.exchange = exchange.begin(ctx, ws, force=fetch, wait_s=wait_s)
         owned = state.load(repo.common_dir)  # once: capture records into it, projection replaces it
         first = syncstamp.clean_scan(str(repo.common_dir))  # no agent wrote a memory since the last sync
         try:
@@ -97,7 +104,8 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         report.projection = projection.project(ctx, ws, scope="all", target="all", run_arg=run_arg, owned=owned)
         report.warnings.extend(report.projection.warnings)
         projection.save(report.projection)  # the one save of the state, then projection's stamp
-        exchange.end(ctx, ws, report.exchange, wait_s=wait_s)
+        if has_global:
+            exchange.end(ctx, ws, report.exchange, wait_s=wait_s)
         if report.exchange is not None:
             report.warnings.extend(report.exchange.warnings)
         memory = report.projection.memory_dir or (report.capture.memory_dir if report.capture else None)
