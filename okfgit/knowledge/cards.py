@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from okfgit.errors import OkfError, UsageError
 from okfgit.format import concept as okf
@@ -36,6 +36,7 @@ from okfgit.progress import Progress, silent
 if TYPE_CHECKING:
     from okfgit.format.markdown import Link
 
+F = TypeVar("F")
 _SEP = "\0"  # never in a parsed concept body (okf.split refuses NUL), so it can join link fields
 
 
@@ -57,8 +58,6 @@ class Card(NamedTuple):
     captured: bool  # okf_source: claude-memory (an agent wrote it first)
     verified: bool  # human-reviewed (OKF ``verified`` by a human: actor, or unreadable: fail closed)
     summary_line: int  # the last line holding a SUMMARY_KEYS key (Claude reads only the first 30)
-    head: int  # lines before the body, so link lines count from the top of the file
-    links: str  # "kind\0target\0line\0..." for each link of the body, in order
     flaw: str  # why it is no concept to project or capture into (no string ``type``), else ""
 
     @property
@@ -103,9 +102,6 @@ def card_of(label: str, path: str, entry: Entry, data: bytes) -> Card:
     origin = meta.get("okf_origin")
     description = okf.one_line(meta.get("description"))
     summary = "" if description else okf.first_sentence(parsed.body.decode("utf-8", errors="replace"))
-    from okfgit.format import markdown as links  # only where a card is made from a blob
-
-    found = links.extract(parsed.body)
     life = lifecycle.lifecycle(meta)
     kind = meta.get("type")
     flaw = ""
@@ -128,8 +124,6 @@ def card_of(label: str, path: str, entry: Entry, data: bytes) -> Card:
         captured=meta.get("okf_source") == "claude-memory",
         verified=lifecycle.trust(meta).human_reviewed,
         summary_line=max(okf.key_lines(data).values(), default=0),
-        head=data[: len(data) - len(parsed.body)].count(b"\n"),
-        links=_SEP.join(f"{link.kind}{_SEP}{link.target}{_SEP}{link.line}" for link in found),
         flaw=flaw,
     )
 
@@ -169,7 +163,43 @@ def _from_json(value: list[Any]) -> Card:
     return tuple.__new__(Card, value)  # the tuple as it is: 10,000 of them, no per-field call
 
 
-CARDS: catalog.Kind[Card] = catalog.Kind(paths.CARDS, 1, card_of, _from_json)
+CARDS: catalog.Kind[Card] = catalog.Kind(paths.CARDS, 2, card_of, _from_json)
+
+
+class LinkFacts(NamedTuple):
+    """Where one concept's body links to: what ``links`` and backlinks read, kept apart from
+    the cards so that a reader that follows no link parses none of them."""
+
+    head: int  # lines before the body, so link lines count from the top of the file
+    links: str  # "kind\0target\0line\0..." for each link of the body, in order
+
+    def parsed(self) -> list[Link]:
+        """The links of the body (line numbers within the body, as ``markdown.extract`` gives)."""
+        if not self.links:
+            return []
+        from okfgit.format.markdown import Link
+
+        parts = self.links.split(_SEP)
+        return [Link(parts[i], parts[i + 1], int(parts[i + 2])) for i in range(0, len(parts), 3)]
+
+
+def link_facts_of(label: str, path: str, entry: Entry, data: bytes) -> LinkFacts:
+    """The links of the blob at ``path``; ValidationError naming ``label:path`` when it is not a
+    concept (as ``card_of``: a blob is unreadable for both or for neither)."""
+    parsed = okf.parse_concept(data, f"{label}:{path}", is_link=entry.is_link)
+    from okfgit.format import markdown as links  # only where a concept's links are read
+
+    found = links.extract(parsed.body)
+    return LinkFacts(data[: len(data) - len(parsed.body)].count(b"\n"),
+                     _SEP.join(f"{link.kind}{_SEP}{link.target}{_SEP}{link.line}" for link in found))
+
+
+def _links_from_json(value: list[Any]) -> LinkFacts:
+    head, found = value
+    return LinkFacts(int(head), str(found))
+
+
+LINKS: catalog.Kind[LinkFacts] = catalog.Kind(paths.LINKS, 1, link_facts_of, _links_from_json)
 
 
 class TierCard(NamedTuple):
@@ -237,15 +267,6 @@ class TierCard(NamedTuple):
     def citation(self) -> str:
         return f"{self.tier}:{self.path}@{self.card.oid[:7]}"
 
-    def links(self) -> list[Link]:
-        """The links of the body (line numbers within the body, as ``markdown.extract`` gives)."""
-        if not self.card.links:
-            return []
-        from okfgit.format.markdown import Link
-
-        parts = self.card.links.split(_SEP)
-        return [Link(parts[i], parts[i + 1], int(parts[i + 2])) for i in range(0, len(parts), 3)]
-
 
 class TierCards:
     """One tier at one commit (default HEAD): its cards from the cache, its blobs read on demand.
@@ -271,7 +292,9 @@ class TierCards:
             commit = repo.head_commit()
         self.commit = commit
         known = previous.catalog if previous is not None and previous.label == self.label else None
-        self.catalog: TierCatalog[Card] = _catalog(repo, tier, commit, tree, blobs, progress, known)
+        self.catalog: TierCatalog[Card] = _catalog(CARDS, repo, tier, commit, tree, blobs, progress, known)
+        self._previous_links: TierCatalog[LinkFacts] | None = (
+            previous.__dict__.get("links") if previous is not None and previous.label == self.label else None)
         self.tree = self.catalog.tree or None
         # Only references to the previous read's dicts, never to it: warm servers keep no chain of old trees.
         self._carry: dict[str, Any] = {}
@@ -294,15 +317,16 @@ class TierCards:
     def folded(self) -> dict[str, str]:
         """Each concept's title and description lower-cased, by path: what ``search`` matches words in."""
         before = self._carry.pop("folded", None)
+        facts = self.catalog.facts
         if before is None:
-            return {path: _fold(concept.card) for path, concept in self.cards.items()}
+            return {path: _fold(card) for path, card in facts.items()}
         out = dict(before)
         for path in self.catalog.changed or ():
-            concept = self.cards.get(path)
-            if concept is None:
+            card = facts.get(path)
+            if card is None:
                 out.pop(path, None)
             else:
-                out[path] = _fold(concept.card)
+                out[path] = _fold(card)
         return out
 
     @cached_property
@@ -316,17 +340,48 @@ class TierCards:
         return out
 
     @cached_property
-    def by_name(self) -> dict[str, list[TierCard]]:
-        """The concepts each slug (file stem) or frontmatter ``name`` names, by path: what a
-        REF that is a bare name looks up."""
-        out: dict[str, list[TierCard]] = {}
-        for path, concept in self.cards.items():
+    def by_name(self) -> dict[str, list[str]]:
+        """The paths of the concepts each slug (file stem) or frontmatter ``name`` names, in
+        path order: what a REF that is a bare name looks up (``named``), without making a
+        ``TierCard`` of every concept."""
+        out: dict[str, list[str]] = {}
+        for path, card in self.catalog.facts.items():
             slug = path.rsplit("/", 1)[-1][:-3]
-            out.setdefault(slug, []).append(concept)
-            name = concept.card.name
+            out.setdefault(slug, []).append(path)
+            name = card.name
             if name and name != slug:
-                out.setdefault(name, []).append(concept)
+                out.setdefault(name, []).append(path)
+        for paths in out.values():
+            if len(paths) > 1:
+                paths.sort()
         return out
+
+    @cached_property
+    def links(self) -> TierCatalog[LinkFacts]:
+        """Where each concept links to (``LINKS``, cached by tree like the cards; read only by
+        the verbs that follow links). A server kept warm updates them from its last read."""
+        known = self._previous_links
+        self._previous_links = None
+        return _catalog(LINKS, self.repo, self.tier, self.commit, self.tree, None, known=known)
+
+    def links_of(self, path: str) -> tuple[int, list[Link]]:
+        """(lines before the body, the body's links) of the concept at ``path`` (none when unreadable)."""
+        found = self.links.facts.get(path)
+        return (found.head, found.parsed()) if found is not None else (0, [])
+
+    def card_at(self, path: str) -> TierCard | None:
+        """The concept at ``path``, if it is a readable concept (no ``TierCard`` of every other)."""
+        if "cards" in self.__dict__:
+            return self.cards.get(path)
+        fact = self.catalog.facts.get(path)
+        return TierCard(self.label, path, fact) if fact is not None else None
+
+    def named(self, name: str) -> list[TierCard]:
+        """The concepts whose slug or ``name`` is ``name``, in path order."""
+        if "cards" in self.__dict__:
+            return [self.cards[path] for path in self.by_name.get(name, ())]
+        facts = self.catalog.facts
+        return [TierCard(self.label, path, facts[path]) for path in self.by_name.get(name, ())]
 
     @property
     def problems(self) -> dict[str, tuple[str, str]]:
@@ -374,22 +429,23 @@ def _carried(label: str, before: dict[str, TierCard], updated: TierCatalog[Card]
     return dict(sorted(out.items())) if added else out
 
 
-def _catalog(repo: Reader | None, tier: Tier, commit: str | None, tree: str | None,
+def _catalog(kind: catalog.Kind[F], repo: Reader | None, tier: Tier, commit: str | None, tree: str | None,
              blobs: dict[str, bytes] | None, progress: Progress = silent,
-             known: TierCatalog[Card] | None = None) -> TierCatalog[Card]:
-    """The tier's cards at ``tree`` (default: the KB tree of ``commit``, which the cache may
-    already know): from ``known`` (or else the cache), updated by a tree diff, kept."""
+             known: TierCatalog[F] | None = None) -> TierCatalog[F]:
+    """The tier's ``kind`` catalog (its cards, or their links) at ``tree`` (default: the KB tree
+    of ``commit``, which the cache may already know): from ``known`` (or else the cache),
+    updated by a tree diff, kept."""
     if repo is None or commit is None:
         return TierCatalog("")
-    cached = {} if known is not None else catalog.load_kind(CARDS, repo.common_dir)
+    cached = {} if known is not None else catalog.load_kind(kind, repo.common_dir)
     start = known if known is not None else cached.get(tier.label)
     if tree is None:
         tree = start.tree if start is not None and start.commit == commit else repo.tree_oid(commit, tier.prefix)
     if tree is None:
         return TierCatalog("")
-    built = catalog.build_kind(CARDS, repo, tier, commit, tree, start, blobs, progress)
+    built = catalog.build_kind(kind, repo, tier, commit, tree, start, blobs, progress)
     if known is None:
-        catalog.remember(CARDS, repo.common_dir, tier.label, built, cached)
+        catalog.remember(kind, repo.common_dir, tier.label, built, cached)
     elif built.reread > catalog.SAVE_AFTER:  # a warm server keeps its cards in memory; the file only when far behind
-        catalog.remember(CARDS, repo.common_dir, tier.label, built, catalog.load_kind(CARDS, repo.common_dir))
+        catalog.remember(kind, repo.common_dir, tier.label, built, catalog.load_kind(kind, repo.common_dir))
     return built

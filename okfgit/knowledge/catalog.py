@@ -14,7 +14,8 @@ without parsing anything again; past ``SAVE_AFTER`` changed paths the whole file
 rewritten and the delta dropped. A delta is used only on the base it was made from.
 
 A ``Kind`` names the cache file, its version and how one blob becomes its fact: the concept
-record every reader shares (``cards.CARDS``) and doctor's findings of each file.
+record every reader shares (``cards.CARDS``), the links of its body (``cards.LINKS``) and
+doctor's findings of each file.
 """
 
 from __future__ import annotations

@@ -201,7 +201,7 @@ class Merged:
     def hit(self, label: str, path: str) -> Hit | None:
         """The blob at ``path`` in tier ``label``, with its card when it is a concept."""
         tier = self._by_label[label]
-        concept = tier.cards.get(path)
+        concept = tier.card_at(path)
         if concept is not None:
             return concept_hit(concept)
         if path in tier.problems:

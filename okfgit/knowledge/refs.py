@@ -117,9 +117,8 @@ def find(view: Merged, text: str) -> tuple[Ref, list[Hit]]:
     """Every blob ``text`` could mean under the first rule that matches (empty when none)."""
     ref = parse(view, text)
     name = ref.name
-    concepts = pool(view, ref)
     if okf.is_valid_okf_id(name):
-        return ref, [concept_hit(c) for c in concepts if c.okf_id == name]
+        return ref, [concept_hit(c) for c in pool(view, ref) if c.okf_id == name]
     hits = _paths(view, ref)
     if hits:
         return ref, hits
@@ -137,6 +136,7 @@ def find(view: Merged, text: str) -> tuple[Ref, list[Hit]]:
             lambda c: c.title.casefold() == folded,
             lambda c: c.slug.startswith(stem) or c.card.name.startswith(stem),
         ]
+    concepts = pool(view, ref)  # every concept in view: only for the rules that match against all of them
     for rule in rules:
         found = [concept_hit(c) for c in concepts if rule(c)]
         if found:
@@ -149,8 +149,8 @@ def find(view: Merged, text: str) -> tuple[Ref, list[Hit]]:
 def _named(view: Merged, ref: Ref, stem: str) -> list[TierCard]:
     """Rule 4: the concepts in the pool whose slug or ``name`` is ``stem``, in pool order."""
     if ref.tier:
-        return list(view.tier(ref.tier).by_name.get(stem, ()))
-    return [c for label in view.labels for c in view.tier(label).by_name.get(stem, ()) if view.is_visible(c)]
+        return view.tier(ref.tier).named(stem)
+    return [c for label in view.labels for c in view.tier(label).named(stem) if view.is_visible(c)]
 
 
 def unreadable(hit: Hit) -> str:

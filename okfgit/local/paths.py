@@ -42,6 +42,8 @@ CARDS = "cards.json"
 DOCTOR = "doctor.json"
 GRAPH = "graph.json"
 CARDS_DELTA = "cards.delta.json"
+LINKS = "links.json"
+LINKS_DELTA = "links.delta.json"
 DOCTOR_DELTA = "doctor.delta.json"
 GRAPH_DELTA = "graph.delta.json"
 INDEXES = "indexes.json"
@@ -56,8 +58,9 @@ EXCHANGE = "exchange.json"
 JOURNAL = "journal"
 
 # Every name above, in the order the README lists them (a test keeps the README complete).
-FILES = (STATE, STATE_JOURNAL, LEGACY_STATE, CARDS, CARDS_DELTA, DOCTOR, DOCTOR_DELTA, GRAPH, GRAPH_DELTA, INDEXES,
-         INDEXES_DELTA, FASTPATH_STAMP, SYNC_STAMP, LOCK, HOOK_LOG, DRAFTS + "/", PR_BODIES + "/", EXCHANGE, JOURNAL + "/")
+FILES = (STATE, STATE_JOURNAL, LEGACY_STATE, CARDS, CARDS_DELTA, LINKS, LINKS_DELTA, DOCTOR, DOCTOR_DELTA, GRAPH,
+         GRAPH_DELTA, INDEXES, INDEXES_DELTA, FASTPATH_STAMP, SYNC_STAMP, LOCK, HOOK_LOG, DRAFTS + "/", PR_BODIES + "/",
+         EXCHANGE, JOURNAL + "/")
 
 # Without a repository (the global tier outside any project), drafts go here under $HOME.
 _HOME_DRAFTS = (".cache", "okfgit", "drafts")
@@ -79,7 +82,7 @@ def legacy_state(common_dir: StrPath) -> Path:
     return okf_dir(common_dir) / LEGACY_STATE
 
 
-_DELTAS = {CARDS: CARDS_DELTA, DOCTOR: DOCTOR_DELTA, GRAPH: GRAPH_DELTA, INDEXES: INDEXES_DELTA}
+_DELTAS = {CARDS: CARDS_DELTA, LINKS: LINKS_DELTA, DOCTOR: DOCTOR_DELTA, GRAPH: GRAPH_DELTA, INDEXES: INDEXES_DELTA}
 
 
 def cache(common_dir: StrPath, name: str) -> Path:

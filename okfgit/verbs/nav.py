@@ -141,7 +141,9 @@ def search(view: Merged, words: Sequence[str] = (), type_: str | None = None, ta
         for term in terms:  # one pass per word over what is left: the words narrow it fast
             matching = [path for path in matching if term in folded[path]]
         for path in matching:
-            concept = tier.cards[path]
+            concept = tier.card_at(path)
+            if concept is None:
+                continue
             deprecated = concept.deprecated
             if deprecated and not include_deprecated:
                 continue
@@ -195,14 +197,16 @@ def _key(concept: TierCard) -> tuple[str, str]:
 
 def link_report(view: Merged, concept: TierCard) -> LinkReport:
     """Where ``concept`` links to, and which visible concepts link to it (or to what it shadows)."""
-    outgoing = [follow(view, concept, link, concept.card.head) for link in concept.links()]
+    head, found = view.tier(concept.tier).links_of(concept.path)
+    outgoing = [follow(view, concept, link, head) for link in found]
     targets = {_key(concept)} | {_key(c) for c in view.shadows(concept)}
     names = {path.rsplit("/", 1)[-1] for _, path in targets}
     backlinks = []
     for source in view.concepts:
-        for link in source.links():
+        head, found = view.tier(source.tier).links_of(source.path)
+        for link in found:
             if _links_to(view, source, link, targets, names):
-                backlinks.append(BackLink(source, link.kind, link.target, link.line + source.card.head))
+                backlinks.append(BackLink(source, link.kind, link.target, link.line + head))
     return LinkReport(concept, outgoing, backlinks)
 
 
