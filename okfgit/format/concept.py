@@ -486,6 +486,9 @@ def one_line(value: Any) -> str:
     """A frontmatter value as one line of text (folded descriptions unfolded)."""
     if value is None:
         return ""
+    if (type(value) is str and value.isascii() and value.isprintable() and "  " not in value
+            and value[:1] != " " and value[-1:] != " "):
+        return value  # printable ASCII has no whitespace but the space: already one line
     return " ".join(str(value).split())
 
 

@@ -47,7 +47,7 @@ def extract(body: bytes | str) -> list[Link]:
     out: list[Link] = []
     if "[" not in text:
         return out  # every link form starts with "["
-    if "```" not in text and "~~~" not in text and not _other_breaks(text):
+    if _no_fence(text) and not _other_breaks(text):
         # No fences and only "\n" line breaks: visit just the lines that hold a "[",
         # numbered as splitlines() would number them.
         number, counted = 1, 0
@@ -85,7 +85,7 @@ def fenced_blocks(text: str) -> list[Fenced]:
 
 def open_fence(text: str) -> str | None:
     """The fence ``text`` opens and never closes (what follows it would be code), or None."""
-    if "```" not in text and "~~~" not in text:
+    if _no_fence(text):
         return None
     found = fenced_blocks(text)
     return found[-1].fence if found and not found[-1].closed else None
@@ -153,6 +153,11 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 _OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")  # splitlines() splits at these too
 
 
+def _no_fence(text: str) -> bool:
+    """No line of ``text`` can open a fence (searched for a backtick or tilde first: most texts have none)."""
+    return ("`" not in text or "```" not in text) and ("~" not in text or "~~~" not in text)
+
+
 def _other_breaks(text: str) -> bool:
     """``text`` has a line break other than ``\n`` (the ASCII ones found by a plain search)."""
     if text.isascii():
@@ -166,8 +171,9 @@ def _line_links(line: str, number: int, out: list[Link]) -> None:
     if line.startswith(("    ", "\t")) and not line.lstrip().startswith(("-", "*", "+")):
         return  # indented code block
     plain = _CODE_SPAN.sub("", line) if "`" in line else line
-    for match in _MD_LINK.finditer(plain):
-        out.append(Link("md", match.group(1), number))
+    if "](" in plain:
+        for target in _MD_LINK.findall(plain):  # the one group: each link's target
+            out.append(Link("md", target, number))
     ref = _REF_DEF.match(plain)
     if ref:
         out.append(Link("md", ref.group(1), number))

@@ -57,14 +57,6 @@ _MAYBE_TWO = re.compile(r"[.!?]\s")  # cheap test first: the full one below cost
 _SENTENCE_END = re.compile(r"(?<![A-Z])(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)(?<!\bcf)[.!?]\s+[A-Z0-9\"'(\[`]")
 
 
-def _maybe_two(text: str) -> bool:
-    """Whether ``text`` may hold two sentences: a ``.``, ``!`` or ``?`` before its last
-    character followed by a space (the usual description has one, at its end)."""
-    if text.count(".") + text.count("!") + text.count("?") <= (1 if text[-1:] in ".!?" else 0):
-        return False
-    return _MAYBE_TWO.search(text) is not None
-
-
 @dataclass
 class TierReport:
     """Findings for one tier, at one commit (or its working tree)."""
@@ -558,7 +550,7 @@ class FileChecks:
                      "(8-4-4-4-12 hex digits)", doc.key_line("okf_id"))
         self.tags(doc)
         description = meta.get("description")
-        if isinstance(description, str) and _maybe_two(description) and _SENTENCE_END.search(description):
+        if isinstance(description, str) and _MAYBE_TWO.search(description) and _SENTENCE_END.search(description):
             self.add(PROFILE, "description-not-one-sentence", path, "description should be one sentence",
                      doc.key_line("description"), WARNING)
 
