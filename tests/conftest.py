@@ -20,6 +20,21 @@ REAL_HOME = Path(os.path.expanduser("~")).resolve()
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BUNDLES = FIXTURES / "okf-bundles"  # real OKF v0.2 bundles and their licence (see its README.md)
 EPOCH = "1764460800"  # 2025-11-30T00:00:00Z
+THOROUGH = os.environ.get("OKFGIT_THOROUGH") == "1"  # .ci/run's second pass of the property tests
+
+
+def examples(n: int) -> int:
+    """How many generated cases a property test tries: ``n`` when OKFGIT_THOROUGH=1 (CI runs
+    the property tests so once more), a quarter of it (at least 25) in the default run, which
+    must stay well under its CPU budget."""
+    return n if THOROUGH else max(25, n // 4)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each Hypothesis test ``property``, so ``-m property`` selects exactly them."""
+    for item in items:
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.property)
 
 
 @dataclass

@@ -14,6 +14,7 @@ from okfgit.format.blocks import (
     upsert_block,
 )
 from okfgit.errors import UsageError, ValidationError
+from tests.conftest import examples
 
 B = "<!-- okf:begin id=project -->"
 G = "<!-- okf:begin id=global -->"
@@ -393,7 +394,7 @@ def count(text: str, marker: str) -> int:
     return lines_of(text).count(marker)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(above=hand_lines, below=hand_lines, old=content, new=content, nl=newline)
 def test_property_replace_keeps_everything_outside(above, below, old, new, nl):
     head = "".join(line + nl for line in above)
@@ -407,7 +408,7 @@ def test_property_replace_keeps_everything_outside(above, below, old, new, nl):
     assert count(second.text, B) == 1 and count(second.text, E) == 1
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(lines=hand_lines, final_newline=st.booleans(), new=content, nl=newline)
 def test_property_append_is_idempotent_and_keeps_hand_lines(lines, final_newline, new, nl):
     existing = nl.join(lines) + (nl if final_newline and lines else "")
@@ -442,7 +443,7 @@ def expected_survivors(lines: list[str], new: str = "") -> list[str]:
     return [line for i, line in enumerate(lines) if line not in MARKERS and i not in owned]
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(
     lines=st.lists(st.one_of(hand_line, st.sampled_from(sorted(MARKERS))), max_size=20),
     new=content,
@@ -464,7 +465,7 @@ def test_property_broken_markers_are_repaired_without_losing_hand_lines(lines, n
     assert second == BlockResult(first.text, False, ())
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(above=hand_lines, middle=hand_lines, below=hand_lines, g=content, p=content, new=content)
 def test_property_other_scope_block_is_untouched(above, middle, below, g, p, new):
     glob = block(g, scope="global")
@@ -510,7 +511,7 @@ def without_trailing_blanks(lines: list[str]) -> list[str]:
     return lines
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(
     lines=st.lists(st.one_of(hand_line, st.sampled_from(sorted(MARKERS))), max_size=20),
     new=content,

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from okfgit.format import index_md as index
-from tests.conftest import FIXTURES, Runner, fsck, trailers_by_git
+from tests.conftest import FIXTURES, Runner, examples, fsck, trailers_by_git
 
 DASH = "\u2014"
 
@@ -383,7 +383,7 @@ _LINES = ["# T", "## Notes", "", "  ", "Prose.", f"- [A](a.md) {DASH} x", "* [B]
           "~~~", "1. [N](n.md)", "  - [nested](a.md)", "- [[wiki]]", "- [X](../x.md)", "---", "text\r"]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(st.sampled_from(_LINES), max_size=12), st.sampled_from(["\n", "\r\n"]), st.sampled_from(["", "f"]))
 def test_regeneration_is_stable_and_keeps_every_line_it_does_not_own(lines: list[str], newline: str,
                                                                       folder: str) -> None:
@@ -481,7 +481,7 @@ def _kbs(draw: st.DrawFn) -> dict[str, bytes]:
     return files
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_kbs())
 def test_summaries_never_change_what_regeneration_writes(files: dict[str, bytes]) -> None:
     """An index whose summary (a function of its blob) says it is what regeneration writes is

@@ -15,10 +15,12 @@ import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from okfgit.format import markdown
+from tests.conftest import examples
 
 WORD = st.text(alphabet="abcdefghij", min_size=1, max_size=6)
 TARGET = st.builds(lambda parts, ext: "/".join(parts) + ext,
@@ -57,7 +59,7 @@ def _reference_targets(text: str) -> list[str]:
     return out
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(DOCUMENT)
 def test_link_extraction_agrees_with_commonmark(text: str) -> None:
     found = [link.target for link in markdown.extract(text) if link.kind == "md"]
@@ -97,7 +99,7 @@ def _reference_fences(text: str) -> list[tuple[str, str, int, int]]:
             if t.type == "fence" and t.map]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(FENCED_DOCUMENT)
 def test_fence_detection_agrees_with_commonmark(text: str) -> None:
     found = [(b.info, b.content, b.first - 1, b.last) for b in markdown.fenced_blocks(text)]
@@ -146,7 +148,7 @@ ABSOLUTE_DOCUMENT = st.builds(lambda text, every: text.replace("](", "](/") if e
                               DOCUMENT, st.booleans())
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(ABSOLUTE_DOCUMENT)
 def test_rebasing_changes_exactly_the_bundle_absolute_link_targets(text: str) -> None:
     new, rewrites = markdown.rebase_absolute(text, "r")
@@ -167,7 +169,7 @@ _PLAIN_MD_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?
 BRACKETY = st.text(alphabet="[]()!<>ab/. \n`'\"\t\r~x", max_size=60)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.one_of(BRACKETY, DOCUMENT))
 def test_the_fast_link_scan_finds_what_a_line_by_line_scan_finds(text: str) -> None:
     """``extract`` visits only the lines with a "[" when it can: it finds exactly what the
@@ -188,7 +190,7 @@ def test_the_fast_link_scan_finds_what_a_line_by_line_scan_finds(text: str) -> N
 PATH_PART = st.sampled_from(["a", "b-c", "d.md", "e_f.md", "..", ".", ""])
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.lists(st.sampled_from(["a", "b-c", "d.md", "e_f.md"]), min_size=1, max_size=4).map("/".join),
        st.tuples(st.sampled_from(["", "/", "../", "../../", "../../../"]),
                  st.lists(PATH_PART, min_size=1, max_size=3).map("/".join)).map("".join))

@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from okfgit.format import concept as okf
 from okfgit.errors import IntegrityError, ValidationError
+from tests.conftest import examples
 
 
 def test_body_bytes_kept_exactly_with_bom_and_crlf() -> None:
@@ -82,7 +83,7 @@ def test_bad_slugs_are_refused(slug: str) -> None:
 _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=80)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.dictionaries(st.from_regex(r"\A[a-z_]{1,10}\Z", fullmatch=True), _text, max_size=5), _text,
        st.from_regex(r"\A[a-z_]{1,10}\Z", fullmatch=True), _text)
 def test_set_keys_preserves_every_other_key_and_the_body(meta: dict[str, str], body: str, key: str, value: str) -> None:
@@ -111,7 +112,7 @@ def test_set_keys_rewrites_a_present_key_in_place_and_appends_the_rest() -> None
     assert out == b"---\nname: x\nscope: project\ndescription: d\ntitle: X\nokf_id: abc\n---\nbody\n"
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.dictionaries(st.from_regex(r"\A[a-z_]{1,8}\Z", fullmatch=True), _text, max_size=4), _text,
        st.dictionaries(st.from_regex(r"\A[a-z_]{1,8}\Z", fullmatch=True), _text, min_size=1, max_size=5))
 def test_set_keys_at_once_writes_what_one_key_at_a_time_writes(meta: dict[str, str], body: str,
@@ -126,7 +127,7 @@ def test_set_keys_at_once_writes_what_one_key_at_a_time_writes(meta: dict[str, s
     assert once == stepwise
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.lists(st.sampled_from(["---", "----", "--- ", "---\t", " ---", "a: b", "x", "\n", "\r\n", "\r", "-"]),
                 max_size=12).map("".join))
 def test_the_closing_fence_is_the_first_line_of_dashes_after_the_opening(rest: str) -> None:

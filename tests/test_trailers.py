@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from okfgit.errors import IntegrityError
 from okfgit.format.trailers import format_message, parse_trailers, values
+from tests.conftest import examples
 
 
 def git_parse(message: str) -> list[tuple[str, str]]:
@@ -52,7 +53,7 @@ _key = st.from_regex(r"\AOkf-[A-Z][a-z]{1,8}\Z", fullmatch=True)
 _value = st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=30)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.tuples(_key, _value), min_size=1, max_size=6), st.text(alphabet="abc \n", max_size=40))
 def test_any_formatted_message_parses_like_git(trailers: list[tuple[str, str]], body: str) -> None:
     message = format_message("okf: subject", trailers, body)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from okfgit.format import concept as okf
 from okfgit.format import yamlfast
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, examples
 
 RESOLVERS = okf._yaml().loader.yaml_implicit_resolvers
 
@@ -113,7 +113,7 @@ _document = st.lists(st.tuples(_key, _value), min_size=1, max_size=6).map(
     lambda kv: "".join(f"{k}:{'' if v.startswith(chr(10)) or not v else ' '}{v}\n" for k, v in kv))
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(_document)
 def test_fast_path_matches_pyyaml_on_generated_frontmatter(text: str) -> None:
     try:
@@ -144,7 +144,7 @@ def pyyaml_dump(mapping: dict[str, object]) -> str:
                          width=100000))
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(st.dictionaries(st.one_of(st.sampled_from(["type", "okf_id", "no", "1", "a b", "generated"]), SCALARS),
                        st.one_of(SCALARS, st.dictionaries(SCALARS, SCALARS, max_size=3)), min_size=1, max_size=4))
 def test_dump_declines_or_writes_exactly_what_pyyaml_writes(mapping: dict[str, object]) -> None:
