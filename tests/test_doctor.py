@@ -484,6 +484,25 @@ def test_the_cache_never_hides_an_index_finding(repo: Path, okfgit: Runner, git:
     assert cold == added
 
 
+def test_a_full_read_takes_the_snapshots_listing_and_no_other(repo: Path, git: Runner) -> None:
+    """A cold cache is built from the snapshot's own listing (the tree is not listed twice);
+    any other listing the catalog asks for (an older tree's, to diff) is still git's."""
+    from okfgit.plumbing import Plumbing
+    from okfgit.verbs import doctor
+
+    kb_repo(repo, git, FIXTURES / "kb-clean")
+    old = git("rev-parse", "HEAD", cwd=repo).out.strip()
+    kb_repo(repo, git, files={"extra/new.md": concept("New", "A new concept.", UID.format(6))})
+    new = git("rev-parse", "HEAD", cwd=repo).out.strip()
+    plain = Plumbing.open(repo)
+    listed = plain.tree_entries(new, ".okf")
+    reader = doctor._Listed(plain, new, ".okf", listed)
+    assert reader.tree_entries(new, ".okf") is listed
+    assert reader.tree_entries(old, ".okf") == plain.tree_entries(old, ".okf") != listed
+    assert reader.tree_entries(new, "") == plain.tree_entries(new, "")
+    assert reader.read_blob(listed["extra/new.md"].oid) == (repo / ".okf" / "extra" / "new.md").read_bytes()
+
+
 def test_a_warm_report_equals_a_cold_one(repo: Path, okfgit: Runner, git: Runner) -> None:
     kb_repo(repo, git, FIXTURES / "kb-clean", files={
         "extra/stale.md": concept("Stale", "Stale since last year.", UID.format(5), stale_after="2024-01-01"),

@@ -32,7 +32,7 @@ from okfgit.format import concept as okf
 from okfgit.format.findings import ERROR, WARNING, Finding
 from okfgit.context import Context
 from okfgit.errors import EXIT_OK, EXIT_USAGE, OkfError, ValidationError
-from okfgit.plumbing import FILE_MODE, Entry, blob_oid
+from okfgit.plumbing import FILE_MODE, Entry, Plumbing, blob_oid
 from okfgit.knowledge import catalog
 from okfgit.knowledge.snapshot import Snapshot, snapshot, worktree_snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
@@ -344,6 +344,8 @@ def cached_catalog(kind: catalog.Kind[F], snap: Snapshot, progress: Progress = s
     tier = snap.tier
     repo = tier.reader()
     assert snap.commit is not None
+    if type(snap.entries) is dict:  # the whole listing, as snapshot() read it (review's lazy tree is not)
+        repo = _Listed(repo, snap.commit, tier.prefix, snap.entries)
     tree = repo.tree_oid(snap.commit, tier.prefix)
     if tree is None:
         return None
@@ -351,6 +353,22 @@ def cached_catalog(kind: catalog.Kind[F], snap: Snapshot, progress: Progress = s
     built = catalog.build_kind(kind, repo, tier, snap.commit, tree, cached.get(tier.label), progress=progress)
     catalog.remember(kind, repo.common_dir, tier.label, built, cached)  # only a cache: never fails
     return built
+
+
+class _Listed(Plumbing):
+    """``repo`` that answers the listing of ``prefix`` at ``commit`` with the snapshot's own
+    ``entries`` (a full catalog read lists the tree again otherwise: 50 ms at 10,000 concepts)."""
+
+    def __init__(self, repo: Plumbing, commit: str, prefix: str, entries: dict[str, Entry]) -> None:
+        super().__init__(repo.workdir, repo.gitdir)
+        self.__dict__.update(repo.__dict__)  # the same reader in every other respect
+        self._listed = (commit, prefix, entries)
+
+    def tree_entries(self, commit: str | None, prefix: str = "") -> dict[str, Entry]:
+        listed_commit, listed_prefix, entries = self._listed
+        if commit == listed_commit and prefix == listed_prefix:
+            return entries
+        return super().tree_entries(commit, prefix)
 
 
 def _cached_facts(snap: Snapshot, progress: Progress = silent) -> Facts:
