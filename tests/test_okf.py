@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -138,3 +140,39 @@ def test_the_closing_fence_is_the_first_line_of_dashes_after_the_opening(rest: s
     found = okf._closing_fence(data, 4)
     expected = re.compile(rb"^---[ \t]*(?:\r?\n|\Z)", re.MULTILINE).search(data, 4)
     assert (found.span() if found else None) == (expected.span() if expected else None)
+
+
+def _key_lines_line_by_line(data: bytes, keys: tuple[str, ...]) -> dict[str, int]:
+    """key_lines as first written, a match per line of the frontmatter: the reference."""
+    lines = data.split(b"\n")
+    if not lines or lines[0].rstrip(b"\r") != b"---":
+        return {}
+    out: dict[str, int] = {}
+    for number, raw in enumerate(lines[1:], start=2):
+        line = raw.rstrip(b"\r")
+        if line in (b"---", b"..."):
+            break
+        match = re.match(rb"^([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*:", line)
+        if match:
+            key = match.group(1).decode("ascii")
+            if key in keys and key not in out:
+                out[key] = number
+    return out
+
+
+_KEY_LINE_PARTS = st.sampled_from([
+    "---", "...", "--- ", "----", "---\r", "...\r\r", "name: a", "name : a", "name\t: a", "names: b", "name.x: c",
+    "name-y: d", " name: e", "description: f", "type: g", "type:", "tags: [a]", "  - x", "\r", "", "title: t\r",
+    "description: x\r", "a: |", "  name: inside", "nametype: z", "type : w", "type\r: v", "name", "type ",
+])
+
+
+@settings(max_examples=examples(600), deadline=None)
+@given(first=st.sampled_from(["---", "---\r", "--- ", "---\r\r", "", "x"]),
+       rest=st.lists(_KEY_LINE_PARTS, max_size=14), end=st.sampled_from(["", "\n", "\r\n"]))
+def test_key_lines_is_the_line_by_line_reading(first: str, rest: list[str], end: str) -> None:
+    data = ("\n".join([first, *rest]) + end).encode()
+    for keys in (okf.SUMMARY_KEYS, ("type",), ("name", "names", "name.x")):
+        found = okf.key_lines(data, keys)
+        assert found == _key_lines_line_by_line(data, keys), data
+        assert list(found.values()) == sorted(found.values())

@@ -507,21 +507,43 @@ _KEY_LINE = re.compile(rb"^([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*:")
 
 
 def key_lines(data: bytes, keys: tuple[str, ...] = SUMMARY_KEYS) -> dict[str, int]:
-    """1-based line numbers (in the file) of the top-level frontmatter ``keys`` present."""
-    lines = data.split(b"\n")
-    if not lines or lines[0].rstrip(b"\r") != b"---":
+    """1-based line numbers (in the file) of the top-level frontmatter ``keys`` present, in
+    line order: the first line that starts with each (as ``_KEY_LINE`` reads a key), between
+    the opening ``---`` and the first ``---`` or ``...`` line (lines split at ``\n``, trailing
+    ``\r`` ignored). Every card asks this of its concept, so it is found by plain searches for
+    each key at a line start, not a match per line (a fifth of a card's cost)."""
+    first = data.find(b"\n")
+    if first < 0 or data[:first].rstrip(b"\r") != b"---":
         return {}
+    end = _frontmatter_end(data, first)
     out: dict[str, int] = {}
-    for number, raw in enumerate(lines[1:], start=2):
-        line = raw.rstrip(b"\r")
-        if line in (b"---", b"..."):
-            break
-        match = _KEY_LINE.match(line)
-        if match:
-            key = match.group(1).decode("ascii")
-            if key in keys and key not in out:
-                out[key] = number
-    return out
+    for key in keys:
+        needle = b"\n" + key.encode("ascii")
+        at = data.find(needle, first, end)
+        while at >= 0:
+            after = at + len(needle)
+            while after < end and data[after] in b" \t":
+                after += 1
+            if after < end and data[after] == 58:  # ":": this line is the key's
+                out[key] = data.count(b"\n", 0, at) + 2
+                break
+            at = data.find(needle, at + 1, end)
+    return dict(sorted(out.items(), key=lambda item: item[1])) if len(out) > 1 else out
+
+
+def _frontmatter_end(data: bytes, first: int) -> int:
+    """Where the line that closes the frontmatter starts (its ``\n``), searched from the end
+    of the first line; ``len(data)`` when no ``---`` or ``...`` line closes it."""
+    end = len(data)
+    for fence in (b"\n---", b"\n..."):
+        at = data.find(fence, first, end)
+        while at >= 0:
+            line_end = data.find(b"\n", at + 4)
+            if not data[at + 4: line_end if line_end >= 0 else len(data)].rstrip(b"\r"):
+                end = at
+                break
+            at = data.find(fence, at + 1, end)
+    return end
 
 
 def keys_first(data: bytes, keys: tuple[str, ...], within: int) -> bytes | None:
