@@ -166,7 +166,7 @@ def test_rebasing_changes_exactly_the_bundle_absolute_link_targets(text: str) ->
 # The link pattern as it was before its quantifiers were made possessive and the image's "!"
 # left out: the reference for what the faster one must find.
 _PLAIN_MD_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
-BRACKETY = st.text(alphabet="[]()!<>ab/. \n`'\"\t\r~x", max_size=60)
+BRACKETY = st.text(alphabet="[]()!<>ab/.: \n`'\"\t\r~x", max_size=60)  # ":": reference definitions
 
 
 @settings(max_examples=examples(500), deadline=None)
@@ -197,4 +197,14 @@ PATH_PART = st.sampled_from(["a", "b-c", "d.md", "e_f.md", "..", ".", ""])
 def test_a_plain_link_resolves_as_the_general_rule_resolves_it(source: str, target: str) -> None:
     """The shortcut for targets of plain names (beside the source, bundle-absolute, a few
     ``../``) gives what the general rule gives."""
-    assert markdown.resolve(source, target) == markdown._resolve_any(source, target)
+    general = markdown._resolve_any(source, target)
+    assert markdown.resolve(source, target) == general
+    assert markdown.leads_to(source, target) == ("/" if general.escapes else general.path)
+
+
+def test_leads_to_is_resolve_as_one_string() -> None:
+    for target, where in (("c.md", "a/c.md"), ("/g/t.md", "g/t.md"), ("../../c.md", "/"), ("https://x.org/y", None),
+                          ("#top", None), ("d/", "a/d/index.md"), ("c%20d.md#x", "a/c d.md"), ("./c.md", "a/c.md"),
+                          ("../../a/../../c.md", "/"), (".", "a")):
+        found = markdown.resolve("a/b.md", target)
+        assert markdown.leads_to("a/b.md", target) == where == ("/" if found.escapes else found.path), target

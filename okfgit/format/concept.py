@@ -226,7 +226,8 @@ def _refuse_aliases(text: str) -> None:
 
 def split(data: bytes, name: str) -> Parsed:
     """Split a markdown file into frontmatter and body. Raises ValidationError on bad input."""
-    check_text(data, name)
+    if len(data) > MAX_CONCEPT_BYTES or b"\x00" in data or not data.isascii():
+        check_text(data, name)  # ASCII is UTF-8 as it is: only other text is decoded to check it
     bom = data.startswith(BOM)
     start = len(BOM) if bom else 0
     first_end = data.find(b"\n")

@@ -174,7 +174,7 @@ def _line_links(line: str, number: int, out: list[Link]) -> None:
     if "](" in plain:
         for target in _MD_LINK.findall(plain):  # the one group: each link's target
             out.append(Link("md", target, number))
-    ref = _REF_DEF.match(plain)
+    ref = _REF_DEF.match(plain) if "]:" in plain else None  # a definition's label ends "]:"
     if ref:
         out.append(Link("md", ref.group(1), number))
     if "[[" in plain:
@@ -190,19 +190,38 @@ _PLAIN_PATH = re.compile(r"(/|(?:\.\./)*+)([A-Za-z0-9_-][A-Za-z0-9_.-]*+(?:/[A-Z
 
 def resolve(source: str, target: str) -> Target:
     """Resolve a markdown link target written in ``source`` (both KB-relative)."""
-    plain = _PLAIN_PATH.fullmatch(target)
-    if plain:
-        lead = plain.group(1)
-        if not lead:  # beside the source
-            return Target(source[: source.rfind("/") + 1] + target)
-        if lead == "/":
-            return Target(target[1:])
-        parts = source.split("/")[:-1]
-        ups = len(lead) // 3
-        if ups > len(parts):
-            return Target(None, escapes=True)
-        return Target("/".join(parts[: len(parts) - ups] + [plain.group(2)]))
+    plain = _plain(source, target)
+    if plain is not None:
+        return Target(None, escapes=True) if plain == "/" else Target(plain)
     return _resolve_any(source, target)
+
+
+def leads_to(source: str, target: str) -> str | None:
+    """``resolve`` as one string: the tier path the target leads to, "/" when it leaves the
+    knowledge base, None when it is external (no ``Target`` made: doctor asks it of every link)."""
+    plain = _plain(source, target)
+    if plain is not None:
+        return plain
+    found = _resolve_any(source, target)
+    return "/" if found.escapes else found.path
+
+
+def _plain(source: str, target: str) -> str | None:
+    """Where a plain target (see ``_PLAIN_PATH``) leads ("/": out of the knowledge base);
+    None for any other target."""
+    plain = _PLAIN_PATH.fullmatch(target)
+    if plain is None:
+        return None
+    lead = plain.group(1)
+    if not lead:  # beside the source
+        return source[: source.rfind("/") + 1] + target
+    if lead == "/":
+        return target[1:]
+    parts = source.split("/")[:-1]
+    ups = len(lead) // 3
+    if ups > len(parts):
+        return "/"
+    return "/".join(parts[: len(parts) - ups] + [plain.group(2)])
 
 
 def _resolve_any(source: str, target: str) -> Target:

@@ -261,10 +261,7 @@ def page_of(path: str, entry: Entry, data: bytes) -> Page:
 def _where(source: str, link: links.Link) -> str | None:
     """Where a markdown link of ``source`` leads in the tier ("/" when it leaves the KB, None
     when external or a ``[[name]]`` link): a function of the path alone, so it is cached too."""
-    if link.kind == "wiki":
-        return None
-    target = links.resolve(source, link.target)
-    return "/" if target.escapes else target.path
+    return None if link.kind == "wiki" else links.leads_to(source, link.target)
 
 
 def _item_row(item: index.Item) -> list[str]:
@@ -471,7 +468,7 @@ def _read(path: str, data: bytes, findings: list[Finding], parsed: okf.Parsed | 
             _yaml_finding(exc, add)
         return None
     head = len(data) - len(parsed.body)
-    return Doc(path, data, parsed.meta, parsed.has_frontmatter, parsed.body, data[:head].count(b"\n") + 1)
+    return Doc(path, data, parsed.meta, parsed.has_frontmatter, parsed.body, data.count(b"\n", 0, head) + 1)
 
 
 def _not_utf8(data: bytes, exc: UnicodeDecodeError, add: Callable[..., None]) -> None:
