@@ -157,11 +157,12 @@ def _sweep(memory: Path | None, proj: projection.Report, since_ns: int, seen: sy
     than this sync's lock (``fsutil.sweep_temp``). ``seen``: the memory folder's scan at the
     start of this sync, which names the temp files there (none is made after it but this
     sync's own, which are never left)."""
-    folders = {Path(o.path).parent for o in proj.outcomes}
+    folders = {os.path.dirname(str(o.path)) for o in proj.outcomes}  # strings: one outcome per memory file
     if memory is None:
-        fsutil.sweep_temp(folders, since_ns)
+        fsutil.sweep_temp([Path(f) for f in folders], since_ns)
         return
-    fsutil.sweep_temp({f for f in folders if not f.is_relative_to(memory)}, since_ns)
+    inside = str(memory).rstrip(os.sep) + os.sep
+    fsutil.sweep_temp([Path(f) for f in folders if not (f + os.sep).startswith(inside)], since_ns)
     if seen is None:
         fsutil.sweep_temp([memory], since_ns, recursive=True)
         return
@@ -173,7 +174,12 @@ def _written_in(memory: Path, proj: projection.Report) -> list[str]:
     """The files projection planned in the memory folder (written, touched, removed or left),
     relative to it: what changed there, and a few that did not."""
     out: list[str] = []
-    for outcome in proj.outcomes:
+    inside = str(memory).rstrip(os.sep) + os.sep
+    for outcome in proj.outcomes:  # one per memory file: compared as strings, a Path only for the rest
+        text = str(outcome.path)
+        if text.startswith(inside):
+            out.append(text[len(inside):] if os.sep == "/" else Path(text[len(inside):]).as_posix())
+            continue
         try:
             out.append(Path(outcome.path).relative_to(memory).as_posix())
         except ValueError:
