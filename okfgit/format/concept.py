@@ -239,7 +239,7 @@ def split(data: bytes, name: str) -> Parsed:
     if not close:
         return Parsed({}, data[start:], False, bom, newline, start, start)
     fm_text = data[opened.end():close.start()].decode("utf-8")
-    meta: Any = _fast_parser()(fm_text) if fm_text.strip() else {}
+    meta: Any = _fast_parser()(fm_text) if fm_text and not fm_text.isspace() else {}
     if meta is None:
         meta = _pyyaml(fm_text, name)
         if meta is None:

@@ -55,7 +55,7 @@ def parse(text: str, resolvers: Resolvers) -> dict[str, Any] | None:
             return None
     elif _not_printable().search(text):
         return None
-    if not text.strip():
+    if not text or text.isspace():  # (what ``not text.strip()`` says, without a copy)
         return None  # PyYAML says None for an empty document; let it
     lines = list(filter(None, text.split("\n")))  # a line of spaces ends the fast path in a block
     claims = _claims(resolvers)

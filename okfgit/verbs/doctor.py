@@ -195,21 +195,24 @@ def checked_of(tier_name: str, path: str, entry: Entry, data: bytes, parsed: okf
     refs = list(life.superseded_by) if life is not None else []
     stale = life.stale_label() if life is not None and not life.stale_after_invalid else None
     title = okf.one_line(meta.get("title")) or okf.title_from_path(path)
+    leads = links.leads_to
+    # Positional, in the fields' order (keywords cost a microsecond a concept).
     return Checked(
-        oid=entry.oid,
-        findings=[_finding_row(f) for f in checks.findings],
-        readable=True,
-        has_frontmatter=doc.has_frontmatter,
-        body_line=doc.body_line,
-        links=[[link.kind, link.target, link.line, _where(path, link)] for link in links.extract(doc.body)],
-        okf_id=okf_id if isinstance(okf_id, str) else None,
-        merge_status=meta.get("status") == NEEDS_MERGE_STATUS,
-        superseded_by=refs,
-        superseded_line=doc.key_line("superseded_by") if refs else None,
-        name=name if isinstance(name, str) else None,
-        item=[index.escape_title(title), okf.one_line(meta.get("description")), okf.one_line(meta.get("type"))],
-        stale_after=stale or "",
-        stale_line=doc.key_line("stale_after") if stale else None,
+        entry.oid,
+        [_finding_row(f) for f in checks.findings],
+        True,  # readable
+        doc.has_frontmatter,
+        doc.body_line,
+        [[kind, target, line, None if kind == "wiki" else leads(path, target)]  # as _where says
+         for kind, target, line in links.extract(doc.body)],
+        okf_id if isinstance(okf_id, str) else None,
+        meta.get("status") == NEEDS_MERGE_STATUS,  # merge_status
+        refs,  # superseded_by
+        doc.key_line("superseded_by") if refs else None,
+        name if isinstance(name, str) else None,
+        [index.escape_title(title), okf.one_line(meta.get("description")), okf.one_line(meta.get("type"))],
+        stale or "",  # stale_after
+        doc.key_line("stale_after") if stale else None,
     )
 
 
@@ -246,7 +249,7 @@ def page_of(path: str, entry: Entry, data: bytes) -> Page:
         for line in lines:
             if line.target is None:
                 continue
-            where = _where(path, links.Link("md", line.target, line.number))
+            where = links.leads_to(path, line.target)  # _where of an "md" link
             rows.append([doc.body_line + line.number - 1, line.target, where, line.conforming, line.title,
                          line.description, "" if line.conforming else line.text.strip()])
         # Links in the intro (and outro) resolve like any link. Entry lines are blanked (not
