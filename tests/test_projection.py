@@ -282,6 +282,26 @@ def test_agent_edit_of_a_projected_file_is_left_for_capture(kit: Kit, okfgit: Ru
     assert "unicode.md" not in kit.state_json()["memory_files"]
 
 
+def test_an_edit_beside_a_new_memory_is_seen_although_the_folder_changed(kit: Kit, okfgit: Runner) -> None:
+    # A new file in the folder means each projected file is checked on its own: by its size
+    # and time against the record, and by its bytes when either differs.
+    project(okfgit, kit)
+    (kit.memory / "user_note.md").write_text("---\nname: user-note\ndescription: A note.\nmetadata:\n"
+                                             "  type: user\n---\nA note.\n")
+    edited = kit.memory / "testing.md"
+    before = edited.read_bytes()
+    after = before.replace(b"e", b"E", 1)  # the same size, other bytes, a later time
+    assert len(after) == len(before) and after != before
+    edited.write_bytes(after)
+    os.utime(edited, ns=(os.stat(edited).st_atime_ns, os.stat(edited).st_mtime_ns + 1_000_000_000))
+    untouched = {p.name: p.read_bytes() for p in kit.memory.iterdir() if p.name not in ("testing.md", "MEMORY.md")}
+    result = project(okfgit, kit)
+    assert f"{edited}: was not written by okfgit (or was edited since); left for capture" in result.err
+    assert edited.read_bytes() == after
+    assert {p.name: p.read_bytes() for p in kit.memory.iterdir()
+            if p.name not in ("testing.md", "MEMORY.md")} == untouched
+
+
 def test_hand_written_text_around_each_block_survives(kit: Kit, okfgit: Runner) -> None:
     kit.codex_md.parent.mkdir(parents=True)
     kit.codex_md.write_text("# Codex, my way\n\nAlways run the linter.\n")

@@ -356,6 +356,19 @@ def _current(path: Path) -> tuple[str, bytes | None]:
         return "other", None
 
 
+def _as_written(path: Path, rec: MemoryFile | None) -> bool:
+    """The regular file at ``path`` has the size and modification time okfgit recorded when
+    it wrote it (git's rule for an unchanged file), so it holds those bytes without a read:
+    when the folder changed (a memory came or went), the other 10,000 files are not read."""
+    if rec is None:
+        return False
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and rec.record.matches(st)
+
+
 def _subfolder_problem(folder: Path, name: str, checked: dict[str, str | None]) -> str | None:
     """Why ``folder/name`` cannot be reached through real folders only, or None.
 
@@ -409,8 +422,9 @@ def _reconcile(view: View, folder: Path, names: dict[str, TierCard], trust: bool
         concept = names[name]
         rec = records.get(name)
         wanted = _Wanted(view, concept)
-        if trust and rec is not None and rec.oid == concept.card.oid and rec.path == concept.path \
-                and rec.tier == concept.tier and rec.okf_id == concept.card.okf_id and rec.file_oid == wanted.oid:
+        as_recorded = rec is not None and rec.oid == concept.card.oid and rec.path == concept.path \
+            and rec.tier == concept.tier and rec.okf_id == concept.card.okf_id and rec.file_oid == wanted.oid
+        if trust and as_recorded:
             kept.append(name)
             continue
         path = folder / name
@@ -419,8 +433,11 @@ def _reconcile(view: View, folder: Path, names: dict[str, TierCard], trust: bool
             yield Item(path, SKIP, f"{problem}, so {concept.citation} is not projected there", memory_name=name,
                        concept=concept, keep_record=False)
             continue
-        why = f"holds {concept.citation}"
         missing = present is not None and "/" not in name and name.casefold() not in present
+        if as_recorded and not missing and _as_written(path, rec):
+            kept.append(name)  # a file came or went beside it; this one is as okfgit wrote it
+            continue
+        why = f"holds {concept.citation}"
         kind, data = ("missing", None) if missing else _current(path)
         if kind == "missing":
             yield Item(path, WRITE, f"{why} (new){wanted.note}", data=wanted.data, oid=wanted.oid,
