@@ -356,7 +356,7 @@ def _current(path: Path) -> tuple[str, bytes | None]:
         return "other", None
 
 
-def _as_written(path: Path, rec: MemoryFile | None) -> bool:
+def _as_written(path: str, rec: MemoryFile | None) -> bool:
     """The regular file at ``path`` has the size and modification time okfgit recorded when
     it wrote it (git's rule for an unchanged file), so it holds those bytes without a read:
     when the folder changed (a memory came or went), the other 10,000 files are not read."""
@@ -418,6 +418,7 @@ def _reconcile(view: View, folder: Path, names: dict[str, TierCard], trust: bool
     # When most files must be looked at, list the folder once: absent names need no lstat.
     present = None if trust else _listing(folder)
     checked: dict[str, str | None] = {}
+    where = str(folder)  # a Path per file only for the files that are not kept
     for name in sorted(names):
         concept = names[name]
         rec = records.get(name)
@@ -427,16 +428,16 @@ def _reconcile(view: View, folder: Path, names: dict[str, TierCard], trust: bool
         if trust and as_recorded:
             kept.append(name)
             continue
-        path = folder / name
         problem = _subfolder_problem(folder, name, checked)
         if problem is not None:
-            yield Item(path, SKIP, f"{problem}, so {concept.citation} is not projected there", memory_name=name,
-                       concept=concept, keep_record=False)
+            yield Item(folder / name, SKIP, f"{problem}, so {concept.citation} is not projected there",
+                       memory_name=name, concept=concept, keep_record=False)
             continue
         missing = present is not None and "/" not in name and name.casefold() not in present
-        if as_recorded and not missing and _as_written(path, rec):
+        if as_recorded and not missing and _as_written(os.path.join(where, name), rec):
             kept.append(name)  # a file came or went beside it; this one is as okfgit wrote it
             continue
+        path = folder / name
         why = f"holds {concept.citation}"
         kind, data = ("missing", None) if missing else _current(path)
         if kind == "missing":
