@@ -679,8 +679,9 @@ class Checker:
 
     def run(self) -> list[Finding]:
         only = self.only
-        concepts = [(p, f) for p, f in sorted(self.facts.items()) if f.readable]
-        for path, fact in sorted(self.facts.items()):
+        facts = sorted(self.facts.items())
+        concepts = [(p, f) for p, f in facts if f.readable]
+        for path, fact in facts:
             if only is None or path in only:
                 self.findings.extend(Finding(code, severity, path, message, line, g)
                                      for g, code, severity, message, line in fact.findings)
@@ -855,19 +856,30 @@ class IndexCheck:
             if reached is not None:
                 edges.add(reached)
 
+    @functools.cached_property
+    def homes(self) -> list[tuple[str, str, str]]:
+        """Each concept with its folder and that folder's index path (both asked twice)."""
+        out = []
+        for path in self.concepts:
+            folder = index.parent(path)
+            out.append((path, folder, index.index_path(folder)))
+        return out
+
     def omissions(self) -> set[str]:
         """Concepts their folder's index does not list, and folders with no index at all."""
         omitted: set[str] = set()
-        for folder in sorted(index.folders_of(self.concepts) if self.concepts else ()):
+        homes = self.homes
+        # Every folder above a concept: those above its folder's index path are the same.
+        for folder in sorted(index.folders_of({own for _, _, own in homes}) if homes else ()):
             if index.index_path(folder) not in self.entries:
                 where = f"folder {folder}/" if folder else "the root folder"
                 self.c.add(PROFILE, "index-missing", index.index_path(folder), f"{where} has concepts but no "
                            "index.md (run `okfgit index`)")
-        for path in self.concepts:
-            folder = index.parent(path)
-            if index.index_path(folder) in self.indexes and path not in self.listed.get(folder, set()):
+        indexes, listed = self.indexes, self.listed
+        for path, folder, own in homes:
+            if own in indexes and path not in listed.get(folder, ()):
                 omitted.add(path)
-                self.c.add(PROFILE, "index-omission", index.index_path(folder), f"does not list "
+                self.c.add(PROFILE, "index-omission", own, f"does not list "
                            f"{path.rsplit('/', 1)[-1]} (run `okfgit index`)")
         return omitted
 
@@ -895,8 +907,7 @@ class IndexCheck:
             if above in reached:
                 self.c.add(PROFILE, "orphan", path, f"not reachable from the root index: {above} has no entry "
                            f"for {folder.rsplit('/', 1)[-1]}/ (run `okfgit index`)")
-        for path in self.concepts:
-            own = index.index_path(index.parent(path))
+        for path, _, own in self.homes:
             if path not in reached and path not in omitted and own in reached:
                 self.c.add(PROFILE, "orphan", path, "not reachable from the root index through index links")
 
