@@ -408,7 +408,7 @@ class Scan:
             if entries[path].is_link:
                 self.findings.append(Finding("symlink", ERROR, path, "is a symlink; okfgit never follows links in a tier "
                                              "(commit the file itself instead)", group=OKF))
-            elif path.endswith(".md") and not okf.is_concept_path(path):
+            elif path.endswith(".md") and okf.is_reserved(path):  # not a concept: index.md, log.md
                 self._reserved(path)
 
     def _reserved(self, path: str) -> None:
@@ -816,6 +816,7 @@ class IndexCheck:
         # Only okfgit's own index takes its words from the frontmatter; a bundle's keeps its own.
         own = functools.cache(lambda: index.own_form(index.read_page(self.c.scan.snap.blob(path), path, self.folders),
                                                      folder, lambda p: links.exists(p, entries)))
+        parent, kb_target = index.parent, index.kb_target
         for number, target, where, conforming, title, description, text in page.entries:
             if where is None:
                 continue  # external
@@ -831,9 +832,9 @@ class IndexCheck:
                     continue
                 resolved = index.index_path(resolved.removesuffix("/index.md").rstrip("/"))  # a folder link
             edges.add(resolved)
-            if index.parent(resolved) == folder:
+            if parent(resolved) == folder:
                 listed.add(resolved)
-            if not index.kb_target(resolved):
+            if not kb_target(resolved):
                 continue  # an entry for a file that is not a concept or folder: the index's outro, a person's
             if not conforming:
                 # A warning: the entry is a working OKF link, only in no form okfgit recognises.
