@@ -183,6 +183,24 @@ def test_links_outgoing_and_backlinks_across_tiers(kb: Path, okfgit: Runner, git
                     "path": "decisions/nope.md", "citation": None}
 
 
+def test_links_follow_a_commit_that_changes_them(kb: Path, okfgit: Runner, git: Runner) -> None:
+    # The links are cached apart from the cards (links.json): a commit that changes a body's
+    # links is seen by the next call, outgoing and as backlinks on both sides.
+    before = json.loads(okfgit("links", "storage", "--json", cwd=kb).out)
+    assert [o["target"] for o in before["outgoing"]][:2] == ["cache-policy.md", "/decisions/cache-policy.md"]
+    assert (kb / ".git" / "okf" / "links.json").exists()
+    commit_files(git, kb, {".okf/decisions/storage.md": concept(
+        "Decision", "Storage engine", "We store blobs in sqlite for caching speed.",
+        "Now only [x](../notes/a/x.md).\n", scope="project", okf_id=ID_A, tags="[storage, perf]",
+        name="storage-engine")})
+    after = json.loads(okfgit("links", "storage", "--json", cwd=kb).out)
+    assert [(o["target"], o["status"]) for o in after["outgoing"]] == [("../notes/a/x.md", "ok")]
+    policy = json.loads(okfgit("links", "cache-policy", "--json", cwd=kb).out)
+    assert all(b["citation"].split("@")[0] != "project:decisions/storage.md" for b in policy["backlinks"])
+    x = json.loads(okfgit("links", "project:notes/a/x.md", "--json", cwd=kb).out)
+    assert [b["citation"].split("@")[0] for b in x["backlinks"]] == ["project:decisions/storage.md"]
+
+
 def test_search_filters_and_ranking(kb: Path, okfgit: Runner, git: Runner) -> None:
     def cites(*args: str) -> list[str]:
         return [h["path"] for h in json.loads(okfgit("search", *args, "--json", cwd=kb).out)]
