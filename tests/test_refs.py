@@ -227,3 +227,25 @@ def test_a_run_that_redid_a_few_concepts_writes_only_the_delta(project: Path, gi
     assert whole.read_bytes() != written and not delta.exists()
     assert TierCards(tier).catalog.reread == 0
     assert _cards(tier) == _cold(tier, project)
+
+
+def test_a_first_name_lookup_answers_as_the_name_index_does(project: Path, git: Runner) -> None:
+    # named() answers its first question by a pass over the cards and later ones from
+    # by_name: both must give the same concepts, in path order, for every kind of name.
+    tier = Tier("project", project, ".okf")
+    commit_files(git, project, {
+        ".okf/x.md": concept("Note", "X at the root", "One."),
+        ".okf/a/x.md": concept("Note", "X in a", "Two."),
+        ".okf/b/y.md": concept("Note", "Y", "Named x.", name="x"),
+        ".okf/b/z.md": concept("Note", "Z", "Named as its slug.", name="z"),
+        ".okf/c/w.md": concept("Note", "W", "Named with a slash.", name="a/x"),
+        ".okf/c/ax.md": concept("Note", "AX", "Slug ends like x."),
+        ".okf/c/bad.md": "no frontmatter\n",
+    })
+    for name in ("x", "y", "z", "a/x", "ax", "bad", "nope", "x.md", ""):
+        first = [c.path for c in TierCards(tier).named(name)]
+        warm = TierCards(tier)
+        warm.named("anything")  # the first question goes by the pass; this one by by_name
+        assert [c.path for c in warm.named(name)] == first, name
+        assert first == sorted(warm.by_name.get(name, [])), name
+    assert [c.path for c in TierCards(tier).named("x")] == ["a/x.md", "b/y.md", "x.md"]
