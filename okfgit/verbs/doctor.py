@@ -682,7 +682,7 @@ class Checker:
         facts = sorted(self.facts.items())
         concepts = [(p, f) for p, f in facts if f.readable]
         for path, fact in facts:
-            if only is None or path in only:
+            if fact.findings and (only is None or path in only):  # most files have none
                 self.findings.extend(Finding(code, severity, path, message, line, g)
                                      for g, code, severity, message, line in fact.findings)
         for path, fact in concepts:
@@ -692,7 +692,7 @@ class Checker:
         self.duplicate_ids(concepts)
         self.superseded_by(concepts)
         for path, page in sorted(self.scan.pages.items()):
-            if only is None or path in only:
+            if page.findings and (only is None or path in only):
                 self.findings.extend(Finding(code, severity, path, message, line, g)
                                      for g, code, severity, message, line in page.findings)
         before = len(self.findings)
