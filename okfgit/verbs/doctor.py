@@ -22,7 +22,6 @@ import functools
 import gc
 import re
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
 from okfgit.format import index_md as index
@@ -32,6 +31,7 @@ from okfgit.format import concept as okf
 from okfgit.format.findings import ERROR, WARNING, Finding
 from okfgit.context import Context
 from okfgit.errors import EXIT_OK, EXIT_USAGE, OkfError, ValidationError
+from okfgit.records import field, record
 from okfgit.plumbing import FILE_MODE, Entry, Plumbing, blob_oid
 from okfgit.knowledge import catalog
 from okfgit.knowledge.snapshot import Snapshot, snapshot, worktree_snapshot
@@ -57,7 +57,7 @@ _MAYBE_TWO = re.compile(r"[.!?]\s")  # cheap test first: the full one below cost
 _SENTENCE_END = re.compile(r"(?<![A-Z])(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)(?<!\bcf)[.!?]\s+[A-Z0-9\"'(\[`]")
 
 
-@dataclass
+@record
 class TierReport:
     """Findings for one tier, at one commit (or its working tree)."""
 
@@ -90,7 +90,7 @@ class TierReport:
         }
 
 
-@dataclass
+@record
 class Report:
     """Every checked tier, and the tiers skipped with the reason."""
 
@@ -118,7 +118,7 @@ class Report:
 # -- reading each file once ------------------------------------------------------------
 
 
-@dataclass
+@record
 class Doc:
     """A readable markdown file: its text split once into frontmatter and body."""
 
