@@ -25,7 +25,7 @@ import json
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from okfgit.local import paths
 
@@ -194,13 +194,11 @@ def path(common_dir: str) -> str:
 def matches(common_dir: str, *, deep: bool = True) -> bool:
     """True when the memory folder is as the last sync left it (see the module docstring)."""
     try:
-        with open(path(common_dir), encoding="utf-8") as fh:
-            data = json.load(fh)
+        data = _load(common_dir)
         since = int(data["since"])
         memory_dir = str(data["memory_dir"])
         if deep:
-            seen = scan(memory_dir)
-            return seen.digest == data["digest"] and seen.newest < since
+            return _as_left(data, scan(memory_dir))
         dirs = data["dirs"]
         if not dirs:
             return not os.path.lexists(memory_dir)
@@ -218,15 +216,25 @@ def clean_scan(common_dir: str) -> tuple[str, Scan] | None:
     as the last sync left it (a deep ``matches``) and that sync's capture left nothing
     waiting (``clean``): a capture now would find nothing to take. None otherwise."""
     try:
-        with open(path(common_dir), encoding="utf-8") as fh:
-            data = json.load(fh)
+        data = _load(common_dir)
         if data.get("clean") is not True:
             return None
         memory_dir = str(data["memory_dir"])
         seen = scan(memory_dir, keep=True)
-        return (memory_dir, seen) if seen.digest == data["digest"] and seen.newest < int(data["since"]) else None
+        return (memory_dir, seen) if _as_left(data, seen) else None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def _load(common_dir: str) -> Any:
+    with open(path(common_dir), encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _as_left(data: Any, seen: Scan) -> bool:
+    """The folder ``seen`` now is as the stamp ``data`` recorded it, and nothing in it is as
+    new as the sync that wrote the stamp (a change in that sync's clock tick is not vouched for)."""
+    return bool(seen.digest == data["digest"] and seen.newest < int(data["since"]))
 
 
 def save(common_dir: str, memory_dir: str, since: int,
