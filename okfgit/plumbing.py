@@ -455,7 +455,7 @@ def config_may_set(environ: Mapping[str, str], gitdir: Path, key: str) -> bool:
     if "GIT_CONFIG_PARAMETERS" in environ or "GIT_CONFIG_COUNT" in environ:
         return True
     section, _, name = key.lower().rpartition(".")
-    header = re.compile(rb"\[\s*(?:" + re.escape(section.split(".", 1)[0].encode()) + rb"|include|includeif)\b")
+    header = re.compile(rb"\[\s*" + re.escape(section.split(".", 1)[0].encode()) + rb"\b")  # [okf], [okf "x"]
     for path in [*fastpath.config_files(environ, str(gitdir)), *_MORE_SYSTEM_CONFIGS]:
         try:
             with open(path, "rb") as fh:
@@ -464,7 +464,7 @@ def config_may_set(environ: Mapping[str, str], gitdir: Path, key: str) -> bool:
             continue
         except OSError:
             return True
-        if b"include" in data or (header.search(data) and name.encode() in data):
+        if b"include" in data or (header.search(data) and name.encode() in data):  # any include: git must say
             return True
     return False
 
