@@ -961,12 +961,15 @@ def run(ctx: Context, ws: Workspace, scope: str = "all", worktree: bool = False)
     tiers, skipped = ws.present(scope)
     read = worktree_snapshot if worktree else snapshot
     # Scanning allocates a few objects per file and frees none until the end: the cyclic
-    # collector would only rescan them again and again.
+    # collector would only rescan them again and again. A caller that turned it off (capture)
+    # finds it off again afterwards.
+    collecting = gc.isenabled()
     gc.disable()
     try:
         return _run(ctx, ws, tiers, skipped, read, worktree)
     finally:
-        gc.enable()
+        if collecting:
+            gc.enable()
 
 
 def _run(ctx: Context, ws: Workspace, tiers: list[Tier], skipped: list[str], read: Callable[[Tier], Snapshot],
