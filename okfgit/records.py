@@ -4,7 +4,9 @@
 ``__eq__`` and, frozen, ``__setattr__``, ``__delattr__``, ``__hash__``) and inspects the
 class besides: about 1 ms a class on this machine, and a git hook or a read verb imports a
 few dozen of them before doing anything. ``@record`` compiles one source for all of a
-class's methods. It does what okfgit's records use of dataclasses and nothing more: fields
+class's methods, and only when one of them is first called (a run makes instances of a few
+of the classes it imports; the check that fields without defaults come first is made at
+once). It does what okfgit's records use of dataclasses and nothing more: fields
 from annotations in order, defaults, ``field(default_factory=..., init=False)``,
 ``__post_init__``, ``frozen=True`` (assignment raises ``FrozenInstanceError``, instances
 hash by their fields), equality and repr by field; ``replace`` and ``asdict`` as
@@ -14,6 +16,7 @@ hash by their fields), equality and repr by field; ``replace`` and ``asdict`` as
 
 from __future__ import annotations
 
+import _thread
 from collections.abc import Callable
 from typing import Any, TypeVar, dataclass_transform, overload
 
@@ -62,7 +65,7 @@ def record(cls: type[T] | None = None, /, *, frozen: bool = False) -> Any:
 
 def _build(cls: type[T], frozen: bool) -> type[T]:
     names = list(cls.__dict__.get("__annotations__", {}))
-    env: dict[str, Any] = {"_object_setattr": object.__setattr__, "_Frozen": FrozenInstanceError, "_cls": cls}
+    env: dict[str, Any] = {"_object_setattr": object.__setattr__, "_cls": cls}
     params: list[str] = []
     body: list[str] = []
     takes: list[str] = []
@@ -125,24 +128,58 @@ def _build(cls: type[T], frozen: bool) -> type[T]:
     ]
     if frozen:
         source += [
-            "def __setattr__(self, name, value):",
-            "  raise _Frozen(f'cannot assign to field {name!r}')",
-            "def __delattr__(self, name):",
-            "  raise _Frozen(f'cannot delete field {name!r}')",
             "def __hash__(self):",
             f"  return hash({this})",
         ]
-    exec("\n".join(source), env)  # noqa: S102 - source built above from the class's own field names
-    for method in ("__init__", "__repr__", "__eq__", *(("__setattr__", "__delattr__", "__hash__") if frozen else ())):
-        function = env[method]
-        function.__qualname__ = f"{cls.__qualname__}.{method}"
-        setattr(cls, method, function)
+    methods = ("__init__", "__repr__", "__eq__", *(("__hash__",) if frozen else ()))
+    _PENDING[cls] = ("\n".join(source), env, methods)
+    for method in methods:
+        setattr(cls, method, _stub(cls, method))
+    if frozen:
+        cls.__setattr__ = _frozen_setattr  # type: ignore[method-assign,assignment]
+        cls.__delattr__ = _frozen_delattr  # type: ignore[method-assign,assignment]
     if not frozen:
         cls.__hash__ = None  # type: ignore[assignment]  # mutable and equal by value: unhashable, as a dataclass
     setattr(cls, _FIELDS, fields)
     setattr(cls, _INIT, tuple(takes))
     setattr(cls, "__match_args__", fields)
     return cls
+
+
+# A class's methods are compiled when one of them is first called, not when its module is
+# imported: a run imports dozens of record classes and makes instances of a few.
+_PENDING: dict[type, tuple[str, dict[str, Any], tuple[str, ...]]] = {}
+_COMPILING = _thread.allocate_lock()
+
+
+def _stub(cls: type, method: str) -> Callable[..., Any]:
+    def stub(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _compile(cls)
+        return cls.__dict__[method](self, *args, **kwargs)
+    stub.__name__, stub.__qualname__ = method, f"{cls.__qualname__}.{method}"
+    return stub
+
+
+def _compile(cls: type) -> None:
+    """Replace ``cls``'s stubs by the methods made from its source (once, in any thread)."""
+    with _COMPILING:
+        pending = _PENDING.pop(cls, None)
+        if pending is None:
+            return  # compiled already
+        source, env, methods = pending
+        exec(source, env)  # noqa: S102 - source built by _build from the class's own field names
+        for method in methods:
+            function = env[method]
+            function.__qualname__ = f"{cls.__qualname__}.{method}"
+            setattr(cls, method, function)
+
+
+def _frozen_setattr(self: Any, name: str, value: Any) -> None:
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _frozen_delattr(self: Any, name: str) -> None:
+    raise FrozenInstanceError(f"cannot delete field {name!r}")
 
 
 def fields_of(cls: type) -> tuple[str, ...]:

@@ -87,3 +87,27 @@ def test_a_field_without_a_default_after_one_with_is_refused() -> None:
         class Bad:
             a: int = 0
             b: int
+
+
+def test_methods_are_compiled_on_first_use_from_any_thread_or_subclass() -> None:
+    import threading
+
+    @records.record(frozen=True)
+    class Lazy:
+        a: int
+        b: list[int] = records.field(default_factory=list, compare=False)
+
+    class Child(Lazy):
+        pass
+
+    assert Lazy.__init__.__code__.co_varnames[:3] == ("self", "args", "kwargs")  # a stub until first called
+    made: list[object] = []
+    threads = [threading.Thread(target=lambda: made.append(Child(1))) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert made == [Child(1)] * 8 and Lazy(1) != made[0] and repr(made[0]).endswith(".Child(a=1, b=[])") and hash(made[0]) == hash((1,))
+    assert Lazy.__init__.__code__.co_varnames[:2] == ("self", "a")  # the compiled method replaced the stub
+    with pytest.raises(records.FrozenInstanceError):
+        made[0].a = 2  # type: ignore[misc]
