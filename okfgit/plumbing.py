@@ -17,8 +17,10 @@ repository's layout as files (``locate``). Standard library only.
 
 from __future__ import annotations
 
+import _thread
 import os
 import weakref
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, NamedTuple, Protocol
@@ -270,7 +272,7 @@ class Plumbing:
 
     def _objects(self) -> _Batch:
         if self._batch is None:
-            self._batch = _Batch(self.gitdir, self._env())
+            self._batch = _batch_for(self.gitdir, self._env())
         return self._batch
 
     def read_blob(self, oid: str) -> bytes:
@@ -286,8 +288,8 @@ class Plumbing:
 
     def iter_blobs(self, oids: Iterable[str]) -> Iterator[tuple[str, bytes]]:
         """``read_blobs`` one blob at a time: while the caller works on one, git writes the next
-        ones into the pipe, so reading and parsing overlap. The caller asks this reader
-        nothing else until the iterator is exhausted (the answers still in the pipe are its)."""
+        ones into the pipe, so reading and parsing overlap. Other reads may come between (the
+        answers are matched to their askers); one left unfinished costs the rest of its batch."""
         for oid, kind, data in self._objects().read_many(oids):
             if kind != "blob":
                 raise KeyError(oid)
@@ -511,6 +513,12 @@ def _header_field(data: bytes, field: bytes) -> str:
 class _Batch:
     """One ``git cat-file --batch`` process: objects asked for by OID, answered in turn.
 
+    Every reader of one repository in a process shares it (``_batch_for``), so reads may
+    interleave: a stream of answers (``read_many``) still in the pipe while another read asks
+    for one object. Each answer is matched to the OID it was asked for in the order asked;
+    one read out of turn waits in ``_early`` for its reader, and the answers of a stream its
+    caller abandoned are dropped as they come (``_drop``).
+
     Started with ``os.posix_spawnp`` and two pipes rather than ``subprocess`` (whose imports
     cost a warm read verb more than the rest of its work)."""
 
@@ -530,31 +538,86 @@ class _Batch:
         os.close(from_git)
         self._in: IO[bytes] = os.fdopen(ours_in, "wb")
         self._out: IO[bytes] = os.fdopen(ours_out, "rb")
+        self._asked: deque[str] = deque()  # OIDs whose answers are still in the pipe, in order
+        self._early: dict[str, list[tuple[str, bytes]]] = {}  # answers read before their reader asked
+        self._drop: dict[str, int] = {}  # answers to discard when they come (an abandoned stream's)
+        self._lock = _thread.allocate_lock()
         weakref.finalize(self, _close, self._pid, self._in, self._out)
 
     def read(self, oid: str) -> tuple[str, bytes]:
         """(type, bytes) of object ``oid``; KeyError when it is missing."""
-        self._ask([oid])
-        return self._answer(oid)
+        with self._lock:
+            self._ask([oid])
+            kind, data = self._take(oid)
+        if kind == "missing":
+            raise KeyError(oid)
+        return kind, data
 
     def read_many(self, oids: Iterable[str]) -> Iterator[tuple[str, str, bytes]]:
-        """(oid, type, bytes) of each object, asking for a batch of them before reading answers."""
+        """(oid, type, bytes) of each object (type ``missing`` for one the repository lacks),
+        asking for a batch of them before reading answers."""
         todo = list(dict.fromkeys(oids))
         for start in range(0, len(todo), _CHUNK):
             chunk = todo[start:start + _CHUNK]
-            self._ask(chunk)
-            for oid in chunk:
-                yield (oid, *self._answer(oid))
+            with self._lock:
+                self._ask(chunk)
+            taken = 0
+            try:
+                for oid in chunk:
+                    with self._lock:
+                        kind, data = self._take(oid)
+                    taken += 1
+                    yield oid, kind, data
+            finally:
+                if taken < len(chunk):  # abandoned: the rest of its answers are nobody's
+                    with self._lock:
+                        for oid in chunk[taken:]:
+                            self._forget(oid)
 
     def _ask(self, oids: list[str]) -> None:
         for oid in oids:
             if not oid or not _HEX.issuperset(oid):
                 raise KeyError(oid)  # only ever OIDs: a name git would resolve is not asked
+        while len(self._asked) > 2 * _CHUNK:  # bound what waits in the pipes (git blocks on a full one)
+            self._read_out_of_turn()
         try:
             self._in.write("".join(f"{oid}\n" for oid in oids).encode("ascii"))
             self._in.flush()
         except OSError as exc:
             raise IntegrityError(f"git cat-file stopped answering ({exc})") from exc
+        self._asked.extend(oids)
+
+    def _take(self, oid: str) -> tuple[str, bytes]:
+        """The answer for ``oid``, which this reader asked for."""
+        early = self._early.get(oid)
+        if early:
+            answer = early.pop(0)
+            if not early:
+                del self._early[oid]
+            return answer
+        while self._asked:
+            if self._asked[0] == oid:
+                self._asked.popleft()
+                return self._answer(oid)
+            self._read_out_of_turn()
+        raise IntegrityError(f"okfgit read an answer for {oid} it never asked git cat-file for")
+
+    def _read_out_of_turn(self) -> None:
+        oid = self._asked.popleft()
+        answer = self._answer(oid)
+        if self._drop.get(oid):
+            self._drop[oid] -= 1
+        else:
+            self._early.setdefault(oid, []).append(answer)
+
+    def _forget(self, oid: str) -> None:
+        early = self._early.get(oid)
+        if early:
+            early.pop()
+            if not early:
+                del self._early[oid]
+        else:
+            self._drop[oid] = self._drop.get(oid, 0) + 1
 
     def _answer(self, oid: str) -> tuple[str, bytes]:
         header = self._out.readline()
@@ -562,7 +625,7 @@ class _Batch:
             raise IntegrityError("git cat-file stopped answering (is the repository readable?)")
         fields = header.split()
         if len(fields) == 2 and fields[1] == b"missing":
-            raise KeyError(oid)
+            return "missing", b""
         if len(fields) != 3:
             raise IntegrityError(f"git cat-file answered {header!r} for {oid}")
         size = int(fields[2])
@@ -570,6 +633,24 @@ class _Batch:
         if len(data) != size + 1:
             raise IntegrityError(f"git cat-file's answer for {oid} was cut short")
         return fields[1].decode(), data[:size]
+
+
+_POOL: dict[tuple[str, tuple[tuple[str, str], ...]], _Batch] = {}
+_POOL_SIZE = 8  # repositories a process keeps a cat-file for (a run reads up to three tiers)
+
+
+def _batch_for(gitdir: Path, env: dict[str, str]) -> _Batch:
+    """The process's ``cat-file`` for ``gitdir`` with ``env``: one per repository, shared by
+    every reader of it (a status run made seven), the least recently used ended past
+    ``_POOL_SIZE`` (a reader still holding it keeps it until it is done)."""
+    key = (str(gitdir), tuple(sorted(env.items())))
+    batch = _POOL.pop(key, None)
+    if batch is None:
+        batch = _Batch(gitdir, env)
+    _POOL[key] = batch
+    while len(_POOL) > _POOL_SIZE:
+        del _POOL[next(iter(_POOL))]
+    return batch
 
 
 def _close(pid: int, into: IO[bytes], out: IO[bytes]) -> None:

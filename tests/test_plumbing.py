@@ -168,3 +168,37 @@ def test_a_catalog_read_stopped_midway_leaves_the_reader_in_step(history: tuple[
         catalog.build_kind(kind, pipe, tier, second, tree, None)
     x = entries["a/x.md"].oid
     assert pipe.read_blob(x) == Repo.open(repo).read_blob(x)
+
+
+def test_readers_of_one_repository_share_one_cat_file_and_may_interleave(
+        history: tuple[Path, list[str]], tmp_path: Path) -> None:
+    """Every reader of a repository in a process asks one ``cat-file --batch``; a read in
+    the middle of another's stream, a stream left unfinished and a missing object each get
+    their own answers, and the next reads are still in step."""
+    repo, (first, second) = history
+    lib = Repo.open(repo)
+    a, b = Plumbing.open(repo), Plumbing.open(repo)
+    entries = {p: e.oid for p, e in a.tree_entries(second, ".okf").items() if e.is_file}
+    oids = list(entries.values())
+    assert len(oids) >= 5
+    want = {oid: lib.read_blob(oid) for oid in oids}
+    stream = a.iter_blobs(oids)
+    got = [next(stream)]
+    assert b.read_blob(oids[-1]) == want[oids[-1]]  # asked after the stream's answers, answered first
+    inner = b.iter_blobs(reversed(oids))
+    assert next(inner) == (oids[-1], want[oids[-1]])
+    del inner  # abandoned with answers still in the pipe
+    with pytest.raises(KeyError):
+        b.read_blob("0" * 40)
+    got += list(stream)
+    assert got == [(oid, want[oid]) for oid in oids]
+    for oid in oids:
+        assert a.read_blob(oid) == b.read_blob(oid) == want[oid]
+    assert a._objects() is b._objects()  # one process for both
+    trace = tmp_path / "trace"
+    script = ("import sys; from pathlib import Path; from okfgit.plumbing import Plumbing\n"
+              "for _ in range(3):\n"
+              "    r = Plumbing.open(Path(sys.argv[1])); r.read_blob(sys.argv[2])\n")
+    subprocess.run([sys.executable, "-c", script, str(repo), oids[0]], check=True,
+                   env={**os.environ, "GIT_TRACE": str(trace)})
+    assert trace.read_text().count("cat-file --batch") == 1
