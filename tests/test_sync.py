@@ -436,3 +436,19 @@ def test_a_scan_from_the_first_and_the_writes_notices_a_file_someone_else_added(
     assert after is not None and (after.digest, after.dirs, after.newest) == (full.digest, full.dirs, full.newest)
     (folder / "sub" / "new.md").write_text("an agent's, meanwhile")
     assert stamps.after_writes(str(folder), first, ["a.md", "b.md"], 0, lambda *_: True) is None
+
+
+def test_sync_json_lists_the_files_capture_left_as_they_were_when_it_looked(project: Path, mem: Path,
+                                                                          okfgit: Runner) -> None:
+    """With the folder as the last sync left it, capture reads no file; its list of unchanged
+    files is still the record's as capture saw it, not as projection then changed it."""
+    okfgit("new", "cache-policy", "--description", "We cache for a day.", "--no-edit", cwd=project)
+    okfgit("sync", cwd=project)
+    before = sorted(p.name for p in mem.iterdir() if p.name != "MEMORY.md")
+    assert before
+    okfgit("new", "retry-policy", "--description", "We retry twice.", "--no-edit", cwd=project)
+    done = json.loads(okfgit("sync", "--json", cwd=project).out)
+    assert done["capture"]["unchanged"] == before and done["capture"]["captured"] == []
+    assert sorted(p.name for p in mem.iterdir() if p.name != "MEMORY.md") != before  # projection added one
+    again = json.loads(okfgit("sync", "--json", cwd=project).out)
+    assert again["capture"]["unchanged"] == sorted(p.name for p in mem.iterdir() if p.name != "MEMORY.md")

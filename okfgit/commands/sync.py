@@ -86,7 +86,7 @@ def _report_cmd(dry_run: bool, as_json: bool, wait_s: float, fetch: bool, repo: 
 
     ctx, ws = workspace(repo, run)
     report = sync.preview(ctx, ws, run_arg=run) if dry_run else sync.sync(ctx, ws, wait_s=wait_s, run_arg=run,
-                                                                           fetch=fetch)
+                                                                           fetch=fetch, listed=as_json)
     line = sync.summary_line(report)
     if as_json:
         emit_json(report.to_json())

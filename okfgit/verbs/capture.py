@@ -73,7 +73,9 @@ class Report:
     captured: list[Captured] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (origin, why): bad input
     held: list[tuple[str, str]] = field(default_factory=list)  # (origin, why): a new fact with no tier yet
-    unchanged: list[str] = field(default_factory=list)  # okfgit's own files
+    unchanged_seen: list[str] = field(default_factory=list)  # okfgit's own files, found one by one
+    # every recorded file, when the folder is as the last sync left it (listed only if asked)
+    unchanged_all: state.MemoryFiles | None = field(default=None, repr=False)
     deleted: list[str] = field(default_factory=list)  # projected files an agent removed
     copies: dict[str, str] = field(default_factory=dict)  # origin -> oid: saying what the KB says
     warnings: list[str] = field(default_factory=list)
@@ -98,6 +100,11 @@ class Report:
             "commits": [{"tier": t, "commit": c} for t, c in self.commits],
             "warnings": self.warnings,
         }
+
+    @property
+    def unchanged(self) -> list[str]:
+        """okfgit's own files, which capture leaves as they are."""
+        return sorted(self.unchanged_all) if self.unchanged_all is not None else self.unchanged_seen
 
     @property
     def conflicts(self) -> list[Captured]:
@@ -212,7 +219,7 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
     if unchanged is not None and os.path.abspath(unchanged) == os.path.abspath(choice.path):
         # Every file there is one the last sync left as okfgit's: nothing to read, nothing new
         # (and, for ``force``, nothing waiting).
-        report.unchanged = sorted(st.memory_files)
+        report.unchanged_all = st.memory_files
         return report
     files = _memory_files(choice.path, report)
     candidates: list[tuple[str, bytes, str]] = []
@@ -221,7 +228,7 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
             report.skipped.append((origin, "the file name has control characters; rename it to capture it"))
             continue
         if _okfgit_wrote(st.memory_files.get(origin), lst):
-            report.unchanged.append(origin)  # the loop guard, decided by the stat okfgit recorded
+            report.unchanged_seen.append(origin)  # the loop guard, decided by the stat okfgit recorded
             continue
         try:
             data = _read(file, lst, choice.path)
@@ -230,7 +237,7 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
             continue
         oid = blob_oid(data)
         if st.wrote(origin, oid):
-            report.unchanged.append(origin)
+            report.unchanged_seen.append(origin)
             continue
         candidates.append((origin, data, oid))
     if candidates:
@@ -264,7 +271,7 @@ def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State,
             report.skipped.append((origin, _why(exc, origin)))
             continue
         if item is None:
-            report.unchanged.append(origin)
+            report.unchanged_seen.append(origin)
             report.copies[origin] = oid
             continue
         report.captured.append(item)

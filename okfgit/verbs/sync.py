@@ -71,9 +71,11 @@ class SyncReport:
 
 
 def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg: str | None = None,
-         fetch: bool = False) -> SyncReport:
+         fetch: bool = False, listed: bool = False) -> SyncReport:
     """Capture, then project, under the repository's sync lock; with a global remote, fetch
-    and integrate first and push last (``fetch`` forces the exchange now)."""
+    and integrate first and push last (``fetch`` forces the exchange now). ``listed``: the
+    whole report will be printed (``--json``), so the capture's unchanged files are listed
+    before projection changes the record they come from."""
     if ws.project_repo is None:
         raise UsageError("sync needs a project repository: run it inside one or pass --repo")
     repo = ws.tier("project").reader()
@@ -96,6 +98,8 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         first = syncstamp.clean_scan(str(repo.common_dir))  # no agent wrote a memory since the last sync
         try:
             report.capture = capture.capture(ctx, ws, owned=owned, unchanged=first[0] if first is not None else None)
+            if listed:
+                report.capture.unchanged_seen, report.capture.unchanged_all = report.capture.unchanged, None
             report.warnings.extend(report.capture.warnings)
         except RepoStateError as exc:
             report.capture_deferred = str(exc)
