@@ -105,6 +105,10 @@ def test_every_relevant_change_ends_the_fast_path(change: str, kit: Kit, okfgit:
         extra = {"CODEX_HOME": str(tmp_path / "codex2")}
     elif change == "state-file":
         kit.state.write_bytes(kit.state.read_bytes() + b"\n")
+        # a second back, as a change made before this run would be: a run that takes less than
+        # the file system's clock tick would find it racy (as new as its stamp) and not trust it
+        back = kit.state.stat().st_mtime_ns - 1_000_000_000
+        os.utime(kit.state, ns=(back, back))
     elif change == "new-global-tier-commit":
         (kit.global_dir / "new.md").write_text("---\ntype: Note\ntitle: New\n"
                                                "okf_id: 0e0e0e0e-0000-4000-8000-00000000000e\n---\nNew.\n")

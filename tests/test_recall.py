@@ -249,6 +249,9 @@ def test_a_change_in_place_gives_what_reading_every_concept_gives(repo: Path, ok
         (okf_dir / "cards.json").unlink(missing_ok=True)
         out = json.loads(okfgit("project", "--json", cwd=repo).out)
         assert sorted(Path(w["path"]).name for w in out["written"]) == sorted(p.rsplit("/", 1)[-1] for p in paths)
+        unchanged = [Path(u["path"]).name for u in out["unchanged"] if u["target"] == "claude-memory"]
+        assert sorted(unchanged + [Path(w["path"]).name for w in out["written"]]) == \
+            sorted(p.name for p in folder.glob("*.md"))  # every other file, MEMORY.md too, listed once
         assert (okf_dir / "cards.json").exists() != in_place  # no concept read, or every one
         assert any("left out, reachable" in w for w in out["warnings"])  # the concepts' warnings, repeated
         for path in paths:

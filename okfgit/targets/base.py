@@ -21,7 +21,7 @@ from okfgit.knowledge.cards import TierCard
 from okfgit.context import Context
 from okfgit import fsutil
 from okfgit.plumbing import blob_oid
-from okfgit.local.state import State
+from okfgit.local.state import MemoryFiles, State
 from okfgit.knowledge.tiers import Tier
 
 WRITE = "write"
@@ -118,6 +118,10 @@ class TargetPlan:
     # Memory files (names in memory_dir) left exactly as recorded: no item each, since a
     # one-change run over 10,000 concepts must not build 10,000 objects.
     kept: list[str] = field(default_factory=list)
+    # ... and, set when only a few files were planned, every other recorded file: the record's
+    # names but ``kept_but`` (the planned ones), not listed unless a report asks for them.
+    kept_rest: MemoryFiles | None = None
+    kept_but: frozenset[str] = frozenset()
     # Set by the memory target: the top files' time anchor and the folder's generation
     # (targets/recall.py), and the recall order it chose (file names, first first).
     recall_top_s: int | None = None

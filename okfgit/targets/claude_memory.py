@@ -66,7 +66,7 @@ class ClaudeMemory:
             return out
         out.memory_dir = folder
         if _untouched(view, folder):
-            out.kept.extend(view.state.memory_files)
+            out.kept_rest = view.state.memory_files
             record = view.state.targets[str(folder / INDEX_NAME)]
             out.items.append(Item(folder / INDEX_NAME, UNCHANGED, "index of the memory folder", oid=record.oid))
             return out
@@ -217,7 +217,7 @@ def _changed_in_place(view: View, folder: Path, out: TargetPlan) -> bool:
                                 "Claude's recall order", oid=state.memory_files[name].file_oid, memory_name=name,
                                 mtime_ns=wanted_times[name])
     out.items.extend(writes[n] for n in sorted(writes))
-    out.kept.extend(n for n in state.memory_files if n not in writes)
+    out.kept_rest, out.kept_but = state.memory_files, frozenset(writes)
     record = state.targets[str(folder / INDEX_NAME)]
     out.items.append(Item(folder / INDEX_NAME, UNCHANGED, "index of the memory folder", oid=record.oid))
     out.recall_top_s, out.recall_order = top, order[:recall.RECALL_LIMIT]

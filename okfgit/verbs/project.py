@@ -66,6 +66,8 @@ class Report:
     dry_run: bool = False
     diff: str = ""
     kept: list[str] = field(default_factory=list)  # memory files left as recorded (names in memory_dir)
+    kept_rest: state.MemoryFiles | None = None  # ... and every other recorded one but these (TargetPlan)
+    kept_but: frozenset[str] = frozenset()
     # The ownership record after this run, and what the fast-path stamp covers: both are
     # written by ``save`` (None in a dry run and outside a project repository).
     owned: state.State | None = None
@@ -106,14 +108,21 @@ class Report:
         }
 
     def count(self, action: str) -> int:
-        extra = len(self.kept) if action == "unchanged" else 0
+        extra = 0
+        if action == "unchanged":
+            extra = len(self.kept) + (len(self.kept_rest) - len(self.kept_but) if self.kept_rest is not None else 0)
         return extra + sum(1 for o in self.outcomes if o.action == action)
+
+    def kept_names(self) -> list[str]:
+        """Every memory file left as recorded (``kept``, ``kept_rest``)."""
+        rest = [n for n in self.kept_rest if n not in self.kept_but] if self.kept_rest is not None else []
+        return self.kept + rest
 
     def of(self, action: str) -> list[Outcome]:
         found = [o for o in self.outcomes if o.action == action]
         if action == "unchanged" and self.memory_dir is not None:
             found += [Outcome("claude-memory", self.memory_dir / n, "unchanged", "as okfgit last wrote it")
-                      for n in self.kept]
+                      for n in self.kept_names()]
         return found
 
 
@@ -173,6 +182,8 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
         report.warnings.extend(tp.warnings)
         planned.extend((tgt.name, item) for item in tp.items)
         report.kept.extend(tp.kept)
+        if tp.kept_rest is not None:
+            report.kept_rest, report.kept_but = tp.kept_rest, tp.kept_but
         memory_dir = tp.memory_dir or memory_dir
         if tp.generation is not None:
             report.recall_top_s, report.generation, report.recall_order = tp.recall_top_s, tp.generation, \
@@ -395,9 +406,10 @@ def _record(ctx: Context, old: state.State, repo: Plumbing, planned: list[tuple[
             _record_target(new, item, failed)
     if memory_dir is not None:
         # A record without an item is a file that is already gone.
-        names = {item.memory_name for _, item in planned if item.memory_name is not None}
-        names.update(report.kept)
-        new.memory_files.retain(names)
+        if report.kept_rest is None:  # else every record is kept or planned: none to remove
+            names = {item.memory_name for _, item in planned if item.memory_name is not None}
+            names.update(report.kept)
+            new.memory_files.retain(names)
         new.memory_dir = memory_dir
         new.stale_at = expires
         if report.generation is not None and not memory_failed:
