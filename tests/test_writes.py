@@ -90,6 +90,33 @@ def test_status_and_doctor_name_an_index_behind_head_with_the_repair(project: Pa
     assert "index-behind" not in okfgit("doctor", "--scope", "project", cwd=project, expect=None).out
 
 
+def test_status_asks_git_about_the_index_only_when_the_index_or_head_changed(project: Path, okfgit: Runner,
+                                                                            git: Runner, tmp_path: Path) -> None:
+    """``index.json`` records an index found in step with HEAD (local/index_stamp.py): the
+    next status does not run ``git diff-index``, and an index git changes in the same clock
+    tick as the record, or a new HEAD, is checked again."""
+    okfgit("new", "fact", "--description", "A fact.", cwd=project)
+    stamp = project / ".git" / "okf" / "index.json"
+    index = project / ".git" / "index"
+    old = index.stat().st_mtime_ns - 2_000_000_000  # an index from before this run, as most are
+    os.utime(index, ns=(old, old))
+    okfgit("status", cwd=project)
+    assert json.loads(stamp.read_text())["head"] == head(git, project)
+    trace = tmp_path / "trace"
+    okfgit("status", cwd=project, extra_env={"GIT_TRACE": str(trace)})
+    assert "diff-index" not in (trace.read_text() if trace.exists() else "")  # the record answered
+    git("rm", "-q", "--cached", ".okf/fact.md", cwd=project)  # the next index, at once
+    status = okfgit("status", cwd=project, expect=2)
+    assert "git reset -q HEAD -- .okf/fact.md" in status.out
+    git("reset", "-q", "HEAD", "--", ".okf/fact.md", cwd=project)
+    okfgit("status", cwd=project)
+    written = stamp.stat().st_mtime_ns
+    os.utime(index, ns=(written, written))  # an index as new as the record: racy, not trusted
+    trace.unlink(missing_ok=True)
+    okfgit("status", cwd=project, extra_env={"GIT_TRACE": str(trace)})
+    assert "diff-index" in trace.read_text()
+
+
 def test_index_lock_present_is_exit_3_and_changes_nothing(project: Path, okfgit: Runner, git: Runner) -> None:
     top = head(git, project)
     lock = project / ".git" / "index.lock"

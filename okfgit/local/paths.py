@@ -16,6 +16,7 @@ spells the folder or a file name; each asks here. What each file is for:
   ``doctor.delta.json``, ``graph.delta.json`` and ``indexes.delta.json`` what changed since (the
   few files a run redid, so that it does not rewrite the whole cache);
 - ``fastpath.json``, ``sync.json``: the no-op stamps of projection and sync (safe to delete);
+- ``index.json``: the last index found in step with HEAD (``local/index_stamp.py``; safe to delete);
 - ``sync.lock``: the sync lock (never deleted: see ``local/lock.py``);
 - ``hook.log`` (and ``hook.log.1``): errors from the git hooks, written by the hook scripts;
 - ``drafts/``: text typed into ``okfgit new --edit`` that could not be committed;
@@ -50,6 +51,7 @@ INDEXES = "indexes.json"
 INDEXES_DELTA = "indexes.delta.json"
 FASTPATH_STAMP = "fastpath.json"
 SYNC_STAMP = "sync.json"
+INDEX_STAMP = "index.json"
 LOCK = "sync.lock"
 HOOK_LOG = "hook.log"
 DRAFTS = "drafts"
@@ -59,7 +61,7 @@ JOURNAL = "journal"
 
 # Every name above, in the order the README lists them (a test keeps the README complete).
 FILES = (STATE, STATE_JOURNAL, LEGACY_STATE, CARDS, CARDS_DELTA, LINKS, LINKS_DELTA, DOCTOR, DOCTOR_DELTA, GRAPH,
-         GRAPH_DELTA, INDEXES, INDEXES_DELTA, FASTPATH_STAMP, SYNC_STAMP, LOCK, HOOK_LOG, DRAFTS + "/", PR_BODIES + "/",
+         GRAPH_DELTA, INDEXES, INDEXES_DELTA, FASTPATH_STAMP, SYNC_STAMP, INDEX_STAMP, LOCK, HOOK_LOG, DRAFTS + "/", PR_BODIES + "/",
          EXCHANGE, JOURNAL + "/")
 
 # Without a repository (the global tier outside any project), drafts go here under $HOME.
@@ -107,6 +109,11 @@ def fastpath_stamp(common_dir: StrPath) -> str:
 def sync_stamp(common_dir: StrPath) -> str:
     """Sync's no-op stamp of the memory folder."""
     return os.path.join(os.fspath(common_dir), DIR, SYNC_STAMP)
+
+
+def index_stamp(common_dir: StrPath) -> str:
+    """The last index found in step with HEAD (``local/index_stamp.py``)."""
+    return os.path.join(os.fspath(common_dir), DIR, INDEX_STAMP)
 
 
 def lock(common_dir: StrPath) -> Path:

@@ -14,7 +14,7 @@ file is written here.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -121,10 +121,19 @@ def explain(owned: State, memory_dir: Path | None, worktree: Path | None, enviro
             name = memory_index.linked_name(line)
             if name is not None:
                 listed.add(name)
-        out.memory_md_listed = len(listed & set(records))  # the records' names only
+
+        def recorded(names: Iterable[str]) -> set[str]:  # which of ``names`` are records, without listing them all
+            if isinstance(records, MemoryFiles):
+                return set(records.get_many(names))
+            return {n for n in names if n in records}
+
+        out.memory_md_listed = len(recorded(listed))
         out.memory_md_cut = any(line.endswith("not listed here") for line in out.memory_md_lines)
-        top = recall.claude_candidates(memory_dir, seen) if memory_dir.is_dir() else []
-        names = [path.relative_to(memory_dir).as_posix() for path in top]
+        if seen is not None:
+            names = recall.candidate_names(memory_dir, seen)
+        else:
+            top = recall.claude_candidates(memory_dir) if memory_dir.is_dir() else []
+            names = [path.relative_to(memory_dir).as_posix() for path in top]
         found = records.get_many(names) if isinstance(records, MemoryFiles) else records
         for name in names:
             rec = found.get(name)
@@ -135,7 +144,7 @@ def explain(owned: State, memory_dir: Path | None, worktree: Path | None, enviro
                            if name not in recalled and name not in listed]
             out.neither_count = len(out.neither)
         else:
-            out.neither_count = sum(1 for name in records if name not in recalled and name not in listed)
+            out.neither_count = len(records) - len(recorded(recalled | listed))
     codex = claude_home.codex_home(environ, home) / "AGENTS.md"
     out.files.append(_file("codex", codex, "global"))
     if worktree is not None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os.path
 import re
-import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -25,7 +24,7 @@ def claude_home(environ: Mapping[str, str], home: Path) -> Path:
     """``$CLAUDE_CONFIG_DIR`` when set and non-empty, else ``home/.claude``."""
     value = environ.get("CLAUDE_CONFIG_DIR", "")
     # Claude Code NFC-normalises its config home; on Linux an NFD spelling is another folder.
-    return Path(unicodedata.normalize("NFC", value)) if value else home / ".claude"
+    return Path(nfc(value)) if value else home / ".claude"
 
 
 def codex_home(environ: Mapping[str, str], home: Path) -> Path:
@@ -132,7 +131,16 @@ def _validated_memory_path(raw: str, home: Path) -> Path | None:
 
 def _nfc(path: Path) -> Path:
     # Claude Code NFC-normalises the memory path it uses.
-    return Path(unicodedata.normalize("NFC", str(path)))
+    return Path(nfc(str(path)))
+
+
+def nfc(text: str) -> str:
+    """``text`` in Unicode's NFC (ASCII already is: ``unicodedata`` is imported only for the rest)."""
+    if text.isascii():
+        return text
+    import unicodedata
+
+    return unicodedata.normalize("NFC", text)
 
 
 def _utf16_units(text: str) -> list[int]:

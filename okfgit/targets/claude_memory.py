@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
-import hashlib
 import os
 import re
 import stat
@@ -337,6 +336,8 @@ def _own_name(concept: TierCard) -> str:
 def _suffix(concept: TierCard) -> str:
     if okf.is_valid_okf_id(concept.card.okf_id):
         return str(concept.card.okf_id).replace("-", "")[:8]
+    import hashlib  # only for a concept without a valid okf_id (its import costs a run 3 ms)
+
     return hashlib.sha1(concept.key.encode("utf-8")).hexdigest()[:8]
 
 

@@ -130,7 +130,7 @@ def claude_candidates(folder: Path, seen: Mapping[str, tuple[int, int, int, bool
     ``seen``: the folder's entries as a scan just found them (``stamps.scan(keep=True)``),
     so the folder is not walked again."""
     if seen is not None:
-        return _candidates_of(folder, seen)
+        return [Path(folder, rel) for rel in candidate_names(folder, seen)]
     found: list[tuple[int, str]] = []
     stack = [str(folder)]
     top = str(folder)
@@ -156,7 +156,8 @@ def claude_candidates(folder: Path, seen: Mapping[str, tuple[int, int, int, bool
     return [Path(p) for _, p in found[:RECALL_LIMIT]]
 
 
-def _candidates_of(folder: Path, seen: Mapping[str, tuple[int, int, int, bool, bool]]) -> list[Path]:
+def candidate_names(folder: Path, seen: Mapping[str, tuple[int, int, int, bool, bool]]) -> list[str]:
+    """``claude_candidates`` from a scan, as names relative to ``folder``."""
     found: list[tuple[int, str]] = []
     top = str(folder)
     for rel, (_, _, mtime, is_dir, is_link) in seen.items():
@@ -172,4 +173,4 @@ def _candidates_of(folder: Path, seen: Mapping[str, tuple[int, int, int, bool, b
             mtime = st.st_mtime_ns
         found.append((-mtime, rel))
     found.sort()  # newest first, then by path (every path shares the folder's prefix)
-    return [Path(top, rel) for _, rel in found[:RECALL_LIMIT]]
+    return [rel for _, rel in found[:RECALL_LIMIT]]
