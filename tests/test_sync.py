@@ -452,3 +452,34 @@ def test_sync_json_lists_the_files_capture_left_as_they_were_when_it_looked(proj
     assert sorted(p.name for p in mem.iterdir() if p.name != "MEMORY.md") != before  # projection added one
     again = json.loads(okfgit("sync", "--json", cwd=project).out)
     assert again["capture"]["unchanged"] == sorted(p.name for p in mem.iterdir() if p.name != "MEMORY.md")
+
+
+def test_a_scan_sees_every_entry_below_the_folder_and_enters_no_link(tmp_path: Path) -> None:
+    """``stamps.scan`` lists each folder through a descriptor: every entry at every depth, with
+    its own (not its target's) inode, size and time; a link to a folder is listed, not entered."""
+    from okfgit.local import stamps
+
+    top = tmp_path / "memory"
+    (top / "a" / "b").mkdir(parents=True)
+    (top / "one.md").write_text("1\n")
+    (top / "a" / "two.md").write_text("22\n")
+    (top / "a" / "b" / "three.md").write_text("333\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "not-mine.md").write_text("x\n")
+    os.symlink(elsewhere, top / "a" / "link-to-folder")
+    os.symlink("one.md", top / "link.md")
+    want: dict[str, tuple[int, int, int, bool, bool]] = {}
+    for folder, dirs, files in os.walk(top):
+        for name in dirs + files:
+            path = Path(folder, name)
+            st = path.lstat()
+            want[path.relative_to(top).as_posix()] = (st.st_ino, st.st_size, st.st_mtime_ns, path.is_dir()
+                                                      and not path.is_symlink(), path.is_symlink())
+    seen = stamps.scan(str(top), keep=True)
+    assert seen.entries == want and "a/link-to-folder/not-mine.md" not in want
+    assert seen.names == {"": {"one.md", "a", "link.md"}, "a": {"two.md", "b", "link-to-folder"}, "a/b": {"three.md"}}
+    assert set(seen.dirs) == {".", "a", "a/b"} and seen.digest == stamps.scan(str(top)).digest
+    wrote: list[str] = []
+    stamps.scan(str(top), 0, lambda path, size, mtime: wrote.append(path) is None)
+    assert sorted(wrote) == sorted(str(top / p) for p, e in want.items() if not e[3])  # full paths, as recorded
