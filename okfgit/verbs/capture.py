@@ -30,17 +30,16 @@ from okfgit.format import concept as okf
 from okfgit.local import state
 from okfgit.knowledge import capture_policy as switch
 from okfgit.knowledge.cards import TierCard, TierCards
-from okfgit.knowledge.merged import Merged
 from okfgit.targets.claude_home import memory_dir
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
 from okfgit.plumbing import blob_oid
-from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
 from okfgit.plan import Plan, TierCommit, apply, writing
 from okfgit.knowledge.tiers import Tier, Workspace, check_scope
 
 if TYPE_CHECKING:  # index_md is read where a capture writes an index (sync's usual run writes none)
     from okfgit.format import index_md as index
+    from okfgit.knowledge.snapshot import Concept, Snapshot  # and these where a capture takes a file
 
 MAX_BYTES = 1024 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -349,6 +348,8 @@ class _Known:
     recognising edits costs no parse of the whole KB), and snapshots for what is written."""
 
     def __init__(self, tiers: list[Tier]) -> None:
+        from okfgit.knowledge.merged import Merged
+
         self.tiers = {t.label: t for t in tiers}
         self.cards = {t.label: TierCards(t) for t in tiers}
         self.view = Merged(list(self.cards.values()))
@@ -367,6 +368,8 @@ class _Known:
 
     def snapshot(self, tier: Tier) -> Snapshot:
         if tier.label not in self._snaps:
+            from okfgit.knowledge.snapshot import snapshot
+
             self._snaps[tier.label] = snapshot(tier)
         return self._snaps[tier.label]
 

@@ -23,7 +23,6 @@ from okfgit.records import field, record
 from okfgit.context import Context
 from okfgit.errors import OkfError, RepoStateError, UsageError
 from okfgit.plumbing import Reader
-from okfgit.knowledge.snapshot import snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.local import exchange as exchange_record
 from okfgit.local import lock, paths
@@ -254,6 +253,7 @@ def fetch_and_integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report
 def integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report) -> None:
     """Bring the fetched remote branch into the local one: fast-forward, or merge by concept."""
     from okfgit.knowledge import merge
+    from okfgit.knowledge.snapshot import snapshot
 
     theirs = _commit_of(repo, tg.tracking)
     ours = repo.head_commit()
