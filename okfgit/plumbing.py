@@ -3,7 +3,8 @@
 Loading libgit2 (``import pygit2``) costs a Python process about 80 ms, more than everything
 a warm ``cat``, ``search`` or one-change ``project`` does after it. A process that reads a
 tier and writes no commit reads through ``Plumbing``: one long-lived ``git cat-file --batch``
-per repository (started on the first object read; objects are asked for by OID only),
+per repository, shared by every reader of it in the process (started on the first object read;
+objects are asked for by OID only),
 ``git ls-tree -r`` for a whole tree, ``git rev-parse`` and ``git config`` for what only git
 can answer, and the refs read straight from the files (``local/fastpath``) when they are
 plain. What it reads is what git itself reads; replace refs are ignored, as libgit2 does.
