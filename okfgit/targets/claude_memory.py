@@ -30,7 +30,7 @@ from pathlib import Path
 from okfgit.targets import claude_home
 from okfgit.format import concept as okf
 from okfgit.format import lifecycle
-from okfgit.plumbing import FILE_MODE, Entry, blob_oid
+from okfgit.plumbing import FILE_MODE, Entry, blob_oid, sha1_hex
 from okfgit.errors import OkfError
 from okfgit.knowledge.cards import Card, TierCard, card_of
 from okfgit.local.state import MemoryFile, TierInput
@@ -336,9 +336,7 @@ def _own_name(concept: TierCard) -> str:
 def _suffix(concept: TierCard) -> str:
     if okf.is_valid_okf_id(concept.card.okf_id):
         return str(concept.card.okf_id).replace("-", "")[:8]
-    import hashlib  # only for a concept without a valid okf_id (its import costs a run 3 ms)
-
-    return hashlib.sha1(concept.key.encode("utf-8")).hexdigest()[:8]
+    return sha1_hex(concept.key.encode("utf-8"))[:8]
 
 
 # -- files ------------------------------------------------------------------------------------
