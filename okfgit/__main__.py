@@ -1,4 +1,4 @@
-from okfgit.cli import main
+from okfgit.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()
