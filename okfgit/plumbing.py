@@ -558,6 +558,7 @@ class _Batch:
         self._early: dict[str, list[tuple[str, bytes]]] = {}  # answers read before their reader asked
         self._drop: dict[str, int] = {}  # answers to discard when they come (an abandoned stream's)
         self._lock = _thread.allocate_lock()
+        self.broken = False  # git stopped answering: the pool starts another for the next reader
         weakref.finalize(self, _close, self._pid, self._in, self._out)
 
     def read(self, oid: str) -> tuple[str, bytes]:
@@ -600,6 +601,7 @@ class _Batch:
             self._in.write("".join(f"{oid}\n" for oid in oids).encode("ascii"))
             self._in.flush()
         except OSError as exc:
+            self.broken = True
             raise IntegrityError(f"git cat-file stopped answering ({exc})") from exc
         self._asked.extend(oids)
 
@@ -637,17 +639,21 @@ class _Batch:
 
     def _answer(self, oid: str) -> tuple[str, bytes]:
         header = self._out.readline()
-        if not header:
-            raise IntegrityError("git cat-file stopped answering (is the repository readable?)")
         fields = header.split()
         if len(fields) == 2 and fields[1] == b"missing":
             return "missing", b""
-        if len(fields) != 3:
-            raise IntegrityError(f"git cat-file answered {header!r} for {oid}")
-        size = int(fields[2])
-        data = self._out.read(size + 1)
-        if len(data) != size + 1:
-            raise IntegrityError(f"git cat-file's answer for {oid} was cut short")
+        try:
+            if not header:
+                raise IntegrityError("git cat-file stopped answering (is the repository readable?)")
+            if len(fields) != 3 or not fields[2].isdigit():
+                raise IntegrityError(f"git cat-file answered {header!r} for {oid}")
+            size = int(fields[2])
+            data = self._out.read(size + 1)
+            if len(data) != size + 1:
+                raise IntegrityError(f"git cat-file's answer for {oid} was cut short")
+        except IntegrityError:
+            self.broken = True  # out of step with git from here on
+            raise
         return fields[1].decode(), data[:size]
 
 
@@ -661,7 +667,7 @@ def _batch_for(gitdir: Path, env: dict[str, str]) -> _Batch:
     ``_POOL_SIZE`` (a reader still holding it keeps it until it is done)."""
     key = (str(gitdir), tuple(sorted(env.items())))
     batch = _POOL.pop(key, None)
-    if batch is None:
+    if batch is None or batch.broken:
         batch = _Batch(gitdir, env)
     _POOL[key] = batch
     while len(_POOL) > _POOL_SIZE:

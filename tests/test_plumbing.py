@@ -202,3 +202,22 @@ def test_readers_of_one_repository_share_one_cat_file_and_may_interleave(
     subprocess.run([sys.executable, "-c", script, str(repo), oids[0]], check=True,
                    env={**os.environ, "GIT_TRACE": str(trace)})
     assert trace.read_text().count("cat-file --batch") == 1
+
+
+def test_a_cat_file_that_died_fails_its_reader_clearly_and_the_next_reader_gets_a_new_one(
+        history: tuple[Path, list[str]]) -> None:
+    import signal
+
+    from okfgit.errors import IntegrityError
+
+    repo, (_, second) = history
+    reader = Plumbing.open(repo)
+    oid = reader.tree_entries(second, ".okf")["a/x.md"].oid
+    want = reader.read_blob(oid)
+    batch = reader._objects()
+    os.kill(batch._pid, signal.SIGKILL)
+    os.waitpid(batch._pid, 0)
+    with pytest.raises(IntegrityError, match="cat-file"):
+        reader.read_blob(oid)
+    fresh = Plumbing.open(repo)
+    assert fresh.read_blob(oid) == want and fresh._objects() is not batch
