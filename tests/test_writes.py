@@ -307,3 +307,22 @@ def test_a_yaml_alias_bomb_is_refused_everywhere(project: Path, okfgit: Runner, 
     (src / "bomb.md").write_bytes(bomb)
     result = okfgit("adopt", str(src), cwd=project, expect=2)
     assert "anchors and aliases" in result.err
+
+
+def test_a_temp_file_a_killed_cache_write_left_is_swept_by_the_next_reader(project: Path, okfgit: Runner) -> None:
+    """A run killed while it wrote a cache in ``.git/okf/`` leaves its temp file; the tier
+    may never be written again, so the next run that keeps a cache there removes it (holding
+    the write lock), and never one newer than that lock (a live writer's)."""
+    okfgit("new", "fact", "--description", "A fact.", cwd=project)
+    okf_dir = project / ".git" / "okf"
+    left = okf_dir / ".cards.delta.json.0123456789.okftmp"
+    live = okf_dir / ".cards.json.9876543210.okftmp"
+    left.write_bytes(b"{half")
+    live.write_bytes(b"{also half")
+    old = left.stat().st_mtime_ns - 10**9
+    os.utime(left, ns=(old, old))
+    ahead = live.stat().st_mtime_ns + 3600 * 10**9  # as if written after the sweeper took the lock
+    os.utime(live, ns=(ahead, ahead))
+    (okf_dir / "cards.json").unlink(missing_ok=True)  # the next read keeps its cache again
+    assert "fact" in okfgit("ls", cwd=project).out
+    assert not left.exists() and live.exists()

@@ -31,7 +31,7 @@ from okfgit.format import concept as okf
 from okfgit.errors import OkfError
 from okfgit.plumbing import Entry, Reader
 from okfgit.knowledge.tiers import Tier
-from okfgit.local import paths
+from okfgit.local import journal, paths
 from okfgit.progress import Progress, silent
 
 # Past this many paths changed since the whole cache was written, it is written again
@@ -213,7 +213,9 @@ def remember(kind: Kind[F], common_dir: Path, label: str, built: TierCatalog[F],
              cached: dict[str, TierCatalog[F]]) -> None:
     """Keep ``built`` (tier ``label``) in the cache whose other tiers are ``cached``: nothing
     to do when it is what the cache holds, only the delta file when few paths changed since
-    the whole file was written, else the whole file. Never fails: it is only a cache."""
+    the whole file was written, else the whole file. Never fails: it is only a cache.
+    A temp file a killed run left beside the cache goes first (``journal.sweep_okf_dir``)."""
+    journal.sweep_okf_dir(common_dir)
     before = cached.get(label)
     if before is not None and before.tree == built.tree and before.commit == built.commit:
         return

@@ -158,6 +158,34 @@ def sweep(common_dir: Path, gitdir: Path, workdir: Path, since_ns: int, folders:
     return removed + sweep_objects(file, common_dir / "objects")
 
 
+_SWEPT: set[str] = set()  # okf folders this process has looked at (``sweep_okf_dir``)
+
+
+def sweep_okf_dir(common_dir: Path) -> list[Path]:
+    """Temp files a killed okfgit left in ``<git common dir>/okf/`` (a cache or a stamp it
+    was writing when it died), for a process about to write a cache there outside any
+    commit: a tier read after the kill may never be written again. Once per folder and
+    process, only when a temp file is there (one listing), and only holding the write lock,
+    taken without waiting: a writer that holds it sweeps the folder itself (``sweep``)."""
+    key = os.path.abspath(common_dir)
+    if key in _SWEPT:
+        return []
+    _SWEPT.add(key)
+    folder = paths.okf_dir(common_dir)
+    try:
+        if not any(fsutil.is_temp_name(name) for name in os.listdir(folder)):
+            return []
+    except OSError:
+        return []
+    from okfgit.local import lock
+
+    held = lock.acquire(paths.lock(common_dir), 0)
+    if held is None:
+        return []
+    with held:
+        return fsutil.sweep_temp([folder], held.since_ns)
+
+
 def sweep_objects(file: Path, objects: Path) -> list[Path]:
     """Remove libgit2's ``tmp_object_git2_*`` files in ``objects`` older than the last
     completed okfgit write in the repository whose journal is ``file`` (when its journal
