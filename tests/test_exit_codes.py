@@ -75,3 +75,14 @@ def test_the_process_exit_skips_teardown_but_keeps_every_byte_and_code(project: 
     okfgit_proc("sync", cwd=project)
     assert (project / "AGENTS.md").is_file() and (project / ".git" / "okf" / "sync.json").is_file()
     assert okfgit_proc("status", cwd=project).out.rstrip().endswith("in sync")
+
+
+
+def test_a_profiler_still_reports_at_exit(env: dict[str, str], tmp_path: Path) -> None:
+    """With a profiler attached the process exits as Python usually does, so it reports."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "cProfile", "-m", "okfgit", "--version"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, check=True)
+    assert proc.stdout.startswith("okfgit, version ") and "function calls" in proc.stdout
