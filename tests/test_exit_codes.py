@@ -77,7 +77,6 @@ def test_the_process_exit_skips_teardown_but_keeps_every_byte_and_code(project: 
     assert okfgit_proc("status", cwd=project).out.rstrip().endswith("in sync")
 
 
-
 def test_a_profiler_still_reports_at_exit(env: dict[str, str], tmp_path: Path) -> None:
     """With a profiler attached the process exits as Python usually does, so it reports."""
     import subprocess

@@ -61,8 +61,8 @@ JOURNAL = "journal"
 
 # Every name above, in the order the README lists them (a test keeps the README complete).
 FILES = (STATE, STATE_JOURNAL, LEGACY_STATE, CARDS, CARDS_DELTA, LINKS, LINKS_DELTA, DOCTOR, DOCTOR_DELTA, GRAPH,
-         GRAPH_DELTA, INDEXES, INDEXES_DELTA, FASTPATH_STAMP, SYNC_STAMP, INDEX_STAMP, LOCK, HOOK_LOG, DRAFTS + "/", PR_BODIES + "/",
-         EXCHANGE, JOURNAL + "/")
+         GRAPH_DELTA, INDEXES, INDEXES_DELTA, FASTPATH_STAMP, SYNC_STAMP, INDEX_STAMP, LOCK, HOOK_LOG, DRAFTS + "/",
+         PR_BODIES + "/", EXCHANGE, JOURNAL + "/")
 
 # Without a repository (the global tier outside any project), drafts go here under $HOME.
 _HOME_DRAFTS = (".cache", "okfgit", "drafts")
