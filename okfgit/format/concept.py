@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import functools
 import re
-import unicodedata
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from okfgit.format.names import RESERVED, is_concept_path, is_reserved  # noqa: F401
+from okfgit.format.names import RESERVED, is_concept_path, is_reserved, nfc  # noqa: F401
 from okfgit.errors import IntegrityError, OkfError, ValidationError
 
 BOM = b"\xef\xbb\xbf"
@@ -457,7 +456,7 @@ def slugify(text: str) -> str:
     """A file-name slug: NFC, lower-case, every run of characters that are not letters or
     digits (of any script) becomes one ``-``. No ASCII folding: ``Ünïcödé名前 fact`` gives
     ``ünïcödé名前-fact``, not ``n-c-d-fact``."""
-    text = unicodedata.normalize("NFC", text).lower()
+    text = nfc(text).lower()
     slug = re.sub(r"[\W_]+", "-", text).strip("-")
     return slug[:60].strip("-") or "concept"
 

@@ -10,6 +10,16 @@ NEEDS_MERGE_SUFFIX = ".needs-merge.md"
 _NEEDS_MERGE = re.compile(r"\.needs-merge(?:-[1-9][0-9]*)?\.md$")
 
 
+def nfc(text: str) -> str:
+    """``text`` in Unicode's NFC, as Claude Code spells paths and okfgit spells slugs (ASCII
+    already is: ``unicodedata`` is imported only for the rest)."""
+    if text.isascii():
+        return text
+    import unicodedata
+
+    return unicodedata.normalize("NFC", text)
+
+
 def is_reserved(path: str) -> bool:
     return path.rsplit("/", 1)[-1] in RESERVED
 

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from okfgit.format.names import nfc
 from okfgit.records import record
 
 _MAX_ENCODED = 200
@@ -133,14 +134,6 @@ def _nfc(path: Path) -> Path:
     # Claude Code NFC-normalises the memory path it uses.
     return Path(nfc(str(path)))
 
-
-def nfc(text: str) -> str:
-    """``text`` in Unicode's NFC (ASCII already is: ``unicodedata`` is imported only for the rest)."""
-    if text.isascii():
-        return text
-    import unicodedata
-
-    return unicodedata.normalize("NFC", text)
 
 
 def _utf16_units(text: str) -> list[int]:
