@@ -20,7 +20,7 @@ import signal
 import stat
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from pathlib import Path
 
 import pygit2
@@ -290,7 +290,7 @@ class Repo:
     def read_blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
         return {oid: self.read_blob(oid) for oid in dict.fromkeys(oids)}
 
-    def iter_blobs(self, oids: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+    def iter_blobs(self, oids: Iterable[str]) -> Generator[tuple[str, bytes], None, None]:
         for oid in dict.fromkeys(oids):
             yield oid, self.read_blob(oid)
 

@@ -22,7 +22,7 @@ import _thread
 import os
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -119,8 +119,9 @@ class Reader(Protocol):
 
     def read_blobs(self, oids: Iterable[str]) -> dict[str, bytes]: ...
 
-    def iter_blobs(self, oids: Iterable[str]) -> Iterator[tuple[str, bytes]]:
-        """Each blob as it is read, in order (ask the reader nothing else until it is exhausted)."""
+    def iter_blobs(self, oids: Iterable[str]) -> Generator[tuple[str, bytes], None, None]:
+        """Each blob as it is read, in order; other reads may come between, and ``close`` ends
+        it early."""
         ...
 
     def diff_paths(self, old_tree: str | None, new_tree: str | None) -> list[Change]: ...
@@ -302,10 +303,10 @@ class Plumbing:
         """Many blobs at once (asked for in batches, not one round trip each); KeyError on a missing one."""
         return dict(self.iter_blobs(oids))
 
-    def iter_blobs(self, oids: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+    def iter_blobs(self, oids: Iterable[str]) -> Generator[tuple[str, bytes], None, None]:
         """``read_blobs`` one blob at a time: while the caller works on one, git writes the next
         ones into the pipe, so reading and parsing overlap. Other reads may come between (the
-        answers are matched to their askers); one left unfinished costs the rest of its batch."""
+        answers are matched to their askers); one closed early drops the rest of its batch."""
         for oid, kind, data in self._objects().read_many(oids):
             if kind != "blob":
                 raise KeyError(oid)

@@ -128,8 +128,7 @@ def _full(repo: Reader, tier: Tier, commit: str, tree: str, blobs: dict[str, byt
             if not done % 100:
                 progress(what, done, len(concepts))
     finally:
-        for oid, data in stream:  # never leave answers in the pipe
-            blobs[oid] = data
+        stream.close()  # stopped part way (a fact that failed): its answers still in the pipe are dropped
     progress(what, len(concepts), len(concepts))
     return out
 
