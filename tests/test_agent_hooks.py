@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from okfgit.verbs import agent_hooks
+from okfgit.flows import agent_hooks
 from okfgit.context import Context
 from tests.conftest import Result, Runner
 

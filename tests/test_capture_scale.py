@@ -126,7 +126,7 @@ def test_a_capture_tells_its_progress_file_by_file(project: Path, home: Path, en
     """The counts go to the context's progress (shown on a terminal only: tests/test_progress.py)."""
     from okfgit.context import Context
     from okfgit.knowledge.tiers import open_workspace
-    from okfgit.verbs import capture
+    from okfgit.flows import capture
 
     folder = Path(memory_dir(project.resolve(), os.environ, home).path)
     folder.mkdir(parents=True, exist_ok=True)

@@ -488,7 +488,7 @@ def test_a_full_read_takes_the_snapshots_listing_and_no_other(repo: Path, git: R
     """A cold cache is built from the snapshot's own listing (the tree is not listed twice);
     any other listing the catalog asks for (an older tree's, to diff) is still git's."""
     from okfgit.plumbing import Plumbing
-    from okfgit.verbs import doctor
+    from okfgit.knowledge import checks
 
     kb_repo(repo, git, FIXTURES / "kb-clean")
     old = git("rev-parse", "HEAD", cwd=repo).out.strip()
@@ -496,7 +496,7 @@ def test_a_full_read_takes_the_snapshots_listing_and_no_other(repo: Path, git: R
     new = git("rev-parse", "HEAD", cwd=repo).out.strip()
     plain = Plumbing.open(repo)
     listed = plain.tree_entries(new, ".okf")
-    reader = doctor._Listed(plain, new, ".okf", listed)
+    reader = checks._Listed(plain, new, ".okf", listed)
     assert reader.tree_entries(new, ".okf") is listed
     assert reader.tree_entries(old, ".okf") == plain.tree_entries(old, ".okf") != listed
     assert reader.tree_entries(new, "") == plain.tree_entries(new, "")

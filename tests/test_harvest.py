@@ -1,8 +1,8 @@
-"""The okf-harvest block read back from a pull request's text (okfgit.verbs.harvest)."""
+"""The okf-harvest block read back from a pull request's text (okfgit.flows.harvest)."""
 
 from __future__ import annotations
 
-from okfgit.verbs import harvest
+from okfgit.flows import harvest
 
 
 def test_blocks_are_found_by_info_string_with_commonmark_fences() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from okfgit.local import noop
-from okfgit.verbs import hooks
+from okfgit.flows import hooks
 from okfgit.errors import UsageError
 
 SOURCE = Path(__file__).resolve().parent.parent / "githooks"

@@ -20,8 +20,13 @@ ALLOWED: dict[str, set[str]] = {
     "knowledge": SHARED | {"format", "git", "local", "plumbing"},
     "plan": SHARED | {"format", "git", "knowledge", "local", "plumbing"},
     "targets": SHARED | {"format", "git", "knowledge", "local", "plumbing"},
-    "verbs": SHARED | {"format", "git", "transport", "knowledge", "local", "plan", "plumbing", "targets"},
-    "commands": SHARED | {"cli", "format", "git", "knowledge", "local", "plan", "plumbing", "targets", "verbs"},
+    "flows": SHARED | {"format", "git", "transport", "knowledge", "local", "plan", "plumbing", "targets"},
+    "verbs": SHARED | {"format", "git", "transport", "knowledge", "local", "plan", "plumbing", "targets", "flows"},
+    "render": SHARED | {"format", "knowledge", "targets", "flows", "verbs"},
+    "mcp": SHARED | {"format", "git", "knowledge", "local", "plan", "plumbing", "targets", "flows", "verbs",
+                     "render"},
+    "commands": SHARED | {"cli", "format", "git", "knowledge", "local", "plan", "plumbing", "targets", "flows",
+                          "verbs", "render", "mcp"},
     "cli": {"errors", "__version__"},
     "errors": set(),
     "records": set(),
@@ -34,7 +39,7 @@ ALLOWED: dict[str, set[str]] = {
 # third-party packages each layer may import
 # (and dataclasses nowhere: records.py is okfgit's one way to make a record class)
 THIRD_PARTY = {"pygit2": {"git"}, "click": {"cli", "commands"}, "yaml": {"format", "verbs"},
-               "frontmatter": {"format"}, "dataclasses": set()}
+               "frontmatter": {"format"}, "dataclasses": set(), "mcp": {"mcp"}}
 
 
 def layer_of(path: Path) -> str:
@@ -79,3 +84,28 @@ def test_every_folder_has_its_paragraph_in_the_spec() -> None:
         assert f"**`{name}/`**" in spec, name
     for module in ("cli.py", "errors.py", "context.py", "git.py", "plan.py"):
         assert f"`{module}`" in spec, module
+
+
+VERBS = sorted(p for p in (PACKAGE / "verbs").rglob("*.py") if p != PACKAGE / "verbs" / "__init__.py")
+
+
+def verb_of(path: Path) -> str:
+    """The verb a module of ``verbs/`` belongs to: ``verbs/X.py`` or any module of ``verbs/X/``."""
+    return path.relative_to(PACKAGE / "verbs").parts[0].removesuffix(".py")
+
+
+@pytest.mark.parametrize("path", VERBS, ids=lambda p: p.relative_to(PACKAGE / "verbs").as_posix())
+def test_verbs_are_leaves(path: Path) -> None:
+    """A verb module never imports another verb's modules: what two verbs share is a library in
+    a layer below (``flows/``, ``knowledge/``), so a second copy of it has nowhere to hide."""
+    verb = verb_of(path)
+    named = [name.split(".")[2] for name in imports(path) if name.startswith("okfgit.verbs.")]
+    named += _from_verbs(path)
+    others = sorted({n for n in named if n != verb})
+    assert others == [], f"verbs/{path.relative_to(PACKAGE / 'verbs')} imports the verbs {others}"
+
+
+def _from_verbs(path: Path) -> list[str]:
+    """Names imported as ``from okfgit.verbs import x``."""
+    return [a.name for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom) and node.module == "okfgit.verbs" for a in node.names]

@@ -76,7 +76,7 @@ def test_a_lost_end_marker_after_an_older_protocol_is_found_by_the_blob_okfgit_w
         kit: Kit, okfgit: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
     """An older okfgit wrote another protocol text: the ownership record's blob OID of the file
     says where that text ended, so it is replaced rather than kept as hand text."""
-    from okfgit.verbs import project as projection
+    from okfgit.flows import projection
 
     kit.agents_md.write_text("# Mine\n\nHand line.\n")
     current = projection.nav_protocol()

@@ -72,7 +72,7 @@ def test_a_no_op_run_imports_neither_pygit2_nor_yaml(kit: Kit, okfgit: Runner, o
     assert result.out.startswith(FAST)
     imported = {line.rsplit("|", 1)[-1].strip() for line in result.err.splitlines() if "|" in line}
     assert "okfgit.local.fastpath" in imported
-    assert not {"pygit2", "yaml", "okfgit.verbs.project", "okfgit.git"} & imported
+    assert not {"pygit2", "yaml", "okfgit.flows.projection", "okfgit.git"} & imported
 
 
 @pytest.mark.parametrize("change", [

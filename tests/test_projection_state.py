@@ -10,7 +10,7 @@ import pytest
 
 from okfgit.local import state
 from okfgit.errors import IntegrityError
-from okfgit.verbs.project import nav_protocol
+from okfgit.flows.projection import nav_protocol
 from tests.conftest import Runner
 from tests.test_projection import Kit, build_kit, project
 

@@ -292,7 +292,7 @@ def test_a_hook_no_op_with_an_unreachable_remote_does_no_network(a: Machine, bar
     assert proc.returncode == 0 and proc.stdout == "" and "unreachable" not in proc.stderr, proc
     imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
     assert "okfgit.local.fastpath" in imported  # it ran the no-op check ...
-    assert not imported & {"okfgit.transport", "okfgit.verbs.exchange", "okfgit.local.exchange", "pygit2"}
+    assert not imported & {"okfgit.transport", "okfgit.flows.exchange", "okfgit.local.exchange", "pygit2"}
 
 
 @pytest.mark.slow

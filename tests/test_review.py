@@ -551,7 +551,8 @@ def test_doctor_on_what_a_change_reaches_finds_what_the_whole_tree_would(tmp_pat
     from okfgit.git import Repo
     from okfgit.knowledge.snapshot import snapshot
     from okfgit.knowledge.tiers import Tier
-    from okfgit.verbs import doctor, review
+    from okfgit.verbs import review
+    from okfgit.knowledge import checks
 
     repo = _tricky_kb(tmp_path, git)
     git("checkout", "-q", "main", cwd=repo)
@@ -571,7 +572,7 @@ def test_doctor_on_what_a_change_reaches_finds_what_the_whole_tree_would(tmp_pat
     everything = set(raw.tree_entries(base, ".okf")) | set(raw.tree_entries(head, ".okf"))
     for only in (scope, everything, {"alpha/new.md"}, {"delta/index.md", "gamma/three.md"}):
         for side, commit in ((new, head), (old, base)):
-            whole = doctor.check_snapshot(snapshot(tier, commit), today, only=set(only)).findings
+            whole = checks.check_snapshot(snapshot(tier, commit), today, only=set(only)).findings
             assert _rows(side.doctor(set(only), today)) == _rows(whole), (only, commit)
     found = {(f.code, f.file) for f in new.doctor(scope, today)}
     assert {("duplicate-okf-id", "alpha/new.md"), ("dangling-wiki-link", "alpha/new.md"),
@@ -580,7 +581,7 @@ def test_doctor_on_what_a_change_reaches_finds_what_the_whole_tree_would(tmp_pat
     assert ("superseded-by-dangling", "alpha/new.md") not in found  # it names epsilon/next.md's okf_id
     assert "epsilon/index.md" not in scope
     # linked_from, against every concept's links read from the whole tree
-    facts = doctor.checked_facts(snapshot(tier, head))
+    facts = checks.checked_facts(snapshot(tier, head))
     readable = [(p, f) for p, f in sorted(facts.items()) if f.readable and f.has_frontmatter]
     names = links.wiki_names((p, f.name) for p, f in readable)
     for change in changes:

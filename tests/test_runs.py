@@ -7,7 +7,7 @@ import pytest
 
 from okfgit.format import concept as okf
 from okfgit.errors import UsageError
-from okfgit.verbs.run import add_log_entry
+from okfgit.format.log_md import add_entry as add_log_entry
 from tests.conftest import EPOCH, Runner, fsck, trailers_by_git
 
 NEXT_DAY = str(int(EPOCH) + 86400)  # 2025-12-01

@@ -10,7 +10,7 @@ from pathlib import Path
 from okfgit import plan as plan_mod
 from okfgit.context import Context
 from okfgit.format import concept as okf
-from okfgit.verbs import hooks
+from okfgit.flows import hooks
 from tests.conftest import Runner
 
 ROOT = Path(__file__).resolve().parent.parent

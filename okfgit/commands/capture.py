@@ -26,7 +26,7 @@ def capture_cmd(source: str, to: str | None, dry_run: bool, repo: Path | None, r
     untouched. Exit 0 even when files were skipped; 3 if a commit could not be made.
     """
     from okfgit import plan
-    from okfgit.verbs import capture
+    from okfgit.flows import capture
 
     ctx, ws = workspace(repo, run)
     ctx = with_progress(ctx, quiet=as_json)
@@ -42,7 +42,7 @@ def capture_cmd(source: str, to: str | None, dry_run: bool, repo: Path | None, r
 
 
 def summary(report: object, dry_run: bool) -> str:
-    from okfgit.verbs.capture import Report
+    from okfgit.flows.capture import Report
 
     assert isinstance(report, Report)
     if not report.enabled:

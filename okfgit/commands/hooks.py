@@ -5,8 +5,8 @@ from pathlib import Path
 
 import click
 
-from okfgit.verbs import agent_hooks
-from okfgit.verbs import hooks
+from okfgit.flows import agent_hooks
+from okfgit.flows import hooks
 from okfgit.commands._common import emit_json, json_option, repo_option, warn, workspace
 from okfgit.context import Context
 from okfgit.errors import UsageError

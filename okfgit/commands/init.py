@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from okfgit.verbs import init as init_verb
+from okfgit.flows import concepts
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, scope_option, warn, workspace
 from okfgit.errors import UsageError
 
@@ -37,7 +37,7 @@ def init_cmd(scope: str, repo: Path | None, run: str | None, remote_url: str | N
             click.echo(attached.message)
         warn(attached.warnings)
         return
-    written = init_verb.init_tier(ctx, ws, scope)
+    written = concepts.init_tier(ctx, ws, scope)
     if as_json:
         emit_json(written.to_json())
     else:

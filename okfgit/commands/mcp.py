@@ -27,7 +27,8 @@ def mcp_cmd(click_ctx: click.Context, repo: Path | None, run: str | None) -> Non
     Needs the MCP SDK: pip install 'okfgit[mcp]'."""
     if click_ctx.invoked_subcommand is not None:
         return
-    from okfgit.verbs import mcp, mcp_stdio
+    from okfgit.mcp import tools as mcp
+    from okfgit.mcp import stdio as mcp_stdio
 
     mcp_stdio.require_sdk()
     ctx, _ = workspace(repo, run)  # fail now, as the CLI would, when --repo is not a repository

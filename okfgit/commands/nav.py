@@ -14,7 +14,8 @@ import click
 
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, scope_option, warn, workspace
 from okfgit.knowledge import merged, refs
-from okfgit.verbs import nav, nav_render
+from okfgit.verbs import nav
+from okfgit.render import nav as nav_render
 
 F = TypeVar("F", bound=Callable[..., Any])
 

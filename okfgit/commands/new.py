@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from okfgit import plan as plan_mod
-from okfgit.verbs import new as store
+from okfgit.flows import concepts as store
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, scope_option, workspace
 from okfgit.errors import UsageError
 

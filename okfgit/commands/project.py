@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,7 +18,7 @@ from okfgit.local import noop
 
 if TYPE_CHECKING:
     from okfgit.targets.budget import Explanation
-    from okfgit.verbs.project import Report
+    from okfgit.flows.projection import Report
 
 NOT_OURS = "(not okfgit's: an agent's or a person's file)"
 NOTHING_TO_DO = "nothing to do: the knowledge at HEAD and every target are as okfgit left them"
@@ -68,7 +68,7 @@ def project_cmd(scope: str, target: str, dry_run: bool, explain: bool, quiet: bo
         if not quiet:
             click.echo(NOTHING_TO_DO)
         return 0
-    from okfgit.verbs import project as projection
+    from okfgit.flows import projection
     from okfgit.commands._common import with_progress, workspace
 
     ctx, ws = workspace(repo, run)

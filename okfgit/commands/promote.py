@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from okfgit.verbs import harvest
+from okfgit.verbs.promote import pull_request
 from okfgit.verbs import promote
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, warn, workspace
 
@@ -43,21 +43,21 @@ def promote_cmd(refs: tuple[str, ...], from_: str, to: str, branch: str | None, 
     ctx, ws = workspace(repo, run)
     pp = promote.plan_promotion(ctx, ws, refs, from_, to, branch=branch, folder=folder)
     if open_pr:
-        harvest.check_remote(pp, remote)
+        pull_request.check_remote(pp, remote)
     if dry_run:
         click.echo(promote.dry_run(ctx, pp))
         return
     done = promote.promote(ctx, pp)
-    pr = harvest.open_pr(ctx, done, remote) if open_pr else None
+    pr = pull_request.open_pr(ctx, done, remote) if open_pr else None
     if as_json:
-        emit_json(harvest.to_json(done, pr))
+        emit_json(pull_request.to_json(done, pr))
     else:
         _print(done, pr)
     if pr is not None and pr.error is not None:
         raise pr.error
 
 
-def _print(done: promote.Promotion, pr: harvest.PullRequest | None) -> None:
+def _print(done: promote.Promotion, pr: pull_request.PullRequest | None) -> None:
     pp = done.plan
     warn(pp.warnings)
     warn(f"proposed supersession: {text}" for text in pp.proposals)
@@ -68,7 +68,7 @@ def _print(done: promote.Promotion, pr: harvest.PullRequest | None) -> None:
     click.echo(f"{pp.destination.label} commit {done.destination_oid[:12]}{on}; "
                f"{pp.source.label} commit {done.source_oid[:12]}")
     if pp.branch:
-        click.echo(f"\nPR title: {harvest.pr_title(done)}\nPR body:\n\n{harvest.pr_body(done)}")
+        click.echo(f"\nPR title: {pull_request.pr_title(done)}\nPR body:\n\n{pull_request.pr_body(done)}")
     if pr is None:
         return
     warn(pr.notes)

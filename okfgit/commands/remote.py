@@ -24,10 +24,10 @@ def remote_cmd(click_ctx: click.Context) -> None:
 def show_cmd(as_json: bool = False) -> None:
     """Show the global tier's remote, how many commits each side has that the other
     lacks (as of the last fetch), and the time of the last successful exchange."""
-    from okfgit.verbs import remote
+    from okfgit.flows import exchange
 
     ctx, ws = workspace()
-    info = remote.show(ctx, ws)
+    info = exchange.show(ws)
     if as_json:
         emit_json(info.to_json())
     else:

@@ -8,7 +8,7 @@ from typing import IO
 import click
 
 from okfgit.verbs import review
-from okfgit.verbs import review_render
+from okfgit.render import review as review_render
 from okfgit.commands._common import repo_option, with_progress, workspace
 
 _FORMATS = ("json", "markdown", "text")

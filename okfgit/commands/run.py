@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from okfgit import plan as plan_mod
-from okfgit.verbs import run as runs
+from okfgit.flows import runs
 from okfgit.knowledge.tiers import check_run
-from okfgit.verbs.new import NewConcept
+from okfgit.flows.concepts import NewConcept
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, warn, workspace
 
 

@@ -585,3 +585,23 @@ def keys_first(data: bytes, keys: tuple[str, ...], within: int) -> bytes | None:
     except OkfError:
         same = False
     return out if same else None  # never write a file that means something else
+
+
+def yaml_problem(exc: ValidationError) -> tuple[str, str, int | None]:
+    """What a frontmatter's YAML error is, as a finding: (code, message, line in the file).
+
+    ``yaml-tag`` for a tag okfgit refuses, else ``yaml-invalid``; the line is where the
+    construct began, which says more than where the parser gave up (often the end)."""
+    import yaml  # only here: a run that parses no YAML (every file cached or in the fast subset) never imports it
+
+    cause = exc.__cause__
+    mark = getattr(cause, "context_mark", None) or getattr(cause, "problem_mark", None)
+    line = mark.line + 2 if mark is not None else None  # +1 for 1-based, +1 for the opening fence
+    if isinstance(cause, yaml.constructor.ConstructorError):
+        tag = re.search(r"'([^']+)'", str(cause.problem or ""))
+        what = f"the YAML tag {tag.group(1)!r}" if tag else "a YAML tag"
+        return "yaml-tag", (f"frontmatter uses {what}, which okfgit refuses "
+                            "(YAML is loaded safely: no Python or custom tags)"), line
+    problem = getattr(cause, "problem", None) or str(exc)
+    context = getattr(cause, "context", None)
+    return "yaml-invalid", f"frontmatter is not valid YAML: {context + ': ' if context else ''}{problem}", line

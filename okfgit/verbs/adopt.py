@@ -28,7 +28,7 @@ from okfgit import fsutil
 from okfgit.format import index_md as index
 from okfgit.format import concept as okf
 from okfgit.format import markdown as links
-from okfgit.verbs import init as init_verb
+from okfgit.flows.concepts import root_index, runstate_exclusion
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError, ValidationError
 from okfgit.knowledge.snapshot import Snapshot, snapshot
@@ -120,7 +120,7 @@ def adopt(ctx: Context, ws: Workspace, src: Path | None, scope: str, folder: str
         if adoption.plan.empty:
             return adoption
         if adoption.tier.name == "job":
-            adoption.plan.writes.extend(init_verb.runstate_exclusion(ws))
+            adoption.plan.writes.extend(runstate_exclusion(ws))
         done = apply(ctx, adoption.plan).raise_failed()
     adoption.commit = done.commits[-1][1]
     return adoption
@@ -375,7 +375,7 @@ def _add_indexes(tier: Tier, snap: Snapshot, region: str, changes: dict[str, byt
         return
     new_root = "index.md" not in present
     if new_root:
-        changes["index.md"] = init_verb.root_index(tier)
+        changes["index.md"] = root_index(tier)
     wanted = index.folders_of(p for p in concepts if _in_region(p, region))
     written = index.regenerate(snap, changes, wanted)
     changes.update(written)

@@ -19,7 +19,7 @@ from okfgit.knowledge import catalog
 from okfgit.knowledge.snapshot import Snapshot, snapshot
 from okfgit.local import paths
 from okfgit.plan import Plan, TierCommit, apply, writing
-from okfgit.verbs import doctor
+from okfgit.knowledge import checks
 from okfgit.knowledge.tiers import Tier, Workspace
 
 
@@ -84,7 +84,7 @@ def summaries(snap: Snapshot) -> dict[str, Summarised]:
     if snap.commit is None or not snap.tier.exists():
         return {}
     try:
-        built = doctor.cached_catalog(SUMMARIES, snap)
+        built = checks.cached_catalog(SUMMARIES, snap)
     except (OkfError, OSError):
         return {}
     return dict(built.facts) if built is not None else {}
@@ -100,10 +100,10 @@ def plan_index(ws: Workspace, scope: str, *, check: bool = False) -> IndexRun:
         if snap.commit is None or not snap.entries:
             run.skipped.append(f"{tier.label} tier skipped: no knowledge base at HEAD in {tier.root}")
             continue
-        facts = doctor.checked_facts(snap)  # what each concept's entry says, cached by blob OID
+        facts = checks.checked_facts(snap)  # what each concept's entry says, cached by blob OID
         known = summaries(snap)
 
-        def item(path: str, facts: dict[str, doctor.Checked] = facts) -> index.Item | None:
+        def item(path: str, facts: dict[str, checks.Checked] = facts) -> index.Item | None:
             fact = facts.get(path)
             return index.Item(*fact.item) if fact is not None else None
 

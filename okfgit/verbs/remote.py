@@ -2,61 +2,25 @@
 
 The remote is a plain git remote of the global tier's repository (``origin`` unless the
 branch's upstream names another), so ``git remote`` in that repository works too and okfgit
-respects what it finds. The exchange itself is ``verbs/exchange.py``.
+respects what it finds. The exchange itself is ``flows/exchange.py``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from okfgit.records import field, record
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, UsageError
 from okfgit.knowledge.tiers import Workspace
-from okfgit.local import exchange as exchange_record
 from okfgit.plan import ensure_repo
-from okfgit.verbs import exchange
+from okfgit.flows import exchange
 
 if TYPE_CHECKING:  # libgit2 loads only where a remote is exchanged with
     from okfgit.git import Repo
 
 DEFAULT_NAME = "origin"
 INIT_TIMEOUT_S = 60.0  # init is a person at a terminal, and may download a whole KB
-
-
-@record
-class RemoteInfo:
-    """What ``remote show`` and ``status`` say about the global tier's remote."""
-
-    tier_root: str
-    name: str | None = None
-    url: str | None = None
-    branch: str | None = None
-    remote_branch: str | None = None
-    ahead: int = 0
-    behind: int = 0
-    last_success: float | None = None
-    last_attempt: float | None = None
-    last_error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tier": self.tier_root, "name": self.name, "url": self.url, "branch": self.branch,
-            "remote_branch": self.remote_branch, "ahead": self.ahead, "behind": self.behind,
-            "last_exchange": exchange.describe_time(self.last_success) if self.last_success else None,
-            "last_attempt": exchange.describe_time(self.last_attempt) if self.last_attempt else None,
-            "last_error": self.last_error,
-        }
-
-    def render(self) -> list[str]:
-        if self.url is None:
-            return [f"global remote: none (set one with `okfgit remote set URL`; tier at {self.tier_root})"]
-        lines = [f"global remote: {self.url} ({self.name}, {self.branch} -> {self.remote_branch})",
-                 f"  {self.ahead} ahead, {self.behind} behind (as of the last fetch); "
-                 f"last exchange: {exchange.describe_time(self.last_success)}"]
-        if self.last_error:
-            lines.append(f"  last attempt failed at {exchange.describe_time(self.last_attempt)}: {self.last_error}")
-        return lines
 
 
 @record
@@ -70,24 +34,7 @@ class Attached:
     warnings: list[str] = field(default_factory=list)
 
 
-def show(ctx: Context, ws: Workspace) -> RemoteInfo:
-    tier = ws.tier("global")
-    info = RemoteInfo(str(tier.root))
-    if not tier.exists():
-        return info
-    tg = exchange.target(tier.reader())
-    if tg is None:
-        return info  # no remote: libgit2 is not loaded
-    repo = tier.open()
-    rec = exchange_record.load(repo.common_dir)
-    info.name, info.url, info.branch, info.remote_branch = tg.name, tg.shown, tg.branch, tg.remote_branch
-    info.ahead, info.behind = exchange.counts(repo, tg)
-    if rec.remote == tg.shown:  # a record about another remote (before `remote set`) says nothing here
-        info.last_success, info.last_attempt, info.last_error = rec.last_success, rec.last_attempt, rec.last_error
-    return info
-
-
-def set_url(ctx: Context, ws: Workspace, url: str) -> RemoteInfo:
+def set_url(ctx: Context, ws: Workspace, url: str) -> exchange.RemoteInfo:
     """Point the global tier at ``url`` (the next sync exchanges with it, merging by concept)."""
     from okfgit import transport
 
@@ -104,7 +51,7 @@ def set_url(ctx: Context, ws: Workspace, url: str) -> RemoteInfo:
     else:
         transport.set_url(repo.workdir, name, url, ctx.environ)
     _track(repo, name, None)
-    return show(ctx, ws)
+    return exchange.show(ws)
 
 
 def remove(ctx: Context, ws: Workspace) -> str:
@@ -125,7 +72,7 @@ def attach(ctx: Context, ws: Workspace, url: str) -> Attached:
     """``init --scope global --remote URL``: a remote with history becomes the tier (merged by
     concept with a local tier that has its own); an empty remote receives the local tier."""
     from okfgit import transport
-    from okfgit.verbs import init as init_verb
+    from okfgit.flows import concepts
 
     url = transport.check_url(url)
     tier = ws.tier("global")
@@ -151,7 +98,7 @@ def attach(ctx: Context, ws: Workspace, url: str) -> Attached:
     report = exchange.Report(tg.shown, fetched=True)
     empty = not exchange.has_history(repo, tg)
     exchange.integrate(ctx, tier, repo, tg, report)
-    written = init_verb.init_tier(ctx, ws, "global")
+    written = concepts.init_tier(ctx, ws, "global")
     if exchange.counts(repo, tg)[0]:
         exchange.push(ctx, tier, repo, tg, report, INIT_TIMEOUT_S)
     if report.unreachable is None:

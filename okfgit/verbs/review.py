@@ -26,8 +26,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, overload
 
 from okfgit import TOOL
-from okfgit.verbs import doctor
-from okfgit.verbs import harvest
+from okfgit.knowledge import checks
+from okfgit.flows import harvest
 from okfgit.format import index_md as index
 from okfgit.format import cites
 from okfgit.format import lifecycle
@@ -64,7 +64,7 @@ LIFECYCLE_KEYS = ("status", "superseded_by", "stale_after")
 # The project's okfgit settings (the capture opt-out among them): a person decides them.
 SETTINGS = "okfgit.toml"
 # graph.json's format: a node is made from doctor's facts, so their version is part of its own.
-GRAPH_VERSION = 1000 * doctor.CACHE_VERSION + 1
+GRAPH_VERSION = 1000 * checks.CACHE_VERSION + 1
 
 # Reading doctor's whole cache (10,000 concepts) costs about what checking this many blobs does:
 # a review that reaches further takes the blobs it holds from it.
@@ -320,7 +320,7 @@ class Node(NamedTuple):
     """What review keeps of every concept of a tree, to find the concepts a change reaches
     without reading the others: who links to a changed concept, who shares its ``okf_id``,
     what a ``[[name]]`` names, which concepts a folder holds. Made from doctor's facts of
-    the blob (``doctor.checked_of``), so it is a function of the path and the blob, cached
+    the blob (``checks.checked_of``), so it is a function of the path and the blob, cached
     by blob OID in ``<git common dir>/okf/graph.json`` like them (``knowledge.catalog``)."""
 
     okf_id: str | None
@@ -331,7 +331,7 @@ class Node(NamedTuple):
     wiki: list[str]  # the target of each ``[[name]]`` link of the body
 
 
-def node_of(fact: doctor.Checked) -> Node:
+def node_of(fact: checks.Checked) -> Node:
     return Node(fact.okf_id, fact.name, fact.readable, fact.has_frontmatter,
                 [where for kind, _, _, where in fact.links if kind != "wiki" and where and where != "/"],
                 [target for kind, target, *_ in fact.links if kind == "wiki"])
@@ -346,13 +346,13 @@ class Graph:
         self.repo = repo
         self.progress = progress  # told of a graph built from many blobs (the first review in a clone)
         self.kind: catalog.Kind[Node] = catalog.Kind(paths.GRAPH, GRAPH_VERSION, self._node, Node._make)
-        self._facts: dict[tuple[str, str, int], doctor.Checked | doctor.Page] = {}
+        self._facts: dict[tuple[str, str, int], checks.Checked | checks.Page] = {}
         self._checked = 0  # blobs checked here
         self._cached: dict[str, TierCatalog[Node]] | None = None
         self._last: TierCatalog[Node] | None = None
 
-    def fact(self, path: str, entry: Entry, read: Callable[[str], bytes]) -> doctor.Checked | doctor.Page:
-        """Doctor's facts of the markdown blob at ``path`` (``doctor.fact_of``: a concept's
+    def fact(self, path: str, entry: Entry, read: Callable[[str], bytes]) -> checks.Checked | checks.Page:
+        """Doctor's facts of the markdown blob at ``path`` (``checks.fact_of``: a concept's
         ``Checked``, an index's or log's ``Page``), each blob read and checked once. Past
         ``DOCTOR_AFTER`` blobs, doctor's own cache is read and what it holds for the same
         blob is taken from it."""
@@ -361,17 +361,17 @@ class Graph:
         if fact is None:
             fact = self._from_doctor_cache(path, entry)
             if fact is None:
-                fact = doctor.fact_of(self.tier.name, path, entry, b"" if entry.is_link else read(entry.oid))
+                fact = checks.fact_of(self.tier.name, path, entry, b"" if entry.is_link else read(entry.oid))
                 self._checked += 1
             self._facts[key] = fact
         return fact
 
     @cached_property
-    def _doctor(self) -> TierCatalog[doctor.Checked | doctor.Page] | None:
+    def _doctor(self) -> TierCatalog[checks.Checked | checks.Page] | None:
         """Doctor's cache of the tier (read at most once)."""
-        return catalog.load_kind(doctor.doctor_kind(self.tier), self.repo.common_dir).get(self.tier.label)
+        return catalog.load_kind(checks.doctor_kind(self.tier), self.repo.common_dir).get(self.tier.label)
 
-    def _from_doctor_cache(self, path: str, entry: Entry) -> doctor.Checked | doctor.Page | None:
+    def _from_doctor_cache(self, path: str, entry: Entry) -> checks.Checked | checks.Page | None:
         if self._checked < DOCTOR_AFTER or self._doctor is None:
             return None
         fact = self._doctor.facts.get(path)
@@ -382,7 +382,7 @@ class Graph:
 
     def _node(self, _label: str, path: str, entry: Entry, data: bytes) -> Node:
         fact = self.fact(path, entry, lambda _oid: data)
-        assert isinstance(fact, doctor.Checked)  # the graph keeps concept paths only
+        assert isinstance(fact, checks.Checked)  # the graph keeps concept paths only
         return node_of(fact)
 
     def at(self, commit: str, tree: str | None, keep: bool) -> TierCatalog[Node]:
@@ -405,7 +405,7 @@ class Graph:
         found = self._doctor
         if found is None:
             return None
-        return TierCatalog(found.tree, {p: node_of(f) for p, f in found.facts.items() if isinstance(f, doctor.Checked)},
+        return TierCatalog(found.tree, {p: node_of(f) for p, f in found.facts.items() if isinstance(f, checks.Checked)},
                            {p: why for p, why in found.problems.items() if okf.is_concept_path(p)})
 
 
@@ -495,7 +495,7 @@ class Tree(_Lookup[Entry]):
         return dict(super().items())
 
 
-class _Pages(_Lookup["doctor.Page"]):
+class _Pages(_Lookup["checks.Page"]):
     """Doctor's pages of one side's index and log files, each read when doctor asks for it
     (a scoped check reads a few; one that meets an index the root does not reach, all)."""
 
@@ -503,7 +503,7 @@ class _Pages(_Lookup["doctor.Page"]):
         super().__init__()
         self._side = side
 
-    def _look(self, path: str) -> doctor.Page | None:
+    def _look(self, path: str) -> checks.Page | None:
         return self._side.page(path)
 
 
@@ -555,22 +555,22 @@ class Side:
         """The concept paths whose frontmatter ``okf_id`` is ``okf_id``, in path order."""
         return sorted(self._owners.get(okf_id, ()))
 
-    def checked(self, path: str) -> doctor.Checked | None:
+    def checked(self, path: str) -> checks.Checked | None:
         """Doctor's facts of the concept at ``path``; None when there is none."""
         fact = self._fact(path) if okf.is_concept_path(path) else None
-        return fact if isinstance(fact, doctor.Checked) else None
+        return fact if isinstance(fact, checks.Checked) else None
 
-    def page(self, path: str) -> doctor.Page | None:
+    def page(self, path: str) -> checks.Page | None:
         """Doctor's page of the ``index.md`` or ``log.md`` at ``path`` (not a symlink); None when there is none."""
         fact = self._fact(path) if okf.is_reserved(path) and path.endswith(".md") else None
-        return fact if isinstance(fact, doctor.Page) and not self.entries[path].is_link else None
+        return fact if isinstance(fact, checks.Page) and not self.entries[path].is_link else None
 
-    def _fact(self, path: str) -> doctor.Checked | doctor.Page | None:
+    def _fact(self, path: str) -> checks.Checked | checks.Page | None:
         entry = self.entries.get(path)
         return self.graph.fact(path, entry, self.graph.repo.read_blob) if entry is not None else None
 
-    def facts_for(self, only: set[str]) -> doctor.Facts:
-        """Doctor's facts of what its findings about ``only`` involve (``doctor.check_snapshot``):
+    def facts_for(self, only: set[str]) -> checks.Facts:
+        """Doctor's facts of what its findings about ``only`` involve (``checks.check_snapshot``):
         the pages it reads (each read when it asks), the concepts in ``only``, every concept of
         a folder whose index is in ``only`` or that one of those indexes lists, the concepts
         sharing an ``okf_id`` with one in ``only`` or named by its ``superseded_by``, and those
@@ -598,13 +598,13 @@ class Side:
             fact = self.checked(path)
             if fact is not None:
                 concepts[path] = fact
-        return doctor.Facts(concepts, _Pages(self))
+        return checks.Facts(concepts, _Pages(self))
 
     def doctor(self, only: set[str], today: dt.date) -> list[Finding]:
         """Doctor's findings about the files in ``only`` (none when the tier is not in the tree)."""
         if self.tree is None:
             return []
-        return doctor.check_snapshot(self.snap, today, facts=self.facts_for(only), only=only).findings
+        return checks.check_snapshot(self.snap, today, facts=self.facts_for(only), only=only).findings
 
 
 def changed_paths(old: Side, new: Side) -> list[tuple[str, Entry | None, Entry | None]]:

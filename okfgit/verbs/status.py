@@ -5,17 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from okfgit.records import field, record
-from okfgit.verbs import agent_hooks
-from okfgit.verbs import capture
-from okfgit.verbs import hooks
+from okfgit.flows import agent_hooks
+from okfgit.flows import capture, exchange
+from okfgit.flows import hooks
 from okfgit.local import hooklog, lock, paths, stamps, state
-from okfgit.verbs import project as projection
-from okfgit.verbs import remote
+from okfgit.flows import projection
 from okfgit.context import Context
 from okfgit.errors import RepoStateError, UsageError
 from okfgit.plan import IndexBehind, Plan, index_behind
 from okfgit.targets import budget
-from okfgit.verbs.project import Outcome
+from okfgit.flows.projection import Outcome
 from okfgit.format import names
 from okfgit.format.names import is_needs_merge
 from okfgit.knowledge.tiers import Tier, Workspace
@@ -30,7 +29,7 @@ class Status:
     lock_holder: lock.Holder | None
     tiers: list[str]
     blocked: list[str]  # why sync could not commit the pending captures right now
-    remote: remote.RemoteInfo
+    remote: exchange.RemoteInfo
     needs_merge: list[str] = field(default_factory=list)  # "<tier>:<path>" of siblings at HEAD
     unprojected: list[str] = field(default_factory=list)  # "<tier>:<path>" projection skips
     unprojected_why: list[str] = field(default_factory=list)
@@ -131,7 +130,7 @@ def status(ctx: Context, ws: Workspace) -> Status:
         unprojected=unprojected,
         unprojected_why=why,
         hook_error=hooklog.error_since_last_sync(repo.common_dir),
-        remote=remote.show(ctx, ws),
+        remote=exchange.show(ws),
         over_budget=budget.explain(owned, owned.memory_dir, repo.workdir, ctx.environ, ctx.home, detail=False,
                                    seen=first[1].entries if first and first[0] == str(owned.memory_dir) else None,
                                    ).over_budget,

@@ -1,7 +1,7 @@
 """``sync``: capture, then project, always in that order, under a lock.
 
 With a global remote the order is fetch → integrate → capture → project → push
-(``verbs/exchange.py``; spec/okf-global-remote.md).
+(``flows/exchange.py``; spec/okf-global-remote.md).
 
 Concurrent syncs (two git hooks, a hook and a Claude Code session hook) must not
 interleave, so both steps run under ``<git common dir>/okf/sync.lock``; a second sync
@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 
 from okfgit.records import field, record
 from okfgit import fsutil
-from okfgit.verbs import capture
+from okfgit.flows import capture
 from okfgit.local import journal, lock, paths
-from okfgit.verbs import project as projection
+from okfgit.flows import projection
 from okfgit.local import state
 from okfgit.local import stamps as syncstamp
 from okfgit.context import Context
@@ -29,7 +29,7 @@ from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, OkfError, RepoStateError, Usa
 from okfgit.knowledge.tiers import Workspace
 
 if TYPE_CHECKING:  # the global tier's exchange loads only when that tier exists
-    from okfgit.verbs import exchange
+    from okfgit.flows import exchange
 
 DEFAULT_WAIT_S = 30.0
 
@@ -91,7 +91,7 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         started = os.fstat(held.fd).st_mtime_ns
         has_global = ws.tier("global").exists()
         if has_global:
-            from okfgit.verbs import exchange
+            from okfgit.flows import exchange
 
             report.exchange = exchange.begin(ctx, ws, force=fetch, wait_s=wait_s)
         owned = state.load(repo.common_dir)  # once: capture records into it, projection replaces it

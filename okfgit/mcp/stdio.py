@@ -1,4 +1,4 @@
-"""The MCP SDK adapter: ``verbs.mcp``'s tools and resources served over stdio.
+"""The MCP SDK adapter: ``mcp.tools``' tools and resources served over stdio.
 
 Built on the official Python SDK's low-level ``Server`` (constructor handlers), because
 both the tool list and the resources are computed per call from the tiers at HEAD. The
@@ -12,7 +12,7 @@ import base64
 from typing import TYPE_CHECKING, Any
 
 from okfgit.errors import UsageError
-from okfgit.verbs import mcp as tools
+from okfgit.mcp import tools
 
 if TYPE_CHECKING:
     from mcp.server import Server

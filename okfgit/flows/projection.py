@@ -25,7 +25,6 @@ from okfgit.targets.claude_home import claude_home
 from okfgit.context import Context
 from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, UsageError
 from okfgit.plumbing import Plumbing, Reader
-from okfgit.format import concept as okf
 from okfgit.format import lifecycle
 from okfgit.format.names import is_needs_merge
 from okfgit.plan import FileWrite, Plan, apply, render

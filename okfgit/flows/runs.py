@@ -10,7 +10,6 @@ run learned and what has not been promoted yet.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from okfgit.records import field, record
 from okfgit import records
@@ -18,10 +17,9 @@ from pathlib import Path
 
 from okfgit.format import index_md as index
 from okfgit.format import concept as okf
-from okfgit.verbs import init as init_verb
-from okfgit.verbs import new as store
+from okfgit.flows import concepts as store
 from okfgit.format import cites as cite_format
-from okfgit.format import trailers
+from okfgit.format import log_md, trailers
 from okfgit.context import Context
 from okfgit.errors import UsageError, ValidationError
 from okfgit.git import Repo
@@ -45,8 +43,6 @@ NOTES_INTRO = (
     "Each note is a Decision, Rejected option, Discovery, Limitation, Conclusion, Lesson or Blocker\n"
     "with its claim, why, evidence and whether it holds beyond this run (`generalizes`).\n"
 )
-_DATE_HEADING = re.compile(r"^##[ \t]+(\d{4}-\d{2}-\d{2})[ \t]*$")
-_ITEM = re.compile(r"^[ \t]{0,3}[-*+][ \t]")
 
 
 @record(frozen=True)
@@ -148,10 +144,10 @@ def start_plan(ctx: Context, ws: Workspace, task: str | None = None) -> tuple[Ti
     today = ctx.today()
     changes: dict[str, bytes | None] = {}
     if "index.md" not in snap.entries:
-        changes["index.md"] = root_index(tier)
+        changes["index.md"] = scaffold_index(tier)
     changes[STATE] = state_file(ctx, tier, task, ws.project_repo)
     if LOG not in snap.entries:
-        changes[LOG] = add_log_entry(None, today, f"**Start**: run {tier.run} started.", log_title(tier))
+        changes[LOG] = log_md.add_entry(None, today, f"**Start**: run {tier.run} started.", log_title(tier))
     if f"{NOTES}/index.md" not in snap.entries:
         changes[f"{NOTES}/index.md"] = NOTES_INTRO.encode()
     changes.update(index.regenerate(snap, changes, index.affected_folders([STATE])))
@@ -167,7 +163,7 @@ def start(ctx: Context, ws: Workspace, task: str | None = None) -> RunChange:
     repo = project_repo(ws)
     with writing(ctx, ws.tier("job")):
         tier, plan = start_plan(ctx, ws, task)
-        plan.writes.extend(init_verb.runstate_exclusion(ws))
+        plan.writes.extend(store.runstate_exclusion(ws))
         done = apply(ctx, plan).raise_failed()
     commit = done.commits[-1][1] if done.commits else None
     repo.config_set(ACTIVE_KEY, tier.run or "")
@@ -176,7 +172,7 @@ def start(ctx: Context, ws: Workspace, task: str | None = None) -> RunChange:
     return RunChange(tier, STATE, commit, f"started run {tier.run} at {tier.root}")
 
 
-def root_index(tier: Tier) -> bytes:
+def scaffold_index(tier: Tier) -> bytes:
     """The run's root index; its intro links the scaffold, so ``notes/`` is reachable while still empty."""
     return (f"{index.ROOT_FRONTMATTER}# Run {tier.run} knowledge\n\n"
             f"Working knowledge of one run: its [state]({STATE}), its [log]({LOG}) and its [notes]({NOTES}/index.md).\n"
@@ -210,64 +206,12 @@ def log_title(tier: Tier) -> str:
     return f"# Run {tier.run} log"
 
 
-# -- log.md -------------------------------------------------------------------------
-
-
-def add_log_entry(data: bytes | None, day: str, text: str, title: str) -> bytes:
-    """``data`` with ``- text`` added as the newest entry of the ``## day`` group.
-
-    Only bytes are inserted: every existing entry keeps its bytes. The group is created
-    where date order (newest first) puts it when it does not exist yet.
-    """
-    entry = " ".join(text.split())
-    if not entry:
-        raise UsageError("a log entry needs some text")
-    if data is None:
-        return f"{title}\n\n## {day}\n- {entry}\n".encode()
-    okf.check_text(data, LOG)
-    text_in = data.decode("utf-8")
-    nl = "\r\n" if "\r\n" in text_in else "\n"
-    lines = text_in.splitlines(keepends=True)
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line.encode("utf-8")))
-    groups = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _DATE_HEADING.match(line.rstrip("\r\n")))]
-    for i, date in groups:
-        if date == day:
-            return _insert(data, offsets[_first_item(lines, i)], f"- {entry}{nl}")
-    later = [i for i, date in groups if date < day]
-    if later:
-        return _insert(data, offsets[later[0]], f"## {day}{nl}- {entry}{nl}{nl}")
-    return data + f"{_separator(data, nl)}## {day}{nl}- {entry}{nl}".encode()
-
-
-def _separator(data: bytes, nl: str) -> str:
-    """What goes between existing text and an appended group: one blank line."""
-    if not data or data.endswith((b"\n\n", b"\r\n\r\n")):
-        return ""
-    return nl if data.endswith(b"\n") else nl + nl
-
-
-def _first_item(lines: list[str], heading: int) -> int:
-    """Where a new entry goes in the group under ``heading``: before its first item."""
-    i = heading + 1
-    while i < len(lines) and not _DATE_HEADING.match(lines[i].rstrip("\r\n")):
-        if _ITEM.match(lines[i]):
-            return i
-        i += 1
-    return heading + 1
-
-
-def _insert(data: bytes, at: int, text: str) -> bytes:
-    return data[:at] + text.encode("utf-8") + data[at:]
-
-
 def log_plan(ctx: Context, ws: Workspace, text: str) -> tuple[Tier, Plan]:
     """Plan the commit that adds one entry to the active run's ``log.md``."""
     tier = ws.require("job")
     snap = snapshot(tier)
     old = snap.blob(LOG) if LOG in snap.entries else None
-    new = add_log_entry(old, ctx.today(), text, log_title(tier))
+    new = log_md.add_entry(old, ctx.today(), text, log_title(tier))
     changes: dict[str, bytes | None] = {LOG: new}
     summary = " ".join(text.split())
     subject = f"okf: log {summary[:60]}" + ("..." if len(summary) > 60 else "")
@@ -356,7 +300,7 @@ def note_plan(
     old_log = snap.blob(LOG) if LOG in snap.entries else None
     entry = f"**{type_}**: [{title}]({path})" + (f": {sentence}" if sentence != title else "")
     changes = dict(commit.changes)
-    changes[LOG] = add_log_entry(old_log, ctx.today(), entry, log_title(tier))
+    changes[LOG] = log_md.add_entry(old_log, ctx.today(), entry, log_title(tier))
     old = dict(commit.old)
     old[LOG] = old_log
     plan.commits[0] = records.replace(

@@ -556,7 +556,7 @@ def _valid(item: Captured) -> Captured:
     Doctor's own per-file frontmatter checks decide (one rule, in one place); a needs-merge
     sibling is an error by design (a person merges it), so that finding alone does not count.
     """
-    from okfgit.verbs.doctor import frontmatter_errors
+    from okfgit.knowledge.checks import frontmatter_errors
 
     found = [f for f in frontmatter_errors(item.tier, item.kb_path, item.data, parsed=item.parsed)
              if f.code != "needs-merge"]
@@ -663,7 +663,7 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
         snap = kb.snapshot(tier)
         changes: dict[str, bytes | None] = {c.kb_path: c.data for c in group}
         if "index.md" not in snap.entries:
-            from okfgit.verbs.init import root_index
+            from okfgit.flows.concepts import root_index
 
             changes["index.md"] = root_index(tier)
         # Each captured file was split when its keys were checked: its entry needs no new parse.

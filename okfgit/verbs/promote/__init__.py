@@ -20,8 +20,8 @@ from okfgit.format import index_md as index
 from okfgit.format import markdown as links
 from okfgit.format import concept as okf
 from okfgit.format import cites as cite_format
-from okfgit.format import lifecycle
-from okfgit.verbs import run as runs
+from okfgit.format import lifecycle, log_md
+from okfgit.flows import runs
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, OkfError, RepoStateError, UsageError, ValidationError
 from okfgit.fsutil import safe_relpath
@@ -32,7 +32,7 @@ from okfgit.knowledge.merged import Merged
 from okfgit.knowledge.refs import resolve_concept
 from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
 from okfgit.plan import Plan, TierCommit, apply, render, writing
-from okfgit.verbs.init import root_index
+from okfgit.flows.concepts import root_index
 from okfgit.knowledge.tiers import Tier, Workspace
 
 ROUTES = (("job", "project"), ("project", "global"))
@@ -294,7 +294,7 @@ def _source_commit(pp: PromotionPlan, destination_oid: str, today: str) -> TierC
         where = f"{pp.destination.label}" + (f" branch {pp.branch}" if pp.branch else "")
         old_log = snap.blob(runs.LOG) if runs.LOG in snap.entries else None
         text = "**Promotion**: " + ", ".join(i.source_path for i in pp.items) + f" to {where} ({destination_oid if destination_oid == PENDING else destination_oid[:12]})"
-        changes[runs.LOG] = runs.add_log_entry(old_log, today, text, runs.log_title(pp.source))
+        changes[runs.LOG] = log_md.add_entry(old_log, today, text, runs.log_title(pp.source))
     trailer_list = [t for i in pp.items for t in (
         ("Okf-Id", i.okf_id), ("Okf-Promoted-To", f"{pp.destination.label}@{destination_oid}:{i.path}"))]
     if pp.branch:

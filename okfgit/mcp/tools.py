@@ -32,8 +32,9 @@ from okfgit.knowledge.cards import TierCards
 from okfgit.knowledge.merged import Merged
 from okfgit.knowledge.tiers import Tier, Workspace, check_scope, open_workspace
 from okfgit.plan import Plan, apply
-from okfgit.verbs import nav, nav_render
-from okfgit.verbs import run as runs
+from okfgit.verbs import nav
+from okfgit.render import nav as nav_render
+from okfgit.flows import runs
 
 SCHEME = "okf"
 

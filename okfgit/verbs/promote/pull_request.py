@@ -1,10 +1,5 @@
-"""The ``okf-harvest`` block: a promotion's pull request, written and checked.
-
-``promote --branch`` writes it into the pull request body (prose plus a fenced JSON
-block naming each promoted concept's ``okf_id``, path and blob OID); ``review --pr-body``
-reads it back and checks every claim against the branch's tree. One module owns the
-format on both sides.
-"""
+"""A promotion's pull request: its title, its body with the ``okf-harvest`` block, and
+opening it with ``git push`` and ``gh`` (the block's format and checks: ``flows/harvest``)."""
 
 from __future__ import annotations
 
@@ -13,30 +8,16 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from okfgit.records import record
 from okfgit import TOOL
 from okfgit.context import Context
-from okfgit.format import markdown, trailers
-from okfgit.format.findings import ERROR, WARNING, Finding
-from okfgit.errors import OkfError, UnwritableError, UsageError, ValidationError
-from okfgit.plumbing import clean_git_env
-from okfgit.knowledge.snapshot import Snapshot
+from okfgit.errors import OkfError, UnwritableError, UsageError
+from okfgit.flows.harvest import BODY_LIMIT, CONTINUED, LABEL, VERSION
 from okfgit.local import pr_bodies
-
-if TYPE_CHECKING:  # only named in annotations: review reads blocks without importing promotion
-    from okfgit.verbs.promote import Item, Promotion, PromotionPlan
-
-VERSION = 1
-LABEL = "okf-harvest"
-CONTINUED = "okf-harvest-continued"  # the fence of a block's continuation, in a pull request comment
-# GitHub refuses a pull request body or comment over 65,536 characters; keep a margin.
-BODY_LIMIT = 60_000
-
-
-# -- writing ---------------------------------------------------------------------------
+from okfgit.plumbing import clean_git_env
+from okfgit.records import record
+from okfgit.verbs.promote import Item, Promotion, PromotionPlan
 
 
 def block(p: Promotion) -> dict[str, object]:
@@ -286,145 +267,6 @@ def _run(ctx: Context, p: Promotion, command: list[str]) -> tuple[bool, str]:
     if proc.returncode != 0:
         return False, proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}"
     return True, proc.stdout.strip()
-
-
-# -- checking a pull request body ----------------------------------------------------------
-
-
-WHERE = "--pr-body"
-
-
-def find_blocks(text: str, info: str = LABEL) -> list[str]:
-    """The contents of every fenced block whose info string is ``info`` (``okf-harvest`` by
-    default), in order, as CommonMark reads the fences (``markdown.walk``)."""
-    return [block.content for block in markdown.fenced_blocks(text) if block.info == info]
-
-
-def check(text: str, tree: Snapshot, changed: set[str] | None = None,
-          commits: Mapping[str, Sequence[tuple[str, str]]] | None = None,
-          head_branch: str | None = None) -> tuple[dict[str, Any] | None, list[Finding]]:
-    """Parse the one block in ``text`` and check it against the pull request.
-
-    Each claimed path, blob OID and okf_id against ``tree`` (the head); with ``changed``
-    (the concept paths the pull request adds, modifies or renames) every one of them must be
-    claimed; with ``commits`` (those of ``BASE..HEAD`` touching the tier, with their
-    trailers) ``destination.commit`` must be one of them, an okfgit promotion whose
-    ``Okf-Promoted-From`` trailers name ``source.commit``; with ``head_branch`` (the pull
-    request's branch) ``destination.branch`` must name it.
-    """
-    blocks = find_blocks(text)
-    if not blocks:
-        return None, [Finding("harvest-block", WARNING, WHERE, f"has no ```{LABEL} block; nothing to check")]
-    out: list[Finding] = []
-    if len(blocks) > 1:
-        out.append(Finding("harvest-block", ERROR, WHERE, f"has {len(blocks)} {LABEL} blocks; a pull request "
-                           "carries one (only the first is read)"))
-    try:
-        data = json.loads(blocks[0])
-    except json.JSONDecodeError as exc:
-        return None, out + [Finding("harvest-block", ERROR, WHERE, f"{LABEL} block is not valid JSON: {exc.msg} "
-                                    f"(line {exc.lineno}, column {exc.colno})")]
-    if not isinstance(data, dict) or not isinstance(data.get("concepts"), list):
-        return None, out + [Finding("harvest-block", ERROR, WHERE, f"{LABEL} block must be an object with a "
-                                    "concepts list")]
-    if data.get("version") != VERSION:
-        out.append(Finding("harvest-block", ERROR, WHERE, f"{LABEL} version {data.get('version')!r} is not "
-                           f"{VERSION}"))
-    if "continued" in data:
-        more, problems = _continuation(text, data)
-        data = {**data, "concepts": data["concepts"] + more}
-        out += problems
-    for number, item in enumerate(data["concepts"], start=1):
-        out += _check_claim(number, item, tree)
-    if changed is not None:
-        claimed = {str(c.get("path", "")).lstrip("/") for c in data["concepts"] if isinstance(c, dict)}
-        for path in sorted(changed - claimed):
-            out.append(Finding("harvest-unclaimed", ERROR, path, f"the pull request adds or changes {path}, but "
-                               f"its {LABEL} block does not claim it; every concept a harvest brings is claimed"))
-    if commits is not None:
-        out += _check_commits(data, commits)
-    out += _check_branch(data, head_branch)
-    return data, out
-
-
-def _continuation(text: str, data: dict[str, Any]) -> tuple[list[Any], list[Finding]]:
-    """The claims of the ``okf-harvest-continued`` blocks (pull request comments) a block announces."""
-    announced = data["continued"] if isinstance(data["continued"], dict) else {}
-    parts: int = announced["parts"] if isinstance(announced.get("parts"), int) else 0
-    commit = _part(data, "destination").get("commit")
-    found: dict[int, list[Any]] = {}
-    for raw in find_blocks(text, CONTINUED):
-        try:
-            part = json.loads(raw)
-        except json.JSONDecodeError:
-            continue
-        if (isinstance(part, dict) and part.get("destination_commit") == commit and isinstance(part.get("part"), int)
-                and isinstance(part.get("concepts"), list)):
-            found.setdefault(part["part"], part["concepts"])
-    missing = [n for n in range(1, parts + 1) if n not in found]
-    problems = []
-    if missing:
-        problems.append(Finding("harvest-block", ERROR, WHERE, f"the {LABEL} block continues in {parts} "
-                                f"{CONTINUED} comments; part {', '.join(map(str, missing))} is missing (pass the "
-                                "pull request's comments with its body)"))
-    claims = [c for n in sorted(found) if n <= parts for c in found[n]]
-    return claims, problems
-
-
-def _check_commits(data: dict[str, Any], commits: Mapping[str, Sequence[tuple[str, str]]]) -> list[Finding]:
-    """``destination.commit`` is a promotion in the pull request, made from ``source.commit``."""
-    destination, source = _part(data, "destination"), _part(data, "source")
-    claimed = destination.get("commit")
-    if not isinstance(claimed, str) or claimed not in commits:
-        return [Finding("harvest-mismatch", ERROR, WHERE, f"the {LABEL} block's destination.commit {claimed!r} "
-                        "is not a commit of this pull request (BASE..HEAD) that changes the knowledge base")]
-    found = commits[claimed]
-    if trailers.values(list(found), "Okf-Operation") != ["promote"]:
-        return [Finding("harvest-mismatch", ERROR, WHERE, f"the {LABEL} block's destination.commit {claimed[:12]} "
-                        "is not an okfgit promotion (no Okf-Operation: promote trailer)")]
-    origins = {v.rsplit("@", 1)[-1].split(":", 1)[0] for v in trailers.values(list(found), "Okf-Promoted-From")}
-    if source.get("commit") not in origins:
-        named = ", ".join(sorted(origins)) or "nothing"
-        return [Finding("harvest-mismatch", ERROR, WHERE, f"the {LABEL} block's source.commit "
-                        f"{source.get('commit')!r} is not the commit the promotion {claimed[:12]} came from "
-                        f"(its Okf-Promoted-From trailers name {named})")]
-    return []
-
-
-def _part(data: dict[str, Any], key: str) -> dict[str, Any]:
-    value = data.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def _check_branch(data: dict[str, Any], head_branch: str | None) -> list[Finding]:
-    branch = _part(data, "destination").get("branch")
-    if head_branch is None or branch is None or branch == head_branch:
-        return []
-    return [Finding("harvest-mismatch", ERROR, WHERE, f"the {LABEL} block's destination.branch {branch!r} is not "
-                    f"this pull request's branch {head_branch!r}")]
-
-
-def _check_claim(number: int, item: Any, tree: Snapshot) -> list[Finding]:
-    if not isinstance(item, dict) or not all(isinstance(item.get(k), str) for k in ("okf_id", "path", "oid")):
-        return [Finding("harvest-block", ERROR, WHERE, f"{LABEL} concept {number} needs okf_id, path and oid "
-                        "strings")]
-    path, oid = item["path"].lstrip("/"), item["oid"]
-    entry = tree.entries.get(path)
-    if entry is None:
-        return [Finding("harvest-mismatch", ERROR, path, f"the {LABEL} block claims {path}, which is not in the "
-                        "tree at the head")]
-    out = []
-    if entry.oid != oid:
-        out.append(Finding("harvest-mismatch", ERROR, path, f"the {LABEL} block claims blob {oid}, but the tree "
-                           f"at the head has {entry.oid}"))
-    try:
-        okf_id = tree.concept(path).okf_id
-    except ValidationError:  # an unreadable file is doctor's finding, not this claim's
-        return out
-    if okf_id != item["okf_id"]:
-        out.append(Finding("harvest-mismatch", ERROR, path, f"the {LABEL} block claims okf_id {item['okf_id']}, "
-                           f"but the concept has {okf_id}"))
-    return out
 
 
 def to_json(done: Promotion, pr: PullRequest | None) -> dict[str, object]:

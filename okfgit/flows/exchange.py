@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from okfgit.records import field, record
 from okfgit.context import Context
@@ -344,3 +344,56 @@ def _save(repo: Repo, rec: exchange_record.Record, tg: Target, report: Report, n
 
 def describe_time(when: float | None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when)) if when else "never"
+
+
+@record
+class RemoteInfo:
+    """What ``remote show`` and ``status`` say about the global tier's remote."""
+
+    tier_root: str
+    name: str | None = None
+    url: str | None = None
+    branch: str | None = None
+    remote_branch: str | None = None
+    ahead: int = 0
+    behind: int = 0
+    last_success: float | None = None
+    last_attempt: float | None = None
+    last_error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tier": self.tier_root, "name": self.name, "url": self.url, "branch": self.branch,
+            "remote_branch": self.remote_branch, "ahead": self.ahead, "behind": self.behind,
+            "last_exchange": describe_time(self.last_success) if self.last_success else None,
+            "last_attempt": describe_time(self.last_attempt) if self.last_attempt else None,
+            "last_error": self.last_error,
+        }
+
+    def render(self) -> list[str]:
+        if self.url is None:
+            return [f"global remote: none (set one with `okfgit remote set URL`; tier at {self.tier_root})"]
+        lines = [f"global remote: {self.url} ({self.name}, {self.branch} -> {self.remote_branch})",
+                 f"  {self.ahead} ahead, {self.behind} behind (as of the last fetch); "
+                 f"last exchange: {describe_time(self.last_success)}"]
+        if self.last_error:
+            lines.append(f"  last attempt failed at {describe_time(self.last_attempt)}: {self.last_error}")
+        return lines
+
+
+def show(ws: Workspace) -> RemoteInfo:
+    """What is known of the global tier's remote, without contacting it."""
+    tier = ws.tier("global")
+    info = RemoteInfo(str(tier.root))
+    if not tier.exists():
+        return info
+    tg = target(tier.reader())
+    if tg is None:
+        return info  # no remote: libgit2 is not loaded
+    repo = tier.open()
+    rec = exchange_record.load(repo.common_dir)
+    info.name, info.url, info.branch, info.remote_branch = tg.name, tg.shown, tg.branch, tg.remote_branch
+    info.ahead, info.behind = counts(repo, tg)
+    if rec.remote == tg.shown:  # a record about another remote (before `remote set`) says nothing here
+        info.last_success, info.last_attempt, info.last_error = rec.last_success, rec.last_attempt, rec.last_error
+    return info

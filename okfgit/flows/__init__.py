@@ -1,0 +1,1 @@
+"""flows: the operations several verbs share (capture, projection, exchange, writing concepts, runs, hooks)."""

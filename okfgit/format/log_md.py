@@ -1,0 +1,62 @@
+"""``log.md`` files (OKF §9): dated groups under ``## YYYY-MM-DD`` headings, newest first,
+each entry a list item that is never edited (a correction is a new entry)."""
+
+from __future__ import annotations
+
+import re
+
+from okfgit.errors import UsageError
+from okfgit.format import concept as okf
+
+NAME = "log.md"
+_DATE_HEADING = re.compile(r"^##[ \t]+(\d{4}-\d{2}-\d{2})[ \t]*$")
+_ITEM = re.compile(r"^[ \t]{0,3}[-*+][ \t]")
+
+
+def add_entry(data: bytes | None, day: str, text: str, title: str) -> bytes:
+    """``data`` with ``- text`` added as the newest entry of the ``## day`` group.
+
+    Only bytes are inserted: every existing entry keeps its bytes. The group is created
+    where date order (newest first) puts it when it does not exist yet.
+    """
+    entry = " ".join(text.split())
+    if not entry:
+        raise UsageError("a log entry needs some text")
+    if data is None:
+        return f"{title}\n\n## {day}\n- {entry}\n".encode()
+    okf.check_text(data, NAME)
+    text_in = data.decode("utf-8")
+    nl = "\r\n" if "\r\n" in text_in else "\n"
+    lines = text_in.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line.encode("utf-8")))
+    groups = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _DATE_HEADING.match(line.rstrip("\r\n")))]
+    for i, date in groups:
+        if date == day:
+            return _insert(data, offsets[_first_item(lines, i)], f"- {entry}{nl}")
+    later = [i for i, date in groups if date < day]
+    if later:
+        return _insert(data, offsets[later[0]], f"## {day}{nl}- {entry}{nl}{nl}")
+    return data + f"{_separator(data, nl)}## {day}{nl}- {entry}{nl}".encode()
+
+
+def _separator(data: bytes, nl: str) -> str:
+    """What goes between existing text and an appended group: one blank line."""
+    if not data or data.endswith((b"\n\n", b"\r\n\r\n")):
+        return ""
+    return nl if data.endswith(b"\n") else nl + nl
+
+
+def _first_item(lines: list[str], heading: int) -> int:
+    """Where a new entry goes in the group under ``heading``: before its first item."""
+    i = heading + 1
+    while i < len(lines) and not _DATE_HEADING.match(lines[i].rstrip("\r\n")):
+        if _ITEM.match(lines[i]):
+            return i
+        i += 1
+    return heading + 1
+
+
+def _insert(data: bytes, at: int, text: str) -> bytes:
+    return data[:at] + text.encode("utf-8") + data[at:]

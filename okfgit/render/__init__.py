@@ -1,0 +1,1 @@
+"""render: verb reports as text and markdown, for both front ends."""
