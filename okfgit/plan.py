@@ -45,6 +45,7 @@ class TierCommit:
     old: dict[str, bytes | None] = field(default_factory=dict)
     base: str | None = None  # the commit the changes were planned from; the write refuses if HEAD moved
     merge_parent: str | None = None  # a merge commit: its second parent (made even with no changes)
+    actor: str = ""  # who makes it, an OKF actor (format/actors.py): the Okf-Actor trailer
 
     @property
     def wanted(self) -> bool:
@@ -52,7 +53,10 @@ class TierCommit:
         return bool(self.changes) or self.merge_parent is not None
 
     def message(self) -> str:
-        trailers = (("Okf-Operation", self.operation), ("Okf-Tool", TOOL)) + tuple(self.trailers)
+        trailers: tuple[Trailer, ...] = (("Okf-Operation", self.operation), ("Okf-Tool", TOOL))
+        if self.actor:
+            trailers += (("Okf-Actor", self.actor),)
+        trailers += tuple(self.trailers)
         return format_message(self.subject, trailers, self.body)
 
 

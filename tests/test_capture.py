@@ -122,7 +122,8 @@ def test_native_memories_of_both_formats_are_captured_committed_and_reprojected(
     assert git("rev-parse", "HEAD~1", cwd=project).out.strip() == before  # exactly one commit
 
     trailers = trailers_by_git(git, project)
-    assert trailers[:3] == [("Okf-Operation", "capture"), ("Okf-Tool", trailers[1][1]), ("Okf-Source", "claude-memory")]
+    assert trailers[:4] == [("Okf-Operation", "capture"), ("Okf-Tool", trailers[1][1]),
+                            ("Okf-Actor", "agent:claude-code"), ("Okf-Source", "claude-memory")]
     assert trailers[1][1].startswith("okfgit ")
     captured = {origin: (okf_id, oid) for okf_id, origin, oid in captured_trailers(git, project)}
     assert sorted(captured) == ["feedback_testing.md", "project_freeze.md"]
@@ -147,7 +148,7 @@ def test_native_memories_of_both_formats_are_captured_committed_and_reprojected(
         assert meta["okf_id"] == okf_id
         assert meta["okf_source"] == "claude-memory"
         assert meta["okf_origin"] == origin
-        assert meta["generated"]["by"] == "claude-code/memory"
+        assert meta["generated"]["by"] == "agent:claude-code"
         assert meta["title"]
         # re-projected at the same path, in OKF form: the file is the blob at HEAD
         assert (mem / origin).read_bytes() == committed

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from okfgit.records import field, record
-from okfgit.format import names
+from okfgit.format import actors, lifecycle, names
 from okfgit.format import concept as okf
 from okfgit.local import state
 from okfgit.knowledge import capture_policy as switch
@@ -44,7 +44,8 @@ if TYPE_CHECKING:  # index_md is read where a capture writes an index (sync's us
 MAX_BYTES = 1024 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 CAPTURE_FOLDER = "memory"
-AGENT_ACTOR = "claude-code/memory"
+AGENT_ACTOR = actors.CLAUDE_CODE  # whoever runs sync, the words captured are the agent's
+SIBLINGS = ("conflict", "proposal")  # actions committed as a needs-merge sibling
 CAPTURING = "capturing memory files"  # what a person watching a long capture is told
 
 
@@ -52,7 +53,7 @@ CAPTURING = "capturing memory files"  # what a person watching a long capture is
 class Captured:
     """One memory file that becomes (part of) a commit."""
 
-    action: str  # "new" | "update" | "conflict"
+    action: str  # "new" | "update" | "conflict" | "proposal" (a protected concept's: a sibling too)
     origin: str  # path relative to the memory folder
     file_oid: str
     okf_id: str
@@ -107,7 +108,13 @@ class Report:
 
     @property
     def conflicts(self) -> list[Captured]:
-        return [c for c in self.captured if c.action == "conflict"]
+        """Every file committed as a needs-merge sibling: conflicts and proposals."""
+        return [c for c in self.captured if c.action in SIBLINGS]
+
+    @property
+    def proposals(self) -> list[Captured]:
+        """An agent's version of a protected concept (``lifecycle.protected_by``)."""
+        return [c for c in self.captured if c.action == "proposal"]
 
 
 NO_PROJECT_TIER = (
@@ -274,13 +281,24 @@ def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State,
             report.copies[origin] = oid
             continue
         report.captured.append(item)
-        if item.action == "conflict":
+        if item.action == "proposal":
+            report.warnings.append(proposal_warning(origin, item))
+        elif item.action == "conflict":
             report.warnings.append(
                 f"{origin}: {item.why}; kept the KB's version and committed the agent's as "
                 f"{item.tier.label}:{item.kb_path} (needs a person to merge)"
             )
     ctx.progress(CAPTURING, len(candidates), len(candidates))
     report.plan = _build_plan(report.captured, kb)
+
+
+def proposal_warning(origin: str, item: Captured) -> str:
+    """What a person is told when an agent rewrote a protected concept: the concept, who
+    verified it, where the agent's words are, and the two commands that decide."""
+    where = f"{item.tier.label}:{item.kb_path}"
+    return (f"{origin}: {item.why}; the KB keeps it unchanged and the agent's version is committed as {where} "
+            f"for a person to decide: accept it with `okfgit proposal accept {where}`, or drop it with "
+            f"`okfgit proposal drop {where}`")
 
 
 def _why(exc: OkfError, origin: str) -> str:
@@ -500,7 +518,8 @@ def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb
         tier, kb_path, head_oid = at
         if head_oid == oid:
             return None
-        return _edit(origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st, *_updated(data, origin, parsed, tier))
+        return _edit(ctx, origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st,
+                     *_updated(data, origin, parsed, tier))
     if okf.is_valid_okf_id(okf_id):
         # Not a new fact: a concept since removed from the KB, or one another repository
         # projected into a shared folder. Capturing it would resurrect or leak it.
@@ -519,7 +538,7 @@ def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb
             return None
         tier, kb_path, head_oid = current
         _, migrated, split = _migrate(ctx, origin, data, parsed, tier, known.okf_id)
-        return _edit(origin, oid, known.okf_id, tier, kb_path, head_oid, kb, st, migrated, split)
+        return _edit(ctx, origin, oid, known.okf_id, tier, kb_path, head_oid, kb, st, migrated, split)
     dest = routes.route(meta)
     new_id, migrated, split = _migrate(ctx, origin, data, parsed, dest)
     name = okf.one_line(meta.get("name")) or posixpath.basename(origin)[:-3]
@@ -527,19 +546,28 @@ def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb
     return Captured("new", origin, oid, new_id, dest, kb_path, migrated, parsed=split)
 
 
-def _edit(origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid: str, kb: _Known,
-          st: state.State, data: bytes, split: okf.Parsed) -> Captured | None:
+def _edit(ctx: Context, origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid: str,
+          kb: _Known, st: state.State, data: bytes, split: okf.Parsed) -> Captured | None:
     """An agent's edit (``data``, and ``split`` its parse): an update when the KB still holds
-    what okfgit projected, else a conflict (None when that very variant is already committed
-    as a sibling)."""
+    what okfgit projected and the concept is not protected; a proposal when it is protected;
+    else a conflict (None when that very variant is already committed as a sibling)."""
     projected = st.memory_files.get(origin)
-    if projected is not None and projected.oid == head_oid:
+    # The one rule: what a person verified, and a Decision, no agent changes in place.
+    guarded = lifecycle.protected_by(kb.concept(tier, kb_path).meta)
+    if projected is not None and projected.oid == head_oid and not guarded:
         return Captured("update", origin, oid, okf_id, tier, kb_path, data, parsed=split)
     if _sibling_has(kb.snapshot(tier), names.needs_merge_path(kb_path), data, origin):
         # A sync killed after its commit and before recording the file: committing it again
         # would add a second, identical needs-merge sibling.
         return None
     sibling = kb.free_path(tier, names.needs_merge_path(kb_path))
+    if guarded:
+        # The agent's words, said to be the agent's: a person's ``verified`` copied along
+        # would vouch for text they never saw.
+        data, split = okf.set_keys_split(data, origin, {"generated": {"by": AGENT_ACTOR, "at": ctx.iso_now()}},
+                                         remove=("verified",), parsed=split)
+        why = f"{tier.label}:{kb_path} is {guarded}, so no agent changes it in place"
+        return Captured("proposal", origin, oid, okf_id, tier, sibling, data, why, split)
     if projected is None or projected.okf_id not in (None, okf_id):
         why = (f"the agent edited a copy of {tier.label}:{kb_path} that okfgit never projected to this file, "
                "so it cannot tell which version the agent started from")
@@ -680,7 +708,7 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
             body += f"\n- ... and {count - _BODY_LINES} more (one Okf-Captured trailer each)"
         old = {p: (snap.blob(p) if p in snap.entries else None) for p in changes}
         plan.commits.append(TierCommit(tier, "capture", subject, changes, tuple(trailers), body, old=old,
-                                       base=snap.commit))
+                                       base=snap.commit, actor=AGENT_ACTOR))
     return plan
 
 

@@ -252,6 +252,7 @@ def fetch_and_integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report
 
 def integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report) -> None:
     """Bring the fetched remote branch into the local one: fast-forward, or merge by concept."""
+    from okfgit.flows.concepts import actor
     from okfgit.knowledge import merge
     from okfgit.knowledge.snapshot import snapshot
 
@@ -273,6 +274,7 @@ def integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report) 
     commit = TierCommit(
         tier, "merge", f"okf: merge the {tier.label} tier from {tg.shown}", merged.changes,
         trailers=(("Okf-Source", tg.shown),), body="\n".join(lines), merge_parent=theirs,
+        actor=actor(ctx, tier),
         old={p: (here.blob(p) if p in here.entries else None) for p in merged.changes},
     )
     done = apply(ctx, Plan(commits=[commit]))

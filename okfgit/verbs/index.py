@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from okfgit.format import index_md as index
+from okfgit.flows.concepts import actor
 from okfgit.context import Context
 from okfgit.errors import EXIT_OK, EXIT_USAGE, OkfError
 from okfgit.records import field, record
@@ -90,7 +91,7 @@ def summaries(snap: Snapshot) -> dict[str, Summarised]:
     return dict(built.facts) if built is not None else {}
 
 
-def plan_index(ws: Workspace, scope: str, *, check: bool = False) -> IndexRun:
+def plan_index(ctx: Context, ws: Workspace, scope: str, *, check: bool = False) -> IndexRun:
     """Plan one commit per selected tier whose index files differ from what the tree implies
     (``check``: the caller only asks whether they are current)."""
     tiers, skipped = ws.present(scope)
@@ -122,6 +123,7 @@ def plan_index(ws: Workspace, scope: str, *, check: bool = False) -> IndexRun:
             tier, "index", f"okf: regenerate {len(stale)} index file{'s' if len(stale) != 1 else ''}",
             dict(changes), body=f"Regenerated from the tree at {snap.commit[:12]}:\n\n{listed}",
             old={p: (snap.blob(p) if p in snap.entries else None) for p in changes}, base=snap.commit,
+            actor=actor(ctx, tier),
         ))
     return run
 
@@ -129,7 +131,7 @@ def plan_index(ws: Workspace, scope: str, *, check: bool = False) -> IndexRun:
 def regenerate_indexes(ctx: Context, ws: Workspace, scope: str) -> IndexRun:
     """Regenerate and commit; returns what was done (``commit`` set on each tier written)."""
     with writing(ctx, *ws.present(scope)[0]):
-        run = plan_index(ws, scope)
+        run = plan_index(ctx, ws, scope)
         done = apply(ctx, run.plan)
     by_tier = {commit.tier.label: oid for commit, oid in done.commits}
     for item in run.tiers:

@@ -32,7 +32,7 @@ from okfgit.knowledge.merged import Merged
 from okfgit.knowledge.refs import resolve_concept
 from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
 from okfgit.plan import Plan, TierCommit, apply, render, writing
-from okfgit.flows.concepts import root_index
+from okfgit.flows.concepts import actor, root_index
 from okfgit.knowledge.tiers import Tier, Workspace
 
 ROUTES = (("job", "project"), ("project", "global"))
@@ -134,6 +134,7 @@ def plan_promotion(
             ("Okf-Id", i.okf_id), ("Okf-Promoted-From", f"{source.label}@{src_snap.commit}:{i.source_path}"))),
         branch=branch, new_branch=branch is not None,
         old={p: (dst_snap.blob(p) if p in dst_snap.entries else None) for p in changes},
+        actor=actor(ctx, source, ws.project_repo),
     )
     pp = PromotionPlan(source, destination, src_snap.commit, items, branch, dest_commit, src_snap)
     pp.warnings.extend(_backlink_warnings(pp))
@@ -303,6 +304,7 @@ def _source_commit(pp: PromotionPlan, destination_oid: str, today: str) -> TierC
         pp.source, "promote", _subject(pp.items, f"to {pp.destination.label}"), changes,
         trailers=tuple(trailer_list),
         old={p: (snap.blob(p) if p in snap.entries else None) for p in changes},
+        actor=pp.destination_commit.actor,
     )
 
 
