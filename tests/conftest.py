@@ -48,7 +48,7 @@ class Result:
 
 
 def _git_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "OKF", "CLAUDE", "CODEX", "XDG_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "OKF", "CLAUDE", "CODEX", "XDG_", "GEMINI", "OPENCODE"))}
     env.update(
         HOME=str(home),
         XDG_DATA_HOME=str(home / ".local" / "share"),

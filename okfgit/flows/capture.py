@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from okfgit.records import field, record
 from okfgit.format import actors, lifecycle, names
+from okfgit.format.trailers import path_field
 from okfgit.format import concept as okf
 from okfgit.local import state
 from okfgit.knowledge import capture_policy as switch
@@ -699,7 +700,7 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
         changes.update(index.regenerate(snap, changes, index.affected_folders(list(changes)),
                                         items=kb.index_items(tier), changed_items=known))
         trailers = [("Okf-Source", "claude-memory")]
-        trailers += [("Okf-Captured", f"{c.okf_id} {_trailer_path(c.origin)} {c.file_oid}") for c in group]
+        trailers += [("Okf-Captured", f"{c.okf_id} {path_field(c.origin)} {c.file_oid}") for c in group]
         count = len(group)
         subject = f"okf: capture {count} fact{'s' if count != 1 else ''} from Claude Code memory"
         # The trailers are the record of every file; the body names the first few for a person.
@@ -715,6 +716,4 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
 _BODY_LINES = 20  # files named in a capture commit's body; the trailers list all
 
 
-def _trailer_path(origin: str) -> str:
-    return origin.replace("%", "%25").replace(" ", "%20")
 

@@ -28,6 +28,7 @@ from okfgit import fsutil
 from okfgit.format import index_md as index
 from okfgit.format import concept as okf
 from okfgit.format import markdown as links
+from okfgit.format.trailers import path_field
 from okfgit.flows.concepts import actor, root_index, runstate_exclusion
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError, ValidationError
@@ -136,8 +137,7 @@ def _recorded(source: str) -> str:
     every push of the project (spaces written %20, as every trailer value)."""
     if source == TREE:
         return source
-    name = Path(source).name or TREE
-    return name.replace("%", "%25").replace(" ", "%20")
+    return path_field(Path(source).name or TREE)
 
 
 def _check_source(tier: Tier, src: Path) -> Path:

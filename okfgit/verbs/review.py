@@ -966,7 +966,8 @@ def _contradictions(concept: Concept, new: Side) -> list[Finding]:
 
 
 def _duplicate_titles(new: Side, changes: list[ConceptChange]) -> list[Finding]:
-    """Two concepts with one title in one folder; only the folders of changed concepts are read."""
+    """Two standing concepts with one title in one folder (a superseded one does not count);
+    only the folders of changed concepts are read."""
     touched = {c.path for c in changes if c.change != "removed"}
     folders = {index.parent(p) for p in touched}
     by_title: dict[tuple[str, str], list[str]] = {}
@@ -974,7 +975,8 @@ def _duplicate_titles(new: Side, changes: list[ConceptChange]) -> list[Finding]:
         if index.is_needs_merge(path):
             continue
         concept = _concept(new, path)
-        if concept is not None:
+        # A superseded concept is history, not a second home: its successor may keep its title.
+        if concept is not None and not _superseded(concept):
             by_title.setdefault((index.parent(path), concept.title.casefold()), []).append(path)
     out = []
     for paths in by_title.values():

@@ -11,11 +11,12 @@ from okfgit.flows import hooks
 from okfgit.local import hooklog, lock, paths, stamps, state
 from okfgit.flows import projection
 from okfgit.context import Context
-from okfgit.errors import RepoStateError, UsageError
+from okfgit.errors import OkfError, RepoStateError, UsageError
 from okfgit.plan import IndexBehind, Plan, index_behind
 from okfgit.targets import budget
 from okfgit.flows.projection import Outcome
-from okfgit.format import names
+from okfgit.format import lifecycle, names
+from okfgit.knowledge.snapshot import Snapshot, snapshot
 from okfgit.format.names import is_needs_merge
 from okfgit.knowledge.tiers import Tier, Workspace
 
@@ -36,6 +37,7 @@ class Status:
     hook_error: str | None = None  # the last hook error since the last successful sync
     over_budget: list[str] = field(default_factory=list)  # what an agent cannot see (targets/budget.py)
     index_behind: list[IndexBehind] = field(default_factory=list)  # what the next git commit would revert
+    protected: dict[str, str] = field(default_factory=dict)  # sibling -> why its concept is protected
 
     @property
     def in_sync(self) -> bool:
@@ -76,6 +78,7 @@ class Status:
             "attention": self.attention,
             "tiers": self.tiers,
             "needs_merge": self.needs_merge,
+            "proposals": [{"sibling": s, "protected": why} for s, why in self.protected.items()],
             "unprojected": self.unprojected,
             "capture": {
                 "enabled": cap.enabled,
@@ -118,6 +121,7 @@ def status(ctx: Context, ws: Workspace) -> Status:
     tiers = [t for t in ws.active() if t.has_kb()]
     unprojected, why = projection.unprojected(ws, owned)
     hook_state = hooks.status(repo.workdir, ctx.environ)
+    siblings = _needs_merge(tiers, owned)
     return Status(
         capture=cap,
         projection=proj,
@@ -126,7 +130,8 @@ def status(ctx: Context, ws: Workspace) -> Status:
         lock_holder=lock.holder(paths.lock(repo.common_dir)),
         tiers=[t.label for t in tiers],
         blocked=_blocked(cap.plan) if cap.enabled else [],
-        needs_merge=_needs_merge(tiers, owned),
+        needs_merge=siblings,
+        protected=_protected(tiers, siblings),
         unprojected=unprojected,
         unprojected_why=why,
         hook_error=hooklog.error_since_last_sync(repo.common_dir),
@@ -154,6 +159,27 @@ def _needs_merge(tiers: list[Tier], owned: state.State) -> list[str]:
             out += [p for p in owned.needs_merge if p.startswith(f"{tier.label}:")]
             continue
         out += [f"{tier.label}:{p}" for p in sorted(repo.tree_entries(head, tier.prefix)) if is_needs_merge(p)]
+    return out
+
+
+def _protected(tiers: list[Tier], siblings: list[str]) -> dict[str, str]:
+    """For each sibling whose concept no agent may change (``lifecycle.protected_by``), why:
+    the sibling is an agent's proposal, which a person accepts or drops."""
+    out: dict[str, str] = {}
+    snaps: dict[str, Snapshot] = {}
+    for sibling in siblings:
+        label, path = sibling.split(":", 1)
+        tier = next((t for t in tiers if t.label == label), None)
+        if tier is None:
+            continue
+        snap = snaps.get(label) or snaps.setdefault(label, snapshot(tier))
+        master = names.needs_merge_master(path)
+        try:
+            why = lifecycle.protected_by(snap.concept(master).meta) if master in snap.entries else ""
+        except OkfError:
+            why = ""  # an unreadable concept: doctor names it
+        if why:
+            out[sibling] = why
     return out
 
 
@@ -203,7 +229,11 @@ def render(st: Status) -> str:
         lines.append(f"needs-merge siblings waiting for a person: {len(st.needs_merge)}")
         for sibling in st.needs_merge:
             master = names.needs_merge_master(sibling.split(":", 1)[1])
-            lines.append(f"  {sibling}: merge what matters into {master}, then delete it")
+            if sibling in st.protected:
+                lines.append(f"  {sibling}: an agent's version of {master}, which is {st.protected[sibling]}; "
+                             f"accept it: `okfgit proposal accept {sibling}`; drop it: `okfgit proposal drop {sibling}`")
+            else:
+                lines.append(f"  {sibling}: merge what matters into {master}, then delete it")
     if st.unprojected:
         lines.append(f"concepts not projected: {len(st.unprojected)}")
         lines += [f"  {w}" for w in st.unprojected_why] or [f"  {p}" for p in st.unprojected]

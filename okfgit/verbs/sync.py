@@ -205,8 +205,11 @@ def summary_line(report: SyncReport) -> str:
         parts.append("capture off")
     elif cap is not None and cap.captured:
         parts.append(f"{'would capture' if report.dry_run else 'captured'} {len(cap.captured)}")
-        if cap.conflicts:
-            parts.append(f"{len(cap.conflicts)} need a merge")
+        merges = len(cap.conflicts) - len(cap.proposals)
+        if merges:
+            parts.append(f"{merges} need a merge")
+        if cap.proposals:
+            parts.append(f"{len(cap.proposals)} agent proposal(s) for a person to accept or drop")
     if cap is not None and cap.skipped:
         parts.append(f"{len(cap.skipped)} memory file(s) unreadable")
     if cap is not None and cap.held:
