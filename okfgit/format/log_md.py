@@ -60,3 +60,36 @@ def _first_item(lines: list[str], heading: int) -> int:
 
 def _insert(data: bytes, at: int, text: str) -> bytes:
     return data[:at] + text.encode("utf-8") + data[at:]
+
+
+def entries(data: bytes) -> list[tuple[str, str]]:
+    """Every entry as ``(day, text)``: the item line and its continuation lines (indented, up
+    to the next item, heading or blank line), line ends normalised; in file order. An item
+    outside any dated group has day ``""``."""
+    text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+    out: list[tuple[str, str]] = []
+    day = ""
+    current: list[str] | None = None
+    for line in text.split("\n"):
+        heading = _DATE_HEADING.match(line)
+        if heading or line.startswith("#") or not line.strip():
+            current = None
+            if heading:
+                day = heading.group(1)
+            continue
+        if _ITEM.match(line):
+            current = [line.rstrip()]
+            out.append((day, ""))
+        elif current is not None:
+            current.append(line.rstrip())
+        else:
+            continue
+        out[-1] = (day, "\n".join(current))
+    return out
+
+
+def rewritten(old: bytes, new: bytes | None) -> list[tuple[str, str]]:
+    """The entries of ``old`` that ``new`` no longer has, word for word under the same day
+    (all of them when the log is removed): OKF §9's log is append-only."""
+    kept = set(entries(new)) if new is not None else set()
+    return [entry for entry in entries(old) if entry not in kept]
