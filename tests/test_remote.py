@@ -393,3 +393,31 @@ def test_a_remote_that_never_answers_is_cut_off_at_the_deadline(a: Machine, bare
     result = a.okfgit("sync", "--fetch", cwd=a.proj)
     assert "global remote unreachable, will retry" in result.out
     assert "global remote ssh://git.example.invalid/me/okf.git: no answer within 1 s" in result.err
+
+
+def test_user_memories_stay_on_the_machine_unless_the_person_shares_them(a: Machine, bare: Path) -> None:
+    from tests.test_capture_routing import USER_FACT
+
+    a.okfgit("init", "--scope", "global", cwd=a.proj)
+    a.okfgit("init", "--scope", "project", cwd=a.proj)
+    a.memory.mkdir(parents=True, exist_ok=True)
+    (a.memory / "user_tabs.md").write_bytes(USER_FACT)
+    a.okfgit("sync", cwd=a.proj)  # no remote yet: the fact about the person is captured, locally
+    assert "memory/prefers-tabs.md" in a.git("ls-tree", "-r", "--name-only", "HEAD").out
+
+    # a remote that would receive it: nothing is pushed, and the person is told why
+    result = a.okfgit("remote", "set", str(bare), cwd=a.proj)
+    synced = a.okfgit("sync", "--fetch", cwd=a.proj)
+    assert "not pushed: 1 user memorie(s) stay on this machine" in synced.out, (result.out, synced)
+    assert "config okf.pushUserMemories true" in synced.err
+    assert remote_log(bare) == []
+    # a new user memory is now held rather than put where it would travel
+    (a.memory / "user_vim.md").write_bytes(USER_FACT.replace(b"prefers-tabs", b"uses-vim"))
+    held = a.okfgit("status", cwd=a.proj, expect=2)
+    assert "user_vim.md: a user memory (about you, not the project) goes to the global tier, which is pushed" in held.out
+
+    # the person opts in: then the remote receives exactly the tier
+    a.git("config", "okf.pushUserMemories", "true")
+    a.okfgit("sync", "--fetch", cwd=a.proj)
+    assert remote_log(bare) and remote_log(bare)[0] == a.head()
+    assert "memory/uses-vim.md" in a.git("ls-tree", "-r", "--name-only", "HEAD").out

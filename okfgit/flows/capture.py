@@ -125,6 +125,9 @@ NO_PROJECT_TIER = (
 USER_TYPE = "user"  # Claude Code's memory type for facts about the person
 
 
+_NARROW = {"job": 0, "project": 1, "global": 2}  # how far a tier's knowledge travels
+
+
 class Held(Exception):
     """A new fact with nowhere to go yet: left in the memory folder, untouched (the reason)."""
 
@@ -141,15 +144,26 @@ class Routes:
     global_: Tier
     user_memories: str  # "global" | "project" (.okf/okfgit.toml)
     to: Tier | None  # --to: the person's explicit choice
+    pushed_to: str | None = None  # the global tier's remote, unless the person shares user memories there
 
     @classmethod
     def of(cls, ws: Workspace, to: str | None) -> Routes:
+        global_ = ws.tier("global")
+        pushed_to = None
+        if global_.exists():
+            from okfgit.flows import exchange
+
+            reader = global_.reader()
+            remote = exchange.target(reader)
+            if remote is not None and not exchange.shares_user_memories(reader):
+                pushed_to = remote.shown
         return cls(
             project=ws.tier("project"),
             job=ws.tier("job") if ws.run else None,
-            global_=ws.tier("global"),
+            global_=global_,
             user_memories=switch.user_memories(ws.project_repo),
             to=ws.tier(check_scope(to)) if to else None,
+            pushed_to=pushed_to,
         )
 
     def tiers(self) -> list[Tier]:
@@ -157,28 +171,38 @@ class Routes:
         return [t for t in (self.job, self.project, self.global_) if t is not None]
 
     def route(self, meta: dict[str, Any]) -> Tier:
-        """The tier a new fact goes to, by what it is about; ``Held`` when it cannot go anywhere yet.
+        """The tier a new fact goes to, decided by okfgit; ``Held`` when it cannot go anywhere yet.
 
-        1. ``--to``; 2. the memory's own ``scope:`` when that tier exists; 3. a ``user`` memory
-        (about the person): the global tier, unless the project takes them; 4. anything else
-        (``project``, ``feedback``, ``reference``, untyped): the active run's job tier, else the
-        project tier. The caller has already made sure the project tier exists.
+        1. ``--to`` (a person's explicit choice); otherwise the tier for what the memory is
+        about: a ``user`` memory (about the person) the global tier, unless the project takes
+        them; anything else (``project``, ``feedback``, ``reference``, untyped) the active run's
+        job tier, else the project tier. 2. The memory's own ``scope:`` may narrow that (job is
+        narrower than project, project than global), never widen it: text an agent wrote does
+        not send a fact out of a project or a run (widening is a person's ``promote``). A user
+        memory is held while the global tier is missing, or is pushed to a remote the person
+        has not opted in to share such facts with. The caller has made sure the project tier exists.
         """
         if self.to is not None:
             return self.to
+        personal = memory_type(meta) == USER_TYPE and self.user_memories == "global"
+        widest = self.global_ if personal else self.job if self.job is not None else self.project
         own = meta.get("scope")
         for tier in self.tiers():
-            if own == tier.name and tier.exists():
+            if own == tier.name and tier.exists() and _NARROW[tier.name] <= _NARROW[widest.name]:
                 return tier
-        if memory_type(meta) == USER_TYPE and self.user_memories == "global":
-            if not self.global_.exists():
-                raise Held(
-                    "a user memory (about you, not the project) goes to the global tier, which does not exist "
-                    "yet; run `okfgit init --scope global` to create it (or set user_memories = \"project\" "
-                    f"in {switch.SETTINGS_PATH}); left in the memory folder"
-                )
-            return self.global_
-        return self.job if self.job is not None else self.project
+        if personal and not self.global_.exists():
+            raise Held(
+                "a user memory (about you, not the project) goes to the global tier, which does not exist "
+                "yet; run `okfgit init --scope global` to create it (or set user_memories = \"project\" "
+                f"in {switch.SETTINGS_PATH}); left in the memory folder"
+            )
+        if personal and self.pushed_to is not None:
+            raise Held(
+                f"a user memory (about you, not the project) goes to the global tier, which is pushed to "
+                f"{self.pushed_to}; facts about you stay on this machine unless you share them: "
+                f"`git -C {self.global_.repo_path} config okf.pushUserMemories true`; left in the memory folder"
+            )
+        return widest
 
 
 def memory_type(meta: dict[str, Any]) -> str:
