@@ -54,7 +54,7 @@ def test_a_capture_beyond_the_per_file_fsync_bound_commits_every_file_exactly(pr
         head, body = data.split(b"---\n")[1:]
         want = (b"---\n" + head
                 + (f"type: project\ntitle: Fact {name[5:7]}\nscope: project\nokf_id: {okf_id}\n"
-                   f"okf_source: claude-memory\nokf_origin: {name}\ngenerated:\n  by: claude-code/memory\n"
+                   f"okf_source: claude-memory\nokf_origin: {name}\ngenerated:\n  by: agent:claude-code\n"
                    f"  at: '2025-11-30T00:00:00Z'\n").encode()
                 + b"---\n" + body)
         path = f".okf/memory/fact-{name[5:7]}.md"
