@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -72,6 +73,20 @@ def ratio(a: Callable[[], float], b: Callable[[], float], repeat: int,
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], env=genkb.git_env(), check=True, capture_output=True,
                           text=True).stdout
+
+
+def forget_cards(repo: Path) -> None:
+    """The stored cards dropped: the ``cards`` rows of ``state.db`` (or, from an okfgit that
+    kept them in a file, ``cards.json``)."""
+    (repo / ".git" / "okf" / "cards.json").unlink(missing_ok=True)
+    db = repo / ".git" / "okf" / "state.db"
+    if db.exists():
+        conn = sqlite3.connect(db)
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'facts'").fetchone():
+            conn.execute("DELETE FROM facts WHERE kind = 'cards'")
+            conn.execute("DELETE FROM catalogs WHERE kind = 'cards'")
+            conn.commit()
+        conn.close()
 
 
 def cat_file_once(repo: Path) -> float:
@@ -150,7 +165,7 @@ class Bench:
             self.row(f"{label}, warm ({n:,})", a, b, r, "import pygit2")
 
         def cold_nav() -> None:  # the read verbs' cache is the cards every reader shares
-            (repo / ".git" / "okf" / "cards.json").unlink(missing_ok=True)
+            forget_cards(repo)
         times = []
         for _ in range(self.repeat):
             cold_nav()

@@ -13,8 +13,8 @@ On a synthetic project KB (``genkb.make_repo``, default 10,000 concepts) we time
 
 Both sides ask the same question and get the same answer: the same words and the same
 ``--limit`` (default: none given, so both show search's default of 20 hits and count the rest;
-``--limit 0`` compares full answers). Both sides run once untimed first, so the on-disk card
-cache (``cards.json``) is built before any timing. The ratio column is each figure over the
+``--limit 0`` compares full answers). Both sides run once untimed first, so the on-disk
+cards (in ``state.db``) are stored before any timing. The ratio column is each figure over the
 per-process baseline (the issue's aim: MCP at least 10x faster per call). Needs the MCP extra
 (``pip install 'okfgit[mcp]'``).
 
@@ -53,7 +53,7 @@ def processes(repo: Path, env: dict[str, str], words: list[str], limit: int | No
     argv = [sys.executable, "-m", "okfgit", "search", *words, "--json"]
     if limit is not None:
         argv += ["--limit", str(limit)]
-    subprocess.run(argv, cwd=repo, env=env, check=True, capture_output=True)  # builds cards.json
+    subprocess.run(argv, cwd=repo, env=env, check=True, capture_output=True)  # stores the cards
     times = []
     for _ in range(calls):
         start = time.perf_counter()

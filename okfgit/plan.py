@@ -21,6 +21,7 @@ from okfgit.context import Context
 from okfgit.errors import BusyError, OkfError, UnwritableError
 from okfgit.knowledge.tiers import Tier
 from okfgit.local import index_stamp, journal, lock
+from okfgit.local.store import Store
 
 if TYPE_CHECKING:  # libgit2 loads only for a write: a process that reads never pays for it
     from okfgit.git import Repo
@@ -227,14 +228,14 @@ def index_behind(tier: Tier) -> IndexBehind | None:
         return None
     repo = tier.reader()
     head = repo.head_commit()
-    common, gitdir = str(repo.common_dir), str(repo.gitdir)
-    if head is None or index_stamp.in_step(common, gitdir, tier.prefix, head):
+    store, gitdir = Store(repo.common_dir), str(repo.gitdir)
+    if head is None or index_stamp.in_step(store, gitdir, tier.prefix, head):
         return None
     seen = index_stamp.token(gitdir)
     found = repo.index_behind(tier.prefix)
     if not found:
         if seen is not None and repo.head_commit() == head:
-            index_stamp.save(common, gitdir, tier.prefix, head, seen)
+            index_stamp.save(store, gitdir, tier.prefix, head, seen)
         return None
     import shlex  # only when something is behind
 

@@ -135,7 +135,7 @@ def test_a_capture_tells_its_progress_file_by_file(project: Path, home: Path, en
             f"---\nname: fact-{i:03}\ndescription: Fact {i} about the build\nmetadata:\n  type: project\n---\nStep {i}.\n")
     told: list[tuple[str, int, int]] = []
     ctx = Context(env, project)._replace(progress=lambda what, done, total: told.append((what, done, total)))
-    report = capture.capture(ctx, open_workspace(ctx, project), dry_run=True)
+    report = capture.standalone(ctx, open_workspace(ctx, project), dry_run=True)
     assert len(report.captured) == 250
     assert [t for t in told if t[0] == capture.CAPTURING] == [
         (capture.CAPTURING, 100, 250), (capture.CAPTURING, 200, 250), (capture.CAPTURING, 250, 250)]

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import BUNDLES, FIXTURES, Result, Runner
+from tests.test_local_store import damage_facts, forget_facts, kinds
 
 BROKEN = {
     "kb-broken-dangling-link": {("profile", "dangling-link", "runbooks/db-failover.md", 20)},
@@ -420,8 +421,7 @@ def test_lifecycle_and_trust_families_as_okf_defines_them(repo: Path, okfgit: Ru
 def test_the_cache_never_hides_a_finding(repo: Path, okfgit: Runner, git: Runner) -> None:
     kb = kb_repo(repo, git, FIXTURES / "kb-clean")
     doctor_json(okfgit, repo, "--scope", "project", expect=0)
-    cache = repo / ".git" / "okf" / "doctor.json"
-    assert cache.is_file()
+    assert ("doctor", "project") in kinds(repo / ".git")
     # One concept changed, and the target of a link in an unchanged concept moved away.
     policy = kb / "decisions" / "retry-policy.md"
     policy.write_text(policy.read_text().replace("type:", "kind:", 1))
@@ -431,13 +431,38 @@ def test_the_cache_never_hides_a_finding(repo: Path, okfgit: Runner, git: Runner
     found = findings(warm)
     assert any(f[:3] == ("okf", "type-missing", "decisions/retry-policy.md") for f in found)
     assert ("profile", "dangling-link", "runbooks/db-failover.md", 20) in found
-    # The same report from a cold cache, and from a damaged one.
-    cache.unlink()
+    # The same report from a cold store, and from a damaged one.
+    forget_facts(repo / ".git", "doctor")
     _, cold = doctor_json(okfgit, repo, "--scope", "project", expect=2)
     assert cold == warm
-    cache.write_bytes(b'{"version": 1, "tiers": {"project": [')
+    damage_facts(repo / ".git", "doctor")
     _, damaged = doctor_json(okfgit, repo, "--scope", "project", expect=2)
     assert damaged == warm
+
+
+def test_the_errors_doctor_found_at_a_tree_are_one_lookup_away(repo: Path, okfgit: Runner, git: Runner) -> None:
+    """What ``sync`` and ``status`` may ask without running the checks: the errors of the last
+    doctor at exactly this KB tree, from the tier's store (checks.known_errors)."""
+    from okfgit.knowledge.checks import known_errors
+    from okfgit.knowledge.tiers import Tier
+
+    kb = kb_repo(repo, git, FIXTURES / "kb-clean")
+    tier = Tier("project", repo, ".okf")
+    tree = git("rev-parse", "HEAD:.okf", cwd=repo).out.strip()
+    assert known_errors(tier, tree) is None  # no doctor yet
+    doctor_json(okfgit, repo, "--scope", "project", expect=0)
+    assert known_errors(tier, tree) == []
+    policy = kb / "decisions" / "retry-policy.md"
+    policy.write_text(policy.read_text().replace("type:", "kind:", 1))
+    git("commit", "-q", "-am", "a concept loses its type", cwd=repo)
+    tree = git("rev-parse", "HEAD:.okf", cwd=repo).out.strip()
+    assert known_errors(tier, tree) is None  # a tree doctor has not checked
+    _, report = doctor_json(okfgit, repo, "--scope", "project", expect=2)
+    errors = {(f["code"], f["file"], f["line"], f["message"]) for group in ("okf", "profile")
+              for f in report["tiers"][0][group]["findings"] if f["severity"] == "error"}
+    known = known_errors(tier, tree)
+    assert known and {(f.code, f.file, f.line, f.message) for f in known} == errors
+    assert ("type-missing", "decisions/retry-policy.md") in {(f.code, f.file) for f in known}
 
 
 def test_the_cache_never_hides_an_index_finding(repo: Path, okfgit: Runner, git: Runner) -> None:
@@ -479,7 +504,7 @@ def test_the_cache_never_hides_an_index_finding(repo: Path, okfgit: Runner, git:
     git("commit", "-q", "-m", "add a folder", cwd=repo)
     _, added = doctor_json(okfgit, repo, "--scope", "project", expect=2)
     assert ("profile", "index-missing", "more/index.md") in {f[:3] for f in findings(added)}
-    (repo / ".git" / "okf" / "doctor.json").unlink()
+    forget_facts(repo / ".git", "doctor")
     _, cold = doctor_json(okfgit, repo, "--scope", "project", expect=2)
     assert cold == added
 

@@ -24,8 +24,7 @@ def test_everything_okfgit_keeps_in_the_common_dir_is_named_by_paths(project: Pa
     okfgit("new", "oops", "--edit", cwd=project, extra_env={"EDITOR": f"python3 {editor}"}, expect=2)
     written = {p.name + ("/" if p.is_dir() else "") for p in (project / ".git" / "okf").iterdir()}
     assert written <= set(paths.FILES)
-    assert {paths.STATE, paths.CARDS, paths.FASTPATH_STAMP, paths.SYNC_STAMP, paths.LOCK,
-            paths.DRAFTS + "/"} <= written
+    assert {paths.STATE, paths.FASTPATH_STAMP, paths.SYNC_STAMP, paths.LOCK, paths.DRAFTS + "/"} <= written
 
 
 def test_the_readme_lists_every_file_in_the_common_dir() -> None:
@@ -58,6 +57,5 @@ def test_paths_are_under_the_common_dir(tmp_path: Path) -> None:
     assert paths.hook_log(common) == common / "okf" / "hook.log"
     assert paths.fastpath_stamp(common) == str(common / "okf" / "fastpath.json")
     assert paths.sync_stamp(str(common)) == str(common / "okf" / "sync.json")
-    assert paths.cache(common, paths.CARDS) == common / "okf" / "cards.json"
     assert paths.drafts(common, tmp_path) == common / "okf" / "drafts"
     assert paths.drafts(None, tmp_path) == tmp_path / ".cache" / "okfgit" / "drafts"

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Runner
+from tests.test_local_store import damage_facts, forget_facts, kinds
 
 ID_A = "11111111-1111-4111-8111-111111111111"
 ID_SHARED = "22222222-2222-4222-8222-222222222222"
@@ -184,11 +186,11 @@ def test_links_outgoing_and_backlinks_across_tiers(kb: Path, okfgit: Runner, git
 
 
 def test_links_follow_a_commit_that_changes_them(kb: Path, okfgit: Runner, git: Runner) -> None:
-    # The links are cached apart from the cards (links.json): a commit that changes a body's
-    # links is seen by the next call, outgoing and as backlinks on both sides.
+    # The links are stored apart from the cards: a commit that changes a body's links is
+    # seen by the next call, outgoing and as backlinks on both sides.
     before = json.loads(okfgit("links", "storage", "--json", cwd=kb).out)
     assert [o["target"] for o in before["outgoing"]][:2] == ["cache-policy.md", "/decisions/cache-policy.md"]
-    assert (kb / ".git" / "okf" / "links.json").exists()
+    assert ("links", "project") in kinds(kb / ".git")
     commit_files(git, kb, {".okf/decisions/storage.md": concept(
         "Decision", "Storage engine", "We store blobs in sqlite for caching speed.",
         "Now only [x](../notes/a/x.md).\n", scope="project", okf_id=ID_A, tags="[storage, perf]",
@@ -274,21 +276,22 @@ def test_job_tier_wins_and_run_option(kb: Path, okfgit: Runner, git: Runner) -> 
 
 
 def test_the_cache_follows_head_and_is_only_a_cache(kb: Path, okfgit: Runner, git: Runner, home: Path) -> None:
-    cache = kb / ".git" / "okf" / "cards.json"
+    common = kb / ".git"
     first = okfgit("search", "storage", "--json", cwd=kb).out
-    assert cache.is_file() and (global_repo(home) / ".git" / "okf" / "cards.json").is_file()
+    assert ("cards", "project") in kinds(common) and ("cards", "global") in kinds(global_repo(home) / ".git")
     committed = git("show", "HEAD:.okf/decisions/storage.md", cwd=kb).out
     commit_files(git, kb, {".okf/decisions/storage.md": committed.replace("Storage engine", "Storage layer")})
     assert [h["title"] for h in json.loads(okfgit("search", "storage", "--json", cwd=kb).out)] == ["Storage layer"]
     git("reset", "-q", "--hard", "HEAD~1", cwd=kb)
     assert okfgit("search", "storage", "--json", cwd=kb).out == first
-    cache.write_text("{damaged")
+    damage_facts(common, "cards")
     assert okfgit("search", "storage", "--json", cwd=kb).out == first
-    saved = json.loads(cache.read_text())
-    saved["tiers"]["project"]["tree"] = "1" * 40  # a tree the repository does not have
-    cache.write_text(json.dumps(saved))
+    conn = sqlite3.connect(common / "okf" / "state.db")
+    conn.execute("UPDATE catalogs SET tree = ? WHERE kind = 'cards'", ("1" * 40,))  # a tree git does not have
+    conn.commit()
+    conn.close()
     assert okfgit("search", "storage", "--json", cwd=kb).out == first
-    cache.unlink()
+    forget_facts(common)
     assert okfgit("links", "cache-policy", cwd=kb).out.count("project:decisions/storage.md@") == 3
 
 

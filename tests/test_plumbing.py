@@ -160,7 +160,7 @@ def test_a_catalog_read_stopped_midway_leaves_the_reader_in_step(history: tuple[
             raise RuntimeError("a fact that fails")
         return path
 
-    kind = catalog.Kind("cards.json", 1, fact, lambda value: value[0], lambda path: path.endswith(".md"))
+    kind = catalog.Kind("cards", fact, lambda value: value[0], lambda path: path.endswith(".md"))
     tier = Tier("project", repo, ".okf")
     tree = pipe.tree_oid(second, ".okf")
     assert tree is not None

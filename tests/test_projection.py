@@ -326,7 +326,8 @@ def test_dry_run_prints_diffs_and_writes_nothing(kit: Kit, okfgit: Runner) -> No
     assert "-An outdated block from an older okfgit." in result.out
     assert f"--- /dev/null\n+++ b/{kit.codex_md}" in result.out
     assert "13 would be written" in result.out
-    assert not kit.memory.exists() and not kit.codex_md.exists() and not kit.state.exists()
+    assert not kit.memory.exists() and not kit.codex_md.exists()
+    assert (kit.state_json()["memory_files"], kit.state_json()["targets"]) == ({}, {})  # facts only: no record
     assert kit.agents_md.read_bytes() == (KIT / "before" / "AGENTS.md").read_bytes()
 
 

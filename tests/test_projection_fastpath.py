@@ -77,7 +77,7 @@ def test_a_no_op_run_imports_neither_pygit2_nor_yaml(kit: Kit, okfgit: Runner, o
 
 @pytest.mark.parametrize("change", [
     "commit-outside-kb", "edit-outside-block", "agent-file", "memory-md-edit", "okf-run-config", "scope", "env",
-    "state-file", "new-global-tier-commit",
+    "ownership-record", "new-global-tier-commit",
 ])
 def test_every_relevant_change_ends_the_fast_path(change: str, kit: Kit, okfgit: Runner, git: Runner,
                                                   tmp_path: Path) -> None:
@@ -103,12 +103,12 @@ def test_every_relevant_change_ends_the_fast_path(change: str, kit: Kit, okfgit:
         args = ["--run", RUN, "--scope", "project"]
     elif change == "env":
         extra = {"CODEX_HOME": str(tmp_path / "codex2")}
-    elif change == "state-file":
-        kit.state.write_bytes(kit.state.read_bytes() + b"\n")
-        # a second back, as a change made before this run would be: a run that takes less than
-        # the file system's clock tick would find it racy (as new as its stamp) and not trust it
-        back = kit.state.stat().st_mtime_ns - 1_000_000_000
-        os.utime(kit.state, ns=(back, back))
+    elif change == "ownership-record":  # another okfgit run changed what okfgit owns (capture adopts a file)
+        from okfgit.local import state
+
+        owned = state.load(kit.repo / ".git")
+        del owned.targets[str(kit.agents_md)]
+        state.save(owned)
     elif change == "new-global-tier-commit":
         (kit.global_dir / "new.md").write_text("---\ntype: Note\ntitle: New\n"
                                                "okf_id: 0e0e0e0e-0000-4000-8000-00000000000e\n---\nNew.\n")

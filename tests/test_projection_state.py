@@ -99,7 +99,7 @@ def test_the_record_is_what_the_spec_describes(kit: Kit, okfgit: Runner) -> None
     db = sqlite3.connect(kit.state)
     assert db.execute("PRAGMA user_version").fetchone() == (2,)
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert tables == {"meta", "targets", "memory_files"}
+    assert tables == {"meta", "targets", "memory_files", "catalogs", "facts", "records"}  # the store's (local/store.py)
     meta = {key: json.loads(value) for key, value in db.execute("SELECT key, value FROM meta")}
     assert sorted(meta) == ["inputs", "memory_dir", "memory_dir_mtime_ns", "merged", "recall", "stale_at", "tool"]
     assert meta["merged"]["skipped"] == ["project:broken.md", "global:legacy-note.md"]
@@ -132,6 +132,24 @@ def test_a_state_json_of_an_earlier_okfgit_is_read_then_replaced(kit: Kit, okfgi
     project(okfgit, kit)  # the record okfgit owned is honoured, and saved as the database
     assert (kit.memory / "testing.md").read_bytes() == path.read_bytes()
     assert kit.state.exists() and not legacy.exists()
+
+
+def test_a_state_json_is_read_when_the_store_holds_only_facts(kit: Kit, okfgit: Runner, git: Runner) -> None:
+    """After an upgrade a read verb may write facts into a new ``state.db`` before any projection:
+    the record of an earlier okfgit is still the one in ``state.json``."""
+    project(okfgit, kit)
+    before = state.load(kit.repo / ".git").to_json()
+    legacy = kit.repo / ".git" / "okf" / "state.json"
+    legacy.write_text(json.dumps({**before, "version": 1}))
+    kit.state.unlink()
+    okfgit("search", "testing", cwd=kit.repo)  # facts only
+    assert kit.state.exists() and state.load(kit.repo / ".git").to_json() == before
+    (kit.memory / "testing.md").write_text("an agent's edit\n")  # not okfgit's any more: kept
+    path = kit.repo / ".okf" / "testing.md"
+    path.write_text(path.read_text() + "More.\n")
+    git("commit", "-q", "-am", "more", cwd=kit.repo)
+    project(okfgit, kit)
+    assert (kit.memory / "testing.md").read_text() == "an agent's edit\n" and not legacy.exists()
 
 
 def test_a_newer_database_is_refused_and_a_change_writes_only_its_rows(kit: Kit, okfgit: Runner,

@@ -11,6 +11,7 @@ import pytest
 from okfgit.targets import recall
 from okfgit.format.concept import key_lines as recall_lines
 from okfgit.targets.recall import Candidate
+from tests.test_local_store import forget_facts, kinds
 
 
 def cand(name: str, *, tier: int = 1, captured: bool = False, verified: bool = False, type_: str = "Reference",
@@ -246,13 +247,13 @@ def test_a_change_in_place_gives_what_reading_every_concept_gives(repo: Path, ok
         if not paths:
             (repo / "README.md").write_text(f"# proj {note}\n")
         git("commit", "-q", "-am", note, cwd=repo)
-        (okf_dir / "cards.json").unlink(missing_ok=True)
+        forget_facts(okf_dir.parent, "cards")
         out = json.loads(okfgit("project", "--json", cwd=repo).out)
         assert sorted(Path(w["path"]).name for w in out["written"]) == sorted(p.rsplit("/", 1)[-1] for p in paths)
         unchanged = [Path(u["path"]).name for u in out["unchanged"] if u["target"] == "claude-memory"]
         assert sorted(unchanged + [Path(w["path"]).name for w in out["written"]]) == \
             sorted(p.name for p in folder.glob("*.md"))  # every other file, MEMORY.md too, listed once
-        assert (okf_dir / "cards.json").exists() != in_place  # no concept read, or every one
+        assert (("cards", "project") in kinds(okf_dir.parent)) != in_place  # no concept read, or every one
         assert any("left out, reachable" in w for w in out["warnings"])  # the concepts' warnings, repeated
         for path in paths:
             assert (folder / path.rsplit("/", 1)[-1]).read_bytes() == (kb / path).read_bytes()
@@ -288,9 +289,9 @@ def test_a_change_in_place_gives_what_reading_every_concept_gives(repo: Path, ok
     assert recorded_state()["recall"][2] == 4  # three edited, one captured lead the order
     edit(rest[-4], "title: ", "title: Renamed ")
     git("commit", "-q", "-am", "a title changed", cwd=repo)
-    (okf_dir / "cards.json").unlink()
+    forget_facts(okf_dir.parent, "cards")
     okfgit("project", cwd=repo)
-    assert (okf_dir / "cards.json").exists()  # MEMORY.md may change: every concept is read
+    assert ("cards", "project") in kinds(okf_dir.parent)  # MEMORY.md may change: every concept is read
 
 
 def test_the_candidates_from_a_scan_are_the_candidates_claude_lists(tmp_path: Path) -> None:

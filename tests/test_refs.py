@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +14,9 @@ from okfgit.format import concept as okf
 from okfgit.knowledge.cards import TierCards
 from okfgit.knowledge.tiers import Tier
 from okfgit.local import paths
+from okfgit.local.store import Store
 from tests.conftest import Runner
+from tests.test_local_store import damage_facts, kinds, rows
 from tests.test_nav import commit_files, concept
 
 CACHES = "notes/use-caches.md"
@@ -115,18 +119,16 @@ def _cards(tier: Tier) -> tuple[dict[str, object], dict[str, tuple[str, str]]]:
 
 
 def _cold(tier: Tier, repo: Path) -> tuple[dict[str, object], dict[str, tuple[str, str]]]:
-    """The cards read with no cache at all (the cache files are put back as they were)."""
-    files = [paths.cache(repo / ".git", paths.CARDS), paths.cache_delta(repo / ".git", paths.CARDS)]
-    kept = {f: f.read_bytes() for f in files if f.exists()}
-    for f in files:
-        f.unlink(missing_ok=True)
+    """The cards read with no stored facts at all (the store is put back as it was)."""
+    db = paths.state(repo / ".git")
+    kept = db.read_bytes() if db.exists() else None
+    db.unlink(missing_ok=True)
     try:
         return _cards(tier)
     finally:
-        for f in files:
-            f.unlink(missing_ok=True)
-        for f, data in kept.items():
-            f.write_bytes(data)
+        db.unlink(missing_ok=True)
+        if kept is not None:
+            db.write_bytes(kept)
 
 
 def test_the_card_cache_sees_each_change_and_never_changes_an_answer(project: Path, okfgit: Runner,
@@ -172,60 +174,58 @@ def test_the_card_cache_sees_each_change_and_never_changes_an_answer(project: Pa
     assert _cards(tier) == _cold(tier, project)
     assert "sub/c.md dangling" in okfgit("links", "a", cwd=project).out
 
-    # a damaged cache, or one keyed by a tree the repository lacks, is only a cache
-    cache = paths.cache(project / ".git", paths.CARDS)
+    # damaged facts, or ones stored for a tree the repository lacks, are only a cache
     expected = _cards(tier)
-    cache.write_text("{damaged")
+    damage_facts(project / ".git", "cards")
     assert _cards(tier) == expected
-    saved = json.loads(cache.read_text())
-    saved["tiers"]["project"]["tree"] = "1" * 40
-    cache.write_text(json.dumps(saved))
+    conn = sqlite3.connect(paths.state(project / ".git"))
+    conn.execute("UPDATE catalogs SET tree = ? WHERE kind = 'cards'", ("1" * 40,))
+    conn.commit()
+    conn.close()
     assert _cards(tier) == expected
-    shutil.rmtree(cache.parent)
+    shutil.rmtree(paths.okf_dir(project / ".git"))
     assert _cards(tier) == expected
 
 
-def test_a_run_that_redid_a_few_concepts_writes_only_the_delta(project: Path, git: Runner,
+def test_a_run_that_redid_a_few_concepts_writes_only_their_rows(project: Path, git: Runner,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     tier = Tier("project", project, ".okf")
     commit_files(git, project, {f".okf/n{i}.md": concept("Note", f"N{i}", f"Note {i}.") for i in range(5)})
     assert TierCards(tier).catalog.reread > 0
-    whole = paths.cache(project / ".git", paths.CARDS)
-    delta = paths.cache_delta(project / ".git", paths.CARDS)
-    written = whole.read_bytes()
-    assert not delta.exists()
+    common = project / ".git"
+    staged: list[tuple[str | None, list[str]]] = []
+    real = Store.stage_catalog
 
-    # one concept changed: the whole file keeps its bytes, the delta holds the change, and
-    # the next reader starts from the new tree (it reads nothing again)
+    def stage(self: Store, kind: str, label: str, tree: str, commit: str | None, rows: dict[str, object],
+              base: str | None, saved: Any = lambda: None) -> None:
+        staged.append((base, sorted(rows)))
+        real(self, kind, label, tree, commit, rows, base, saved)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Store, "stage_catalog", stage)
+    # one concept changed: its row alone is written, from the stored tree, and the next
+    # reader starts from the new tree (it reads nothing again)
+    before = kinds(common)[("cards", "project")]
     commit_files(git, project, {".okf/n1.md": concept("Note", "N1 again", "Changed.")})
     assert TierCards(tier).catalog.reread == 1
-    assert whole.read_bytes() == written and delta.exists()
+    assert staged == [(before, ["n1.md"])]
     again = TierCards(tier)
     assert again.catalog.reread == 0 and again.cards["n1.md"].title == "N1 again"
     assert _cards(tier) == _cold(tier, project)
 
-    # a commit outside the KB: the cache learns the new commit and the KB tree is not looked up again
+    # a commit outside the KB: the store learns the new commit and the KB tree is not looked up again
     commit_files(git, project, {"README.md": "# proj, edited\n"})
     head = git("rev-parse", "HEAD", cwd=project).out.strip()
     assert TierCards(tier).catalog.reread == 0
-    assert json.loads(delta.read_text())["tiers"]["project"]["commit"] == head
+    assert rows(common, "SELECT commit_oid FROM catalogs WHERE kind = 'cards'") == [(head,)]
 
-    # a delta made from another version of the whole file, or a damaged one, is of no use and no harm
-    saved = json.loads(delta.read_text())
-    saved["tiers"]["project"]["base"] = "1" * 40
-    saved["tiers"]["project"]["facts"]["n1.md"][3] = "A title no blob has"
-    delta.write_text(json.dumps(saved))
-    assert _cards(tier) == _cold(tier, project)
-    delta.write_text("{damaged")
-    assert _cards(tier) == _cold(tier, project)
-
-    # past SAVE_AFTER changed paths the whole file is written again and the delta dropped
-    monkeypatch.setattr("okfgit.knowledge.catalog.SAVE_AFTER", 1)
-    commit_files(git, project, {".okf/n3.md": concept("Note", "N3 again", "Changed."),
-                                ".okf/n4.md": concept("Note", "N4 again", "Changed.")})
-    TierCards(tier)
-    assert whole.read_bytes() != written and not delta.exists()
-    assert TierCards(tier).catalog.reread == 0
+    # rows changed from a tree the store no longer holds (another okfgit stored one meanwhile)
+    # are not written: what is there stays, and answers are the same
+    store = Store(common)
+    stored = store.catalog("cards", "project")
+    assert stored is not None
+    store.stage_catalog("cards", "project", "2" * 40, head, {"n1.md": None}, "1" * 40)
+    assert store.save()
+    assert kinds(common)[("cards", "project")] == stored.tree
     assert _cards(tier) == _cold(tier, project)
 
 

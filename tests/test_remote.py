@@ -85,6 +85,14 @@ def b(tmp_path: Path) -> Machine:
     return machine(tmp_path, "b")
 
 
+def exchange_record(m: Machine) -> bool:
+    """The global tier's store holds a record of exchanges with a remote (local/exchange.py)."""
+    from okfgit.local import exchange
+    from okfgit.local.store import Store
+
+    return Store(m.tier / ".git").record(exchange.NAME) is not None
+
+
 def remote_log(bare: Path) -> list[str]:
     out = subprocess.run(["git", "log", "--format=%H", "main"], cwd=bare, capture_output=True, text=True)
     return out.stdout.split() if out.returncode == 0 else []
@@ -163,7 +171,7 @@ def test_remote_show_set_remove_and_a_plain_git_remote(a: Machine, bare: Path, t
     assert str(other) in moved and "last exchange: never" in moved
     assert a.git("remote", "get-url", "origin").out.strip() == str(other)
     assert "removed" in a.okfgit("remote", "remove", cwd=a.proj).out
-    assert a.git("remote").out == "" and not (a.tier / ".git" / "okf" / "exchange.json").exists()
+    assert a.git("remote").out == "" and not exchange_record(a)
     assert "global remote: none" in a.okfgit("remote", "show", cwd=a.proj).out
 
 
@@ -351,16 +359,17 @@ def test_uncommitted_edits_in_the_global_tier_defer_the_exchange(a: Machine, b: 
 
 def test_a_hook_sync_pushes_but_fetches_at_most_once_per_interval(a: Machine, bare: Path) -> None:
     from okfgit.local import exchange as record
+    from okfgit.local.store import Store
 
     a.okfgit("init", "--scope", "global", "--remote", str(bare), cwd=a.proj)
     a.okfgit("sync", "--fetch", cwd=a.proj)
-    fetched = record.load(a.tier / ".git").last_attempt
+    fetched = record.load(Store(a.tier / ".git")).last_attempt
     a.new("hooked", "A fact written between two commits.")
     subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "work"], cwd=a.proj, env=a.env, check=True)
     result = a.proc("sync", "--repo", str(a.proj), "--hook", "post-commit", cwd=a.proj)
     assert result.out == "" and "pushed the global tier" in result.err and len(result.err.splitlines()) == 1
     assert remote_log(bare)[0] == a.head()
-    assert record.load(a.tier / ".git").last_attempt == fetched  # pushed without fetching again
+    assert record.load(Store(a.tier / ".git")).last_attempt == fetched  # pushed without fetching again
 
 
 def test_a_remote_removed_with_plain_git_is_forgotten(a: Machine, bare: Path) -> None:
@@ -368,7 +377,7 @@ def test_a_remote_removed_with_plain_git_is_forgotten(a: Machine, bare: Path) ->
     a.git("remote", "remove", "origin")
     a.git("config", "okf.fetchInterval", "0")
     assert "global" not in a.okfgit("sync", cwd=a.proj).out
-    assert not (a.tier / ".git" / "okf" / "exchange.json").exists()
+    assert not exchange_record(a)
     assert a.okfgit("sync", cwd=a.proj).out == "okfgit sync: up to date\n"
 
 

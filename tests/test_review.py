@@ -10,6 +10,7 @@ from types import ModuleType
 import pytest
 
 from tests.conftest import FIXTURES, Runner
+from tests.test_local_store import damage_facts, forget_facts, kinds
 
 REVIEW = FIXTURES / "review"
 FORMATS = {"text": "txt", "markdown": "md", "json": "json"}
@@ -539,13 +540,12 @@ def _rows(findings: list) -> list[tuple]:
     return sorted((f.code, f.severity, f.file, f.message, f.line or 0, f.group) for f in findings)
 
 
-@pytest.mark.parametrize("doctor_after", [None, 0])
+@pytest.mark.parametrize("warm", [True, False])
 def test_doctor_on_what_a_change_reaches_finds_what_the_whole_tree_would(tmp_path: Path, git: Runner,
-                                                                          okfgit: Runner, doctor_after: int | None,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                          okfgit: Runner, warm: bool) -> None:
     # Review reads the tree path by path and checks only the concepts its findings involve;
     # for any set of files, that finds exactly what doctor on the whole tree finds about them.
-    # doctor_after=0: every blob doctor's cache (left at main's tree) holds is taken from it.
+    # warm: doctor's facts (stored at main's tree) are where review starts from.
     import datetime as dt
 
     from okfgit.format import markdown as links
@@ -557,10 +557,10 @@ def test_doctor_on_what_a_change_reaches_finds_what_the_whole_tree_would(tmp_pat
 
     repo = _tricky_kb(tmp_path, git)
     git("checkout", "-q", "main", cwd=repo)
-    okfgit("doctor", cwd=repo, expect=None)  # a warm doctor cache seeds review's graph
+    okfgit("doctor", cwd=repo, expect=None)  # doctor's facts, stored at main's tree, seed review's
     git("checkout", "-q", "feature", cwd=repo)
-    if doctor_after is not None:
-        monkeypatch.setattr(review, "DOCTOR_AFTER", doctor_after)
+    if not warm:
+        forget_facts(repo / ".git")
     tier = Tier("project", repo, ".okf")
     raw = Repo.open(repo)
     today = dt.date(2026, 1, 1)
@@ -592,21 +592,21 @@ def test_doctor_on_what_a_change_reaches_finds_what_the_whole_tree_would(tmp_pat
     assert {c.path: c.linked_from for c in changes}["beta/far.md"] == ("alpha/new.md", "alpha/one.md")
 
 
-def test_review_is_the_same_with_its_graph_cache_cold_warm_stale_or_damaged(tmp_path: Path, git: Runner,
+def test_review_is_the_same_with_doctors_facts_cold_warm_stale_or_damaged(tmp_path: Path, git: Runner,
                                                                           okfgit: Runner) -> None:
-    # graph.json is keyed by tree and updated from a tree diff: it can save work, never change
-    # an answer, whatever tree it was left at.
+    # Doctor's facts are stored for a tree and updated from a tree diff: they can save review
+    # work, never change an answer, whatever tree they were left at.
     repo = _tricky_kb(tmp_path, git)
-    cache = repo / ".git" / "okf" / "graph.json"
+    common = repo / ".git"
     first = okfgit("review", "main...feature", "--format", "json", cwd=repo, expect=2).out
-    assert cache.exists()
+    assert ("doctor", "project") in kinds(common)
     assert okfgit("review", "main...feature", "--format", "json", cwd=repo, expect=2).out == first
-    cache.write_text("{not json")
+    damage_facts(common, "doctor")
     assert okfgit("review", "main...feature", "--format", "json", cwd=repo, expect=2).out == first
-    cache.unlink()
+    forget_facts(common)
     okfgit("doctor", cwd=repo, expect=None)
     assert okfgit("review", "main...feature", "--format", "json", cwd=repo, expect=2).out == first
-    # The cache now holds the feature's tree; a new commit links an unchanged concept to a
+    # The store now holds the feature's tree; a new commit links an unchanged concept to a
     # changed one and gives another an okf_id already taken: both are seen.
     _commit(repo, git, {"delta/deep.md": _concept("Deep", UUID.format(2), "Deeper, like [new](../alpha/new.md)."),
                         "beta/far.md": _concept("Far", UUID.format(3), "Plain.", "name: far-away\n")}, "More")
@@ -624,14 +624,14 @@ def test_review_is_the_same_with_its_graph_cache_cold_warm_stale_or_damaged(tmp_
     git("reflog", "expire", "--expire=now", "--all", cwd=repo)
     git("gc", "-q", "--prune=now", cwd=repo)
     again = json.loads(okfgit("review", "main...feature", "--format", "json", cwd=repo, expect=2).out)
-    cache.unlink()
+    forget_facts(common)
     assert json.loads(okfgit("review", "main...feature", "--format", "json", cwd=repo, expect=2).out) == again
     assert again == data
 
 
 def test_a_first_review_in_a_clone_tells_of_its_progress(tmp_path: Path, git: Runner, env: dict[str, str]) -> None:
-    # With no graph.json yet, review reads every concept once: a long loop at size, so it tells
-    # the context's progress (a counter on a terminal's stderr, as doctor's first run does).
+    # With no facts stored yet, review reads every markdown file once: a long loop at size, so it
+    # tells the context's progress (a counter on a terminal's stderr, as doctor's first run does).
     from okfgit.context import Context
     from okfgit.knowledge.tiers import Workspace
     from okfgit.verbs import review
@@ -642,7 +642,9 @@ def test_a_first_review_in_a_clone_tells_of_its_progress(tmp_path: Path, git: Ru
     result = review.review(ctx, Workspace(ctx, repo, None), "main...feature")
     assert result.verdict == "request-changes"
     assert {what for what, _, _ in told} == {"reading project concepts"}
-    assert (12, 12) in {(done, total) for _, done, total in told}  # the head's 12 concepts, each read once
+    files = git("ls-tree", "-r", "--name-only", "feature", ".okf", cwd=repo).out.split()
+    assert (n := sum(1 for f in files if f.endswith(".md"))) > 12  # 12 concepts, their indexes, the log
+    assert (n, n) in {(done, total) for _, done, total in told}  # each of the head's read once
 
 
 def test_a_tree_looked_up_path_by_path_answers_as_the_walked_tree(tmp_path: Path, git: Runner) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Runner, fsck
+from tests.test_local_store import forget_facts
 
 CRASH = "OKFGIT_TEST_CRASH_AT"
 
@@ -92,16 +93,19 @@ def test_status_and_doctor_name_an_index_behind_head_with_the_repair(project: Pa
 
 def test_status_asks_git_about_the_index_only_when_the_index_or_head_changed(project: Path, okfgit: Runner,
                                                                             git: Runner, tmp_path: Path) -> None:
-    """``index.json`` records an index found in step with HEAD (local/index_stamp.py): the
-    next status does not run ``git diff-index``, and an index git changes in the same clock
-    tick as the record, or a new HEAD, is checked again."""
+    """The store records an index found in step with HEAD (local/index_stamp.py): the next
+    status does not run ``git diff-index``, and an index git changes in the same clock tick
+    as the record, or a new HEAD, is checked again."""
+    from okfgit.local import index_stamp
+    from okfgit.local.store import Store
+
     okfgit("new", "fact", "--description", "A fact.", cwd=project)
-    stamp = project / ".git" / "okf" / "index.json"
+    gitdir = str((project / ".git").resolve())
     index = project / ".git" / "index"
     old = index.stat().st_mtime_ns - 2_000_000_000  # an index from before this run, as most are
     os.utime(index, ns=(old, old))
     okfgit("status", cwd=project)
-    assert json.loads(stamp.read_text())["head"] == head(git, project)
+    assert index_stamp.in_step(Store(project / ".git"), gitdir, ".okf", head(git, project))
     trace = tmp_path / "trace"
     okfgit("status", cwd=project, extra_env={"GIT_TRACE": str(trace)})
     assert "diff-index" not in (trace.read_text() if trace.exists() else "")  # the record answered
@@ -110,9 +114,17 @@ def test_status_asks_git_about_the_index_only_when_the_index_or_head_changed(pro
     assert "git reset -q HEAD -- .okf/fact.md" in status.out
     git("reset", "-q", "HEAD", "--", ".okf/fact.md", cwd=project)
     okfgit("status", cwd=project)
-    written = stamp.stat().st_mtime_ns
-    os.utime(index, ns=(written, written))  # an index as new as the record: racy, not trusted
+    assert index_stamp.in_step(Store(project / ".git"), gitdir, ".okf", head(git, project))
     trace.unlink(missing_ok=True)
+    okfgit("status", cwd=project, extra_env={"GIT_TRACE": str(trace)})
+    assert "diff-index" not in (trace.read_text() if trace.exists() else "")
+    # an index written in the clock tick of the store's write of the record: racy, not kept
+    seen = index_stamp.token(gitdir)
+    assert seen is not None
+    ahead = seen[2] + 3600 * 10**9  # as if git wrote it after the record, in the same tick
+    os.utime(index, ns=(ahead, ahead))
+    index_stamp.save(Store(project / ".git"), gitdir, ".okf", head(git, project), index_stamp.token(gitdir))
+    assert not index_stamp.in_step(Store(project / ".git"), gitdir, ".okf", head(git, project))
     okfgit("status", cwd=project, extra_env={"GIT_TRACE": str(trace)})
     assert "diff-index" in trace.read_text()
 
@@ -315,14 +327,14 @@ def test_a_temp_file_a_killed_cache_write_left_is_swept_by_the_next_reader(proje
     the write lock), and never one newer than that lock (a live writer's)."""
     okfgit("new", "fact", "--description", "A fact.", cwd=project)
     okf_dir = project / ".git" / "okf"
-    left = okf_dir / ".cards.delta.json.0123456789.okftmp"
-    live = okf_dir / ".cards.json.9876543210.okftmp"
+    left = okf_dir / ".sync.json.0123456789.okftmp"
+    live = okf_dir / ".fastpath.json.9876543210.okftmp"
     left.write_bytes(b"{half")
     live.write_bytes(b"{also half")
     old = left.stat().st_mtime_ns - 10**9
     os.utime(left, ns=(old, old))
     ahead = live.stat().st_mtime_ns + 3600 * 10**9  # as if written after the sweeper took the lock
     os.utime(live, ns=(ahead, ahead))
-    (okf_dir / "cards.json").unlink(missing_ok=True)  # the next read keeps its cache again
+    forget_facts(project / ".git")  # the next read stores its facts again
     assert "fact" in okfgit("ls", cwd=project).out
     assert not left.exists() and live.exists()

@@ -30,7 +30,7 @@ def capture_cmd(source: str, to: str | None, dry_run: bool, repo: Path | None, r
 
     ctx, ws = workspace(repo, run)
     ctx = with_progress(ctx, quiet=as_json)
-    report = capture.capture(ctx, ws, to=to, dry_run=dry_run)
+    report = capture.standalone(ctx, ws, to=to, dry_run=dry_run)
     if as_json:
         emit_json(report.to_json())
     else:

@@ -73,7 +73,8 @@ def project_cmd(scope: str, target: str, dry_run: bool, explain: bool, quiet: bo
 
     ctx, ws = workspace(repo, run)
     ctx = with_progress(ctx, quiet=quiet or as_json or dry_run)
-    report = projection.project(ctx, ws, scope=scope, target=target, dry_run=dry_run, run_arg=run, explain=explain)
+    report = projection.standalone(ctx, ws, scope=scope, target=target, dry_run=dry_run, run_arg=run,
+                                   explain=explain)
     warn(report.warnings)
     warn(f"{o.path}: {o.reason}" for o in report.outcomes if o.action in ("skipped", "failed"))
     if as_json:

@@ -29,6 +29,7 @@ from okfgit.format import actors, lifecycle, names
 from okfgit.format.trailers import path_field
 from okfgit.format import concept as okf
 from okfgit.local import state
+from okfgit.local.store import Stores
 from okfgit.knowledge import capture_policy as switch
 from okfgit.knowledge.cards import TierCard, TierCards
 from okfgit.targets.claude_home import memory_dir
@@ -214,11 +215,11 @@ def memory_type(meta: dict[str, Any]) -> str:
     return ""
 
 
-def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: bool = False,
-                 owned: state.State | None = None, unchanged: str | None = None) -> Report:
-    """Read the memory folder and plan the capture commits; writes nothing (but caches).
-    ``owned`` is the ownership record when the caller already holds it; with ``unchanged``
-    (see ``capture``) the folder has nothing to take: it is not read."""
+def plan_capture(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, *, to: str | None = None,
+                 force: bool = False, unchanged: str | None = None) -> Report:
+    """Read the memory folder and plan the capture commits; writes nothing. ``owned`` is the
+    ownership record and ``stores`` the run's stores (the facts read are staged there); with
+    ``unchanged`` (see ``capture``) the folder has nothing to take: it is not read."""
     if ws.project_repo is None:
         raise UsageError("capture needs a project repository: run it inside one or pass --repo")
     decision = switch.capture_decision(ctx, ws)
@@ -246,13 +247,17 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
         )
         if not force:
             return report
-    st = owned if owned is not None else state.load(project_repo.common_dir)
-    if unchanged is not None and os.path.abspath(unchanged) == os.path.abspath(choice.path):
+    return _plan(ctx, ws, to, owned, stores, choice.path, unchanged, report)
+
+
+def _plan(ctx: Context, ws: Workspace, to: str | None, st: state.State, stores: Stores, folder: Path,
+          unchanged: str | None, report: Report) -> Report:
+    if unchanged is not None and os.path.abspath(unchanged) == os.path.abspath(folder):
         # Every file there is one the last sync left as okfgit's: nothing to read, nothing new
         # (and, for ``force``, nothing waiting).
         report.unchanged_all = st.memory_files
         return report
-    files = _memory_files(choice.path, report)
+    files = _memory_files(folder, report)
     candidates: list[tuple[str, bytes, str]] = []
     for origin, file, lst in files:
         if _CONTROL.search(origin):
@@ -262,7 +267,7 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
             report.unchanged_seen.append(origin)  # the loop guard, decided by the stat okfgit recorded
             continue
         try:
-            data = _read(file, lst, choice.path)
+            data = _read(file, lst, folder)
         except OkfError as exc:
             report.skipped.append((origin, _why(exc, origin)))
             continue
@@ -272,24 +277,24 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
             continue
         candidates.append((origin, data, oid))
     if candidates:
-        _classify_all(ctx, ws, to, st, candidates, report)
+        _classify_all(ctx, ws, to, st, stores, candidates, report)
     seen = {origin for origin, _, _ in files}
     skipped = {o for o, _ in report.skipped}
     report.deleted = [o for o in sorted(st.memory_files) if o not in seen and o not in skipped]
     for origin, why in report.skipped:
-        report.warnings.append(f"skipped {choice.path / origin}: {why}")
+        report.warnings.append(f"skipped {folder / origin}: {why}")
     for origin, why in report.held:
-        report.warnings.append(f"not captured {choice.path / origin}: {why}")
+        report.warnings.append(f"not captured {folder / origin}: {why}")
     return report
 
 
-def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State,
+def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State, stores: Stores,
                   candidates: list[tuple[str, bytes, str]], report: Report) -> None:
     """Decide each file okfgit did not write (new, update, conflict, a copy) and plan the commits."""
     routes = Routes.of(ws, to)
     tiers = ws.active()
     tiers += [t for t in routes.tiers() if t.label not in {k.label for k in tiers}]
-    kb = _Known(tiers)
+    kb = _Known(tiers, stores)
     for done, (origin, data, oid) in enumerate(candidates):
         if done and not done % 100:
             ctx.progress(CAPTURING, done, len(candidates))
@@ -335,13 +340,28 @@ def _why(exc: OkfError, origin: str) -> str:
     return text
 
 
-def capture(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: bool = False,
-            owned: state.State | None = None, unchanged: str | None = None) -> Report:
+def standalone(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: bool = False) -> Report:
+    """``okfgit capture`` on its own: ``capture`` with the ownership record and the stores
+    opened here, and saved once when it is done (a dry run writes only the facts it read)."""
+    if ws.project_repo is None:
+        raise UsageError("capture needs a project repository: run it inside one or pass --repo")
+    stores = Stores()
+    common = ws.tier("project").reader().common_dir
+    owned = state.load(common, stores.of(common))
+    report = capture(ctx, ws, owned, stores, to=to, dry_run=dry_run)
+    if not dry_run:
+        state.save(owned)  # the record and the project tier's facts, in one transaction
+    stores.save()  # the other tiers' facts
+    return report
+
+
+def capture(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, *, to: str | None = None,
+            dry_run: bool = False, unchanged: str | None = None) -> Report:
     """Plan and (unless ``dry_run``) commit the capture; then record the captured files as okfgit's.
 
-    ``owned`` is the ownership record as the caller holds it (``sync`` loads it once and hands
-    it on to projection): the captured files are recorded in it and the caller saves it.
-    Without it, the record is loaded and saved here. Planned and committed under the project
+    ``owned`` is the ownership record as the caller holds it, and ``stores`` the run's stores
+    (``sync`` opens them once and hands them on to projection): the captured files are
+    recorded in it, the facts read are staged in them, and the caller saves both. Planned and committed under the project
     repository's write lock (sync already holds it), so a concurrent ``new`` waits rather
     than interleaving. ``unchanged``: a memory folder that is exactly as the last sync left it,
     whose capture left nothing waiting (sync's stamp says so): when it is this repository's
@@ -354,20 +374,17 @@ def capture(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: bool
     gc.disable()
     try:
         if dry_run or ws.project_repo is None:
-            return plan_capture(ctx, ws, to=to, owned=owned)
+            return plan_capture(ctx, ws, owned, stores, to=to)
         with writing(ctx, ws.tier("project")):
-            return _capture_locked(ctx, ws, to, owned, unchanged)
+            return _capture_locked(ctx, ws, to, owned, stores, unchanged)
     finally:
         if collecting:
             gc.enable()
 
 
-def _capture_locked(ctx: Context, ws: Workspace, to: str | None, owned: state.State | None,
+def _capture_locked(ctx: Context, ws: Workspace, to: str | None, owned: state.State, stores: Stores,
                     unchanged: str | None = None) -> Report:
-    loaded_here = owned is None
-    if owned is None:
-        owned = state.load(ws.tier("project").reader().common_dir)
-    report = plan_capture(ctx, ws, to=to, owned=owned, unchanged=unchanged)
+    report = plan_capture(ctx, ws, owned, stores, to=to, unchanged=unchanged)
     if not report.plan.empty:
         with writing(ctx, *{c.tier for c in report.plan.commits}):
             done = apply(ctx, report.plan)
@@ -381,8 +398,6 @@ def _capture_locked(ctx: Context, ws: Workspace, to: str | None, owned: state.St
     taken.update({c.origin: c.file_oid for c in report.captured})
     if taken:
         owned.adopt(taken, report.memory_dir)
-        if loaded_here:
-            state.save(owned)
     return report
 
 
@@ -390,11 +405,11 @@ class _Known:
     """What the tiers hold at HEAD: the merged view of their cards (cached by tree OID, so
     recognising edits costs no parse of the whole KB), and snapshots for what is written."""
 
-    def __init__(self, tiers: list[Tier]) -> None:
+    def __init__(self, tiers: list[Tier], stores: Stores) -> None:
         from okfgit.knowledge.merged import Merged
 
         self.tiers = {t.label: t for t in tiers}
-        self.cards = {t.label: TierCards(t) for t in tiers}
+        self.cards = {t.label: TierCards(t, stores=stores) for t in tiers}
         self.view = Merged(list(self.cards.values()))
         self._snaps: dict[str, Snapshot] = {}
         self._taken: dict[str, set[str]] = {}

@@ -25,6 +25,7 @@ from okfgit.errors import OkfError, RepoStateError, UsageError
 from okfgit.plumbing import Reader
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.local import exchange as exchange_record
+from okfgit.local.store import Store, Stores
 from okfgit.local import lock, paths
 from okfgit.plan import Plan, TierCommit, apply
 
@@ -168,8 +169,9 @@ def counts(repo: Repo, tg: Target) -> tuple[int, int]:
 # -- inside sync -----------------------------------------------------------------------------
 
 
-def begin(ctx: Context, ws: Workspace, *, force: bool, wait_s: float) -> Report | None:
-    """Fetch and integrate when due (or ``force``); None when the global tier has no remote."""
+def begin(ctx: Context, ws: Workspace, stores: Stores, *, force: bool, wait_s: float) -> Report | None:
+    """Fetch and integrate when due (or ``force``); None when the global tier has no remote.
+    The exchange record is staged in the global tier's store, which the run saves."""
     tier = ws.tier("global")
     if not tier.exists():
         return None
@@ -179,12 +181,13 @@ def begin(ctx: Context, ws: Workspace, *, force: bool, wait_s: float) -> Report 
         return None  # a damaged global tier: projection says so; there is nothing to exchange
     tg = target(reader)
     if tg is None:
-        if reader.head_branch() is not None:
-            forget(reader)  # removed with plain git: the record must not keep making syncs look for it
+        if reader.head_branch() is not None:  # removed with plain git: the record must not keep making syncs look
+            exchange_record.remove(stores.of(reader.common_dir))
         return None  # (a detached HEAD, e.g. a bisect in the tier, exchanges again once back on a branch)
     repo = tier.open()  # libgit2 for a tier that exchanges with a remote
     report = Report(tg.shown)
-    rec = exchange_record.load(repo.common_dir)
+    store = stores.of(repo.common_dir)
+    rec = exchange_record.load(store)
     now = ctx.clock()
     due = force or rec.remote != tg.shown or rec.next_due is None or now >= rec.next_due
     if not due:
@@ -198,11 +201,11 @@ def begin(ctx: Context, ws: Workspace, *, force: bool, wait_s: float) -> Report 
             fetch_and_integrate(ctx, tier, repo, tg, report)
         except OkfError as exc:
             report.error = str(exc)
-        _save(repo, rec, tg, report, ctx.clock(), fetch=True, interval=interval_s(repo))
+        _save(store, rec, tg, report, ctx.clock(), fetch=True, interval=interval_s(repo))
     return report
 
 
-def end(ctx: Context, ws: Workspace, report: Report | None, *, wait_s: float) -> None:
+def end(ctx: Context, ws: Workspace, stores: Stores, report: Report | None, *, wait_s: float) -> None:
     """Push what the global tier has that its remote lacks (never forced); a push rejected
     because the remote moved gets one fetch → integrate → push retry."""
     if report is None or report.stopped:
@@ -212,7 +215,8 @@ def end(ctx: Context, ws: Workspace, report: Report | None, *, wait_s: float) ->
     if tg is None:
         return
     repo = tier.open()
-    rec = exchange_record.load(repo.common_dir)
+    store = stores.of(repo.common_dir)
+    rec = exchange_record.load(store)
     if not report.fetched and rec.last_error:
         return  # the last contact failed: stay off the network until the interval has passed
     if counts(repo, tg)[0] == 0:
@@ -226,7 +230,7 @@ def end(ctx: Context, ws: Workspace, report: Report | None, *, wait_s: float) ->
             push(ctx, tier, repo, tg, report)
         except OkfError as exc:
             report.error = str(exc)
-        _save(repo, rec, tg, report, ctx.clock(), fetch=False, interval=interval_s(repo))
+        _save(store, rec, tg, report, ctx.clock(), fetch=False, interval=interval_s(repo))
 
 
 # -- the steps (also used by `init --remote`) -------------------------------------------------
@@ -357,16 +361,20 @@ def push(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report, timeo
 
 def forget(repo: Reader) -> None:
     """Remove the exchange record (the tier has no remote any more)."""
-    exchange_record.remove(repo.common_dir)
+    store = Store(repo.common_dir)
+    exchange_record.remove(store)
+    store.save()
 
 
 def save_success(repo: Repo, tg: Target, now: float) -> None:
     """Record a successful exchange made outside sync (``init --remote``)."""
-    _save(repo, exchange_record.load(repo.common_dir), tg, Report(tg.shown, fetched=True), now, fetch=True,
+    store = Store(repo.common_dir)
+    _save(store, exchange_record.load(store), tg, Report(tg.shown, fetched=True), now, fetch=True,
           interval=interval_s(repo))
+    store.save()
 
 
-def _save(repo: Repo, rec: exchange_record.Record, tg: Target, report: Report, now: float, *, fetch: bool,
+def _save(store: Store, rec: exchange_record.Record, tg: Target, report: Report, now: float, *, fetch: bool,
           interval: float) -> None:
     rec.remote = tg.shown
     failed = report.unreachable is not None
@@ -378,7 +386,7 @@ def _save(repo: Repo, rec: exchange_record.Record, tg: Target, report: Report, n
     elif report.fetched or report.pushed:
         rec.last_success = now
         rec.last_error = None
-    exchange_record.save(repo.common_dir, rec)
+    exchange_record.save(store, rec)
 
 
 def describe_time(when: float | None) -> str:
@@ -430,7 +438,7 @@ def show(ws: Workspace) -> RemoteInfo:
     if tg is None:
         return info  # no remote: libgit2 is not loaded
     repo = tier.open()
-    rec = exchange_record.load(repo.common_dir)
+    rec = exchange_record.load(Store(repo.common_dir))
     info.name, info.url, info.branch, info.remote_branch = tg.name, tg.shown, tg.branch, tg.remote_branch
     info.ahead, info.behind = counts(repo, tg)
     if rec.remote == tg.shown:  # a record about another remote (before `remote set`) says nothing here

@@ -6,7 +6,7 @@ file writes, lets ``plan.apply`` carry it out, then records what was written in 
 state (``okfgit.local.state``) and leaves a stamp for the no-op fast path (``okfgit.local.fastpath``).
 
 Per-concept work is proportional to what changed: each tier's concepts are cached by KB
-tree OID (``okfgit.knowledge.cards``) and updated from a tree diff, and when the inputs, the
+tree OID in the tiers' stores (``okfgit.knowledge.cards``) and updated from a tree diff, and when the inputs, the
 memory folder and ``MEMORY.md`` are all as okfgit left them, no concept is looked at.
 """
 
@@ -21,6 +21,7 @@ from okfgit.progress import Progress, silent
 from okfgit.knowledge import cards
 from okfgit.knowledge.cards import TierCard, TierCards
 from okfgit.local import fastpath, state
+from okfgit.local.store import Stores
 from okfgit.targets.claude_home import claude_home
 from okfgit.context import Context
 from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, UsageError
@@ -144,14 +145,30 @@ class _Inputs:
     dotgits: list[str]
 
 
-def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "all", dry_run: bool = False,
-            run_arg: str | None = None, owned: state.State | None = None, explain: bool = False) -> Report:
+def standalone(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "all", dry_run: bool = False,
+               run_arg: str | None = None, explain: bool = False) -> Report:
+    """``okfgit project`` on its own: ``project`` with the ownership record and the stores
+    opened here, and saved once when it is done (``save``; a dry run writes only the facts it read)."""
+    stores = Stores()
+    if ws.project_repo is not None:
+        common = ws.tier("project").reader().common_dir
+        owned = state.load(common, stores.of(common))
+    else:
+        owned = state.State(Path(os.devnull))
+    report = project(ctx, ws, owned, stores, scope=scope, target=target, dry_run=dry_run, run_arg=run_arg,
+                     explain=explain)
+    save(report, stores)
+    return report
+
+
+def project(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, *, scope: str = "all",
+            target: str = "all", dry_run: bool = False, run_arg: str | None = None, explain: bool = False) -> Report:
     """Project the selected tiers into the selected targets (``--target claude|agents|all``).
 
-    ``owned`` is the ownership record as the caller holds it (``sync`` loads it once and
-    hands it through capture and projection); the caller then ``save``s the report. Without
-    it, the record is loaded here and saved before returning. With ``explain`` the report
-    also says what each agent sees afterwards (``report.explanation``, targets/budget.py).
+    ``owned`` is the ownership record and ``stores`` the run's stores as the caller holds
+    them (``sync`` opens them once and hands them through capture and projection); the caller
+    then ``save``s the report with them. With ``explain`` the report also says what each agent
+    sees afterwards (``report.explanation``, targets/budget.py).
     """
     if target not in TARGET_CHOICES:
         raise UsageError(f"unknown target {target!r}: use one of {', '.join(TARGET_CHOICES)}")
@@ -159,16 +176,13 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
     inputs = _select(ws, scope, report.warnings)
     report.tiers = inputs.infos
     repo = Plumbing.open(ws.project_repo, ctx.environ) if ws.project_repo is not None else None
-    loaded_here = owned is None and repo is not None
-    if owned is None:
-        owned = state.load(repo.gitdir) if repo is not None else state.State(Path(os.devnull))
     st = owned
     report.warnings.extend(st.warnings)
     cache: dict[str, bytes] = {}
     view = View(
         ctx=ctx, tiers=inputs.infos,
         worktree=repo.workdir if repo else None, main_root=repo.main_workdir if repo else None,
-        state=st, merge=lambda: _merge(inputs, cache, ctx.progress),
+        state=st, merge=lambda: _merge(inputs, stores, cache, ctx.progress),
         read=lambda oid: _read(oid, cache, inputs.repos), nav_protocol=nav_protocol(),
         wrote=lambda oid: _stored(repo, oid), changed=lambda: _changed(inputs, st),
     )
@@ -211,8 +225,6 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
     if repo is not None:
         _record(ctx, st, repo, planned, failures, memory_dir, inputs, report, scope=scope, target=target,
                 run_arg=run_arg, expires=_next_stale(ctx, view))
-    if loaded_here:
-        save(report)
     if explain:
         from okfgit.targets import budget  # only for --explain
 
@@ -221,13 +233,16 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
     return report
 
 
-def save(report: Report) -> None:
-    """Save the ownership record (only when its bytes changed), then the fast-path stamp,
-    in that order: the stamp records the state file's stat. A failed run removes the stamp
-    so that the next run retries in full."""
+def save(report: Report, stores: Stores) -> None:
+    """The one save of a run that projected: every store it read (the project repository's
+    with the ownership record, in one transaction), then the fast-path stamp, in that order:
+    a change to the record removes the stamp, which vouches for the record it follows. A
+    failed run removes the stamp so that the next run retries in full."""
+    if report.owned is not None:
+        state.save(report.owned)
+    stores.save()
     if report.owned is None:
         return
-    state.save(report.owned)
     common = str(report.owned.common_dir)
     if report.stamp is None:
         fastpath.save_stamp(common, None)
@@ -305,7 +320,7 @@ def _changed(inputs: _Inputs, st: state.State) -> list[tuple[TierCard, TierCard]
     return out
 
 
-def _merge(inputs: _Inputs, cache: dict[str, bytes], progress: Progress = silent) -> Merged:
+def _merge(inputs: _Inputs, stores: Stores, cache: dict[str, bytes], progress: Progress = silent) -> Merged:
     """Every tier's concepts merged by ``okf_id`` (``knowledge.merged``): the most specific tier wins.
 
     Unreadable or flawed concepts and concepts without a valid ``okf_id`` are skipped with a
@@ -315,7 +330,7 @@ def _merge(inputs: _Inputs, cache: dict[str, bytes], progress: Progress = silent
     from okfgit.knowledge.merged import Merged as MergedView  # only when every concept is read
 
     view = MergedView([TierCards(info.tier, repo=inputs.repos[info.label], commit=info.commit, tree=info.tree,
-                                 blobs=cache, progress=progress) for info in inputs.infos])
+                                 blobs=cache, progress=progress, stores=stores) for info in inputs.infos])
     warnings: list[str] = []
     skipped: list[str] = []
     for label in view.labels:
@@ -333,16 +348,16 @@ def _merge(inputs: _Inputs, cache: dict[str, bytes], progress: Progress = silent
     return Merged(view.knowledge, warnings, skipped, siblings)
 
 
-def unprojected(ws: Workspace, owned: state.State | None = None) -> tuple[list[str], list[str]]:
+def unprojected(ws: Workspace, owned: state.State, stores: Stores) -> tuple[list[str], list[str]]:
     """(concepts at HEAD that projection skips, as ``<tier>:<path>``, and why each): what
     ``status`` lists. When ``owned`` records a projection of exactly these inputs, what it
-    recorded (``merged``); else read from the tiers' cards (cached by tree OID)."""
+    recorded (``merged``); else read from the tiers' cards (in ``stores``)."""
     warnings: list[str] = []
     inputs = _select(ws, "all", warnings)
     now = {t.label: state.TierInput(str(t.tier.repo_path), t.commit, t.tree) for t in inputs.infos}
-    if owned is not None and owned.skipped is not None and owned.notes is not None and owned.inputs == now:
+    if owned.skipped is not None and owned.notes is not None and owned.inputs == now:
         return list(owned.skipped), [w for w in owned.notes if w.startswith("skipped ")]
-    merged = _merge(inputs, {})
+    merged = _merge(inputs, stores, {})
     return merged.skipped, [w for w in merged.warnings if w.startswith("skipped ")]
 
 
@@ -428,7 +443,7 @@ def _record(ctx: Context, old: state.State, repo: Plumbing, planned: list[tuple[
     watched += [str(item.via) for _, item in planned if item.via is not None]  # a retargeted link
     if memory_dir is not None:
         watched.append(str(memory_dir))
-    watched += [str(claude_home(ctx.environ, ctx.home) / "settings.json"), str(new.path), fastpath.NAV_PROTOCOL]
+    watched += [str(claude_home(ctx.environ, ctx.home) / "settings.json"), fastpath.NAV_PROTOCOL]
     watched += fastpath.config_files(ctx.environ, str(repo.gitdir))
     invocation = fastpath.key(ctx.environ, gitdir=str(repo.gitdir), scope=scope, target=target, run=run_arg)
     report.stamp = _Stamp(invocation, list(inputs.dotgits), watched)

@@ -7,11 +7,11 @@ lifecycle and trust (``status``, ``superseded_by``, ``stale_after``, human-revie
 by ``format.lifecycle``) and the links of its body. ``card_of`` is the only place these
 values are read out of a concept's frontmatter (``snapshot.Concept`` asks the same helpers).
 
-A tier's cards are kept in ``<git common dir>/okf/cards.json`` of the tier's own
-repository with the tree-diff machinery of ``catalog``: keyed by the KB tree's OID and
-updated from a tree diff, every card carrying its blob OID. A lookup then parses
-nothing, and a stale or missing cache only costs the parsing it saves; it can never
-change an answer. The cache can be deleted at any time.
+A tier's cards are kept in the store of the tier's own repository (``local/store.py``) with
+the tree-diff machinery of ``catalog``: one row per concept path, the KB tree they
+describe, updated from a tree diff, every card carrying its blob OID. A lookup then parses
+nothing, and stale or missing rows only cost the parsing they save; they can never change
+an answer. They can be deleted at any time.
 
 A ``TierCard`` is a card where it was found: tier label, KB path, card.
 """
@@ -30,13 +30,13 @@ from okfgit.plumbing import Entry, Reader
 from okfgit.knowledge import catalog
 from okfgit.knowledge.catalog import TierCatalog
 from okfgit.knowledge.tiers import Tier
-from okfgit.local import paths
+from okfgit.local.store import Store, Stores
 from okfgit.progress import Progress, silent
 
 if TYPE_CHECKING:
     from okfgit.format.markdown import Link
 
-F = TypeVar("F")
+F = TypeVar("F", bound=catalog.Fact)
 _SEP = "\0"  # never in a parsed concept body (okf.split refuses NUL), so it can join link fields
 
 
@@ -163,13 +163,14 @@ def _from_json(value: list[Any]) -> Card:
     return tuple.__new__(Card, value)  # the tuple as it is: 10,000 of them, no per-field call
 
 
-CARDS: catalog.Kind[Card] = catalog.Kind(paths.CARDS, 2, card_of, _from_json)
+CARDS: catalog.Kind[Card] = catalog.Kind("cards", card_of, _from_json)
 
 
 class LinkFacts(NamedTuple):
     """Where one concept's body links to: what ``links`` and backlinks read, kept apart from
     the cards so that a reader that follows no link parses none of them."""
 
+    oid: str
     head: int  # lines before the body, so link lines count from the top of the file
     links: str  # "kind\0target\0line\0..." for each link of the body, in order
 
@@ -190,16 +191,16 @@ def link_facts_of(label: str, path: str, entry: Entry, data: bytes) -> LinkFacts
     from okfgit.format import markdown as links  # only where a concept's links are read
 
     found = links.extract(parsed.body)
-    return LinkFacts(data[: len(data) - len(parsed.body)].count(b"\n"),
+    return LinkFacts(entry.oid, data[: len(data) - len(parsed.body)].count(b"\n"),
                      _SEP.join(f"{link.kind}{_SEP}{link.target}{_SEP}{link.line}" for link in found))
 
 
 def _links_from_json(value: list[Any]) -> LinkFacts:
-    head, found = value
-    return LinkFacts(int(head), str(found))
+    oid, head, found = value
+    return LinkFacts(str(oid), int(head), str(found))
 
 
-LINKS: catalog.Kind[LinkFacts] = catalog.Kind(paths.LINKS, 1, link_facts_of, _links_from_json)
+LINKS: catalog.Kind[LinkFacts] = catalog.Kind("links", link_facts_of, _links_from_json)
 
 
 class TierCard(NamedTuple):
@@ -273,16 +274,18 @@ class TierCards:
 
     ``repo``, ``commit`` and ``tree`` may be given when the caller already has them
     (projection); ``blobs`` collects every blob read while building (OID -> bytes).
-    ``previous`` is the same tier read earlier in this process (a server kept warm): the
-    cards (and the folded text search matches) are then updated from it by a tree diff, only
-    the changed paths redone, and the cache file is neither read nor, unless far behind, written.
+    ``stores``: the run's stores (``local/store.py``), which keep what was built here until
+    the run saves them; without it the tier's store is read and written here. ``previous`` is
+    the same tier read earlier in this process (a server kept warm): the cards (and the
+    folded text search matches) are then updated from it by a tree diff, only the changed
+    paths redone, and the store is neither read nor, unless far behind, written.
     """
 
     _CARRIED = ("cards", "folded", "by_okf_id", "by_name", "entries")  # what a refresh of the same tree keeps
 
     def __init__(self, tier: Tier, *, repo: Reader | None = None, commit: str | None = None, tree: str | None = None,
                  blobs: dict[str, bytes] | None = None, progress: Progress = silent,
-                 previous: TierCards | None = None) -> None:
+                 previous: TierCards | None = None, stores: Stores | None = None) -> None:
         self.tier = tier
         self.label = tier.label
         if repo is None and tier.exists():
@@ -292,7 +295,9 @@ class TierCards:
             commit = repo.head_commit()
         self.commit = commit
         known = previous.catalog if previous is not None and previous.label == self.label else None
-        self.catalog: TierCatalog[Card] = _catalog(CARDS, repo, tier, commit, tree, blobs, progress, known)
+        self._store = stores.of(repo.common_dir) if stores is not None and repo is not None else None
+        self.catalog: TierCatalog[Card] = _catalog(CARDS, repo, tier, commit, tree, blobs, progress, known,
+                                                   self._store)
         self._previous_links: TierCatalog[LinkFacts] | None = (
             previous.__dict__.get("links") if previous is not None and previous.label == self.label else None)
         self.tree = self.catalog.tree or None
@@ -363,7 +368,7 @@ class TierCards:
         the verbs that follow links). A server kept warm updates them from its last read."""
         known = self._previous_links
         self._previous_links = None
-        return _catalog(LINKS, self.repo, self.tier, self.commit, self.tree, None, known=known)
+        return _catalog(LINKS, self.repo, self.tier, self.commit, self.tree, None, known=known, store=self._store)
 
     def links_of(self, path: str) -> tuple[int, list[Link]]:
         """(lines before the body, the body's links) of the concept at ``path`` (none when unreadable)."""
@@ -442,21 +447,25 @@ def _carried(label: str, before: dict[str, TierCard], updated: TierCatalog[Card]
 
 def _catalog(kind: catalog.Kind[F], repo: Reader | None, tier: Tier, commit: str | None, tree: str | None,
              blobs: dict[str, bytes] | None, progress: Progress = silent,
-             known: TierCatalog[F] | None = None) -> TierCatalog[F]:
+             known: TierCatalog[F] | None = None, store: Store | None = None) -> TierCatalog[F]:
     """The tier's ``kind`` catalog (its cards, or their links) at ``tree`` (default: the KB tree
-    of ``commit``, which the cache may already know): from ``known`` (or else the cache),
-    updated by a tree diff, kept."""
+    of ``commit``, which the store may already know): from ``known`` (or else the store),
+    updated by a tree diff, staged in ``store`` for the run to save (without it, in the tier's
+    store, saved here)."""
     if repo is None or commit is None:
         return TierCatalog("")
-    cached = {} if known is not None else catalog.load_kind(kind, repo.common_dir)
-    start = known if known is not None else cached.get(tier.label)
+    own = store is None
+    if store is None:
+        store = Store(repo.common_dir)
+    start = known if known is not None else catalog.load(kind, store, tier.label)
     if tree is None:
         tree = start.tree if start is not None and start.commit == commit else repo.tree_oid(commit, tier.prefix)
     if tree is None:
         return TierCatalog("")
     built = catalog.build_kind(kind, repo, tier, commit, tree, start, blobs, progress)
-    if known is None:
-        catalog.remember(kind, repo.common_dir, tier.label, built, cached)
-    elif built.reread > catalog.SAVE_AFTER:  # a warm server keeps its cards in memory; the file only when far behind
-        catalog.remember(kind, repo.common_dir, tier.label, built, catalog.load_kind(kind, repo.common_dir))
+    # A warm server keeps its catalogs in memory: it stores them only when far behind.
+    if known is None or built.reread > catalog.SAVE_AFTER:
+        catalog.remember(kind, store, tier.label, built)
+        if own:
+            store.save()
     return built

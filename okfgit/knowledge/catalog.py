@@ -1,53 +1,56 @@
-"""A per-concept cache of one tier's KB tree, kept up to date by tree diffs.
+"""A per-concept catalog of one tier's KB tree, kept up to date by tree diffs.
 
 A tier's catalog maps every concept path of its KB tree to a fact that is a pure function
-of the blob (and its path). It is cached under ``<git common dir>/okf/`` keyed by the tree
-OID, so when one concept changed, only that blob is read and parsed again (a tree diff
-between the cached tree and the new one), which keeps the cost proportional to the change
-and not to the KB (DESIGN.md rule 4). The cache can be deleted at any time.
+of the blob (and its path). It is kept in the tier repository's store (``local/store.py``:
+one row per path, and the KB tree the rows describe), so when one concept changed, only
+that blob is read and parsed again (a tree diff between the stored tree and the new one),
+and only its row is written again: the cost follows the change, not the KB (DESIGN.md
+rule 4). The rows can be deleted at any time; the store never serves rows computed by
+other code (``store.code_key``), so facts carry no version of their own.
 
-A cache is two files: the whole catalog as of some tree (``cards.json``), and what changed
-since (``cards.delta.json``: the few paths later runs redid, with the tree and commit they
-were read at). A run that redid a few concepts rewrites only the small second file, so no
-run reads or writes more than the change, and the next run starts from the latest tree
-without parsing anything again; past ``SAVE_AFTER`` changed paths the whole file is
-rewritten and the delta dropped. A delta is used only on the base it was made from.
+A run reads a catalog from the store once, keeps what it built in the store's memo (a
+capture and the projection after it in one sync share it), and stages what changed; the
+caller that opened the store writes it (``Store.save``, ``state.save``).
 
-A ``Kind`` names the cache file, its version and how one blob becomes its fact: the concept
-record every reader shares (``cards.CARDS``), the links of its body (``cards.LINKS``) and
-doctor's findings of each file.
+A ``Kind`` names a catalog and how one blob becomes its fact: the concept record every
+reader shares (``cards.CARDS``), the links of its body (``cards.LINKS``), doctor's findings
+of each file (``checks.doctor_kind``) and what ``index`` needs of each ``index.md``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
-from okfgit import TOOL, fsutil
 from okfgit.format import concept as okf
 from okfgit.errors import OkfError
 from okfgit.plumbing import Entry, Reader
 from okfgit.knowledge.tiers import Tier
-from okfgit.local import journal, paths
+from okfgit.local.store import Row, Store
 from okfgit.progress import Progress, silent
 
-# Past this many paths changed since the whole cache was written, it is written again
-# (the delta file would cost more to read than the rewrite saves).
+# Past this many paths read since a warm server last stored a catalog, it stores it again
+# (a server keeps its catalogs in memory and updates them from each tree diff).
 SAVE_AFTER = 256
 
 
-F = TypeVar("F")
+class Fact(Protocol):
+    """What every per-blob fact holds: the OID of the blob it was read from."""
+
+    @property
+    def oid(self) -> str: ...
+
+
+F = TypeVar("F", bound=Fact)
 
 
 class TierCatalog(Generic[F]):
     """Every concept of one tier's KB tree: facts, and the paths that could not be read.
 
     ``commit`` is the commit the tree was read at (a later reader at that commit needs no
-    tree lookup); ``base`` the tree of the whole cache file this differs from by ``delta``
-    (None: not in the file yet). ``reread`` (the paths read from the repository to build it)
+    tree lookup); ``base`` the tree of the stored rows this differs from by ``delta``
+    (None: not stored yet). ``reread`` (the paths read from the repository to build it)
     and ``changed`` (when updated from a tree diff: the paths it redid) are not saved.
     (A plain class: a dataclass costs every read verb its generated code at import.)
     """
@@ -72,12 +75,10 @@ class TierCatalog(Generic[F]):
 
 
 class Kind(NamedTuple, Generic[F]):
-    """One per-concept cache: its file under ``<git common dir>/okf/``, its format version,
-    how a blob becomes a fact (raising OkfError when it is not a concept) and how a fact
-    comes back from its JSON list."""
+    """One kind of per-blob fact: its name in the store, how a blob becomes a fact (raising
+    OkfError when it is not one) and how a fact comes back from its JSON list."""
 
-    file: str
-    version: int
+    name: str
     fact: Callable[[str, str, Entry, bytes], F]
     from_json: Callable[[list[Any]], F]
     wants: Callable[[str], bool] = okf.is_concept_path  # the paths it keeps a fact for
@@ -161,105 +162,52 @@ def _add(out: TierCatalog[F], repo: Reader, tier: Tier, path: str, entry: Entry,
         out.problems[path] = (entry.oid, str(exc))
 
 
-def path_of(common_dir: Path, kind: Kind[Any]) -> Path:
-    return paths.cache(common_dir, kind.file)
-
-
-def load_kind(kind: Kind[F], common_dir: Path) -> dict[str, TierCatalog[F]]:
-    """The cached catalogs by tier label, each with what changed since the whole file was
-    written; empty when missing, stale or damaged (it is a cache)."""
+def load(kind: Kind[F], store: Store, label: str) -> TierCatalog[F] | None:
+    """The ``kind`` catalog of tier ``label`` as this run last kept it, else as stored; None
+    when there is none (or it cannot be read: it is only a cache)."""
+    known: TierCatalog[F] | None = store.memo.get((kind.name, label))
+    if known is not None:
+        return known
+    stored = store.catalog(kind.name, label)
+    if stored is None:
+        return None
+    rows = stored.rows
     try:
-        data = json.loads(path_of(common_dir, kind).read_bytes())
-        if data.get("version") != kind.version or data.get("tool") != TOOL:
-            return {}
-        out: dict[str, TierCatalog[F]] = {}
-        for label, raw in data["tiers"].items():
-            facts = {p: kind.from_json(v) for p, v in raw["facts"].items()}
-            problems = {p: (v[0], v[1]) for p, v in raw["problems"].items()}
-            out[label] = TierCatalog(raw["tree"], facts, problems, raw.get("commit"), raw["tree"])
-    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
-        return {}
-    for label, delta in _load_delta(kind, common_dir).items():
-        whole = out.get(label)
-        if whole is None or delta.get("base") != whole.tree:
-            continue  # made from another version of the whole file: of no use
-        try:
-            facts, problems = dict(whole.facts), dict(whole.problems)
-            for path in delta["paths"]:
-                facts.pop(path, None)
-                problems.pop(path, None)
-            facts.update((p, kind.from_json(v)) for p, v in delta["facts"].items())
-            problems.update((p, (v[0], v[1])) for p, v in delta["problems"].items())
-            out[label] = TierCatalog(delta["tree"], facts, problems, delta.get("commit"), whole.tree,
-                                     frozenset(delta["paths"]))
-        except (ValueError, KeyError, TypeError, IndexError, AttributeError):
-            continue
+        # One parse of every value (a JSON list of lists) costs a third of one parse each.
+        values = json.loads("[" + ",".join([r.value for r in rows.values() if r.value is not None]) + "]")
+        it = iter(values)
+        from_json = kind.from_json
+        facts = {path: from_json(next(it)) for path, row in rows.items() if row.value is not None}
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, StopIteration):
+        return None
+    problems = {path: (row.oid, row.problem or "") for path, row in rows.items() if row.value is None}
+    out = TierCatalog(stored.tree, facts, problems, stored.commit, stored.tree)
+    store.memo[(kind.name, label)] = out
     return out
 
 
-def _load_delta(kind: Kind[Any], common_dir: Path) -> dict[str, dict[str, Any]]:
-    try:
-        data = json.loads(paths.cache_delta(common_dir, kind.file).read_bytes())
-        if data.get("version") != kind.version or data.get("tool") != TOOL:
-            return {}
-        tiers = data["tiers"]
-        return tiers if isinstance(tiers, dict) else {}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return {}
-
-
-def remember(kind: Kind[F], common_dir: Path, label: str, built: TierCatalog[F],
-             cached: dict[str, TierCatalog[F]]) -> None:
-    """Keep ``built`` (tier ``label``) in the cache whose other tiers are ``cached``: nothing
-    to do when it is what the cache holds, only the delta file when few paths changed since
-    the whole file was written, else the whole file. Never fails: it is only a cache.
-    A temp file a killed run left beside the cache goes first (``journal.sweep_okf_dir``)."""
-    journal.sweep_okf_dir(common_dir)
-    before = cached.get(label)
-    if before is not None and before.tree == built.tree and before.commit == built.commit:
+def remember(kind: Kind[F], store: Store, label: str, built: TierCatalog[F]) -> None:
+    """Stage ``built`` (tier ``label``) to be stored: nothing when it is what the store holds,
+    the rows of the paths that changed since the stored tree, or every row."""
+    before = store.memo.get((kind.name, label))
+    store.memo[(kind.name, label)] = built
+    if before is built or (before is not None and before.tree == built.tree and before.commit == built.commit
+                           and before.base == built.base and before.delta == built.delta):
         return
-    catalogs = {**cached, label: built}
-    try:
-        if built.base is not None and len(built.delta) <= SAVE_AFTER:
-            _save_delta(kind, common_dir, catalogs)
+    base = built.base
+    where = sorted(built.delta) if base is not None else sorted(built.facts.keys() | built.problems.keys())
+    rows: dict[str, Row | None] = {}
+    for path in where:
+        if path in built.facts:
+            fact = built.facts[path]
+            rows[path] = Row(fact.oid, json.dumps(fact, separators=(",", ":"), ensure_ascii=False))
+        elif path in built.problems:
+            oid, why = built.problems[path]
+            rows[path] = Row(oid, None, why)
         else:
-            save_kind(kind, common_dir, catalogs)
-    except (OkfError, OSError):
-        pass
+            rows[path] = None
 
+    def saved() -> None:  # the stored rows are this catalog's now: later changes count from it
+        built.base, built.delta = built.tree, frozenset()
 
-def _save_delta(kind: Kind[F], common_dir: Path, catalogs: dict[str, TierCatalog[F]]) -> None:
-    tiers: dict[str, Any] = {}
-    for label, cat in sorted(catalogs.items()):
-        if cat.base is None or not (cat.delta or cat.tree != cat.base):
-            continue
-        tiers[label] = {"base": cat.base, "tree": cat.tree, "commit": cat.commit, "paths": sorted(cat.delta),
-                        "facts": {p: cat.facts[p] for p in sorted(cat.delta) if p in cat.facts},
-                        "problems": {p: cat.problems[p] for p in sorted(cat.delta) if p in cat.problems}}
-    text = json.dumps({"version": kind.version, "tool": TOOL, "tiers": tiers}, separators=(",", ":"),
-                      ensure_ascii=False)
-    fsutil.atomic_write(paths.cache_delta(common_dir, kind.file), text.encode("utf-8"), fsync=False)
-
-
-def save_kind(kind: Kind[F], common_dir: Path, catalogs: dict[str, TierCatalog[F]]) -> None:
-    """Write the whole cache and drop its delta (no fsync: it is rebuilt from git whenever
-    it is missing)."""
-    data: dict[str, Any] = {
-        "version": kind.version,
-        "tool": TOOL,
-        "tiers": {
-            label: {
-                "tree": cat.tree,
-                "commit": cat.commit,
-                "facts": cat.facts,
-                "problems": cat.problems,
-            }
-            for label, cat in sorted(catalogs.items())
-        },
-    }
-    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-    fsutil.atomic_write(path_of(common_dir, kind), text.encode("utf-8"), fsync=False)
-    try:
-        os.unlink(paths.cache_delta(common_dir, kind.file))
-    except FileNotFoundError:
-        pass
+    store.stage_catalog(kind.name, label, built.tree, built.commit, rows, base, saved)

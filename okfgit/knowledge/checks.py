@@ -35,7 +35,7 @@ from okfgit.plumbing import FILE_MODE, Entry, Plumbing, blob_oid
 from okfgit.knowledge import catalog
 from okfgit.knowledge.snapshot import Snapshot
 from okfgit.knowledge.tiers import Tier
-from okfgit.local import paths
+from okfgit.local.store import Store, Stores
 from okfgit.progress import Progress, silent
 
 OKF = "okf"
@@ -44,7 +44,6 @@ RECALL_BYTES = 4096  # Claude Code's recall shows only the first 4 KB of a memor
 PROFILE_KEYS = ("title", "description", "okf_id", "scope", "okf_source")
 _CHECKED_KEYS = PROFILE_KEYS + ("name",)  # name: optional, but a string when present
 NEEDS_MERGE_STATUS = "needs-merge"
-CACHE_VERSION = 5  # of doctor.json: bump when a check of one file changes what it finds (5: index and log pages)
 
 _LOG_GROUP = re.compile(r"^##[ \t]+(.*?)[ \t#]*$")
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -127,9 +126,8 @@ class Doc:
 
 class Checked(NamedTuple):
     """What doctor keeps of one concept file: a pure function of its path, its blob and the
-    tier's name, so it is cached by blob OID in ``<git common dir>/okf/doctor.json`` (with
-    ``catalog.build_kind``, keyed by tree OID and updated from a tree diff) and a warm doctor
-    parses only the files that changed. Findings that involve other files (links, duplicate
+    tier's name, so it is kept in the tier's store with ``catalog`` (one row per path, updated
+    from a tree diff) and a warm doctor parses only the files that changed. Findings that involve other files (links, duplicate
     ``okf_id``, indexes) or the clock (``stale``) are recomputed each run from these fields,
     so the cache can only save work, never hide a finding."""
 
@@ -265,8 +263,7 @@ class Facts(dict[str, Checked]):
 def doctor_kind(tier: Tier) -> catalog.Kind[Checked | Page]:
     """The doctor cache of ``tier``: a ``Checked`` for every concept, a ``Page`` for every
     ``index.md`` and ``log.md`` (the facts depend on the tier's name: ``scope-mismatch``)."""
-    return catalog.Kind(paths.DOCTOR, CACHE_VERSION, functools.partial(_fact_by_label, tier.name),
-                        _fact_from_json, _is_markdown)
+    return catalog.Kind("doctor", functools.partial(_fact_by_label, tier.name), _fact_from_json, _is_markdown)
 
 
 def _is_markdown(path: str) -> bool:
@@ -282,18 +279,49 @@ def fact_of(tier_name: str, path: str, entry: Entry, data: bytes) -> Checked | P
     return checked_of(tier_name, path, entry, data) if okf.is_concept_path(path) else page_of(path, entry, data)
 
 
-def checked_facts(snap: Snapshot, progress: Progress = silent) -> Facts:
+def checked_facts(snap: Snapshot, progress: Progress = silent, stores: Stores | None = None) -> Facts:
     """Every concept path of ``snap`` checked on its own (and its reserved files, in ``pages``):
-    from the tier's doctor cache when the snapshot is a commit of the tier's repository, read
-    afresh otherwise (a working tree)."""
+    from the tier's store when the snapshot is a commit of the tier's repository (``stores``:
+    the run's, saved by the run; else saved here), read afresh otherwise (a working tree)."""
     tier = snap.tier
     if snap.commit is not None and tier.exists():
         try:
-            return _cached_facts(snap, progress)
+            return _cached_facts(snap, progress, stores)
         except (OkfError, OSError):
             pass  # only a cache: check every file instead
     return _split_facts({path: fact_of(tier.name, path, entry, b"" if entry.is_link else snap.blob(path))
                          for path, entry in snap.entries.items() if path.endswith(".md")})
+
+
+_ERRORS = "doctor-errors"
+_NOT_OF_THE_TREE = ("index-behind",)  # about git's index, not the tree
+
+
+def remember_errors(store: Store, report: TierReport, tree: str) -> None:
+    """Stage in the tier's store the errors a full check (``report``, at a commit) found at the
+    tier's KB tree ``tree``: what ``known_errors`` answers from."""
+    errors = [[f.group, f.code, f.file, f.message, f.line] for f in report.findings
+              if f.severity == ERROR and f.code not in _NOT_OF_THE_TREE]
+    store.stage_record(f"{_ERRORS} {report.tier.label}", {"tree": tree, "errors": errors})
+
+
+def known_errors(tier: Tier, tree: str, store: Store | None = None) -> list[Finding] | None:
+    """The errors ``doctor`` found in ``tier`` when it last checked the KB tree ``tree``, from the
+    tier's store (one lookup, no blob read: cheap enough for ``sync`` and ``status``); None when
+    it has not checked that tree. Cross-tier findings (a ``[[name]]`` another tier answers) are as
+    the other tiers were then."""
+    if store is None:
+        if not tier.exists():
+            return None
+        store = Store(tier.reader().common_dir)
+    found = store.record(f"{_ERRORS} {tier.label}")
+    if not isinstance(found, dict) or found.get("tree") != tree:
+        return None
+    try:
+        return [Finding(code, ERROR, file, message, line, group=group)
+                for group, code, file, message, line in found["errors"]]
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _split_facts(facts: dict[str, Checked | Page]) -> Facts:
@@ -308,13 +336,15 @@ def _split_facts(facts: dict[str, Checked | Page]) -> Facts:
     return Facts(concepts, pages)
 
 
-F = TypeVar("F")
+F = TypeVar("F", bound=catalog.Fact)
 
 
-def cached_catalog(kind: catalog.Kind[F], snap: Snapshot, progress: Progress = silent) -> catalog.TierCatalog[F] | None:
+def cached_catalog(kind: catalog.Kind[F], snap: Snapshot, progress: Progress = silent,
+                   stores: Stores | None = None) -> catalog.TierCatalog[F] | None:
     """The ``kind`` catalog of ``snap`` (a commit of its tier's repository), read from the
-    tier's cache and brought up to date by a tree diff, saved back when worth it; None when
-    the commit has no KB tree. Raises OkfError or OSError when the repository cannot be read."""
+    tier's store and brought up to date by a tree diff, staged in ``stores`` for the run to
+    save (without it, saved here); None when the commit has no KB tree. Raises OkfError or
+    OSError when the repository cannot be read."""
     tier = snap.tier
     repo = tier.reader()
     assert snap.commit is not None
@@ -323,9 +353,12 @@ def cached_catalog(kind: catalog.Kind[F], snap: Snapshot, progress: Progress = s
     tree = repo.tree_oid(snap.commit, tier.prefix)
     if tree is None:
         return None
-    cached = catalog.load_kind(kind, repo.common_dir)
-    built = catalog.build_kind(kind, repo, tier, snap.commit, tree, cached.get(tier.label), progress=progress)
-    catalog.remember(kind, repo.common_dir, tier.label, built, cached)  # only a cache: never fails
+    store = stores.of(repo.common_dir) if stores is not None else Store(repo.common_dir)
+    built = catalog.build_kind(kind, repo, tier, snap.commit, tree, catalog.load(kind, store, tier.label),
+                               progress=progress)
+    catalog.remember(kind, store, tier.label, built)
+    if stores is None:
+        store.save()  # only a cache: never fails
     return built
 
 
@@ -345,9 +378,9 @@ class _Listed(Plumbing):
         return super().tree_entries(commit, prefix)
 
 
-def _cached_facts(snap: Snapshot, progress: Progress = silent) -> Facts:
+def _cached_facts(snap: Snapshot, progress: Progress = silent, stores: Stores | None = None) -> Facts:
     tier = snap.tier
-    built = cached_catalog(doctor_kind(tier), snap, progress)
+    built = cached_catalog(doctor_kind(tier), snap, progress, stores)
     if built is None:
         return Facts({}, {})
     facts = dict(built.facts)

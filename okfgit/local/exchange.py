@@ -1,5 +1,5 @@
-"""The record of the global tier's exchanges with its remote: ``<git common dir>/okf/exchange.json``
-in the global tier's repository (``paths.exchange``).
+"""The record of the global tier's exchanges with its remote: a record in the global tier's
+store (``local/store.py``).
 
 It holds the remote's URL (as shown, without a user part), the time of the last attempt
 to reach it, of the last success, the last error, and when the next exchange is due (the
@@ -7,19 +7,18 @@ last attempt plus ``okf.fetchInterval``). ``status`` shows it; ``sync`` reads it
 most once per interval and, after a failure, to stay off the network until the interval
 has passed (or ``sync --fetch``). Deleting it is safe: the next sync just fetches.
 
-Standard library only (okfgit.fsutil only to write): ``okfgit sync``'s no-op check reads
-``due`` on every call.
+Standard library only: ``okfgit sync``'s no-op check reads ``due`` on every call that is not
+a git hook's.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 
 from okfgit.records import asdict, fields_of, record
-from okfgit.errors import OkfError
-from okfgit.local import paths
+from okfgit.local.store import Store
+
+NAME = "exchange"
 
 
 @record
@@ -31,52 +30,34 @@ class Record:
     next_due: float | None = None
 
 
-def path(common_dir: str | os.PathLike[str]) -> Path:
-    return Path(paths.exchange(common_dir))
-
-
-def load(common_dir: str | os.PathLike[str]) -> Record:
-    """The record, or an empty one when missing or unreadable."""
+def load(store: Store) -> Record:
+    """The record as the run staged or the store holds it, or an empty one."""
+    data = store.record(NAME)
+    if not isinstance(data, dict):
+        return Record()
     try:
-        data = json.loads(path(common_dir).read_bytes())
         return Record(**{k: data.get(k) for k in fields_of(Record)})
-    except (OSError, ValueError, TypeError, AttributeError):
+    except TypeError:
         return Record()
 
 
-def dump(record: Record) -> bytes:
-    """The record's bytes."""
-    return json.dumps(asdict(record), separators=(",", ":")).encode("utf-8") + b"\n"
+def save(store: Store, record: Record) -> None:
+    """Stage the record (the run saves its store; losing it only means an earlier fetch)."""
+    store.stage_record(NAME, asdict(record))
 
 
-def save(common_dir: str | os.PathLike[str], record: Record) -> None:
-    """Write the record atomically (no fsync: losing it only means an earlier fetch).
-
-    Best effort: a record that cannot be written is left as it was."""
-    from okfgit import fsutil  # here, not at the top: the no-op check imports this module
-
-    try:
-        fsutil.atomic_write(path(common_dir), dump(record), fsync=False)
-    except OkfError:
-        pass
-
-
-def remove(common_dir: str | os.PathLike[str]) -> None:
-    """Remove the record (the tier has no remote any more)."""
-    try:
-        path(common_dir).unlink()
-    except OSError:
-        pass
+def remove(store: Store) -> None:
+    """Stage the record's removal (the tier has no remote any more), when there is one."""
+    if store.record(NAME) is not None:
+        store.stage_record(NAME, None)
 
 
 def due(global_common_dir: str, now: float) -> bool:
     """An exchange is due: the global tier has a remote and its interval has passed.
 
-    For ``okfgit sync``'s no-op check: one small file read, no git.
-    """
+    For ``okfgit sync``'s no-op check: one lookup in the store, no git."""
+    data = Store(os.path.abspath(global_common_dir)).record(NAME)
     try:
-        with open(paths.exchange(global_common_dir), encoding="utf-8") as fh:
-            data = json.load(fh)
-        return bool(data.get("remote")) and float(data.get("next_due") or 0) <= now
-    except (OSError, ValueError, TypeError, AttributeError):
+        return isinstance(data, dict) and bool(data.get("remote")) and float(data.get("next_due") or 0) <= now
+    except (TypeError, ValueError):
         return False

@@ -4,28 +4,27 @@ okfgit keeps its per-repository files next to git's own, in the common git dir, 
 worktrees share them exactly as they share Claude Code's memory folder. No other module
 spells the folder or a file name; each asks here. What each file is for:
 
-- ``state.db``: the ownership record (every file projection wrote and its blob OID), an
-  SQLite database (``state.db-journal`` beside it while a write is in progress);
-  ``state.json``: the same record as an earlier okfgit kept it, replaced by the database
-  the first time the record is saved;
-- ``cards.json``, ``doctor.json``, ``graph.json``, ``indexes.json``: per-file caches keyed by blob
-  OID (safe to delete): ``cards.json`` each concept's card (its record for every reader),
-  ``doctor.json`` what doctor found in each markdown file on its own, ``graph.json`` what review
-  needs to find the concepts a change reaches (each concept's ``okf_id``, name and where its links
-  lead), ``indexes.json`` what ``okfgit index`` needs of each ``index.md``; ``cards.delta.json``,
-  ``doctor.delta.json``, ``graph.delta.json`` and ``indexes.delta.json`` what changed since (the
-  few files a run redid, so that it does not rewrite the whole cache);
-- ``fastpath.json``, ``sync.json``: the no-op stamps of projection and sync (safe to delete);
-- ``index.json``: the last index found in step with HEAD (``local/index_stamp.py``; safe to delete);
+- ``state.db``: the store (``local/store.py``), an SQLite database (``state.db-journal`` beside
+  it while a write is in progress; ``.state.db.<pid>.okftmp`` while a new one is made): the
+  ownership record (every file projection wrote and its blob OID: ``local/state.py``; the project
+  repository only), the facts derived from each blob (every concept's card and the links of its
+  body, what ``doctor`` finds in each markdown file on its own, what ``okfgit index`` needs of each
+  ``index.md``: safe to delete), and a few records (the last git index found in step with HEAD,
+  the global tier's exchanges with its remote, doctor's errors at a tree: safe to delete);
+  ``state.json``: the ownership record as an earlier okfgit kept it, replaced by the database the
+  first time the record is saved;
+- ``fastpath.json``, ``sync.json``: the no-op stamps of projection and sync, files of their own
+  because the git hook's no-op path reads them with nothing but ``open`` (safe to delete);
 - ``sync.lock``: the sync lock (never deleted: see ``local/lock.py``);
 - ``hook.log`` (and ``hook.log.1``): errors from the git hooks, written by the hook scripts;
 - ``drafts/``: text typed into ``okfgit new --edit`` that could not be committed;
 - ``pr-bodies/``: pull request bodies ``promote --open-pr`` passed to ``gh --body-file`` (kept, so a
   failing push or ``gh`` loses nothing);
-- ``exchange.json`` (the global tier's repository only, with a remote): the record of its
-  exchanges with the remote (``local/exchange.py``; safe to delete);
 - ``journal/``: one record per working tree of a commit in progress (``local/journal.py``),
   removed when the commit is complete; a record left behind is finished by the next write.
+
+An earlier okfgit also kept per-blob caches and records in JSON files here (``LEGACY_CACHES``);
+nothing reads them, and the first write of a store removes them.
 
 Standard library only: the no-op fast path imports this on every git checkout.
 """
@@ -39,30 +38,21 @@ DIR = "okf"
 STATE = "state.db"
 STATE_JOURNAL = "state.db-journal"
 LEGACY_STATE = "state.json"
-CARDS = "cards.json"
-DOCTOR = "doctor.json"
-GRAPH = "graph.json"
-CARDS_DELTA = "cards.delta.json"
-LINKS = "links.json"
-LINKS_DELTA = "links.delta.json"
-DOCTOR_DELTA = "doctor.delta.json"
-GRAPH_DELTA = "graph.delta.json"
-INDEXES = "indexes.json"
-INDEXES_DELTA = "indexes.delta.json"
 FASTPATH_STAMP = "fastpath.json"
 SYNC_STAMP = "sync.json"
-INDEX_STAMP = "index.json"
 LOCK = "sync.lock"
 HOOK_LOG = "hook.log"
 DRAFTS = "drafts"
 PR_BODIES = "pr-bodies"
-EXCHANGE = "exchange.json"
 JOURNAL = "journal"
 
 # Every name above, in the order the README lists them (a test keeps the README complete).
-FILES = (STATE, STATE_JOURNAL, LEGACY_STATE, CARDS, CARDS_DELTA, LINKS, LINKS_DELTA, DOCTOR, DOCTOR_DELTA, GRAPH,
-         GRAPH_DELTA, INDEXES, INDEXES_DELTA, FASTPATH_STAMP, SYNC_STAMP, INDEX_STAMP, LOCK, HOOK_LOG, DRAFTS + "/",
-         PR_BODIES + "/", EXCHANGE, JOURNAL + "/")
+FILES = (STATE, STATE_JOURNAL, LEGACY_STATE, FASTPATH_STAMP, SYNC_STAMP, LOCK, HOOK_LOG, DRAFTS + "/",
+         PR_BODIES + "/", JOURNAL + "/")
+
+# What an earlier okfgit kept here and the store now holds: removed by the store's first write.
+LEGACY_CACHES = tuple(f"{name}{suffix}" for name in ("cards", "links", "doctor", "graph", "indexes")
+                      for suffix in (".json", ".delta.json")) + ("index.json", "exchange.json")
 
 # Without a repository (the global tier outside any project), drafts go here under $HOME.
 _HOME_DRAFTS = (".cache", "okfgit", "drafts")
@@ -84,23 +74,6 @@ def legacy_state(common_dir: StrPath) -> Path:
     return okf_dir(common_dir) / LEGACY_STATE
 
 
-_DELTAS = {CARDS: CARDS_DELTA, LINKS: LINKS_DELTA, DOCTOR: DOCTOR_DELTA, GRAPH: GRAPH_DELTA, INDEXES: INDEXES_DELTA}
-
-
-def cache(common_dir: StrPath, name: str) -> Path:
-    """A per-file cache file (``CARDS``, ``DOCTOR``, ``GRAPH`` or ``INDEXES``)."""
-    if name not in _DELTAS:
-        raise ValueError(f"not a cache file okfgit keeps: {name!r}")
-    return okf_dir(common_dir) / name
-
-
-def cache_delta(common_dir: StrPath, name: str) -> Path:
-    """What changed since the cache file ``name`` was written (``CARDS_DELTA``, ``DOCTOR_DELTA``)."""
-    if name not in _DELTAS:
-        raise ValueError(f"not a cache file okfgit keeps: {name!r}")
-    return okf_dir(common_dir) / _DELTAS[name]
-
-
 def fastpath_stamp(common_dir: StrPath) -> str:
     """Projection's no-op stamp (a string: the fast path works with ``os.path``)."""
     return os.path.join(os.fspath(common_dir), DIR, FASTPATH_STAMP)
@@ -111,11 +84,6 @@ def sync_stamp(common_dir: StrPath) -> str:
     return os.path.join(os.fspath(common_dir), DIR, SYNC_STAMP)
 
 
-def index_stamp(common_dir: StrPath) -> str:
-    """The last index found in step with HEAD (``local/index_stamp.py``)."""
-    return os.path.join(os.fspath(common_dir), DIR, INDEX_STAMP)
-
-
 def lock(common_dir: StrPath) -> Path:
     return okf_dir(common_dir) / LOCK
 
@@ -124,11 +92,6 @@ def hook_log(common_dir: StrPath) -> Path:
     """Where the git hook scripts append their errors (they spell it in shell too:
     ``$(git rev-parse --git-common-dir)/okf/hook.log``; a test keeps the two equal)."""
     return okf_dir(common_dir) / HOOK_LOG
-
-
-def exchange(common_dir: StrPath) -> str:
-    """The global tier's exchange record (a string: sync's no-op check reads it with ``os``)."""
-    return os.path.join(os.fspath(common_dir), DIR, EXCHANGE)
 
 
 def drafts(common_dir: StrPath | None, home: Path) -> Path:

@@ -247,17 +247,21 @@ def _as_left(data: Any, seen: Scan) -> bool:
 
 def save(common_dir: str, memory_dir: str, since: int,
          okfgit_wrote: Callable[[str, int, int], bool] | None = None, clean: bool = False,
-         seen: Scan | None = None) -> None:
-    """Write the stamp for ``memory_dir`` as it is now (``record``); only a cache, so a
-    failed write is ignored (the next sync does the full work). With ``okfgit_wrote`` the
-    stamp's ``since`` moves past the files okfgit wrote while the sync ran (``record``);
-    ``clean``: the capture took every file it could and left none skipped or waiting;
-    ``seen``: the folder as it is now (``after_writes``), when the caller knows it."""
+         first: Scan | None = None, written: Iterable[str] = ()) -> None:
+    """Write the stamp for ``memory_dir`` as it is now (``record``), once a sync is done; only
+    a cache, so a failed write is ignored (the next sync does the full work). With
+    ``okfgit_wrote`` the stamp's ``since`` moves past the files okfgit wrote while the sync
+    ran (``record``); ``clean``: the capture took every file it could and left none skipped
+    or waiting. ``first``: the folder's kept scan from the start of the sync, and ``written``
+    the files the sync wrote there since: the folder is then known from them (``after_writes``)
+    without a stat of every file."""
     from pathlib import Path
 
     from okfgit import fsutil  # not on the no-op path
     from okfgit.errors import OkfError
 
+    seen = after_writes(memory_dir, first, written, since, okfgit_wrote) \
+        if first is not None and okfgit_wrote is not None else None
     try:
         fsutil.atomic_write(Path(path(common_dir)), record(memory_dir, since, okfgit_wrote, clean, seen),
                             fsync=False)

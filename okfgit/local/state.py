@@ -11,13 +11,16 @@ tree used; per target file (absolute path) the blob OID okfgit wrote with its si
 ``mtime_ns`` right after writing; and per projected memory file (path relative to the
 memory folder) the concept it came from (``okf_id``, tier, KB path, blob OID).
 
-The record is an SQLite database (stdlib ``sqlite3``), one row per file, so that a run that
-changed one concept reads and writes the rows it touches, not 10,000 of them: memory-file
-records are read when asked for (``MemoryFiles``: one at a time, the top of the recall
-order by time, or all at once when a caller goes through them all), and ``save`` writes
-the rows that changed in one transaction (durable: ``synchronous=FULL``; a run killed
-mid-write leaves the record as it was, SQLite rolls its journal back). A ``state.json``
-an earlier okfgit wrote is read once and replaced by the database.
+The record is three tables of the repository's store (``local/store.py``), one row per
+file, so that a run that changed one concept reads and writes the rows it touches, not
+10,000 of them: memory-file records are read when asked for (``MemoryFiles``: one at a
+time, the top of the recall order by time, or all at once when a caller goes through them
+all), and ``save`` writes the rows that changed in one transaction with the facts the run
+staged in the same store (durable: ``synchronous=FULL``; a run killed mid-write leaves the
+record as it was, SQLite rolls its journal back). A change to the record removes the
+projection's no-op stamp first (``fastpath``): the stamp vouches only for the record it was
+written after. A ``state.json`` an earlier okfgit wrote is read once and replaced by the
+database.
 """
 
 from __future__ import annotations
@@ -31,13 +34,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from okfgit import TOOL
 from okfgit.errors import IntegrityError
 from okfgit.local import fastpath, paths
+from okfgit.local.store import Store
 
 if TYPE_CHECKING:
     import sqlite3
 
 VERSION = 2
 _LEGACY_VERSION = 1  # state.json
-_BUSY_S = 10.0  # how long a reader or writer waits for another okfgit's write of the record
 _MANY = 64  # single lookups before the rest of the records are read at once
 
 
@@ -99,20 +102,20 @@ class TierInput(NamedTuple):
 
 
 _SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE targets (path TEXT PRIMARY KEY, oid TEXT NOT NULL, size INTEGER NOT NULL,
-                      mtime_ns INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE memory_files (name TEXT PRIMARY KEY, okf_id TEXT, tier TEXT NOT NULL, path TEXT NOT NULL,
-                           oid TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
-                           since INTEGER NOT NULL, written TEXT NOT NULL) WITHOUT ROWID;
-CREATE INDEX memory_by_concept ON memory_files (tier, path);
-CREATE INDEX memory_by_time ON memory_files (mtime_ns);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS targets (path TEXT PRIMARY KEY, oid TEXT NOT NULL, size INTEGER NOT NULL,
+                                    mtime_ns INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS memory_files (name TEXT PRIMARY KEY, okf_id TEXT, tier TEXT NOT NULL, path TEXT NOT NULL,
+                                         oid TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+                                         since INTEGER NOT NULL, written TEXT NOT NULL) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS memory_by_concept ON memory_files (tier, path);
+CREATE INDEX IF NOT EXISTS memory_by_time ON memory_files (mtime_ns);
 """
 _COLUMNS = "okf_id, tier, path, oid, size, mtime_ns, since, written"
 
 
-class _Store:
-    """The open database of one record (None of it is read until asked)."""
+class _Rows:
+    """The memory-file rows of one stored record (none of them read until asked)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
@@ -128,9 +131,6 @@ class _Store:
     def count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM memory_files").fetchone()[0])
 
-    def close(self) -> None:
-        self.conn.close()
-
 
 class MemoryFiles(MutableMapping[str, MemoryFile]):
     """The memory-file records by name (relative to the memory folder): a mapping that reads
@@ -141,7 +141,7 @@ class MemoryFiles(MutableMapping[str, MemoryFile]):
     the rows a run that changed a few concepts needs. ``copy`` shares the rows read so far.
     """
 
-    def __init__(self, rows: Mapping[str, MemoryFile] | None = None, store: _Store | None = None) -> None:
+    def __init__(self, rows: Mapping[str, MemoryFile] | None = None, store: _Rows | None = None) -> None:
         self._store = store
         self._all: dict[str, MemoryFile] | None = dict(rows) if rows is not None else ({} if store is None else None)
         self._one: dict[str, MemoryFile | None] = {}  # rows looked up one by one (None: no such row)
@@ -341,8 +341,9 @@ class State:
                  recall_top_s: int | None = None, generation: int = 0, *, recall_fresh: int | None = None,
                  skipped: list[str] | None = None, notes: list[str] | None = None,
                  needs_merge: list[str] | None = None, tool: str = TOOL, warnings: list[str] | None = None,
-                 stale_at: int | None = None) -> None:
+                 stale_at: int | None = None, store: Store | None = None) -> None:
         self.common_dir = common_dir
+        self.store = store if store is not None else Store(common_dir)  # the repository's, where this is kept
         self.memory_dir = memory_dir
         self.memory_dir_mtime_ns = memory_dir_mtime_ns
         self.inputs: dict[str, TierInput] = {} if inputs is None else inputs
@@ -357,8 +358,9 @@ class State:
         self.tool = tool
         self.warnings: list[str] = [] if warnings is None else warnings
         self.stale_at = stale_at
-        self._store: _Store | None = None  # the database this was read from (rows read lazily)
+        self._rows: _Rows | None = None  # the stored record this was read from (rows read lazily)
         self._stored: dict[str, Any] = {}  # meta and targets as read, so that save writes what changed
+        self._damaged = False  # the database could not be read: save puts a new one in its place
 
     @property
     def memory_files(self) -> MemoryFiles:
@@ -385,8 +387,8 @@ class State:
         out = State(self.common_dir, self.memory_dir, self.memory_dir_mtime_ns, dict(self.inputs),
                     dict(self.targets), self._memory.copy(), self.recall_top_s, self.generation,
                     recall_fresh=self.recall_fresh, skipped=self.skipped, notes=self.notes,
-                    needs_merge=self.needs_merge, tool=self.tool, stale_at=self.stale_at)
-        out._store, out._stored = self._store, self._stored
+                    needs_merge=self.needs_merge, tool=self.tool, stale_at=self.stale_at, store=self.store)
+        out._rows, out._stored, out._damaged = self._rows, self._stored, self._damaged
         return out
 
     def memory_name(self, path: str | Path) -> str | None:
@@ -421,6 +423,11 @@ class State:
         """
         found = self.record(path)
         return found is not None and found.oid == oid
+
+    def wrote_as(self, path: str, size: int, mtime_ns: int) -> bool:
+        """okfgit wrote the file at ``path`` and it still has the size and mtime recorded then."""
+        found = self.record(path)
+        return found is not None and found.size == size and found.mtime_ns == mtime_ns
 
     def adopt(self, files: Mapping[str, str], memory_dir: Path | None = None) -> None:
         """Mark memory files (name relative to the memory folder -> blob OID) as okfgit's.
@@ -487,8 +494,10 @@ class State:
         }
 
 
-def load(gitdir: Path) -> State:
-    """The projection state of the repository whose git dir is ``gitdir``.
+def load(gitdir: Path, store: Store | None = None) -> State:
+    """The projection state of the repository whose git dir is ``gitdir``, read from its store
+    (``store``: the one the run already opened there, so that facts and the record are saved
+    together).
 
     A linked worktree's git dir works too: the state lives in the common dir. A missing
     record gives an empty state (okfgit owns nothing yet); a damaged one gives an empty
@@ -496,38 +505,42 @@ def load(gitdir: Path) -> State:
     overwriting it would lose ownership records that okfgit cannot read.
     """
     common = Path(fastpath.common_dir(os.path.abspath(gitdir)))
-    state = State(common)
+    if store is None:
+        store = Store(common)
+    state = State(common, store=store)
     if not os.path.lexists(state.path):
         return _load_json(state)
     import sqlite3
 
+    conn = store.connection()
+    if conn is None:
+        raise IntegrityError(f"cannot read {state.path}")
     try:
-        conn = sqlite3.connect(state.path, timeout=_BUSY_S, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise IntegrityError(f"cannot read {state.path}: {exc}") from exc
-    try:
-        conn.execute("PRAGMA synchronous = FULL")  # the only record of what okfgit owns
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         if version > VERSION:
-            conn.close()
             raise IntegrityError(f"{state.path} was written by a newer okfgit (format {version}); upgrade okfgit")
+        if version == 0 and conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is None:
+            return _load_json(state)  # a store of facts only: no record written yet
         if version != VERSION:
             raise ValueError(f"unknown format {version!r}")
         meta = {key: json.loads(value) for key, value in conn.execute("SELECT key, value FROM meta")}
         targets = {path: FileRecord(oid, size, mtime) for path, oid, size, mtime
                    in conn.execute("SELECT path, oid, size, mtime_ns FROM targets")}
-        state = _from_meta(common, meta, targets)
+        state = _from_meta(common, meta, targets, store)
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):  # another okfgit's write that outlasted the wait
+            raise IntegrityError(f"cannot read {state.path}: {exc}") from exc
+        return _damaged(State(common, store=store), exc)
     except (sqlite3.DatabaseError, ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
-        conn.close()
-        return _damaged(State(common), exc)
-    store = _Store(conn)
-    state._memory = MemoryFiles(store=store)
-    state._store = store
+        return _damaged(State(common, store=store), exc)
+    rows = _Rows(conn)
+    state._memory = MemoryFiles(store=rows)
+    state._rows = rows
     state._stored = {"meta": state.meta(), "targets": dict(targets)}
     return state
 
 
-def _from_meta(common: Path, meta: Mapping[str, Any], targets: dict[str, FileRecord]) -> State:
+def _from_meta(common: Path, meta: Mapping[str, Any], targets: dict[str, FileRecord], store: Store) -> State:
     memory_dir = meta.get("memory_dir")
     mtime = meta.get("memory_dir_mtime_ns")
     stale = meta.get("stale_at")
@@ -539,6 +552,7 @@ def _from_meta(common: Path, meta: Mapping[str, Any], targets: dict[str, FileRec
         inputs={str(k): TierInput(*v) for k, v in dict(meta.get("inputs") or {}).items()},
         targets=targets,
         tool=str(meta.get("tool", "")),
+        store=store,
     )
     recall = meta.get("recall")
     if isinstance(recall, list) and len(recall) in (2, 3):
@@ -556,6 +570,7 @@ def _from_meta(common: Path, meta: Mapping[str, Any], targets: dict[str, FileRec
 
 def _damaged(state: State, exc: Exception) -> State:
     state.warnings.append(f"{state.path} is damaged ({exc}); treating every target file as not written by okfgit")
+    state._damaged = True
     return state
 
 
@@ -578,7 +593,7 @@ def _load_json(state: State) -> State:
         if version != _LEGACY_VERSION:
             raise ValueError(f"unknown format {version!r}")
         targets = {str(k): FileRecord(*v) for k, v in data["targets"].items()}
-        out = _from_meta(state.common_dir, data, targets)
+        out = _from_meta(state.common_dir, data, targets, state.store)
         records = {str(k): MemoryFile(*v) for k, v in data["memory_files"].items()}
         for rec in records.values():
             if not (isinstance(rec.oid, str) and isinstance(rec.size, int) and isinstance(rec.mtime_ns, int)):
@@ -591,11 +606,12 @@ def _load_json(state: State) -> State:
 
 
 def save(state: State) -> bool:
-    """Write what changed in the record since it was read, in one durable transaction (the
-    whole record when there is no database yet, or it could not be read). True when it wrote."""
+    """Write what changed in the record since it was read, with the facts and records the run
+    staged in the same store, in one durable transaction (the whole record when it was not
+    read from the database). True when it wrote the record."""
     memory = state.memory_files
     whole = memory.rewritten()
-    if state._store is None or whole is not None:
+    if state._rows is None or whole is not None:
         return _save_whole(state, whole if whole is not None else dict(memory.items()))
     meta = state.meta()
     stored_meta: dict[str, Any] = state._stored.get("meta", {})
@@ -605,71 +621,61 @@ def save(state: State) -> bool:
     gone_targets = [(p,) for p in stored_targets if p not in state.targets]
     changes = memory.changes()
     if not (meta_rows or target_rows or gone_targets or changes):
+        state.store.save()  # the facts alone
         return False
-    import sqlite3
 
-    conn = state._store.conn
-    try:
-        conn.execute("BEGIN IMMEDIATE")
+    def write(conn: sqlite3.Connection) -> None:
+        _unstamp(state)
         conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", meta_rows)
         conn.executemany("INSERT OR REPLACE INTO targets (path, oid, size, mtime_ns) VALUES (?, ?, ?, ?)", target_rows)
         conn.executemany("DELETE FROM targets WHERE path = ?", gone_targets)
         conn.executemany("DELETE FROM memory_files WHERE name = ?", [(n,) for n, rec in changes.items() if rec is None])
         conn.executemany(f"INSERT OR REPLACE INTO memory_files (name, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          [(n, *rec) for n, rec in changes.items() if rec is not None])
-        conn.execute("COMMIT")
-    except sqlite3.Error as exc:
-        try:
-            conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
-        raise IntegrityError(f"cannot write {state.path}: {exc}") from exc
+
+    state.store.save(write)
     state._stored = {"meta": meta, "targets": dict(state.targets)}
     memory.stored()
     return True
 
 
+def _unstamp(state: State) -> None:
+    """The projection's no-op stamp vouches for the record it was written after: a change to
+    the record removes it before the change is committed (the run that projects writes a new one)."""
+    fastpath.save_stamp(str(state.common_dir), None)
+
+
+def _write_whole(conn: sqlite3.Connection, state: State, records: Mapping[str, MemoryFile]) -> None:
+    _unstamp(state)
+    for statement in _SCHEMA.strip().split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    conn.execute("DELETE FROM meta")
+    conn.execute("DELETE FROM targets")
+    conn.execute("DELETE FROM memory_files")
+    conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
+                     [(k, json.dumps(v, sort_keys=True)) for k, v in state.meta().items()])
+    conn.executemany("INSERT INTO targets (path, oid, size, mtime_ns) VALUES (?, ?, ?, ?)",
+                     [(p, *rec) for p, rec in sorted(state.targets.items())])
+    conn.executemany(f"INSERT INTO memory_files (name, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     [(n, *rec) for n, rec in sorted(records.items())])
+    conn.execute(f"PRAGMA user_version = {VERSION}")
+
+
 def _save_whole(state: State, records: Mapping[str, MemoryFile]) -> bool:
-    """A new database with every record, put in place of the old one (or of ``state.json``)
-    by a rename: a kill leaves either the old record or the new one."""
-    import sqlite3
-
-    from okfgit import fsutil
-
-    final = state.path
-    temp = final.with_name(f".{final.name}.{os.getpid()}.okftmp")
-    try:
-        final.parent.mkdir(parents=True, exist_ok=True)
-        temp.unlink(missing_ok=True)
-        conn = sqlite3.connect(temp, isolation_level=None)
+    """Every record, replacing what the store held (or ``state.json``), in one transaction
+    with the run's staged facts. A database that could not be read is removed first (what
+    it held is lost either way)."""
+    if state._damaged:
+        state.store.close()
         try:
-            # A new file nobody reads until it is renamed: no journal, and one fsync below.
-            conn.execute("PRAGMA journal_mode = OFF")
-            conn.execute("PRAGMA synchronous = OFF")
-            conn.executescript(_SCHEMA)
-            conn.execute(f"PRAGMA user_version = {VERSION}")
-            conn.execute("BEGIN")
-            conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
-                             [(k, json.dumps(v, sort_keys=True)) for k, v in state.meta().items()])
-            conn.executemany("INSERT INTO targets (path, oid, size, mtime_ns) VALUES (?, ?, ?, ?)",
-                             [(p, *rec) for p, rec in sorted(state.targets.items())])
-            conn.executemany(f"INSERT INTO memory_files (name, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                             [(n, *rec) for n, rec in sorted(records.items())])
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
-        with open(temp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(temp, final)
-        fsutil.fsync_dirs([final.parent])
-    except (sqlite3.Error, OSError) as exc:
-        temp.unlink(missing_ok=True)
-        raise IntegrityError(f"cannot write {final}: {exc}") from exc
-    if state._store is not None:
-        state._store.close()
-    legacy = paths.legacy_state(state.common_dir)
-    legacy.unlink(missing_ok=True)  # okfgit's own earlier record, now in the database
-    reopened = load(state.common_dir)
-    state._store, state._stored = reopened._store, reopened._stored
+            state.path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise IntegrityError(f"cannot write {state.path}: {exc.strerror or exc}") from exc
+        state.store.reopen()
+    state.store.save(lambda conn: _write_whole(conn, state, records))
+    paths.legacy_state(state.common_dir).unlink(missing_ok=True)  # okfgit's own earlier record, now in the database
+    reopened = load(state.common_dir, state.store)
+    state._rows, state._stored, state._damaged = reopened._rows, reopened._stored, False
     state._memory = reopened._memory
     return True

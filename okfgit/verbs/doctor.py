@@ -16,7 +16,8 @@ from okfgit.errors import EXIT_OK, EXIT_USAGE
 from okfgit.format import concept as okf
 from okfgit.format import lifecycle
 from okfgit.format.findings import ERROR, WARNING, Finding
-from okfgit.knowledge.checks import OKF, PROFILE, Checker, Scan, TierReport, checked_facts
+from okfgit.knowledge.checks import OKF, PROFILE, Checker, Scan, TierReport, checked_facts, remember_errors
+from okfgit.local.store import Stores
 from okfgit.knowledge.snapshot import Snapshot, snapshot, worktree_snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.plan import index_behind
@@ -73,16 +74,24 @@ def run(ctx: Context, ws: Workspace, scope: str = "all", worktree: bool = False)
 def _run(ctx: Context, ws: Workspace, tiers: list[Tier], skipped: list[str], read: Callable[[Tier], Snapshot],
          worktree: bool) -> Report:
     scans: dict[str, Scan] = {}
+    stores = Stores()
     for tier in tiers:
         snap = read(tier)
         if not snap.entries:
             where = "in its working tree" if worktree else "at HEAD"
             skipped.append(f"{tier.label} tier skipped: no knowledge base {where} in {tier.root}")
             continue
-        scans[tier.label] = Scan(snap, checked_facts(snap, ctx.progress))
+        scans[tier.label] = Scan(snap, checked_facts(snap, ctx.progress, stores))
     elsewhere = _Elsewhere(ws, scans, read)
     today = lifecycle.instant_of(ctx.now())
     reports = [_report(scan, today, elsewhere.lookup(label), worktree) for label, scan in scans.items()]
+    if not worktree:
+        for tier_report in reports:
+            repo = tier_report.tier.reader()
+            tree = repo.tree_oid(tier_report.commit, tier_report.tier.prefix) if tier_report.commit else None
+            if tree is not None:
+                remember_errors(stores.of(repo.common_dir), tier_report, tree)
+    stores.save()
     for tier_report in reports:
         behind = index_behind(tier_report.tier)
         if behind is not None:

@@ -18,7 +18,6 @@ from okfgit.records import field, record
 from okfgit.git import Entry
 from okfgit.knowledge import catalog
 from okfgit.knowledge.snapshot import Snapshot, snapshot
-from okfgit.local import paths
 from okfgit.plan import Plan, TierCommit, apply, writing
 from okfgit.knowledge import checks
 from okfgit.knowledge.tiers import Tier, Workspace
@@ -58,7 +57,7 @@ class IndexRun:
 
 
 class Summarised(NamedTuple):
-    """One ``index.md`` blob's ``index_md.Summary``, kept by blob OID in ``indexes.json``."""
+    """One ``index.md`` blob's ``index_md.Summary``, kept in the tier's store (``catalog``)."""
 
     oid: str
     summary: index.Summary
@@ -76,7 +75,7 @@ def _is_index(path: str) -> bool:
     return path.rsplit("/", 1)[-1] == "index.md"
 
 
-SUMMARIES: catalog.Kind[Summarised] = catalog.Kind(paths.INDEXES, 1, _summarised, _summarised_from_json, _is_index)
+SUMMARIES: catalog.Kind[Summarised] = catalog.Kind("indexes", _summarised, _summarised_from_json, _is_index)
 
 
 def summaries(snap: Snapshot) -> dict[str, Summarised]:

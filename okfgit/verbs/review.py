@@ -43,7 +43,7 @@ from okfgit.knowledge import cards, catalog
 from okfgit.knowledge.catalog import TierCatalog
 from okfgit.knowledge.snapshot import Concept, Snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
-from okfgit.local import paths
+from okfgit.local.store import Store
 from okfgit.progress import Progress, silent
 
 if TYPE_CHECKING:
@@ -64,12 +64,6 @@ CLAIM_KEYS = ("title", "description")
 LIFECYCLE_KEYS = ("status", "superseded_by", "stale_after")
 # The project's okfgit settings (the capture opt-out among them): a person decides them.
 SETTINGS = "okfgit.toml"
-# graph.json's format: a node is made from doctor's facts, so their version is part of its own.
-GRAPH_VERSION = 1000 * checks.CACHE_VERSION + 1
-
-# Reading doctor's whole cache (10,000 concepts) costs about what checking this many blobs does:
-# a review that reaches further takes the blobs it holds from it.
-DOCTOR_AFTER = 200
 
 _T = TypeVar("_T")
 _V = TypeVar("_V")
@@ -330,11 +324,9 @@ def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | 
 
 
 class Node(NamedTuple):
-    """What review keeps of every concept of a tree, to find the concepts a change reaches
+    """What review needs of every concept of a tree, to find the concepts a change reaches
     without reading the others: who links to a changed concept, who shares its ``okf_id``,
-    what a ``[[name]]`` names, which concepts a folder holds. Made from doctor's facts of
-    the blob (``checks.checked_of``), so it is a function of the path and the blob, cached
-    by blob OID in ``<git common dir>/okf/graph.json`` like them (``knowledge.catalog``)."""
+    what a ``[[name]]`` names. Made from doctor's facts of the blob (``checks.checked_of``)."""
 
     okf_id: str | None
     name: str | None  # the frontmatter ``name`` when it is a string
@@ -350,76 +342,45 @@ def node_of(fact: checks.Checked) -> Node:
                 [target for kind, target, *_ in fact.links if kind == "wiki"])
 
 
+Doctored = checks.Checked | checks.Page
+
+
 class Graph:
-    """The project tier's nodes, kept in ``graph.json`` keyed by tree OID and updated from a
-    tree diff (``catalog.build_kind``), and doctor's facts of every blob read on the way."""
+    """Doctor's facts of the project tier at the trees a review reads (``checks.doctor_kind``):
+    each tree's catalog from the tier's store, updated from a tree diff (the head's is stored
+    back: the next review of the branch, and the next doctor, start there)."""
 
     def __init__(self, tier: Tier, repo: Repo, progress: Progress = silent) -> None:
         self.tier = tier
         self.repo = repo
-        self.progress = progress  # told of a graph built from many blobs (the first review in a clone)
-        self.kind: catalog.Kind[Node] = catalog.Kind(paths.GRAPH, GRAPH_VERSION, self._node, Node._make)
-        self._facts: dict[tuple[str, str, int], checks.Checked | checks.Page] = {}
-        self._checked = 0  # blobs checked here
-        self._cached: dict[str, TierCatalog[Node]] | None = None
-        self._last: TierCatalog[Node] | None = None
+        self.progress = progress  # told of a catalog built from many blobs (the first review in a clone)
+        self.kind = checks.doctor_kind(tier)
+        self.store = Store(repo.common_dir)
+        self._facts: dict[tuple[str, str, int], Doctored] = {}
+        self._last: TierCatalog[Doctored] | None = None
 
-    def fact(self, path: str, entry: Entry, read: Callable[[str], bytes]) -> checks.Checked | checks.Page:
+    def fact(self, path: str, entry: Entry, read: Callable[[str], bytes]) -> Doctored:
         """Doctor's facts of the markdown blob at ``path`` (``checks.fact_of``: a concept's
-        ``Checked``, an index's or log's ``Page``), each blob read and checked once. Past
-        ``DOCTOR_AFTER`` blobs, doctor's own cache is read and what it holds for the same
-        blob is taken from it."""
+        ``Checked``, an index's or log's ``Page``), for a blob no catalog read holds; each
+        checked once."""
         key = (path, entry.oid, entry.mode)
         fact = self._facts.get(key)
         if fact is None:
-            fact = self._from_doctor_cache(path, entry)
-            if fact is None:
-                fact = checks.fact_of(self.tier.name, path, entry, b"" if entry.is_link else read(entry.oid))
-                self._checked += 1
-            self._facts[key] = fact
+            fact = self._facts[key] = checks.fact_of(self.tier.name, path, entry, b"" if entry.is_link else read(entry.oid))
         return fact
 
-    @cached_property
-    def _doctor(self) -> TierCatalog[checks.Checked | checks.Page] | None:
-        """Doctor's cache of the tier (read at most once)."""
-        return catalog.load_kind(checks.doctor_kind(self.tier), self.repo.common_dir).get(self.tier.label)
-
-    def _from_doctor_cache(self, path: str, entry: Entry) -> checks.Checked | checks.Page | None:
-        if self._checked < DOCTOR_AFTER or self._doctor is None:
-            return None
-        fact = self._doctor.facts.get(path)
-        # A fact holds the blob's OID; a symlink's alone has neither a reading nor a finding.
-        if fact is None or fact.oid != entry.oid or entry.is_link != (not fact.readable and not fact.findings):
-            return None
-        return fact
-
-    def _node(self, _label: str, path: str, entry: Entry, data: bytes) -> Node:
-        fact = self.fact(path, entry, lambda _oid: data)
-        assert isinstance(fact, checks.Checked)  # the graph keeps concept paths only
-        return node_of(fact)
-
-    def at(self, commit: str, tree: str | None, keep: bool) -> TierCatalog[Node]:
-        """The nodes of the tree ``tree`` (at ``commit``); ``keep``: save them when the cache
-        was missing or far behind (the head's: the next review of the branch starts there)."""
+    def at(self, commit: str, tree: str | None, keep: bool) -> TierCatalog[Doctored]:
+        """The facts of the tree ``tree`` (at ``commit``), from the tree read last, else the
+        store; ``keep``: store them (the head's)."""
         if tree is None:
             return TierCatalog("")
-        label = self.tier.label
-        if self._cached is None:
-            self._cached = catalog.load_kind(self.kind, self.repo.common_dir)
-        start = self._cached.get(label) or self._last or self._from_doctor()
+        start = self._last or catalog.load(self.kind, self.store, self.tier.label)
         built = catalog.build_kind(self.kind, self.repo, self.tier, commit, tree, start, progress=self.progress)
         self._last = built
         if keep:
-            catalog.remember(self.kind, self.repo.common_dir, label, built, self._cached)  # never fails
+            catalog.remember(self.kind, self.store, self.tier.label, built)
+            self.store.save()  # only a cache: never fails
         return built
-
-    def _from_doctor(self) -> TierCatalog[Node] | None:
-        """A first graph made from doctor's cache, when doctor has run here: no concept is read again."""
-        found = self._doctor
-        if found is None:
-            return None
-        return TierCatalog(found.tree, {p: node_of(f) for p, f in found.facts.items() if isinstance(f, checks.Checked)},
-                           {p: why for p, why in found.problems.items() if okf.is_concept_path(p)})
 
 
 class _Lookup(dict[str, _V]):
@@ -536,18 +497,18 @@ class Side:
         self.snap = Snapshot(tier, commit, self.entries, graph.repo.read_blob)
 
     @cached_property
-    def _catalog(self) -> TierCatalog[Node]:
+    def _catalog(self) -> TierCatalog[Doctored]:
         return self.graph.at(self.commit, self.tree, self.keep)
 
-    @property
+    @cached_property
     def nodes(self) -> dict[str, Node]:
         """Every concept path's node (a path that could not be read has none)."""
-        return self._catalog.facts
+        return {path: node_of(fact) for path, fact in self._catalog.facts.items() if type(fact) is checks.Checked}
 
     @cached_property
     def _folders(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
-        for where in (self.nodes, self._catalog.problems):
+        for where in (self.nodes, [p for p in self._catalog.problems if okf.is_concept_path(p)]):
             for path in where:
                 out.setdefault(path.rpartition("/")[0], []).append(path)
         return out
@@ -578,9 +539,15 @@ class Side:
         fact = self._fact(path) if okf.is_reserved(path) and path.endswith(".md") else None
         return fact if isinstance(fact, checks.Page) and not self.entries[path].is_link else None
 
-    def _fact(self, path: str) -> checks.Checked | checks.Page | None:
+    def _fact(self, path: str) -> Doctored | None:
         entry = self.entries.get(path)
-        return self.graph.fact(path, entry, self.graph.repo.read_blob) if entry is not None else None
+        if entry is None:
+            return None
+        fact = self._catalog.facts.get(path)
+        # A fact holds the blob's OID; a symlink's alone has neither a reading nor a finding.
+        if fact is not None and fact.oid == entry.oid and entry.is_link == (not fact.readable and not fact.findings):
+            return fact
+        return self.graph.fact(path, entry, self.graph.repo.read_blob)
 
     def facts_for(self, only: set[str]) -> checks.Facts:
         """Doctor's facts of what its findings about ``only`` involve (``checks.check_snapshot``):

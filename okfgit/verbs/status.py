@@ -9,6 +9,7 @@ from okfgit.flows import agent_hooks
 from okfgit.flows import capture, exchange
 from okfgit.flows import hooks
 from okfgit.local import hooklog, lock, paths, stamps, state
+from okfgit.local.store import Stores
 from okfgit.flows import projection
 from okfgit.context import Context
 from okfgit.errors import OkfError, RepoStateError, UsageError
@@ -112,14 +113,16 @@ def status(ctx: Context, ws: Workspace) -> Status:
     if ws.project_repo is None:
         raise UsageError("status needs a project repository: run it inside one or pass --repo")
     repo = ws.tier("project").reader()
-    owned = state.load(repo.common_dir)
+    stores = Stores()
+    owned = state.load(repo.common_dir, stores.of(repo.common_dir))
     # The memory folder as the last sync left it, with nothing waiting: one walk of it, for
     # both what capture would take (nothing) and what Claude can recall.
     first = stamps.clean_scan(str(repo.common_dir))
-    cap = capture.plan_capture(ctx, ws, force=True, owned=owned, unchanged=first[0] if first else None)
-    proj = projection.project(ctx, ws, dry_run=True, owned=owned)
+    cap = capture.plan_capture(ctx, ws, owned, stores, force=True, unchanged=first[0] if first else None)
+    proj = projection.project(ctx, ws, owned, stores, dry_run=True)
     tiers = [t for t in ws.active() if t.has_kb()]
-    unprojected, why = projection.unprojected(ws, owned)
+    unprojected, why = projection.unprojected(ws, owned, stores)
+    stores.save()  # the facts it read: the record stays as it is
     hook_state = hooks.status(repo.workdir, ctx.environ)
     siblings = _needs_merge(tiers, owned)
     return Status(

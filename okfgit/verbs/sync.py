@@ -24,6 +24,7 @@ from okfgit.local import journal, lock, paths
 from okfgit.flows import projection
 from okfgit.local import state
 from okfgit.local import stamps as syncstamp
+from okfgit.local.store import Stores
 from okfgit.context import Context
 from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, OkfError, RepoStateError, UsageError
 from okfgit.knowledge.tiers import Workspace
@@ -87,17 +88,18 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         return report
     with held:
         # The file-system clock at the start: a memory file written from now on may be
-        # missed by this capture, so the stamp must not vouch for it (syncstamp.py).
+        # missed by this capture, so the stamp must not vouch for it (local/stamps.py).
         started = os.fstat(held.fd).st_mtime_ns
+        stores = Stores()  # every repository's store, read once, saved once at the end
+        owned = state.load(repo.common_dir, stores.of(repo.common_dir))  # capture records into it, projection replaces it
         has_global = ws.tier("global").exists()
         if has_global:
             from okfgit.flows import exchange
 
-            report.exchange = exchange.begin(ctx, ws, force=fetch, wait_s=wait_s)
-        owned = state.load(repo.common_dir)  # once: capture records into it, projection replaces it
+            report.exchange = exchange.begin(ctx, ws, stores, force=fetch, wait_s=wait_s)
         first = syncstamp.clean_scan(str(repo.common_dir))  # no agent wrote a memory since the last sync
         try:
-            report.capture = capture.capture(ctx, ws, owned=owned, unchanged=first[0] if first is not None else None)
+            report.capture = capture.capture(ctx, ws, owned, stores, unchanged=first[0] if first is not None else None)
             if listed:
                 report.capture.unchanged_seen, report.capture.unchanged_all = report.capture.unchanged, None
             report.warnings.extend(report.capture.warnings)
@@ -105,32 +107,22 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
             report.capture_deferred = str(exc)
         except OkfError as exc:
             report.capture_error = str(exc)
-        report.projection = projection.project(ctx, ws, scope="all", target="all", run_arg=run_arg, owned=owned)
+        report.projection = projection.project(ctx, ws, owned, stores, run_arg=run_arg)
         report.warnings.extend(report.projection.warnings)
-        projection.save(report.projection)  # the one save of the state, then projection's stamp
         if has_global:
-            exchange.end(ctx, ws, report.exchange, wait_s=wait_s)
+            exchange.end(ctx, ws, stores, report.exchange, wait_s=wait_s)
         if report.exchange is not None:
             report.warnings.extend(report.exchange.warnings)
+        projection.save(report.projection, stores)  # the one save of the stores, then projection's stamp
         memory = report.projection.memory_dir or (report.capture.memory_dir if report.capture else None)
         journal.sweep(repo.common_dir, repo.gitdir, repo.workdir, held.since_ns, {repo.workdir})
         kept = first[1] if first is not None and memory is not None and first[0] == str(memory) else None
         _sweep(memory, report.projection, held.since_ns, kept)
         if memory is not None and not report.failed and not report.capture_deferred:
-            common = str(repo.common_dir)
-            now_owned = report.projection.owned or owned
-
-            def okfgit_wrote(path: str, size: int, mtime_ns: int) -> bool:
-                record = now_owned.record(path)
-                return record is not None and record.size == size and record.mtime_ns == mtime_ns
-
             cap = report.capture
             clean = cap is not None and cap.enabled and not (cap.skipped or cap.held or cap.conflicts)
-            # The folder as projection left it, from the scan at the start and the files it wrote
-            # or touched: no second stat of every file (a full scan when something else came or went).
-            seen = syncstamp.after_writes(str(memory), kept, _written_in(memory, report.projection), started,
-                                          okfgit_wrote) if kept is not None else None
-            syncstamp.save(common, str(memory), started, okfgit_wrote, clean=clean, seen=seen)
+            syncstamp.save(str(repo.common_dir), str(memory), started, (report.projection.owned or owned).wrote_as,
+                           clean=clean, first=kept, written=_written_in(memory, report.projection))
     return report
 
 
@@ -143,15 +135,16 @@ def preview(ctx: Context, ws: Workspace, *, run_arg: str | None = None) -> SyncR
         raise UsageError("sync needs a project repository: run it inside one or pass --repo")
     repo = ws.tier("project").reader()
     report = SyncReport(dry_run=True)
-    owned = state.load(repo.common_dir)
+    stores = Stores()
+    owned = state.load(repo.common_dir, stores.of(repo.common_dir))
     try:
-        report.capture = capture.capture(ctx, ws, dry_run=True, owned=owned)
+        report.capture = capture.capture(ctx, ws, owned, stores, dry_run=True)
         report.warnings.extend(report.capture.warnings)
     except OkfError as exc:
         report.capture_error = str(exc)
-    report.projection = projection.project(ctx, ws, scope="all", target="all", dry_run=True, run_arg=run_arg,
-                                           owned=owned)
+    report.projection = projection.project(ctx, ws, owned, stores, dry_run=True, run_arg=run_arg)
     report.warnings.extend(report.projection.warnings)
+    stores.save()  # the facts it read
     return report
 
 

@@ -1,0 +1,321 @@
+"""``state.db``: the one store of what okfgit keeps about a repository outside its tree.
+
+Every repository okfgit reads or writes as a tier keeps one SQLite database (stdlib
+``sqlite3``) at ``<git common dir>/okf/state.db``, shared by its linked worktrees. It holds:
+
+- the **ownership record** (``local/state.py``: the ``meta``, ``targets`` and
+  ``memory_files`` tables), in the project repository only;
+- **derived facts** (``knowledge/catalog.py``): for each kind of fact (a concept's card,
+  its links, what doctor finds in a file on its own, what ``index`` needs of an
+  ``index.md``) and each tier, one ``facts`` row per KB path (the blob OID, and the fact as
+  JSON or why the blob is no concept), and one ``catalogs`` row naming the KB tree those
+  rows describe, the commit it was read at and the code that computed them;
+- **records** (the ``records`` table, by name): the last git index found in step with HEAD
+  (``local/index_stamp.py``), the global tier's exchanges with its remote
+  (``local/exchange.py``), doctor's errors at a tree.
+
+Facts are a pure function of a blob, its path and the code that reads it, so they carry
+no version of their own: ``code_key`` names okfgit's code (its version and the size and
+mtime of every module, the rule Python itself uses to find stale bytecode), and a catalog
+written by other code is not read. Facts and records can be deleted at any time; only the
+ownership record cannot be rebuilt from git.
+
+A run opens each repository's store once (``Stores``), reads the rows it asks for, stages
+what it learns, and writes once at the end: one transaction per repository, into which
+``state.save`` puts the ownership record too. A facts-only write never fails a command
+(it is a cache); the ownership record's does. Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from okfgit import TOOL
+from okfgit.errors import IntegrityError
+from okfgit.local import paths
+
+if TYPE_CHECKING:
+    import sqlite3
+
+BUSY_S = 10.0  # how long a reader or writer waits for another okfgit's write of the store
+
+# The tables besides the ownership record's. CREATE ... IF NOT EXISTS: an older okfgit's
+# database gains them on the first write, and an older okfgit reading a newer one ignores them.
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS catalogs (kind TEXT NOT NULL, tier TEXT NOT NULL, tree TEXT NOT NULL,
+                                     commit_oid TEXT, code TEXT NOT NULL,
+                                     PRIMARY KEY (kind, tier)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS facts (kind TEXT NOT NULL, tier TEXT NOT NULL, path TEXT NOT NULL, oid TEXT NOT NULL,
+                                  value TEXT, problem TEXT, PRIMARY KEY (kind, tier, path)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS records (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+"""
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_code_key: str | None = None
+
+
+def code_key() -> str:
+    """What the facts of this okfgit were computed by: its version and every module's size and
+    mtime (computed once per process). Any change to the code, a forgotten version bump
+    included, gives another key, so facts computed by other code are never served."""
+    global _code_key
+    if _code_key is None:
+        import hashlib
+
+        digest = hashlib.sha1(usedforsecurity=False)
+        stack = [_PACKAGE]
+        while stack:
+            folder = stack.pop()
+            with os.scandir(folder) as found:
+                for entry in sorted(found, key=lambda e: e.name):
+                    if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
+                        stack.append(entry.path)
+                    elif entry.name.endswith(".py"):
+                        st = entry.stat()
+                        digest.update(f"{entry.path[len(_PACKAGE):]}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        _code_key = f"{TOOL} {digest.hexdigest()}"
+    return _code_key
+
+
+class Row(NamedTuple):
+    """One KB path's fact as stored: the blob OID, the fact as JSON text, or (``value`` None)
+    why the blob is no such fact."""
+
+    oid: str
+    value: str | None
+    problem: str | None = None
+
+
+class Catalog(NamedTuple):
+    """The stored facts of one kind for one tier: the KB tree they describe, the commit it was
+    read at, and the rows by path."""
+
+    tree: str
+    commit: str | None
+    rows: dict[str, Row]
+
+
+class _Staged:
+    """A catalog to write: where it now stands, and every row it has (``base`` None), or the
+    rows that changed since the stored tree ``base`` (None: the path is gone); ``saved`` is
+    told once they are written."""
+
+    __slots__ = ("tree", "commit", "rows", "base", "saved")
+
+    def __init__(self, tree: str, commit: str | None, rows: dict[str, Row | None], base: str | None,
+                 saved: Callable[[], None]) -> None:
+        self.tree = tree
+        self.commit = commit
+        self.rows = rows
+        self.base = base
+        self.saved = saved
+
+
+class Store:
+    """One repository's ``state.db``: opened on first use (never created by a read), the rows
+    a run asked for, and what it staged to write (``save``)."""
+
+    def __init__(self, common_dir: paths.StrPath) -> None:
+        self.common_dir = Path(common_dir)
+        self.path = paths.state(common_dir)
+        self.memo: dict[Any, Any] = {}  # what readers made of the rows this run (knowledge/catalog.py)
+        self._conn: sqlite3.Connection | None = None
+        self._catalogs: dict[tuple[str, str], _Staged] = {}
+        self._records: dict[str, Any] = {}  # name -> value (None: remove)
+        self._broken = False
+
+    # -- the connection -------------------------------------------------------------------
+
+    def connection(self, create: bool = False) -> sqlite3.Connection | None:
+        """The open database; None when there is none (``create``: make it) or it cannot be opened."""
+        if self._conn is not None:
+            return self._conn
+        if self._broken or (not create and not os.path.lexists(self.path)):
+            return None
+        import sqlite3
+
+        try:
+            if create:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=BUSY_S, isolation_level=None)
+        except (sqlite3.Error, OSError):
+            self._broken = True
+            return None
+        try:
+            conn.execute("PRAGMA synchronous = FULL")  # the ownership record shares the file
+        except sqlite3.DatabaseError:
+            pass  # not a database: each read says so, and the record's save replaces it
+        self._conn = conn
+        return conn
+
+    def reopen(self) -> None:
+        """Forget the open connection (the file was replaced by a new database)."""
+        self.close()
+        self._broken = False
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def mtime_ns(self) -> int | None:
+        """The database file's mtime (the file system's clock at its last write)."""
+        try:
+            return os.stat(self.path).st_mtime_ns
+        except OSError:
+            return None
+
+    # -- facts ----------------------------------------------------------------------------
+
+    def catalog(self, kind: str, tier: str) -> Catalog | None:
+        """The stored ``kind`` facts of ``tier``; None when there are none, they were computed
+        by other code (``code_key``), or the store cannot be read."""
+        import sqlite3
+
+        conn = self.connection()
+        if conn is None:
+            return None
+        try:
+            head = conn.execute("SELECT tree, commit_oid, code FROM catalogs WHERE kind = ? AND tier = ?",
+                                (kind, tier)).fetchone()
+            if head is None or head[2] != code_key():
+                return None
+            make = tuple.__new__
+            rows = {path: make(Row, (oid, value, problem)) for path, oid, value, problem in conn.execute(
+                "SELECT path, oid, value, problem FROM facts WHERE kind = ? AND tier = ?", (kind, tier))}
+        except sqlite3.Error:
+            return None
+        return Catalog(head[0], head[1], rows)
+
+    def stage_catalog(self, kind: str, tier: str, tree: str, commit: str | None, rows: dict[str, Row | None],
+                      base: str | None, saved: Callable[[], None] = lambda: None) -> None:
+        """Stage the ``kind`` facts of ``tier`` at ``tree``: ``rows`` are every row it has
+        (``base`` None), or the paths that changed since the stored tree ``base`` (None: the
+        path is gone). When the store holds another tree by the time it is written (another
+        okfgit stored one meanwhile), changes from ``base`` are not written: what is there stays."""
+        self._catalogs[(kind, tier)] = _Staged(tree, commit, dict(rows), base, saved)
+
+    # -- records --------------------------------------------------------------------------
+
+    def record(self, name: str) -> Any:
+        """The record ``name`` (as staged in this run, else as stored); None when there is none."""
+        if name in self._records:
+            return self._records[name]
+        import sqlite3
+
+        conn = self.connection()
+        if conn is None:
+            return None
+        try:
+            found = conn.execute("SELECT value FROM records WHERE name = ?", (name,)).fetchone()
+            return json.loads(found[0]) if found is not None else None
+        except (sqlite3.Error, ValueError):
+            return None
+
+    def stage_record(self, name: str, value: Any) -> None:
+        """Stage the record ``name`` (JSON-serialisable; None removes it)."""
+        self._records[name] = value
+
+    # -- writing --------------------------------------------------------------------------
+
+    @property
+    def staged(self) -> bool:
+        return bool(self._catalogs or self._records)
+
+    def save(self, write: Callable[[sqlite3.Connection], None] | None = None) -> bool:
+        """Write what was staged, and what ``write`` writes (the ownership record), in one
+        transaction. True when it wrote. Without ``write`` it never fails: facts and records
+        are only a cache (a store that cannot be written stays as it was); with it, an
+        IntegrityError says the record could not be written and nothing was."""
+        if write is None and not self.staged:
+            return False
+        import sqlite3
+
+        conn = self.connection(create=True)
+        if conn is None:
+            if write is not None:
+                raise IntegrityError(f"cannot write {self.path}")
+            return False
+        from okfgit.local import journal
+
+        journal.sweep_okf_dir(self.common_dir)  # a temp file a killed okfgit left beside it
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            _create(conn, self.common_dir)
+            if write is not None:
+                write(conn)
+            self._write_staged(conn)
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            if write is not None:
+                raise IntegrityError(f"cannot write {self.path}: {exc}") from exc
+            return False
+        for staged in self._catalogs.values():
+            staged.saved()
+        self._catalogs.clear()
+        self._records.clear()
+        return True
+
+    def _write_staged(self, conn: sqlite3.Connection) -> None:
+        code = code_key()
+        for (kind, tier), staged in sorted(self._catalogs.items()):
+            if staged.base is None:
+                conn.execute("DELETE FROM facts WHERE kind = ? AND tier = ?", (kind, tier))
+            elif conn.execute("SELECT 1 FROM catalogs WHERE kind = ? AND tier = ? AND tree = ? AND code = ?",
+                              (kind, tier, staged.base, code)).fetchone() is None:
+                continue
+            conn.executemany("DELETE FROM facts WHERE kind = ? AND tier = ? AND path = ?",
+                             [(kind, tier, path) for path, row in staged.rows.items() if row is None])
+            conn.executemany("INSERT OR REPLACE INTO facts (kind, tier, path, oid, value, problem) "
+                             "VALUES (?, ?, ?, ?, ?, ?)",
+                             [(kind, tier, path, *row) for path, row in staged.rows.items() if row is not None])
+            conn.execute("INSERT OR REPLACE INTO catalogs (kind, tier, tree, commit_oid, code) VALUES (?, ?, ?, ?, ?)",
+                         (kind, tier, staged.tree, staged.commit, code))
+        conn.executemany("DELETE FROM records WHERE name = ?",
+                         [(name,) for name, value in self._records.items() if value is None])
+        conn.executemany("INSERT OR REPLACE INTO records (name, value) VALUES (?, ?)",
+                         [(name, json.dumps(value, sort_keys=True, separators=(",", ":")))
+                          for name, value in self._records.items() if value is not None])
+
+
+def _create(conn: sqlite3.Connection, common_dir: Path) -> None:
+    """The tables of facts and records, made the first time a store is written (and the cache
+    files an earlier okfgit kept beside it removed: nothing reads them any more)."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'facts'").fetchone() is not None:
+        return
+    for statement in SCHEMA.strip().split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    for name in paths.LEGACY_CACHES:
+        try:
+            os.unlink(paths.okf_dir(common_dir) / name)
+        except OSError:
+            pass
+
+
+class Stores:
+    """The stores of the repositories one run reads, by common git dir, each opened on first
+    use; ``save`` writes each one's staged rows once, at the end of the run."""
+
+    def __init__(self, first: Iterable[Store] = ()) -> None:
+        self._by_dir: dict[str, Store] = {os.path.abspath(s.common_dir): s for s in first}
+
+    def of(self, common_dir: paths.StrPath) -> Store:
+        key = os.path.abspath(common_dir)
+        found = self._by_dir.get(key)
+        if found is None:
+            found = self._by_dir[key] = Store(common_dir)
+        return found
+
+    def save(self) -> None:
+        """Write every store's staged facts and records (each a cache: never fails)."""
+        for store in self._by_dir.values():
+            store.save()
