@@ -361,9 +361,9 @@ def capture(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, *, 
 
     ``owned`` is the ownership record as the caller holds it, and ``stores`` the run's stores
     (``sync`` opens them once and hands them on to projection): the captured files are
-    recorded in it, the facts read are staged in them, and the caller saves both. Planned and committed under the project
-    repository's write lock (sync already holds it), so a concurrent ``new`` waits rather
-    than interleaving. ``unchanged``: a memory folder that is exactly as the last sync left it,
+    recorded in it, the facts read are staged in them, and the caller saves both. Planned
+    and committed under the project repository's write lock (sync already holds it), so a
+    concurrent ``new`` waits rather than interleaving. ``unchanged``: a memory folder that is exactly as the last sync left it,
     whose capture left nothing waiting (sync's stamp says so): when it is this repository's
     memory folder, no file of it is read.
     """

@@ -171,16 +171,14 @@ def load(kind: Kind[F], store: Store, label: str) -> TierCatalog[F] | None:
     stored = store.catalog(kind.name, label)
     if stored is None:
         return None
-    rows = stored.rows
     try:
         # One parse of every value (a JSON list of lists) costs a third of one parse each.
-        values = json.loads("[" + ",".join([r.value for r in rows.values() if r.value is not None]) + "]")
-        it = iter(values)
+        values = json.loads("[" + ",".join([value for _, value in stored.facts]) + "]")
         from_json = kind.from_json
-        facts = {path: from_json(next(it)) for path, row in rows.items() if row.value is not None}
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError, StopIteration):
+        facts = {path: from_json(value) for (path, _), value in zip(stored.facts, values)}
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None
-    problems = {path: (row.oid, row.problem or "") for path, row in rows.items() if row.value is None}
+    problems = {path: (oid, why or "") for path, oid, why in stored.problems}
     out = TierCatalog(stored.tree, facts, problems, stored.commit, stored.tree)
     store.memo[(kind.name, label)] = out
     return out

@@ -127,9 +127,9 @@ class Doc:
 class Checked(NamedTuple):
     """What doctor keeps of one concept file: a pure function of its path, its blob and the
     tier's name, so it is kept in the tier's store with ``catalog`` (one row per path, updated
-    from a tree diff) and a warm doctor parses only the files that changed. Findings that involve other files (links, duplicate
-    ``okf_id``, indexes) or the clock (``stale``) are recomputed each run from these fields,
-    so the cache can only save work, never hide a finding."""
+    from a tree diff) and a warm doctor parses only the files that changed. Findings that
+    involve other files (links, duplicate ``okf_id``, indexes) or the clock (``stale``) are
+    recomputed each run from these fields, so the store can only save work, never hide a finding."""
 
     oid: str
     findings: list[Any]  # [group, code, severity, message, line]: the checks of the file on its own

@@ -5,12 +5,12 @@ worktrees share them exactly as they share Claude Code's memory folder. No other
 spells the folder or a file name; each asks here. What each file is for:
 
 - ``state.db``: the store (``local/store.py``), an SQLite database (``state.db-journal`` beside
-  it while a write is in progress; ``.state.db.<pid>.okftmp`` while a new one is made): the
-  ownership record (every file projection wrote and its blob OID: ``local/state.py``; the project
-  repository only), the facts derived from each blob (every concept's card and the links of its
-  body, what ``doctor`` finds in each markdown file on its own, what ``okfgit index`` needs of each
-  ``index.md``: safe to delete), and a few records (the last git index found in step with HEAD,
-  the global tier's exchanges with its remote, doctor's errors at a tree: safe to delete);
+  it while a write is in progress): the ownership record (every file projection wrote and its
+  blob OID: ``local/state.py``; the project repository only), the facts derived from each blob
+  (every concept's card and the links of its body, what ``doctor`` finds in each markdown file on
+  its own, what ``okfgit index`` needs of each ``index.md``: safe to delete), and a few records
+  (the last git index found in step with HEAD, the global tier's exchanges with its remote,
+  doctor's errors at a tree: safe to delete);
   ``state.json``: the ownership record as an earlier okfgit kept it, replaced by the database the
   first time the record is saved;
 - ``fastpath.json``, ``sync.json``: the no-op stamps of projection and sync, files of their own

@@ -92,11 +92,13 @@ class Row(NamedTuple):
 
 class Catalog(NamedTuple):
     """The stored facts of one kind for one tier: the KB tree they describe, the commit it was
-    read at, and the rows by path."""
+    read at, (path, fact as JSON) of each path with a fact, and (path, blob OID, why) of each
+    path without one."""
 
     tree: str
     commit: str | None
-    rows: dict[str, Row]
+    facts: list[tuple[str, str]]
+    problems: list[tuple[str, str, str]]
 
 
 class _Staged:
@@ -184,12 +186,13 @@ class Store:
                                 (kind, tier)).fetchone()
             if head is None or head[2] != code_key():
                 return None
-            make = tuple.__new__
-            rows = {path: make(Row, (oid, value, problem)) for path, oid, value, problem in conn.execute(
-                "SELECT path, oid, value, problem FROM facts WHERE kind = ? AND tier = ?", (kind, tier))}
+            facts = conn.execute("SELECT path, value FROM facts WHERE kind = ? AND tier = ? AND value IS NOT NULL",
+                                 (kind, tier)).fetchall()
+            problems = conn.execute("SELECT path, oid, problem FROM facts WHERE kind = ? AND tier = ? "
+                                    "AND value IS NULL", (kind, tier)).fetchall()
         except sqlite3.Error:
             return None
-        return Catalog(head[0], head[1], rows)
+        return Catalog(head[0], head[1], facts, problems)
 
     def stage_catalog(self, kind: str, tier: str, tree: str, commit: str | None, rows: dict[str, Row | None],
                       base: str | None, saved: Callable[[], None] = lambda: None) -> None:

@@ -366,7 +366,8 @@ class Graph:
         key = (path, entry.oid, entry.mode)
         fact = self._facts.get(key)
         if fact is None:
-            fact = self._facts[key] = checks.fact_of(self.tier.name, path, entry, b"" if entry.is_link else read(entry.oid))
+            data = b"" if entry.is_link else read(entry.oid)
+            fact = self._facts[key] = checks.fact_of(self.tier.name, path, entry, data)
         return fact
 
     def at(self, commit: str, tree: str | None, keep: bool) -> TierCatalog[Doctored]:

@@ -91,7 +91,8 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         # missed by this capture, so the stamp must not vouch for it (local/stamps.py).
         started = os.fstat(held.fd).st_mtime_ns
         stores = Stores()  # every repository's store, read once, saved once at the end
-        owned = state.load(repo.common_dir, stores.of(repo.common_dir))  # capture records into it, projection replaces it
+        # The ownership record, once: capture records into it, projection replaces it.
+        owned = state.load(repo.common_dir, stores.of(repo.common_dir))
         has_global = ws.tier("global").exists()
         if has_global:
             from okfgit.flows import exchange
