@@ -76,12 +76,16 @@ class TierCatalog(Generic[F]):
 
 class Kind(NamedTuple, Generic[F]):
     """One kind of per-blob fact: its name in the store, how a blob becomes a fact (raising
-    OkfError when it is not one) and how a fact comes back from its JSON list."""
+    OkfError when it is not one), how a fact comes back from its JSON list, and the paths it
+    keeps a fact for. ``view``: an SQL expression of the stored JSON for a kind that reads a
+    few fields of another's facts (review's nodes of doctor's facts), whose ``from_json``
+    takes what it gives."""
 
     name: str
     fact: Callable[[str, str, Entry, bytes], F]
-    from_json: Callable[[list[Any]], F]
-    wants: Callable[[str], bool] = okf.is_concept_path  # the paths it keeps a fact for
+    from_json: Callable[[Any], F]
+    wants: Callable[[str], bool] = okf.is_concept_path
+    view: str = "value"
 
 
 def build_kind(kind: Kind[F], repo: Reader, tier: Tier, commit: str, tree: str, cached: TierCatalog[F] | None,
@@ -165,10 +169,10 @@ def _add(out: TierCatalog[F], repo: Reader, tier: Tier, path: str, entry: Entry,
 def load(kind: Kind[F], store: Store, label: str) -> TierCatalog[F] | None:
     """The ``kind`` catalog of tier ``label`` as this run last kept it, else as stored; None
     when there is none (or it cannot be read: it is only a cache)."""
-    known: TierCatalog[F] | None = store.memo.get((kind.name, label))
+    known: TierCatalog[F] | None = store.memo.get((kind.name, kind.view, label))
     if known is not None:
         return known
-    stored = store.catalog(kind.name, label)
+    stored = store.catalog(kind.name, label, kind.view)
     if stored is None:
         return None
     try:
@@ -180,15 +184,17 @@ def load(kind: Kind[F], store: Store, label: str) -> TierCatalog[F] | None:
         return None
     problems = {path: (oid, why or "") for path, oid, why in stored.problems}
     out = TierCatalog(stored.tree, facts, problems, stored.commit, stored.tree)
-    store.memo[(kind.name, label)] = out
+    store.memo[(kind.name, kind.view, label)] = out
     return out
 
 
-def remember(kind: Kind[F], store: Store, label: str, built: TierCatalog[F]) -> None:
+def remember(kind: Kind[F], store: Store, label: str, built: TierCatalog[F],
+             stored: Callable[[str], Fact | None] | None = None) -> None:
     """Stage ``built`` (tier ``label``) to be stored: nothing when it is what the store holds,
-    the rows of the paths that changed since the stored tree, or every row."""
-    before = store.memo.get((kind.name, label))
-    store.memo[(kind.name, label)] = built
+    the rows of the paths that changed since the stored tree, or every row. ``stored``: the
+    fact to store for a path, when ``kind`` is a view of the stored facts (default: ``built``'s)."""
+    before = store.memo.get((kind.name, kind.view, label))
+    store.memo[(kind.name, kind.view, label)] = built
     if before is built or (before is not None and before.tree == built.tree and before.commit == built.commit
                            and before.base == built.base and before.delta == built.delta):
         return
@@ -196,9 +202,11 @@ def remember(kind: Kind[F], store: Store, label: str, built: TierCatalog[F]) -> 
     where = sorted(built.delta) if base is not None else sorted(built.facts.keys() | built.problems.keys())
     rows: dict[str, Row | None] = {}
     for path in where:
-        if path in built.facts:
-            fact = built.facts[path]
+        fact = (stored(path) if stored is not None else built.facts[path]) if path in built.facts else None
+        if fact is not None:
             rows[path] = Row(fact.oid, json.dumps(fact, separators=(",", ":"), ensure_ascii=False))
+        elif path in built.facts:
+            return  # a view whose stored fact is not at hand: rows that say less would mislead
         elif path in built.problems:
             oid, why = built.problems[path]
             rows[path] = Row(oid, None, why)

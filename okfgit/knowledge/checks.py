@@ -247,7 +247,8 @@ def _finding_row(f: Finding) -> list[Any]:
     return [f.group, f.code, f.severity, f.message, f.line]
 
 
-def _fact_from_json(value: list[Any]) -> Checked | Page:
+def fact_from_json(value: list[Any]) -> Checked | Page:
+    """A stored fact (its JSON list) as a ``Checked`` or a ``Page``."""
     return Page(*value) if len(value) == len(Page._fields) else Checked(*value)
 
 
@@ -263,7 +264,7 @@ class Facts(dict[str, Checked]):
 def doctor_kind(tier: Tier) -> catalog.Kind[Checked | Page]:
     """The doctor cache of ``tier``: a ``Checked`` for every concept, a ``Page`` for every
     ``index.md`` and ``log.md`` (the facts depend on the tier's name: ``scope-mismatch``)."""
-    return catalog.Kind("doctor", functools.partial(_fact_by_label, tier.name), _fact_from_json, _is_markdown)
+    return catalog.Kind("doctor", functools.partial(_fact_by_label, tier.name), fact_from_json, _is_markdown)
 
 
 def _is_markdown(path: str) -> bool:

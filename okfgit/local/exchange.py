@@ -47,9 +47,8 @@ def save(store: Store, record: Record) -> None:
 
 
 def remove(store: Store) -> None:
-    """Stage the record's removal (the tier has no remote any more), when there is one."""
-    if store.record(NAME) is not None:
-        store.stage_record(NAME, None)
+    """Stage the record's removal (the tier has no remote any more)."""
+    store.stage_record(NAME, None)
 
 
 def due(global_common_dir: str, now: float) -> bool:

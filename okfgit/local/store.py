@@ -59,25 +59,23 @@ _code_key: str | None = None
 
 
 def code_key() -> str:
-    """What the facts of this okfgit were computed by: its version and every module's size and
-    mtime (computed once per process). Any change to the code, a forgotten version bump
-    included, gives another key, so facts computed by other code are never served."""
+    """What the facts of this okfgit were computed by: its version, how many modules it has,
+    and the sums of their sizes and of their mtimes (computed once per process). An edited,
+    added or removed module changes it, a forgotten version bump included, so facts computed
+    by other code are never served."""
     global _code_key
     if _code_key is None:
-        import hashlib
-
-        digest = hashlib.sha1(usedforsecurity=False)
+        count = size = mtime = 0
         stack = [_PACKAGE]
         while stack:
-            folder = stack.pop()
-            with os.scandir(folder) as found:
-                for entry in sorted(found, key=lambda e: e.name):
+            with os.scandir(stack.pop()) as found:
+                for entry in found:
                     if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
                         stack.append(entry.path)
                     elif entry.name.endswith(".py"):
                         st = entry.stat()
-                        digest.update(f"{entry.path[len(_PACKAGE):]}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-        _code_key = f"{TOOL} {digest.hexdigest()}"
+                        count, size, mtime = count + 1, size + st.st_size, mtime + st.st_mtime_ns
+        _code_key = f"{TOOL} {count} {size} {mtime}"
     return _code_key
 
 
@@ -173,9 +171,11 @@ class Store:
 
     # -- facts ----------------------------------------------------------------------------
 
-    def catalog(self, kind: str, tier: str) -> Catalog | None:
+    def catalog(self, kind: str, tier: str, view: str = "value") -> Catalog | None:
         """The stored ``kind`` facts of ``tier``; None when there are none, they were computed
-        by other code (``code_key``), or the store cannot be read."""
+        by other code (``code_key``), or the store cannot be read. ``view``: an SQL expression
+        of each row's ``value`` giving the JSON the caller reads (default the whole fact), so a
+        reader that needs a few fields of every fact parses no more than those."""
         import sqlite3
 
         conn = self.connection()
@@ -186,13 +186,29 @@ class Store:
                                 (kind, tier)).fetchone()
             if head is None or head[2] != code_key():
                 return None
-            facts = conn.execute("SELECT path, value FROM facts WHERE kind = ? AND tier = ? AND value IS NOT NULL",
+            facts = conn.execute(f"SELECT path, {view} FROM facts WHERE kind = ? AND tier = ? AND value IS NOT NULL",
                                  (kind, tier)).fetchall()
             problems = conn.execute("SELECT path, oid, problem FROM facts WHERE kind = ? AND tier = ? "
                                     "AND value IS NULL", (kind, tier)).fetchall()
         except sqlite3.Error:
             return None
         return Catalog(head[0], head[1], facts, problems)
+
+    def fact(self, kind: str, tier: str, path: str) -> Row | None:
+        """The stored ``kind`` fact of one path of ``tier`` (one lookup: the rows are keyed by
+        path), from the KB tree the catalog describes; None as for ``catalog``."""
+        import sqlite3
+
+        conn = self.connection()
+        if conn is None:
+            return None
+        try:
+            found = conn.execute("SELECT f.oid, f.value, f.problem FROM facts f JOIN catalogs c ON c.kind = f.kind "
+                                 "AND c.tier = f.tier WHERE f.kind = ? AND f.tier = ? AND f.path = ? AND c.code = ?",
+                                 (kind, tier, path, code_key())).fetchone()
+        except sqlite3.Error:
+            return None
+        return Row(*found) if found is not None else None
 
     def stage_catalog(self, kind: str, tier: str, tree: str, commit: str | None, rows: dict[str, Row | None],
                       base: str | None, saved: Callable[[], None] = lambda: None) -> None:
@@ -220,7 +236,10 @@ class Store:
             return None
 
     def stage_record(self, name: str, value: Any) -> None:
-        """Stage the record ``name`` (JSON-serialisable; None removes it)."""
+        """Stage the record ``name`` (JSON-serialisable; None removes it); nothing to write when
+        the store holds it already."""
+        if name not in self._records and self.record(name) == value:
+            return
         self._records[name] = value
 
     # -- writing --------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import json
 import posixpath
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from okfgit.records import field, record
@@ -326,8 +327,10 @@ def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | 
 class Node(NamedTuple):
     """What review needs of every concept of a tree, to find the concepts a change reaches
     without reading the others: who links to a changed concept, who shares its ``okf_id``,
-    what a ``[[name]]`` names. Made from doctor's facts of the blob (``checks.checked_of``)."""
+    what a ``[[name]]`` names. Made from doctor's facts of the blob (``checks.checked_of``);
+    an index's or a log's node holds only its blob OID."""
 
+    oid: str
     okf_id: str | None
     name: str | None  # the frontmatter ``name`` when it is a string
     readable: bool
@@ -336,50 +339,96 @@ class Node(NamedTuple):
     wiki: list[str]  # the target of each ``[[name]]`` link of the body
 
 
-def node_of(fact: checks.Checked) -> Node:
-    return Node(fact.okf_id, fact.name, fact.readable, fact.has_frontmatter,
-                [where for kind, _, _, where in fact.links if kind != "wiki" and where and where != "/"],
-                [target for kind, target, *_ in fact.links if kind == "wiki"])
+def node_of(fact: checks.Checked | checks.Page) -> Node:
+    if not isinstance(fact, checks.Checked):
+        return Node(fact.oid, None, None, False, False, [], [])  # an index or a log: no concept
+    return _node(fact.oid, fact.okf_id, fact.name, fact.readable, fact.has_frontmatter, fact.links)
+
+
+def _node(oid: str, okf_id: str | None, name: str | None, readable: bool, frontmatter: bool,
+          found: list[Any]) -> Node:
+    return Node(oid, okf_id, name, bool(readable), bool(frontmatter),
+                [where for kind, _, _, where in found if kind != "wiki" and where and where != "/"],
+                [target for kind, target, *_ in found if kind == "wiki"])
+
+
+_FIELDS = ("oid", "okf_id", "name", "readable", "has_frontmatter", "links")
+# A node's fields of each stored doctor fact, picked out by SQLite (a concept's fact is a JSON list
+# in Checked's order; an index's or a log's is shorter): review parses these, not every finding.
+_NODE_VIEW = (f"CASE WHEN json_array_length(value) = {len(checks.Checked._fields)} THEN json_array("
+              + ", ".join(f"json_extract(value, '$[{checks.Checked._fields.index(f)}]')" for f in _FIELDS)
+              + ") ELSE json_array(json_extract(value, '$[0]')) END")
+
+
+def _node_from_view(value: list[Any]) -> Node:
+    return _node(*value) if len(value) == len(_FIELDS) else Node(value[0], None, None, False, False, [], [])
 
 
 Doctored = checks.Checked | checks.Page
 
 
 class Graph:
-    """Doctor's facts of the project tier at the trees a review reads (``checks.doctor_kind``):
-    each tree's catalog from the tier's store, updated from a tree diff (the head's is stored
-    back: the next review of the branch, and the next doctor, start there)."""
+    """Every concept's ``Node`` at the trees a review reads, from doctor's facts in the tier's
+    store (``checks.doctor_kind``: a view of their rows, ``_NODE_VIEW``), updated from a tree
+    diff with doctor's facts of each blob that changed (each checked once); the head's are
+    stored back as doctor's facts, where the next review of the branch and the next doctor start."""
 
     def __init__(self, tier: Tier, repo: Repo, progress: Progress = silent) -> None:
         self.tier = tier
         self.repo = repo
-        self.progress = progress  # told of a catalog built from many blobs (the first review in a clone)
-        self.kind = checks.doctor_kind(tier)
+        self.progress = progress  # told of a graph built from many blobs (the first review in a clone)
+        doctor = checks.doctor_kind(tier)
+        self.kind: catalog.Kind[Node] = catalog.Kind(doctor.name, self._node, _node_from_view, doctor.wants,
+                                                       _NODE_VIEW)
         self.store = Store(repo.common_dir)
         self._facts: dict[tuple[str, str, int], Doctored] = {}
-        self._last: TierCatalog[Doctored] | None = None
+        self._last: TierCatalog[Node] | None = None
 
     def fact(self, path: str, entry: Entry, read: Callable[[str], bytes]) -> Doctored:
         """Doctor's facts of the markdown blob at ``path`` (``checks.fact_of``: a concept's
-        ``Checked``, an index's or log's ``Page``), for a blob no catalog read holds; each
-        checked once."""
+        ``Checked``, an index's or log's ``Page``): as stored for this blob, else checked here
+        (each blob once)."""
         key = (path, entry.oid, entry.mode)
         fact = self._facts.get(key)
         if fact is None:
-            data = b"" if entry.is_link else read(entry.oid)
-            fact = self._facts[key] = checks.fact_of(self.tier.name, path, entry, data)
+            fact = self._stored(path, entry)
+            if fact is None:
+                data = b"" if entry.is_link else read(entry.oid)
+                fact = checks.fact_of(self.tier.name, path, entry, data)
+            self._facts[key] = fact
         return fact
 
-    def at(self, commit: str, tree: str | None, keep: bool) -> TierCatalog[Doctored]:
-        """The facts of the tree ``tree`` (at ``commit``), from the tree read last, else the
-        store; ``keep``: store them (the head's)."""
+    def _stored(self, path: str, entry: Entry) -> Doctored | None:
+        row = self.store.fact(self.kind.name, self.tier.label, path)
+        if row is None or row.value is None or row.oid != entry.oid:
+            return None
+        try:
+            fact = checks.fact_from_json(json.loads(row.value))
+        except (ValueError, TypeError):
+            return None
+        # A fact holds the blob's OID; a symlink's alone has neither a reading nor a finding.
+        return fact if entry.is_link == (not fact.readable and not fact.findings) else None
+
+    def _node(self, _label: str, path: str, entry: Entry, data: bytes) -> Node:
+        return node_of(self.fact(path, entry, lambda _oid: data))
+
+    def at(self, commit: str, tree: str | None, keep: bool) -> TierCatalog[Node]:
+        """The nodes of the tree ``tree`` (at ``commit``), from the tree read last, else the
+        store; ``keep``: store doctor's facts of it (the head's)."""
         if tree is None:
             return TierCatalog("")
         start = self._last or catalog.load(self.kind, self.store, self.tier.label)
         built = catalog.build_kind(self.kind, self.repo, self.tier, commit, tree, start, progress=self.progress)
         self._last = built
         if keep:
-            catalog.remember(self.kind, self.store, self.tier.label, built)
+            entries = (self.repo.entries_in(tree, sorted(built.delta)) if built.base is not None
+                       else self.repo.tree_entries(commit, self.tier.prefix))
+
+            def fact_at(path: str) -> Doctored | None:
+                entry = entries.get(path)
+                return self._facts.get((path, entry.oid, entry.mode)) if entry is not None else None
+
+            catalog.remember(self.kind, self.store, self.tier.label, built, fact_at)
             self.store.save()  # only a cache: never fails
         return built
 
@@ -498,13 +547,13 @@ class Side:
         self.snap = Snapshot(tier, commit, self.entries, graph.repo.read_blob)
 
     @cached_property
-    def _catalog(self) -> TierCatalog[Doctored]:
+    def _catalog(self) -> TierCatalog[Node]:
         return self.graph.at(self.commit, self.tree, self.keep)
 
     @cached_property
     def nodes(self) -> dict[str, Node]:
         """Every concept path's node (a path that could not be read has none)."""
-        return {path: node_of(fact) for path, fact in self._catalog.facts.items() if type(fact) is checks.Checked}
+        return {path: node for path, node in self._catalog.facts.items() if okf.is_concept_path(path)}
 
     @cached_property
     def _folders(self) -> dict[str, list[str]]:
@@ -542,13 +591,7 @@ class Side:
 
     def _fact(self, path: str) -> Doctored | None:
         entry = self.entries.get(path)
-        if entry is None:
-            return None
-        fact = self._catalog.facts.get(path)
-        # A fact holds the blob's OID; a symlink's alone has neither a reading nor a finding.
-        if fact is not None and fact.oid == entry.oid and entry.is_link == (not fact.readable and not fact.findings):
-            return fact
-        return self.graph.fact(path, entry, self.graph.repo.read_blob)
+        return self.graph.fact(path, entry, self.graph.repo.read_blob) if entry is not None else None
 
     def facts_for(self, only: set[str]) -> checks.Facts:
         """Doctor's facts of what its findings about ``only`` involve (``checks.check_snapshot``):
