@@ -868,10 +868,20 @@ class IndexCheck:
             above = index.index_path(index.parent(folder))
             if above in reached:
                 self.c.add(PROFILE, "orphan", path, f"not reachable from the root index: {above} has no entry "
-                           f"for {folder.rsplit('/', 1)[-1]}/ (run `okfgit index`)")
+                           f"for {folder.rsplit('/', 1)[-1]}/ ({self.remedy(folder)})")
         for path, _, own in self.homes:
             if path not in reached and path not in omitted and own in reached:
                 self.c.add(PROFILE, "orphan", path, "not reachable from the root index through index links")
+
+    def remedy(self, folder: str) -> str:
+        """What fixes an unreached index: ``okfgit index`` links it from its parent, or removes it
+        when its folder has no concept left; one that keeps a person's words is theirs to move."""
+        if any(p.startswith(folder + "/") and okf.is_concept_path(p) for p in self.entries):
+            return "run `okfgit index`"
+        if index.emptied(self.c.scan.snap, folders=[folder]).get(index.index_path(folder), b"") is None:
+            return "its folder has no concept left: run `okfgit index`, which removes it"
+        return ("its folder has no concept left and it holds a person's words: move what is worth keeping "
+                "elsewhere, then delete it")
 
 
 # -- running it ------------------------------------------------------------------------

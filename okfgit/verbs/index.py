@@ -113,15 +113,17 @@ def plan_index(ctx: Context, ws: Workspace, scope: str, *, check: bool = False) 
             found = known.get(path)
             return found.summary if found is not None and found.oid == entries[path].oid else None
 
-        changes = index.regenerate(snap, items=item, summaries=summary)
+        changes: dict[str, bytes | None] = dict(index.regenerate(snap, items=item, summaries=summary))
+        changes.update(index.emptied(snap))  # a folder with no concept left: its index goes or is emptied
         stale = sorted(changes)
         run.tiers.append(TierIndex(tier, snap.commit, stale))
         if not changes:
             continue
-        listed = "\n".join(f"- {path}" for path in stale)
+        listed = "\n".join(f"- {path}" + (" (removed: its folder has no concept left)" if changes[path] is None else "")
+                           for path in stale)
         run.plan.commits.append(TierCommit(
             tier, "index", f"okf: regenerate {len(stale)} index file{'s' if len(stale) != 1 else ''}",
-            dict(changes), body=f"Regenerated from the tree at {snap.commit[:12]}:\n\n{listed}",
+            changes, body=f"Regenerated from the tree at {snap.commit[:12]}:\n\n{listed}",
             old={p: (snap.blob(p) if p in snap.entries else None) for p in changes}, base=snap.commit,
             actor=actor(ctx, tier),
         ))
