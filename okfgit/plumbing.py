@@ -415,6 +415,14 @@ class Plumbing:
             elif not x_tree and not y_tree:
                 out.append(Change(path, x.oid if x else None, y.oid if y else None))
 
+    def unmerged(self, prefix: str = "") -> list[str]:
+        """Paths under ``prefix`` that git's index holds unmerged (a conflict not yet resolved)."""
+        proc = self._git("--literal-pathspecs", "ls-files", "--unmerged", "-z", "--", *([prefix] if prefix else []))
+        if proc.returncode != 0:
+            return []
+        paths = {row.split(b"\t", 1)[1].decode("utf-8", "surrogateescape") for row in proc.stdout.split(b"\0") if b"\t" in row}
+        return sorted(paths)
+
     def index_behind(self, prefix: str, depth: int = 50) -> list[str]:
         """Paths under ``prefix`` that an okfgit commit wrote and whose index entry differs
         from HEAD: what the next ``git commit`` would revert. Looks at the last ``depth``

@@ -19,7 +19,7 @@ from okfgit.format.findings import ERROR, WARNING, Finding
 from okfgit.knowledge.checks import OKF, PROFILE, Checker, Scan, TierReport, checked_facts
 from okfgit.knowledge.snapshot import Snapshot, snapshot, worktree_snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
-from okfgit.plan import index_behind
+from okfgit.plan import InProgress, in_progress, index_behind
 from okfgit.records import record
 
 
@@ -84,12 +84,28 @@ def _run(ctx: Context, ws: Workspace, tiers: list[Tier], skipped: list[str], rea
     today = lifecycle.instant_of(ctx.now())
     reports = [_report(scan, today, elsewhere.lookup(label), worktree) for label, scan in scans.items()]
     for tier_report in reports:
+        busy = in_progress(tier_report.tier)
+        if busy is not None:  # the index holds the operation's results: never advise resetting them
+            tier_report.findings.extend(_in_progress_findings(busy))
+            continue
         behind = index_behind(tier_report.tier)
         if behind is not None:
             first = behind.paths[0]
             kb_path = first[len(behind.tier.prefix) + 1:] if behind.tier.prefix else first
             tier_report.findings.append(Finding("index-behind", ERROR, kb_path, behind.message(), group=PROFILE))
     return Report(reports, skipped)
+
+
+def _in_progress_findings(busy: InProgress) -> list[Finding]:
+    """A merge (rebase, cherry-pick...) under way: doctor read HEAD, which does not hold its
+    result yet; each of the tier's files git left unmerged is an error saying how to resolve it."""
+    prefix = busy.tier.prefix + "/" if busy.tier.prefix else ""
+    out = [Finding("merge-in-progress", WARNING, "index.md", f"{busy.message()}; doctor checked HEAD, which does "
+                   f"not hold the {busy.kind}'s result yet", group=PROFILE)]
+    for path in busy.unmerged:
+        out.append(Finding("merge-conflict", ERROR, path[len(prefix):] if path.startswith(prefix) else path,
+                           f"not merged yet: {busy.remedy(path)}", group=PROFILE))
+    return out
 
 
 class _Elsewhere:

@@ -13,13 +13,13 @@ from typing import Any, NamedTuple
 from okfgit.format import index_md as index
 from okfgit.flows.concepts import actor
 from okfgit.context import Context
-from okfgit.errors import EXIT_OK, EXIT_USAGE, OkfError
+from okfgit.errors import EXIT_OK, EXIT_USAGE, OkfError, RepoStateError
 from okfgit.records import field, record
 from okfgit.git import Entry
 from okfgit.knowledge import catalog
 from okfgit.knowledge.snapshot import Snapshot, snapshot
 from okfgit.local import paths
-from okfgit.plan import Plan, TierCommit, apply, writing
+from okfgit.plan import Plan, TierCommit, apply, in_progress, writing
 from okfgit.knowledge import checks
 from okfgit.knowledge.tiers import Tier, Workspace
 
@@ -97,6 +97,9 @@ def plan_index(ctx: Context, ws: Workspace, scope: str, *, check: bool = False) 
     tiers, skipped = ws.present(scope)
     run = IndexRun([], skipped, check=check)
     for tier in tiers:
+        busy = in_progress(tier)
+        if busy is not None:  # HEAD does not hold the merge's result: nothing to judge or write yet
+            raise RepoStateError(f"{busy.message('okfgit index')} (nothing was changed)")
         snap = snapshot(tier)
         if snap.commit is None or not snap.entries:
             run.skipped.append(f"{tier.label} tier skipped: no knowledge base at HEAD in {tier.root}")

@@ -12,7 +12,7 @@ from okfgit.local import hooklog, lock, paths, stamps, state
 from okfgit.flows import projection
 from okfgit.context import Context
 from okfgit.errors import OkfError, RepoStateError, UsageError
-from okfgit.plan import IndexBehind, Plan, index_behind
+from okfgit.plan import IndexBehind, InProgress, Plan, in_progress, index_behind
 from okfgit.targets import budget
 from okfgit.flows.projection import Outcome
 from okfgit.format import lifecycle, names
@@ -38,6 +38,7 @@ class Status:
     over_budget: list[str] = field(default_factory=list)  # what an agent cannot see (targets/budget.py)
     index_behind: list[IndexBehind] = field(default_factory=list)  # what the next git commit would revert
     protected: dict[str, str] = field(default_factory=dict)  # sibling -> why its concept is protected
+    in_progress: list[InProgress] = field(default_factory=list)  # merges (rebases...) under way in the tiers
 
     @property
     def in_sync(self) -> bool:
@@ -60,6 +61,7 @@ class Status:
             out.append("a git hook failed since the last successful sync")
         if self.index_behind:
             out.append(f"{sum(len(b.paths) for b in self.index_behind)} okfgit path(s) whose index is behind HEAD")
+        out += [f"{busy.operation.what} to finish in {busy.tier.repo_path}" for busy in self.in_progress]
         return out
 
     @property
@@ -103,6 +105,8 @@ class Status:
             "global_remote": self.remote.to_json() if self.remote.url else None,
             "over_budget": self.over_budget,
             "index_behind": [{"tier": b.tier.label, "paths": b.paths, "repair": b.repair} for b in self.index_behind],
+            "in_progress": [{"tier": b.tier.label, "operation": b.kind, "finish": b.operation.finish,
+                             "unmerged": b.unmerged} for b in self.in_progress],
         }
 
 
@@ -140,7 +144,18 @@ def status(ctx: Context, ws: Workspace) -> Status:
                                    seen=first[1].entries if first and first[0] == str(owned.memory_dir) else None,
                                    ).over_budget,
         index_behind=[b for b in (index_behind(t) for t in ws.active()) if b is not None],
+        in_progress=_in_progress(ws.active()),
     )
+
+
+def _in_progress(tiers: list[Tier]) -> list[InProgress]:
+    """What git is in the middle of in each tier's repository (a repository counted once)."""
+    out: list[InProgress] = []
+    for tier in tiers:
+        busy = in_progress(tier)
+        if busy is not None and all(b.tier.repo_path != tier.repo_path for b in out):
+            out.append(busy)
+    return out
 
 
 def _needs_merge(tiers: list[Tier], owned: state.State) -> list[str]:
@@ -207,6 +222,10 @@ def render(st: Status) -> str:
     """The human-readable status (``--json`` gives ``Status.to_json``)."""
     cap = st.capture
     lines = [f"tiers: {', '.join(st.tiers) or 'none'}"]
+    for busy in st.in_progress:
+        lines.append(f"{busy.kind} in progress: finish it, then okfgit sync")
+        lines.append(f"  {busy.tier.repo_path}: {busy.operation.finish}")
+        lines += [f"  unmerged {path}: {busy.remedy(path)}" for path in busy.unmerged]
     lines.append(cap.reason)
     if cap.memory_dir:
         lines.append(f"memory folder: {cap.memory_dir}")

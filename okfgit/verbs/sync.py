@@ -14,6 +14,7 @@ not write, so the agent's memories wait safely for the next sync.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,7 @@ from okfgit.local import stamps as syncstamp
 from okfgit.context import Context
 from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, OkfError, RepoStateError, UsageError
 from okfgit.knowledge.tiers import Workspace
+from okfgit.plan import in_progress
 
 if TYPE_CHECKING:  # the global tier's exchange loads only when that tier exists
     from okfgit.flows import exchange
@@ -41,6 +43,7 @@ class SyncReport:
     capture: capture.Report | None = None
     capture_error: str | None = None
     capture_deferred: str | None = None
+    in_progress: str | None = None  # "merge", "rebase"...: what git is in the middle of in the project repo
     projection: projection.Report | None = None
     exchange: exchange.Report | None = None
     warnings: list[str] = field(default_factory=list)
@@ -63,6 +66,7 @@ class SyncReport:
             "capture": self.capture.to_json() if self.capture is not None else None,
             "capture_error": self.capture_error,
             "capture_deferred": self.capture_deferred,
+            "in_progress": self.in_progress,
             "projection": self.projection.to_json() if self.projection is not None else None,
             "exchange": self.exchange.parts() if self.exchange is not None else [],
             "failed": self.failed,
@@ -71,11 +75,14 @@ class SyncReport:
 
 
 def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg: str | None = None,
-         fetch: bool = False, listed: bool = False) -> SyncReport:
+         fetch: bool = False, listed: bool = False, hook: str | None = None,
+         hook_args: Sequence[str] = ()) -> SyncReport:
     """Capture, then project, under the repository's sync lock; with a global remote, fetch
     and integrate first and push last (``fetch`` forces the exchange now). ``listed``: the
     whole report will be printed (``--json``), so the capture's unchanged files are listed
-    before projection changes the record they come from."""
+    before projection changes the record they come from. ``hook`` (with git's ``hook_args``):
+    the git hook that runs it. A git hook never runs in the middle of a merge (post-rewrite
+    runs while git finishes a rebase: not one to report)."""
     if ws.project_repo is None:
         raise UsageError("sync needs a project repository: run it inside one or pass --repo")
     repo = ws.tier("project").reader()
@@ -96,7 +103,11 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
             report.exchange = exchange.begin(ctx, ws, force=fetch, wait_s=wait_s)
         owned = state.load(repo.common_dir)  # once: capture records into it, projection replaces it
         first = syncstamp.clean_scan(str(repo.common_dir))  # no agent wrote a memory since the last sync
+        busy = None if hook else in_progress(ws.tier("project"))
         try:
+            if busy is not None:  # nothing is committed until the person has finished it
+                report.in_progress = busy.kind
+                raise RepoStateError(busy.message())
             report.capture = capture.capture(ctx, ws, owned=owned, unchanged=first[0] if first is not None else None)
             if listed:
                 report.capture.unchanged_seen, report.capture.unchanged_all = report.capture.unchanged, None
@@ -199,6 +210,8 @@ def summary_line(report: SyncReport) -> str:
     cap = report.capture
     if report.capture_error:
         parts.append(f"capture failed: {report.capture_error}")
+    elif report.in_progress:
+        parts.append(f"{report.in_progress} in progress: finish it, then okfgit sync")
     elif report.capture_deferred:
         parts.append("capture deferred (repository busy)")
     elif cap is not None and not cap.enabled:
