@@ -126,7 +126,10 @@ class Repo:
 
     def config_set(self, key: str, value: str) -> None:
         """Set ``key`` in the repository's own config (like ``git config KEY VALUE``)."""
-        self.raw.config[key] = value
+        try:
+            self.raw.config[key] = value
+        except pygit2.GitError as exc:
+            raise UnwritableError(f"{self.workdir}: git config {key} could not be written ({exc})") from exc
 
     def config_unset(self, key: str) -> bool:
         """Remove ``key`` from the repository's own config; False when it was not set."""

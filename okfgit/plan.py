@@ -88,16 +88,28 @@ class FileMove:
     reason: str
 
 
+@record(frozen=True)
+class ConfigWrite:
+    """One key of a repository's own git config (``git config --local``) to set, or to remove
+    (None): the merge driver ``hooks install`` sets up."""
+
+    repo: Path
+    key: str
+    value: str | None
+    reason: str
+
+
 @record
 class Plan:
     commits: list[TierCommit] = field(default_factory=list)
     writes: list[FileWrite] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     moves: list[FileMove] = field(default_factory=list)
+    config: list[ConfigWrite] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        return not any(c.wanted for c in self.commits) and not self.writes and not self.moves
+        return not any(c.wanted for c in self.commits) and not self.writes and not self.moves and not self.config
 
 
 @record
@@ -169,7 +181,19 @@ def apply(ctx: Context, plan: Plan) -> Applied:
             except OSError:
                 pass  # it stays, intact, under its new name
     fsutil.fsync_dirs(folders)
+    for setting in plan.config:
+        _configure(ctx, setting)
     return done
+
+
+def _configure(ctx: Context, setting: ConfigWrite) -> None:
+    from okfgit.git import Repo  # only when a config key changes
+
+    repo = Repo.open(setting.repo)
+    if setting.value is None:
+        repo.config_unset(setting.key)
+    else:
+        repo.config_set(setting.key, setting.value)
 
 
 @contextmanager
@@ -312,6 +336,11 @@ def render(plan: Plan) -> str:
             out.append(unified(commit.tier.label + ":" + path, commit.old.get(path), data))
     for move in plan.moves:
         out.append(f"# rename {move.src} -> {move.dst} ({move.reason})")
+    for setting in plan.config:
+        import shlex  # only for a dry run of a config change
+
+        change = f"--unset-all {setting.key}" if setting.value is None else f"{setting.key} {shlex.quote(setting.value)}"
+        out.append(f"# git -C {shlex.quote(str(setting.repo))} config --local {change} ({setting.reason})")
     for write in plan.writes:
         out.append(unified(str(write.path), write.old, write.data))
     for warning in plan.warnings:

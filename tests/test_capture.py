@@ -467,7 +467,7 @@ def test_bad_memory_files_are_skipped_named_untouched_and_listed(
     assert after == before
     assert ((tmp_path / "outside.md").read_bytes(), (tmp_path / "outside.md").stat().st_mtime_ns) == outside_before
     tree = git("ls-tree", "-r", "--name-only", "HEAD", ".okf", cwd=project).out.split()
-    assert tree == [".okf/index.md", ".okf/memory/feedback-testing.md", ".okf/memory/index.md"]
+    assert tree == [".okf/.gitattributes", ".okf/index.md", ".okf/memory/feedback-testing.md", ".okf/memory/index.md"]
     # skipped again, still untouched, and no commit
     top = head(git, project)
     okfgit("capture", cwd=project)
