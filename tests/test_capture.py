@@ -328,7 +328,8 @@ def test_a_concept_changed_on_both_sides_keeps_the_master_and_commits_a_sibling(
     file, master, agent = conflict_setup(project, mem, okfgit, git)
     before = head(git, project)
     result = okfgit("sync", cwd=project)
-    assert result.out == "okfgit sync: captured 1, 1 need a merge, projected 1 file(s)\n"
+    assert result.out == ("okfgit sync: captured 1, 1 need a merge, projected 1 file(s), doctor: 1 error(s) in "
+                          "project (`okfgit doctor` lists them)\n")  # the sibling waits for a person
     assert ("okfgit: warning: feedback_testing.md: the concept changed on both sides: in the KB "
             "(project:memory/feedback-testing.md is no longer what okfgit projected here) and in Claude memory; kept "
             "the KB's version and committed the agent's as project:memory/feedback-testing.needs-merge.md "

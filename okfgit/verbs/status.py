@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from okfgit.records import field, record
+from okfgit.records import field, record, replace
 from okfgit.flows import agent_hooks
 from okfgit.flows import capture, exchange
 from okfgit.flows import hooks
@@ -18,6 +18,8 @@ from okfgit.flows.projection import Outcome
 from okfgit.format import lifecycle, names
 from okfgit.knowledge.snapshot import Snapshot, snapshot
 from okfgit.format.names import is_needs_merge
+from okfgit.format.findings import ERROR, Finding
+from okfgit.knowledge import checks
 from okfgit.knowledge.tiers import Tier, Workspace
 
 
@@ -39,6 +41,7 @@ class Status:
     index_behind: list[IndexBehind] = field(default_factory=list)  # what the next git commit would revert
     protected: dict[str, str] = field(default_factory=dict)  # sibling -> why its concept is protected
     in_progress: list[InProgress] = field(default_factory=list)  # merges (rebases...) under way in the tiers
+    doctor: list[Finding] = field(default_factory=list)  # doctor's errors at HEAD, file named "<tier>:<path>"
 
     @property
     def in_sync(self) -> bool:
@@ -62,6 +65,8 @@ class Status:
         if self.index_behind:
             out.append(f"{sum(len(b.paths) for b in self.index_behind)} okfgit path(s) whose index is behind HEAD")
         out += [f"{busy.operation.what} to finish in {busy.tier.repo_path}" for busy in self.in_progress]
+        if self.doctor:
+            out.append(f"{len(self.doctor)} doctor error(s)")
         return out
 
     @property
@@ -107,6 +112,7 @@ class Status:
             "index_behind": [{"tier": b.tier.label, "paths": b.paths, "repair": b.repair} for b in self.index_behind],
             "in_progress": [{"tier": b.tier.label, "operation": b.kind, "finish": b.operation.finish,
                              "unmerged": b.unmerged} for b in self.in_progress],
+            "doctor_errors": [f.to_json() for f in self.doctor],
         }
 
 
@@ -145,7 +151,17 @@ def status(ctx: Context, ws: Workspace) -> Status:
                                    ).over_budget,
         index_behind=[b for b in (index_behind(t) for t in ws.active()) if b is not None],
         in_progress=_in_progress(ws.active()),
+        doctor=_doctor_errors(ctx, ws, tiers),
     )
+
+
+def _doctor_errors(ctx: Context, ws: Workspace, tiers: list[Tier]) -> list[Finding]:
+    """Every error ``doctor`` reports for the tiers at HEAD (from its cache), each file named
+    ``<tier>:<path>``: what needs a person before the knowledge base is whole. Needs-merge
+    siblings are left to their own section."""
+    reports, _ = checks.check_tiers(ws, tiers, lifecycle.instant_of(ctx.now()))
+    return [replace(f, file=f"{r.tier.label}:{f.file}") for r in reports
+            for f in sorted(r.findings, key=Finding.sort_key) if f.severity == ERROR and f.code != "needs-merge"]
 
 
 def _in_progress(tiers: list[Tier]) -> list[InProgress]:
@@ -274,6 +290,11 @@ def render(st: Status) -> str:
     for behind in st.index_behind:
         lines.append(f"index behind HEAD: {behind.message()}")
         lines += [f"  {p}" for p in behind.paths]
+    if st.doctor:
+        lines.append(f"doctor errors: {len(st.doctor)} (`okfgit doctor` says more)")
+        lines += [f"  {f.where()}: {f.code}: {f.message}" for f in st.doctor[:20]]
+        if len(st.doctor) > 20:
+            lines.append(f"  ... and {len(st.doctor) - 20} more")
     if st.lock_holder:
         lines.append(f"sync running: {st.lock_holder.describe()}")
     lines += [f"over an agent's budget: {sentence} (`okfgit project --explain` lists it)" for sentence in st.over_budget]

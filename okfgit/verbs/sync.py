@@ -14,7 +14,7 @@ not write, so the agent's memories wait safely for the next sync.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +27,9 @@ from okfgit.local import state
 from okfgit.local import stamps as syncstamp
 from okfgit.context import Context
 from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, OkfError, RepoStateError, UsageError
+from okfgit.format import lifecycle
+from okfgit.format.findings import ERROR
+from okfgit.knowledge import checks
 from okfgit.knowledge.tiers import Workspace
 from okfgit.plan import in_progress
 
@@ -44,6 +47,7 @@ class SyncReport:
     capture_error: str | None = None
     capture_deferred: str | None = None
     in_progress: str | None = None  # "merge", "rebase"...: what git is in the middle of in the project repo
+    doctor_errors: dict[str, int] = field(default_factory=dict)  # tier label -> errors, for tiers that changed
     projection: projection.Report | None = None
     exchange: exchange.Report | None = None
     warnings: list[str] = field(default_factory=list)
@@ -67,6 +71,7 @@ class SyncReport:
             "capture_error": self.capture_error,
             "capture_deferred": self.capture_deferred,
             "in_progress": self.in_progress,
+            "doctor_errors": self.doctor_errors,
             "projection": self.projection.to_json() if self.projection is not None else None,
             "exchange": self.exchange.parts() if self.exchange is not None else [],
             "failed": self.failed,
@@ -102,6 +107,7 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
 
             report.exchange = exchange.begin(ctx, ws, force=fetch, wait_s=wait_s)
         owned = state.load(repo.common_dir)  # once: capture records into it, projection replaces it
+        was = dict(owned.inputs)  # the trees the last projection read: a tier whose tree differs changed
         first = syncstamp.clean_scan(str(repo.common_dir))  # no agent wrote a memory since the last sync
         busy = None if hook else in_progress(ws.tier("project"))
         try:
@@ -119,6 +125,7 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         report.projection = projection.project(ctx, ws, scope="all", target="all", run_arg=run_arg, owned=owned)
         report.warnings.extend(report.projection.warnings)
         projection.save(report.projection)  # the one save of the state, then projection's stamp
+        report.doctor_errors = _doctor_errors(ctx, ws, was, (report.projection.owned or owned).inputs)
         if has_global:
             exchange.end(ctx, ws, report.exchange, wait_s=wait_s)
         if report.exchange is not None:
@@ -164,6 +171,22 @@ def preview(ctx: Context, ws: Workspace, *, run_arg: str | None = None) -> SyncR
                                            owned=owned)
     report.warnings.extend(report.projection.warnings)
     return report
+
+
+def _doctor_errors(ctx: Context, ws: Workspace, was: Mapping[str, state.TierInput],
+                   now: Mapping[str, state.TierInput]) -> dict[str, int]:
+    """The errors ``doctor`` finds in each tier whose knowledge base changed since the last
+    projection read it (its tree differs), from doctor's cache: said once per change, never
+    again while the tree stays (nor on the no-op path, which does not get here)."""
+    changed = [t for t in ws.active() if t.label in now and (t.label not in was or was[t.label].tree
+                                                             != now[t.label].tree)]
+    if not changed:
+        return {}
+    try:
+        reports, _ = checks.check_tiers(ws, changed, lifecycle.instant_of(ctx.now()))
+    except OkfError:
+        return {}  # doctor itself says what it cannot read; a sync does not fail for it
+    return {r.tier.label: r.count(ERROR) for r in reports if r.count(ERROR)}
 
 
 def _sweep(memory: Path | None, proj: projection.Report, since_ns: int, seen: syncstamp.Scan | None = None) -> None:
@@ -236,5 +259,8 @@ def summary_line(report: SyncReport) -> str:
             parts.append(f"{'would project' if report.dry_run else 'projected'} {written} file(s)")
         if proj.failed:
             parts.append(f"{proj.count('failed')} target(s) failed")
+    if report.doctor_errors:
+        where = ", ".join(f"{n} error(s) in {label}" for label, n in sorted(report.doctor_errors.items()))
+        parts.append(f"doctor: {where} (`okfgit doctor` lists them)")
     head = "okfgit sync (dry run): " if report.dry_run else "okfgit sync: "
     return head + (", ".join(parts) if parts else "up to date")
