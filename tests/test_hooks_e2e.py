@@ -236,3 +236,24 @@ def test_a_new_kb_change_while_errors_stand_is_told_again(hooked: Path, git: Run
     told = git("commit", "-q", "-m", "another", cwd=hooked, extra_env=hook_env)
     assert told.err.endswith(", doctor: 4 error(s) in project (`okfgit doctor` lists them)\n")
 
+
+def test_a_memory_written_on_a_branch_is_committed_there_when_you_switch(
+        hooked: Path, git: Runner, env: dict[str, str], home: Path, hook_env: dict[str, str]) -> None:
+    mem = memory(hooked, env, home)
+    git("branch", "feature", cwd=hooked, extra_env=hook_env)
+    feature = git("rev-parse", "feature", cwd=hooked).out
+    write_memory(mem, "feedback_testing.md", CURRENT)  # the agent, while main is checked out
+    switched = git("checkout", "-q", "feature", cwd=hooked, extra_env=hook_env)
+    one_hook_line(switched.err)
+    assert "captured 1" in switched.err
+    assert git("log", "-1", "--format=%s", "main", cwd=hooked).out == "okf: capture 1 fact from Claude Code memory\n"
+    assert git("rev-parse", "feature", cwd=hooked).out == feature  # nothing landed on the branch switched to
+    assert git("symbolic-ref", "HEAD", cwd=hooked).out == "refs/heads/feature\n"
+    assert git("status", "--porcelain", cwd=hooked).out == "?? AGENTS.md\n"
+    assert ("Okf-Source", "claude-memory") in trailers_by_git(git, hooked, "main")
+    assert not (mem / "feedback_testing.md").exists()  # feature's knowledge does not hold it
+    assert_agree(git, hooked, mem)
+    git("checkout", "-q", "main", cwd=hooked, extra_env=hook_env)
+    assert (mem / "feedback_testing.md").read_bytes() == blob(git, hooked, "main:.okf/memory/feedback-testing.md")
+    assert_agree(git, hooked, mem)
+    fsck(git, hooked)

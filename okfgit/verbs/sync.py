@@ -32,6 +32,7 @@ from okfgit.format.findings import ERROR
 from okfgit.knowledge import checks
 from okfgit.knowledge.tiers import Workspace
 from okfgit.plan import in_progress
+from okfgit.plumbing import Plumbing
 
 if TYPE_CHECKING:  # the global tier's exchange loads only when that tier exists
     from okfgit.flows import exchange
@@ -87,7 +88,8 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
     whole report will be printed (``--json``), so the capture's unchanged files are listed
     before projection changes the record they come from. ``hook`` (with git's ``hook_args``):
     the git hook that runs it. A git hook never runs in the middle of a merge (post-rewrite
-    runs while git finishes a rebase: not one to report)."""
+    runs while git finishes a rebase: not one to report); post-checkout captures what agents
+    wrote onto the branch that was checked out while they wrote it."""
     if ws.project_repo is None:
         raise UsageError("sync needs a project repository: run it inside one or pass --repo")
     repo = ws.tier("project").reader()
@@ -114,7 +116,8 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
             if busy is not None:  # nothing is committed until the person has finished it
                 report.in_progress = busy.kind
                 raise RepoStateError(busy.message())
-            report.capture = capture.capture(ctx, ws, owned=owned, unchanged=first[0] if first is not None else None)
+            report.capture = capture.capture(ctx, ws, owned=owned, unchanged=first[0] if first is not None else None,
+                                             branch=_switched_from(repo, hook, hook_args))
             if listed:
                 report.capture.unchanged_seen, report.capture.unchanged_all = report.capture.unchanged, None
             report.warnings.extend(report.capture.warnings)
@@ -171,6 +174,16 @@ def preview(ctx: Context, ws: Workspace, *, run_arg: str | None = None) -> SyncR
                                            owned=owned)
     report.warnings.extend(report.projection.warnings)
     return report
+
+
+def _switched_from(repo: Plumbing, hook: str | None, hook_args: Sequence[str]) -> str | None:
+    """After a branch switch (post-checkout), the branch checked out before it: what agents
+    wrote until now was written there. None for any other run, or when the previous HEAD was
+    no branch (detached) or was this same branch."""
+    if hook != "post-checkout" or len(hook_args) < 2:
+        return None
+    previous = repo.previous_branch(hook_args[0])
+    return previous if previous is not None and f"refs/heads/{previous}" != repo.head_branch() else None
 
 
 def _doctor_errors(ctx: Context, ws: Workspace, was: Mapping[str, state.TierInput],
