@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "review": ("review", "Review a branch's knowledge changes; verdict for a pull request."),
     "proposal": ("proposal", "Accept or drop an agent's version of a protected concept."),
     "mcp": ("mcp", "Serve the knowledge base to agents over MCP; register it with an agent."),
+    "merge-driver": ("merge_driver", "git's merge driver for .okf/**/*.md (set up by `okfgit hooks install`)."),
 }
 
 

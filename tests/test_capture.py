@@ -328,7 +328,8 @@ def test_a_concept_changed_on_both_sides_keeps_the_master_and_commits_a_sibling(
     file, master, agent = conflict_setup(project, mem, okfgit, git)
     before = head(git, project)
     result = okfgit("sync", cwd=project)
-    assert result.out == "okfgit sync: captured 1, 1 need a merge, projected 1 file(s)\n"
+    assert result.out == ("okfgit sync: captured 1, 1 need a merge, projected 1 file(s), doctor: 1 error(s) in "
+                          "project (`okfgit doctor` lists them)\n")  # the sibling waits for a person
     assert ("okfgit: warning: feedback_testing.md: the concept changed on both sides: in the KB "
             "(project:memory/feedback-testing.md is no longer what okfgit projected here) and in Claude memory; kept "
             "the KB's version and committed the agent's as project:memory/feedback-testing.needs-merge.md "
@@ -467,7 +468,7 @@ def test_bad_memory_files_are_skipped_named_untouched_and_listed(
     assert after == before
     assert ((tmp_path / "outside.md").read_bytes(), (tmp_path / "outside.md").stat().st_mtime_ns) == outside_before
     tree = git("ls-tree", "-r", "--name-only", "HEAD", ".okf", cwd=project).out.split()
-    assert tree == [".okf/index.md", ".okf/memory/feedback-testing.md", ".okf/memory/index.md"]
+    assert tree == [".okf/.gitattributes", ".okf/index.md", ".okf/memory/feedback-testing.md", ".okf/memory/index.md"]
     # skipped again, still untouched, and no commit
     top = head(git, project)
     okfgit("capture", cwd=project)

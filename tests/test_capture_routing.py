@@ -109,7 +109,8 @@ def test_a_user_memory_lands_in_the_global_tier_and_never_in_the_project(
     write_memory(mem, "project_port.md", PROJECT_FACT)
     okfgit("sync", cwd=project)
 
-    assert tree(git, project, ".okf") == [".okf/index.md", ".okf/memory/dev-server-port.md", ".okf/memory/index.md"]
+    assert tree(git, project, ".okf") == [".okf/.gitattributes", ".okf/index.md", ".okf/memory/dev-server-port.md",
+                                          ".okf/memory/index.md"]
     assert "prefers" not in git("log", "-p", "--all", cwd=project).out
     meta, _ = split(blob(git, global_dir(home), "HEAD:memory/prefers-tabs.md"))
     assert meta["scope"] == "global" and meta["okf_origin"] == "user_tabs.md"

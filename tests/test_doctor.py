@@ -440,29 +440,45 @@ def test_the_cache_never_hides_a_finding(repo: Path, okfgit: Runner, git: Runner
     assert damaged == warm
 
 
-def test_the_errors_doctor_found_at_a_tree_are_one_lookup_away(repo: Path, okfgit: Runner, git: Runner) -> None:
-    """What ``sync`` and ``status`` may ask without running the checks: the errors of the last
-    doctor at exactly this KB tree, from the tier's store (checks.known_errors)."""
-    from okfgit.knowledge.checks import known_errors
-    from okfgit.knowledge.tiers import Tier
+def test_the_errors_doctor_found_at_these_trees_are_one_lookup_away(repo: Path, okfgit: Runner, git: Runner,
+                                                                   env: dict[str, str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``sync`` and ``status`` ask without running the checks again: the errors of the
+    last check of exactly these trees, from the tier's store (checks.errors_at_head)."""
+    import datetime as dt
+
+    from okfgit.context import Context
+    from okfgit.knowledge import checks
+    from okfgit.knowledge.tiers import open_workspace
+    from okfgit.local.store import Stores
 
     kb = kb_repo(repo, git, FIXTURES / "kb-clean")
-    tier = Tier("project", repo, ".okf")
-    tree = git("rev-parse", "HEAD:.okf", cwd=repo).out.strip()
-    assert known_errors(tier, tree) is None  # no doctor yet
-    doctor_json(okfgit, repo, "--scope", "project", expect=0)
-    assert known_errors(tier, tree) == []
     policy = kb / "decisions" / "retry-policy.md"
     policy.write_text(policy.read_text().replace("type:", "kind:", 1))
     git("commit", "-q", "-am", "a concept loses its type", cwd=repo)
-    tree = git("rev-parse", "HEAD:.okf", cwd=repo).out.strip()
-    assert known_errors(tier, tree) is None  # a tree doctor has not checked
+    ctx = Context(env, repo)
+    ws = open_workspace(ctx, repo)
+    today = dt.date(2026, 1, 1)
+    ran: list[object] = []
+    real = checks.check_tiers
+    monkeypatch.setattr(checks, "check_tiers", lambda *a, **k: ran.append(a) or real(*a, **k))
+
+    def errors() -> set[tuple[str, str, int | None, str]]:
+        stores = Stores()
+        found = checks.errors_at_head(ws, [ws.tier("project")], today, stores)
+        stores.save()
+        return {(f.code, f.file, f.line, f.message) for f in found["project"]}
+
+    first = errors()
+    assert ("type-missing", "decisions/retry-policy.md") in {(code, file) for code, file, _, _ in first}
+    assert len(ran) == 1
+    assert errors() == first and len(ran) == 1  # the same trees: one lookup
     _, report = doctor_json(okfgit, repo, "--scope", "project", expect=2)
-    errors = {(f["code"], f["file"], f["line"], f["message"]) for group in ("okf", "profile")
-              for f in report["tiers"][0][group]["findings"] if f["severity"] == "error"}
-    known = known_errors(tier, tree)
-    assert known and {(f.code, f.file, f.line, f.message) for f in known} == errors
-    assert ("type-missing", "decisions/retry-policy.md") in {(f.code, f.file) for f in known}
+    assert first == {(f["code"], f["file"], f["line"], f["message"]) for group in ("okf", "profile")
+                     for f in report["tiers"][0][group]["findings"] if f["severity"] == "error"}
+    policy.write_text(policy.read_text().replace("kind:", "type:", 1))
+    git("commit", "-q", "-am", "its type back", cwd=repo)
+    assert errors() == set() and len(ran) == 2  # another tree: checked again
 
 
 def test_the_cache_never_hides_an_index_finding(repo: Path, okfgit: Runner, git: Runner) -> None:

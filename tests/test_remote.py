@@ -217,6 +217,21 @@ def test_both_edit_one_concept_apart_each_ends_with_master_and_sibling(a: Machin
     fsck(lambda *x, **k: b.git(*x), b.tier)  # type: ignore[arg-type]
 
 
+def test_both_change_other_keys_of_one_concept_and_it_merges_by_key(a: Machine, b: Machine, bare: Path) -> None:
+    two_machines(a, b, bare)
+    a.edit("editor.md", "title: Editor\n", "title: Text editor\n")
+    b.edit("editor.md", "okf_source: authored\n", "okf_source: authored\nstatus: stable\n")
+    a.okfgit("sync", "--fetch", cwd=a.proj)
+    result = b.okfgit("sync", "--fetch", cwd=b.proj)
+    assert "merged the global remote" in result.out and "need a merge" not in result.out
+    text = (b.tier / "editor.md").read_text()
+    assert "title: Text editor\n" in text and "status: stable\n" in text
+    assert not (b.tier / "editor.needs-merge.md").exists()
+    assert "- merged: editor.md (each side changed other frontmatter keys)" in b.git("log", "-1", "--format=%B").out
+    assert "[Text editor](editor.md)" in (b.tier / "index.md").read_text()
+    b.okfgit("doctor", "--scope", "global", cwd=b.proj)
+
+
 def test_a_concept_deleted_on_one_side_and_changed_on_the_other_is_kept(a: Machine, b: Machine,
                                                                         bare: Path) -> None:
     two_machines(a, b, bare)

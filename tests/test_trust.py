@@ -78,7 +78,11 @@ def _capture_by(path: str, project: Path, okfgit: Runner, git: Runner, env: dict
         return result.err
     hook_env = _hook_env(env)
     if path == "post-checkout":
+        other = git("rev-parse", "other", cwd=project).out
         git("checkout", "-q", "other", cwd=project, extra_env=hook_env)  # the hook fires here
+        # ... and commits onto main, the branch the agent wrote on (spec/okf-merge.md §5): back there to look
+        assert git("rev-parse", "other", cwd=project).out == other
+        git("checkout", "-q", "main", cwd=project, extra_env=hook_env)
         return ""
     # Claude Code's SessionEnd: its settings run this very command string in a shell
     ran = subprocess.run(["sh", "-c", COMMANDS["SessionEnd"]], cwd=project, env=hook_env, capture_output=True,

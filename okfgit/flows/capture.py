@@ -20,9 +20,9 @@ import os
 import posixpath
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from okfgit.records import field, record
 from okfgit.format import actors, lifecycle, names
@@ -216,10 +216,12 @@ def memory_type(meta: dict[str, Any]) -> str:
 
 
 def plan_capture(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, *, to: str | None = None,
-                 force: bool = False, unchanged: str | None = None) -> Report:
+                 force: bool = False, unchanged: str | None = None, branch: str | None = None) -> Report:
     """Read the memory folder and plan the capture commits; writes nothing. ``owned`` is the
     ownership record and ``stores`` the run's stores (the facts read are staged there); with
-    ``unchanged`` (see ``capture``) the folder has nothing to take: it is not read."""
+    ``unchanged`` (see ``capture``) the folder has nothing to take: it is not read. ``branch``:
+    the project tier's branch the memories were written on when it is not the one checked out
+    now (a post-checkout's previous branch): read there, and committed there."""
     if ws.project_repo is None:
         raise UsageError("capture needs a project repository: run it inside one or pass --repo")
     decision = switch.capture_decision(ctx, ws)
@@ -228,7 +230,8 @@ def plan_capture(ctx: Context, ws: Workspace, owned: state.State, stores: Stores
     project_repo = project_tier.reader()
     choice = memory_dir(project_repo.main_workdir, ctx.environ, ctx.home)
     report.memory_dir = choice.path
-    if not project_tier.has_kb():
+    at = {project_tier.label: project_repo.resolve(f"refs/heads/{branch}")} if branch is not None else {}
+    if not (project_tier.has_kb() if not at else project_repo.tree_oid(at[project_tier.label], project_tier.prefix)):
         # Nowhere to put this repository's facts: the global tier would carry them into
         # every other project (and a person's facts need the person to set a tier up).
         report.enabled = False
@@ -247,11 +250,11 @@ def plan_capture(ctx: Context, ws: Workspace, owned: state.State, stores: Stores
         )
         if not force:
             return report
-    return _plan(ctx, ws, to, owned, stores, choice.path, unchanged, report)
+    return _plan(ctx, ws, to, owned, stores, choice.path, unchanged, report, _At(at, branch))
 
 
 def _plan(ctx: Context, ws: Workspace, to: str | None, st: state.State, stores: Stores, folder: Path,
-          unchanged: str | None, report: Report) -> Report:
+          unchanged: str | None, report: Report, at: _At) -> Report:
     if unchanged is not None and os.path.abspath(unchanged) == os.path.abspath(folder):
         # Every file there is one the last sync left as okfgit's: nothing to read, nothing new
         # (and, for ``force``, nothing waiting).
@@ -277,7 +280,7 @@ def _plan(ctx: Context, ws: Workspace, to: str | None, st: state.State, stores: 
             continue
         candidates.append((origin, data, oid))
     if candidates:
-        _classify_all(ctx, ws, to, st, stores, candidates, report)
+        _classify_all(ctx, ws, to, st, stores, candidates, report, at)
     seen = {origin for origin, _, _ in files}
     skipped = {o for o, _ in report.skipped}
     report.deleted = [o for o in sorted(st.memory_files) if o not in seen and o not in skipped]
@@ -288,13 +291,21 @@ def _plan(ctx: Context, ws: Workspace, to: str | None, st: state.State, stores: 
     return report
 
 
+class _At(NamedTuple):
+    """Where a capture reads and commits a tier when it is not at HEAD: tier label -> commit,
+    and the branch (of the project tier) those commits go on."""
+
+    commits: Mapping[str, str]
+    branch: str | None
+
+
 def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State, stores: Stores,
-                  candidates: list[tuple[str, bytes, str]], report: Report) -> None:
+                  candidates: list[tuple[str, bytes, str]], report: Report, at: _At) -> None:
     """Decide each file okfgit did not write (new, update, conflict, a copy) and plan the commits."""
     routes = Routes.of(ws, to)
     tiers = ws.active()
     tiers += [t for t in routes.tiers() if t.label not in {k.label for k in tiers}]
-    kb = _Known(tiers, stores)
+    kb = _Known(tiers, stores, at)
     for done, (origin, data, oid) in enumerate(candidates):
         if done and not done % 100:
             ctx.progress(CAPTURING, done, len(candidates))
@@ -356,16 +367,17 @@ def standalone(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: b
 
 
 def capture(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, *, to: str | None = None,
-            dry_run: bool = False, unchanged: str | None = None) -> Report:
+            dry_run: bool = False, unchanged: str | None = None, branch: str | None = None) -> Report:
     """Plan and (unless ``dry_run``) commit the capture; then record the captured files as okfgit's.
 
     ``owned`` is the ownership record as the caller holds it, and ``stores`` the run's stores
     (``sync`` opens them once and hands them on to projection): the captured files are
     recorded in it, the facts read are staged in them, and the caller saves both. Planned
     and committed under the project repository's write lock (sync already holds it), so a
-    concurrent ``new`` waits rather than interleaving. ``unchanged``: a memory folder that is exactly as the last sync left it,
-    whose capture left nothing waiting (sync's stamp says so): when it is this repository's
-    memory folder, no file of it is read.
+    concurrent ``new`` waits rather than interleaving. ``unchanged``: a memory folder that is
+    exactly as the last sync left it, whose capture left nothing waiting (sync's stamp says
+    so): when it is this repository's memory folder, no file of it is read. ``branch``: see
+    ``plan_capture``.
     """
     # A capture keeps a few objects per memory file (its bytes, their parse, the plan) until
     # it is done and frees none before: the cyclic collector would only walk them again and
@@ -376,15 +388,15 @@ def capture(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, *, 
         if dry_run or ws.project_repo is None:
             return plan_capture(ctx, ws, owned, stores, to=to)
         with writing(ctx, ws.tier("project")):
-            return _capture_locked(ctx, ws, to, owned, stores, unchanged)
+            return _capture_locked(ctx, ws, to, owned, stores, unchanged, branch)
     finally:
         if collecting:
             gc.enable()
 
 
 def _capture_locked(ctx: Context, ws: Workspace, to: str | None, owned: state.State, stores: Stores,
-                    unchanged: str | None = None) -> Report:
-    report = plan_capture(ctx, ws, owned, stores, to=to, unchanged=unchanged)
+                    unchanged: str | None = None, branch: str | None = None) -> Report:
+    report = plan_capture(ctx, ws, owned, stores, to=to, unchanged=unchanged, branch=branch)
     if not report.plan.empty:
         with writing(ctx, *{c.tier for c in report.plan.commits}):
             done = apply(ctx, report.plan)
@@ -405,11 +417,12 @@ class _Known:
     """What the tiers hold at HEAD: the merged view of their cards (cached by tree OID, so
     recognising edits costs no parse of the whole KB), and snapshots for what is written."""
 
-    def __init__(self, tiers: list[Tier], stores: Stores) -> None:
+    def __init__(self, tiers: list[Tier], stores: Stores, at: _At = _At({}, None)) -> None:
         from okfgit.knowledge.merged import Merged
 
         self.tiers = {t.label: t for t in tiers}
-        self.cards = {t.label: TierCards(t, stores=stores) for t in tiers}
+        self.at = at
+        self.cards = {t.label: TierCards(t, commit=at.commits.get(t.label), stores=stores) for t in tiers}
         self.view = Merged(list(self.cards.values()))
         self._snaps: dict[str, Snapshot] = {}
         self._taken: dict[str, set[str]] = {}
@@ -428,8 +441,12 @@ class _Known:
         if tier.label not in self._snaps:
             from okfgit.knowledge.snapshot import snapshot
 
-            self._snaps[tier.label] = snapshot(tier)
+            self._snaps[tier.label] = snapshot(tier, self.at.commits.get(tier.label))
         return self._snaps[tier.label]
+
+    def branch(self, tier: Tier) -> str | None:
+        """The branch a commit to ``tier`` goes on when it is not the one checked out."""
+        return self.at.branch if tier.label in self.at.commits else None
 
     def concept(self, tier: Tier, path: str) -> Concept:
         return self.snapshot(tier).concept(path)
@@ -748,7 +765,7 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
             body += f"\n- ... and {count - _BODY_LINES} more (one Okf-Captured trailer each)"
         old = {p: (snap.blob(p) if p in snap.entries else None) for p in changes}
         plan.commits.append(TierCommit(tier, "capture", subject, changes, tuple(trailers), body, old=old,
-                                       base=snap.commit, actor=AGENT_ACTOR))
+                                       base=snap.commit, actor=AGENT_ACTOR, branch=kb.branch(tier)))
     return plan
 
 

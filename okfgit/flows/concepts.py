@@ -10,6 +10,7 @@ from pathlib import Path
 from okfgit.records import record
 from okfgit import fsutil
 from okfgit.format import actors, index_md
+from okfgit.format import merge as merging
 from okfgit.format import concept as okf
 from okfgit.context import Context
 from okfgit.errors import BusyError, UsageError, ValidationError
@@ -207,6 +208,9 @@ class Initialised:
     def message(self) -> str:
         if self.commit is None:
             return f"the {self.tier.label} tier is already initialised at {self.tier.root}"
+        if self.plan.commits and "index.md" not in self.plan.commits[0].changes:
+            return (f"the {self.tier.label} tier at {self.tier.root} now sends its files to okfgit's merge "
+                    f"driver ({merging.ATTRIBUTES}); `okfgit hooks install` sets the driver up in each clone")
         return f"initialised the {self.tier.label} tier at {self.tier.root}"
 
     def to_json(self) -> dict[str, object]:
@@ -221,12 +225,23 @@ def init_plan(ctx: Context, ws: Workspace, scope: str) -> Initialised:
     plan = Plan()
     if tier.name == "job":
         plan.writes.extend(runstate_exclusion(ws))
+    changes: dict[str, bytes | None] = {}
+    if tier.name == "project":  # the tier that lives on a team's branches: merged by okfgit's driver
+        attributes = merging.attributes(snap.blob(merging.ATTRIBUTES) if merging.ATTRIBUTES in snap.entries else None)
+        if attributes is not None:
+            changes[merging.ATTRIBUTES] = attributes
     if "index.md" not in snap.entries:
-        changes: dict[str, bytes | None] = {"index.md": root_index(tier)}
+        changes["index.md"] = root_index(tier)
         if snap.commit is not None:
             changes.update(index_md.regenerate(snap, changes))
         plan.commits.append(TierCommit(tier, "init", f"okf: initialise the {tier.label} tier", changes,
                                        actor=actor(ctx, tier, ws.project_repo)))
+    elif changes:
+        plan.commits.append(TierCommit(
+            tier, "init", "okf: merge this tier's files with okfgit's merge driver", changes,
+            body="git merges index.md, log.md and concepts by what they mean once `okfgit hooks install`\n"
+                 "has set the driver up in a clone; a clone without it merges them as text.",
+            base=snap.commit, actor=actor(ctx, tier, ws.project_repo)))
     return Initialised(tier, plan)
 
 

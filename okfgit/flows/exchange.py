@@ -278,6 +278,7 @@ def integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report) 
     merged = merge.merge(repo.tree_entries(base, tier.prefix) if base else {}, here, snapshot(tier, theirs))
     lines = [f"- conflict: {master} -> {sibling}" for master, sibling in merged.conflicts]
     lines += [f"- kept: {path} (deleted on one side, changed on the other)" for path in merged.kept]
+    lines += [f"- merged: {path} (each side changed other frontmatter keys)" for path in merged.merged]
     commit = TierCommit(
         tier, "merge", f"okf: merge the {tier.label} tier from {tg.shown}", merged.changes,
         trailers=(("Okf-Source", tg.shown),), body="\n".join(lines), merge_parent=theirs,

@@ -33,8 +33,8 @@ from okfgit.errors import OkfError, ValidationError
 from okfgit.records import field, record
 from okfgit.plumbing import FILE_MODE, Entry, Plumbing, blob_oid
 from okfgit.knowledge import catalog
-from okfgit.knowledge.snapshot import Snapshot
-from okfgit.knowledge.tiers import Tier
+from okfgit.knowledge.snapshot import Snapshot, snapshot
+from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.local.store import Store, Stores
 from okfgit.progress import Progress, silent
 
@@ -292,37 +292,6 @@ def checked_facts(snap: Snapshot, progress: Progress = silent, stores: Stores | 
             pass  # only a cache: check every file instead
     return _split_facts({path: fact_of(tier.name, path, entry, b"" if entry.is_link else snap.blob(path))
                          for path, entry in snap.entries.items() if path.endswith(".md")})
-
-
-_ERRORS = "doctor-errors"
-_NOT_OF_THE_TREE = ("index-behind",)  # about git's index, not the tree
-
-
-def remember_errors(store: Store, report: TierReport, tree: str) -> None:
-    """Stage in the tier's store the errors a full check (``report``, at a commit) found at the
-    tier's KB tree ``tree``: what ``known_errors`` answers from."""
-    errors = [[f.group, f.code, f.file, f.message, f.line] for f in report.findings
-              if f.severity == ERROR and f.code not in _NOT_OF_THE_TREE]
-    store.stage_record(f"{_ERRORS} {report.tier.label}", {"tree": tree, "errors": errors})
-
-
-def known_errors(tier: Tier, tree: str, store: Store | None = None) -> list[Finding] | None:
-    """The errors ``doctor`` found in ``tier`` when it last checked the KB tree ``tree``, from the
-    tier's store (one lookup, no blob read: cheap enough for ``sync`` and ``status``); None when
-    it has not checked that tree. Cross-tier findings (a ``[[name]]`` another tier answers) are as
-    the other tiers were then."""
-    if store is None:
-        if not tier.exists():
-            return None
-        store = Store(tier.reader().common_dir)
-    found = store.record(f"{_ERRORS} {tier.label}")
-    if not isinstance(found, dict) or found.get("tree") != tree:
-        return None
-    try:
-        return [Finding(code, ERROR, file, message, line, group=group)
-                for group, code, file, message, line in found["errors"]]
-    except (KeyError, TypeError, ValueError):
-        return None
 
 
 def _split_facts(facts: dict[str, Checked | Page]) -> Facts:
@@ -902,10 +871,20 @@ class IndexCheck:
             above = index.index_path(index.parent(folder))
             if above in reached:
                 self.c.add(PROFILE, "orphan", path, f"not reachable from the root index: {above} has no entry "
-                           f"for {folder.rsplit('/', 1)[-1]}/ (run `okfgit index`)")
+                           f"for {folder.rsplit('/', 1)[-1]}/ ({self.remedy(folder)})")
         for path, _, own in self.homes:
             if path not in reached and path not in omitted and own in reached:
                 self.c.add(PROFILE, "orphan", path, "not reachable from the root index through index links")
+
+    def remedy(self, folder: str) -> str:
+        """What fixes an unreached index: ``okfgit index`` links it from its parent, or removes it
+        when its folder has no concept left; one that keeps a person's words is theirs to move."""
+        if any(p.startswith(folder + "/") and okf.is_concept_path(p) for p in self.entries):
+            return "run `okfgit index`"
+        if index.emptied(self.c.scan.snap, folders=[folder]).get(index.index_path(folder), b"") is None:
+            return "its folder has no concept left: run `okfgit index`, which removes it"
+        return ("its folder has no concept left and it holds a person's words: move what is worth keeping "
+                "elsewhere, then delete it")
 
 
 # -- running it ------------------------------------------------------------------------
@@ -931,6 +910,112 @@ def check_snapshot(snap: Snapshot, today: dt.date | dt.datetime, wiki_elsewhere:
     findings = Checker(scan, today, wiki_elsewhere or (lambda name: False), only).run()
     concepts = sum(1 for p in scan.snap.entries if okf.is_concept_path(p)) if only is None else len(scan.facts)
     return TierReport(scan.snap.tier, scan.snap.commit, worktree, concepts, findings)
+
+
+def check_tiers(ws: Workspace, tiers: list[Tier], today: dt.date | dt.datetime, *,
+                read: Callable[[Tier], Snapshot] = snapshot, worktree: bool = False,
+                progress: Progress = silent, stores: Stores | None = None) -> tuple[list[TierReport], list[str]]:
+    """Every finding for each of ``tiers`` (as ``read`` gives them: at HEAD, or the working
+    tree), ``[[name]]`` links resolved across the workspace's other active tiers; and a note
+    for each tier skipped because it holds no knowledge base. What ``doctor`` reports, and
+    what ``sync`` and ``status`` count. The facts read, and each tier's errors at HEAD
+    (``errors_at_head``), are staged in ``stores`` (the run's; without it, saved here)."""
+    run_stores = stores if stores is not None else Stores()
+    scans: dict[str, Scan] = {}
+    skipped: list[str] = []
+    for tier in tiers:
+        snap = read(tier)
+        if not snap.entries:
+            where = "in its working tree" if worktree else "at HEAD"
+            skipped.append(f"{tier.label} tier skipped: no knowledge base {where} in {tier.root}")
+            continue
+        scans[tier.label] = Scan(snap, checked_facts(snap, progress, run_stores))
+    elsewhere = _Elsewhere(ws, scans, read)
+    reports = []
+    for label, scan in scans.items():
+        findings = Checker(scan, today, elsewhere.lookup(label)).run()
+        concepts = sum(1 for p in scan.snap.entries if okf.is_concept_path(p))
+        reports.append(TierReport(scan.snap.tier, scan.snap.commit, worktree, concepts, findings))
+    if not worktree and reports:
+        heads = _heads(ws)
+        for report in reports:
+            errors = [[f.group, f.code, f.file, f.message, f.line] for f in report.findings if f.severity == ERROR]
+            _store_of(run_stores, report.tier).stage_record(_errors_name(report.tier),
+                                                            {"trees": heads, "errors": errors})
+    if stores is None:
+        run_stores.save()
+    return reports, skipped
+
+
+def errors_at_head(ws: Workspace, tiers: list[Tier], today: dt.date | dt.datetime,
+                   stores: Stores) -> dict[str, list[Finding]]:
+    """Doctor's errors in each of ``tiers`` at HEAD, by tier label: one lookup in the tier's
+    store when the last check (``doctor``, ``sync`` or ``status``) saw exactly the trees the
+    active tiers have now (a tier's errors depend on no clock, and on the other tiers only
+    through ``[[name]]`` links), else ``check_tiers`` on those tiers now (and recorded)."""
+    heads = _heads(ws)
+    out: dict[str, list[Finding]] = {}
+    unknown: list[Tier] = []
+    for tier in tiers:
+        found = _store_of(stores, tier).record(_errors_name(tier))
+        try:
+            if not isinstance(found, dict) or found.get("trees") != heads:
+                raise ValueError("not checked at these trees")
+            out[tier.label] = [Finding(code, ERROR, file, message, line, group=group)
+                               for group, code, file, message, line in found["errors"]]
+        except (KeyError, TypeError, ValueError):
+            unknown.append(tier)
+    if unknown:
+        reports, _ = check_tiers(ws, unknown, today, stores=stores)
+        out.update({r.tier.label: [f for f in r.findings if f.severity == ERROR] for r in reports})
+    return out
+
+
+def _errors_name(tier: Tier) -> str:
+    return f"doctor-errors {tier.label}"
+
+
+def _store_of(stores: Stores, tier: Tier) -> Store:
+    return stores.of(tier.reader().common_dir)
+
+
+def _heads(ws: Workspace) -> dict[str, str | None]:
+    """The KB tree at HEAD of every active tier, by label (None: no commit or no KB)."""
+    out: dict[str, str | None] = {}
+    for tier in ws.active():
+        repo = tier.reader()
+        head = repo.head_commit()
+        out[tier.label] = repo.tree_oid(head, tier.prefix) if head is not None else None
+    return out
+
+
+class _Elsewhere:
+    """``[[name]]`` resolution across the other active tiers, each scanned only if needed."""
+
+    def __init__(self, ws: Workspace, scans: dict[str, Scan], read: Callable[[Tier], Snapshot]) -> None:
+        self.ws = ws
+        self.scans = dict(scans)
+        self.read = read
+        self._active: list[Tier] | None = None
+
+    def lookup(self, label: str) -> Callable[[str], bool]:
+        def found(name: str) -> bool:
+            for tier in self.active():
+                if tier.label != label and name in self.scan(tier).names():
+                    return True
+            return False
+
+        return found
+
+    def active(self) -> list[Tier]:
+        if self._active is None:
+            self._active = self.ws.active()
+        return self._active
+
+    def scan(self, tier: Tier) -> Scan:
+        if tier.label not in self.scans:
+            self.scans[tier.label] = Scan(self.read(tier))
+        return self.scans[tier.label]
 
 
 def frontmatter_errors(tier: Tier, path: str, data: bytes, today: dt.date | None = None, *,

@@ -13,12 +13,12 @@ from typing import Any, NamedTuple
 from okfgit.format import index_md as index
 from okfgit.flows.concepts import actor
 from okfgit.context import Context
-from okfgit.errors import EXIT_OK, EXIT_USAGE, OkfError
+from okfgit.errors import EXIT_OK, EXIT_USAGE, OkfError, RepoStateError
 from okfgit.records import field, record
 from okfgit.git import Entry
 from okfgit.knowledge import catalog
 from okfgit.knowledge.snapshot import Snapshot, snapshot
-from okfgit.plan import Plan, TierCommit, apply, writing
+from okfgit.plan import Plan, TierCommit, apply, in_progress, writing
 from okfgit.knowledge import checks
 from okfgit.knowledge.tiers import Tier, Workspace
 
@@ -96,6 +96,9 @@ def plan_index(ctx: Context, ws: Workspace, scope: str, *, check: bool = False) 
     tiers, skipped = ws.present(scope)
     run = IndexRun([], skipped, check=check)
     for tier in tiers:
+        busy = in_progress(tier)
+        if busy is not None:  # HEAD does not hold the merge's result: nothing to judge or write yet
+            raise RepoStateError(f"{busy.message('okfgit index')} (nothing was changed)")
         snap = snapshot(tier)
         if snap.commit is None or not snap.entries:
             run.skipped.append(f"{tier.label} tier skipped: no knowledge base at HEAD in {tier.root}")
@@ -112,15 +115,17 @@ def plan_index(ctx: Context, ws: Workspace, scope: str, *, check: bool = False) 
             found = known.get(path)
             return found.summary if found is not None and found.oid == entries[path].oid else None
 
-        changes = index.regenerate(snap, items=item, summaries=summary)
+        changes: dict[str, bytes | None] = dict(index.regenerate(snap, items=item, summaries=summary))
+        changes.update(index.emptied(snap))  # a folder with no concept left: its index goes or is emptied
         stale = sorted(changes)
         run.tiers.append(TierIndex(tier, snap.commit, stale))
         if not changes:
             continue
-        listed = "\n".join(f"- {path}" for path in stale)
+        listed = "\n".join(f"- {path}" + (" (removed: its folder has no concept left)" if changes[path] is None else "")
+                           for path in stale)
         run.plan.commits.append(TierCommit(
             tier, "index", f"okf: regenerate {len(stale)} index file{'s' if len(stale) != 1 else ''}",
-            dict(changes), body=f"Regenerated from the tree at {snap.commit[:12]}:\n\n{listed}",
+            changes, body=f"Regenerated from the tree at {snap.commit[:12]}:\n\n{listed}",
             old={p: (snap.blob(p) if p in snap.entries else None) for p in changes}, base=snap.commit,
             actor=actor(ctx, tier),
         ))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from okfgit.records import field, record
+from okfgit.records import field, record, replace
 from okfgit.flows import agent_hooks
 from okfgit.flows import capture, exchange
 from okfgit.flows import hooks
@@ -13,12 +13,14 @@ from okfgit.local.store import Stores
 from okfgit.flows import projection
 from okfgit.context import Context
 from okfgit.errors import OkfError, RepoStateError, UsageError
-from okfgit.plan import IndexBehind, Plan, index_behind
+from okfgit.plan import IndexBehind, InProgress, Plan, in_progress, index_behind
 from okfgit.targets import budget
 from okfgit.flows.projection import Outcome
 from okfgit.format import lifecycle, names
 from okfgit.knowledge.snapshot import Snapshot, snapshot
 from okfgit.format.names import is_needs_merge
+from okfgit.format.findings import Finding
+from okfgit.knowledge import checks
 from okfgit.knowledge.tiers import Tier, Workspace
 
 
@@ -39,6 +41,8 @@ class Status:
     over_budget: list[str] = field(default_factory=list)  # what an agent cannot see (targets/budget.py)
     index_behind: list[IndexBehind] = field(default_factory=list)  # what the next git commit would revert
     protected: dict[str, str] = field(default_factory=dict)  # sibling -> why its concept is protected
+    in_progress: list[InProgress] = field(default_factory=list)  # merges (rebases...) under way in the tiers
+    doctor: list[Finding] = field(default_factory=list)  # doctor's errors at HEAD, file named "<tier>:<path>"
 
     @property
     def in_sync(self) -> bool:
@@ -61,6 +65,9 @@ class Status:
             out.append("a git hook failed since the last successful sync")
         if self.index_behind:
             out.append(f"{sum(len(b.paths) for b in self.index_behind)} okfgit path(s) whose index is behind HEAD")
+        out += [f"{busy.operation.what} to finish in {busy.tier.repo_path}" for busy in self.in_progress]
+        if self.doctor:
+            out.append(f"{len(self.doctor)} doctor error(s)")
         return out
 
     @property
@@ -104,6 +111,9 @@ class Status:
             "global_remote": self.remote.to_json() if self.remote.url else None,
             "over_budget": self.over_budget,
             "index_behind": [{"tier": b.tier.label, "paths": b.paths, "repair": b.repair} for b in self.index_behind],
+            "in_progress": [{"tier": b.tier.label, "operation": b.kind, "finish": b.operation.finish,
+                             "unmerged": b.unmerged} for b in self.in_progress],
+            "doctor_errors": [f.to_json() for f in self.doctor],
         }
 
 
@@ -122,7 +132,8 @@ def status(ctx: Context, ws: Workspace) -> Status:
     proj = projection.project(ctx, ws, owned, stores, dry_run=True)
     tiers = [t for t in ws.active() if t.has_kb()]
     unprojected, why = projection.unprojected(ws, owned, stores)
-    stores.save()  # the facts it read: the record stays as it is
+    doctor = _doctor_errors(ctx, ws, tiers, stores)
+    stores.save()  # the facts it read and the errors doctor would report: the ownership record stays as it is
     hook_state = hooks.status(repo.workdir, ctx.environ)
     siblings = _needs_merge(tiers, owned)
     return Status(
@@ -143,7 +154,29 @@ def status(ctx: Context, ws: Workspace) -> Status:
                                    seen=first[1].entries if first and first[0] == str(owned.memory_dir) else None,
                                    ).over_budget,
         index_behind=[b for b in (index_behind(t) for t in ws.active()) if b is not None],
+        in_progress=_in_progress(ws.active()),
+        doctor=doctor,
     )
+
+
+def _doctor_errors(ctx: Context, ws: Workspace, tiers: list[Tier], stores: Stores) -> list[Finding]:
+    """Every error ``doctor`` reports for the tiers at HEAD (``checks.errors_at_head``: one
+    lookup when the trees are the ones last checked), each file named ``<tier>:<path>``: what
+    needs a person before the knowledge base is whole. Needs-merge siblings are left to their
+    own section."""
+    errors = checks.errors_at_head(ws, tiers, lifecycle.instant_of(ctx.now()), stores)
+    return [replace(f, file=f"{t.label}:{f.file}") for t in tiers
+            for f in sorted(errors.get(t.label, []), key=Finding.sort_key) if f.code != "needs-merge"]
+
+
+def _in_progress(tiers: list[Tier]) -> list[InProgress]:
+    """What git is in the middle of in each tier's repository (a repository counted once)."""
+    out: list[InProgress] = []
+    for tier in tiers:
+        busy = in_progress(tier)
+        if busy is not None and all(b.tier.repo_path != tier.repo_path for b in out):
+            out.append(busy)
+    return out
 
 
 def _needs_merge(tiers: list[Tier], owned: state.State) -> list[str]:
@@ -210,6 +243,10 @@ def render(st: Status) -> str:
     """The human-readable status (``--json`` gives ``Status.to_json``)."""
     cap = st.capture
     lines = [f"tiers: {', '.join(st.tiers) or 'none'}"]
+    for busy in st.in_progress:
+        lines.append(f"{busy.kind} in progress: finish it, then okfgit sync")
+        lines.append(f"  {busy.tier.repo_path}: {busy.operation.finish}")
+        lines += [f"  unmerged {path}: {busy.remedy(path)}" for path in busy.unmerged]
     lines.append(cap.reason)
     if cap.memory_dir:
         lines.append(f"memory folder: {cap.memory_dir}")
@@ -258,6 +295,11 @@ def render(st: Status) -> str:
     for behind in st.index_behind:
         lines.append(f"index behind HEAD: {behind.message()}")
         lines += [f"  {p}" for p in behind.paths]
+    if st.doctor:
+        lines.append(f"doctor errors: {len(st.doctor)} (`okfgit doctor` says more)")
+        lines += [f"  {f.where()}: {f.code}: {f.message}" for f in st.doctor[:20]]
+        if len(st.doctor) > 20:
+            lines.append(f"  ... and {len(st.doctor) - 20} more")
     if st.lock_holder:
         lines.append(f"sync running: {st.lock_holder.describe()}")
     lines += [f"over an agent's budget: {sentence} (`okfgit project --explain` lists it)" for sentence in st.over_budget]
