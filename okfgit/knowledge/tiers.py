@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from okfgit.context import Context
 from okfgit.errors import UsageError
-from okfgit.plumbing import Plumbing
-
-if TYPE_CHECKING:
-    from okfgit.git import Repo
+from okfgit.git.repository import Repo
 
 TIER_NAMES = ("global", "project", "job")
 PRECEDENCE = ("job", "project", "global")  # most specific first
@@ -67,14 +64,8 @@ class Tier(NamedTuple):
         return (self.repo_path / ".git").exists()
 
     def open(self) -> Repo:
-        """The repository to write a commit to (libgit2: ``okfgit.git``)."""
-        from okfgit.git import Repo
-
+        """The tier's repository (``okfgit.git``), to read or to commit to."""
         return Repo.open(self.repo_path)
-
-    def reader(self) -> Plumbing:
-        """The repository to read from (git's plumbing: no libgit2 load, ``okfgit.plumbing``)."""
-        return Plumbing.open(self.repo_path)
 
     def has_kb(self) -> bool:
         """The tier holds a knowledge base at HEAD: its repository exists and, for the
@@ -82,7 +73,7 @@ class Tier(NamedTuple):
         repo; only ``okfgit init --scope project`` gives it a tier)."""
         if not self.exists():
             return False
-        repo = self.reader()
+        repo = self.open()
         head = repo.head_commit()
         if head is None:
             return False
@@ -177,16 +168,16 @@ def check_known_run(ws: Workspace, run: str | None) -> None:
 
 def open_workspace(ctx: Context, repo: Path | None = None, run: str | None = None) -> Workspace:
     """Find the project repository and the active run (``--run`` > ``$OKF_RUN`` > ``okf.run``)."""
-    project: Plumbing | None
+    project: Repo | None
     if repo is not None:
-        project = Plumbing.discover(repo, ctx.environ)
+        project = Repo.discover(repo, ctx.environ)
         if project is None:
             raise UsageError(f"{repo}: not inside a git repository")
     else:
-        project = Plumbing.discover(ctx.cwd, ctx.environ)
+        project = Repo.discover(ctx.cwd, ctx.environ)
     if project is not None and _is_inner_tier(project.workdir):
         # Inside a job or global tier repo: the project is the repo around it.
-        outer = Plumbing.discover(project.workdir.parent, ctx.environ)
+        outer = Repo.discover(project.workdir.parent, ctx.environ)
         project = outer
     if project is not None and project.workdir == ctx.global_dir.resolve():
         project = None
