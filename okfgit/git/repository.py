@@ -352,12 +352,13 @@ class Repo:
     def store_blob(self, data: bytes) -> str | None:
         """Put ``data`` in the object database as a blob no tree refers to (until gc prunes
         it), so okfgit can read back later what it wrote outside any tier; None when it
-        cannot (a read-only repository: it is only a memory aid). Holds the write lock, as
-        every object write does (a killed writer's temp object is swept under it)."""
+        cannot (a read-only repository, another okfgit writing: it is only a memory aid).
+        Holds the write lock, as every object write does (a killed writer's temp object is
+        swept under it)."""
         from okfgit.errors import OkfError
 
         try:
-            with lock.write_lock(self.common_dir, self.workdir):
+            with lock.write_lock(self.common_dir, self.workdir, 0):
                 return str(self.raw.create_blob(data))
         except (pygit2.GitError, OSError, OkfError):
             return None
@@ -392,12 +393,6 @@ class Repo:
                 written.update(c.path for c in self.diff_paths(before, str(commit.tree_id)))
             commit = parents[0] if parents else None
         return sorted(differs & written)
-
-    def staged(self, path: str) -> str | None:
-        """The blob OID the index stages at ``path`` (stage 0), None when it stages nothing."""
-        index = self.raw.index
-        index.read(False)
-        return str(index[path].id) if path in index else None
 
     def unmerged(self, prefix: str = "") -> list[str]:
         """Paths under ``prefix`` that the index holds unmerged (a conflict not yet resolved)."""
