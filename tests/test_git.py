@@ -77,6 +77,21 @@ def test_cas_refuses_when_branch_moved_underneath(repo: Path, env: dict[str, str
     assert git("rev-parse", "HEAD", cwd=repo).out.strip() == moved
 
 
+def test_a_plan_from_a_head_that_moved_is_ref_moved_and_changes_nothing(repo: Path, env: dict[str, str],
+                                                                        git: Runner) -> None:
+    """One error type for "the branch moved" (a stale base, a lost compare-and-swap): a caller
+    may plan again on the new head."""
+    r = Repo.open(repo)
+    planned_on = r.head_commit()
+    git("commit", "-q", "--allow-empty", "-m", "someone else", cwd=repo)
+    moved = git("rev-parse", "HEAD", cwd=repo).out.strip()
+    for branch in (None, "main"):
+        with pytest.raises(RefMoved, match="moved while okfgit was preparing"):
+            r.commit_paths(ctx_for(env, repo), {"x.md": b"x\n"}, "okf: x\n", base=planned_on, branch=branch)
+    assert git("rev-parse", "HEAD", cwd=repo).out.strip() == moved and not (repo / "x.md").exists()
+    assert not (repo / ".git" / "okf" / "journal" / "main.json").exists()
+
+
 @pytest.mark.parametrize("marker, words", [
     ("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert"),
     ("BISECT_LOG", "bisect"), ("rebase-merge", "rebase"),
