@@ -132,8 +132,10 @@ def test_unborn_detached_and_linked_worktree(repo: Path, git: Runner, tmp_path: 
     wt = Repo.open(tmp_path / "wt")
     assert wt.head_commit() == head and wt.head_branch() is None
     assert wt.common_dir == (repo / ".git").resolve() and wt.main_workdir == repo.resolve()
-    found = Repo.discover(tmp_path / "wt")
-    assert found is not None and found.workdir == wt.workdir
+    (tmp_path / "wt" / "deep").mkdir()
+    assert Repo.open(tmp_path / "wt").workdir == wt.workdir
+    with pytest.raises(UsageError):
+        Repo.open(tmp_path / "wt" / "deep")  # exactly a working tree's root
 
 
 def test_config_is_asked_of_git_only_when_a_file_could_set_it(repo: Path, git: Runner, env: dict[str, str],

@@ -69,20 +69,6 @@ class Repo:
         return cls(raw, environ)
 
     @classmethod
-    def discover(cls, start: Path, environ: Mapping[str, str] | None = None) -> Repo | None:
-        """The repository containing ``start`` (walking up), or None."""
-        try:
-            found = pygit2.discover_repository(str(start))
-            if found is None:
-                return None
-            raw = pygit2.Repository(found)
-        except pygit2.GitError as exc:
-            raise UsageError(f"{start}: the git repository here cannot be opened ({exc})") from exc
-        if raw.workdir is None:
-            return None
-        return cls(raw, environ)
-
-    @classmethod
     def init(cls, path: Path) -> Repo:
         path.mkdir(parents=True, exist_ok=True)
         return cls(pygit2.init_repository(str(path), initial_head="main"))
