@@ -54,8 +54,8 @@ class Repo:
             raise UsageError(f"{raw.path}: bare repositories are not supported")
         self.raw = raw  # the pygit2 repository: for the git layer's own modules only
         self._environ = environ
-        self.workdir = Path(raw.workdir).resolve()
-        self.gitdir = Path(raw.path).resolve()
+        self.workdir = Path(raw.workdir)  # libgit2 gives both as real paths
+        self.gitdir = Path(raw.path)
 
     # -- opening --------------------------------------------------------------------
 
