@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from okfgit.records import field, record
 from okfgit.context import Context
@@ -27,9 +27,6 @@ from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.local import exchange as exchange_record
 from okfgit.local import lock, paths
 from okfgit.plan import Plan, TierCommit, apply
-
-if TYPE_CHECKING:  # libgit2 loads only where a remote is exchanged with
-    from okfgit.git.repository import Repo
 
 FETCH_INTERVAL_S = 600.0
 UNREACHABLE = "global remote unreachable, will retry"

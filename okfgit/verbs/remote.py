@@ -7,7 +7,6 @@ respects what it finds. The exchange itself is ``flows/exchange.py``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from okfgit.records import field, record
 from okfgit.context import Context
@@ -15,9 +14,7 @@ from okfgit.errors import IntegrityError, UsageError
 from okfgit.knowledge.tiers import Workspace
 from okfgit.plan import ensure_repo
 from okfgit.flows import exchange
-
-if TYPE_CHECKING:  # libgit2 loads only where a remote is exchanged with
-    from okfgit.git.repository import Repo
+from okfgit.git.repository import Repo
 
 DEFAULT_NAME = "origin"
 INIT_TIMEOUT_S = 60.0  # init is a person at a terminal, and may download a whole KB
