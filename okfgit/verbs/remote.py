@@ -7,7 +7,6 @@ respects what it finds. The exchange itself is ``flows/exchange.py``.
 
 from __future__ import annotations
 
-
 from okfgit.records import field, record
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, UsageError
