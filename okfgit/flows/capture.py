@@ -28,14 +28,14 @@ from okfgit.records import field, record
 from okfgit.format import actors, lifecycle, names
 from okfgit.format.trailers import path_field
 from okfgit.format import concept as okf
-from okfgit.local import state
+from okfgit.local import journal, state
 from okfgit.local.store import Stores
 from okfgit.knowledge import capture_policy as switch
 from okfgit.knowledge.cards import TierCard, TierCards
 from okfgit.targets.claude_home import memory_dir
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
-from okfgit.plumbing import blob_oid
+from okfgit.git.objects import blob_oid
 from okfgit.plan import Plan, TierCommit, apply, writing
 from okfgit.knowledge.tiers import Tier, Workspace, check_scope
 
@@ -154,7 +154,7 @@ class Routes:
         if global_.exists():
             from okfgit.flows import exchange
 
-            reader = global_.reader()
+            reader = global_.open()
             remote = exchange.target(reader)
             if remote is not None and not exchange.shares_user_memories(reader):
                 pushed_to = remote.shown
@@ -227,7 +227,7 @@ def plan_capture(ctx: Context, ws: Workspace, owned: state.State, stores: Stores
     decision = switch.capture_decision(ctx, ws)
     report = Report(enabled=decision.enabled, reason=decision.reason, switch=decision)
     project_tier = ws.tier("project")
-    project_repo = project_tier.reader()
+    project_repo = project_tier.open()
     choice = memory_dir(project_repo.main_workdir, ctx.environ, ctx.home)
     report.memory_dir = choice.path
     at = {project_tier.label: project_repo.resolve(f"refs/heads/{branch}")} if branch is not None else {}
@@ -357,7 +357,7 @@ def standalone(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: b
     if ws.project_repo is None:
         raise UsageError("capture needs a project repository: run it inside one or pass --repo")
     stores = Stores()
-    common = ws.tier("project").reader().common_dir
+    common = ws.tier("project").open().common_dir
     owned = state.load(common, stores.of(common))
     report = capture(ctx, ws, owned, stores, to=to, dry_run=dry_run)
     if not dry_run:
@@ -401,9 +401,7 @@ def _capture_locked(ctx: Context, ws: Workspace, to: str | None, owned: state.St
         with writing(ctx, *{c.tier for c in report.plan.commits}):
             done = apply(ctx, report.plan)
         report.commits = [(c.tier.label, oid) for c, oid in done.commits]
-        from okfgit.git import crash_point  # loaded by the commit already; a capture with nothing to commit never is
-
-        crash_point(ctx, "captured")
+        journal.crash_point(ctx.environ, "captured")
     # The agent's bytes are now in a commit (or the KB already says the same): the next
     # projection may replace the file with the concept.
     taken = dict(report.copies)
