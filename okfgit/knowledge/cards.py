@@ -26,11 +26,12 @@ from okfgit.errors import OkfError, UsageError
 from okfgit.format import concept as okf
 from okfgit.format.names import is_needs_merge
 from okfgit.format import lifecycle
-from okfgit.plumbing import Entry, Reader
+from okfgit.git.objects import Entry
+from okfgit.git.repository import Repo
 from okfgit.knowledge import catalog
 from okfgit.knowledge.catalog import TierCatalog
 from okfgit.knowledge.tiers import Tier
-from okfgit.local.store import Store, Stores
+from okfgit.local.store import Stores
 from okfgit.progress import Progress, silent
 
 if TYPE_CHECKING:
@@ -128,7 +129,7 @@ def card_of(label: str, path: str, entry: Entry, data: bytes) -> Card:
     )
 
 
-def modified(repo: Reader, tier: Tier, old_tree: str, new_tree: str, limit: int) -> list[tuple[str, Card, Card]] | None:
+def modified(repo: Repo, tier: Tier, old_tree: str, new_tree: str, limit: int) -> list[tuple[str, Card, Card]] | None:
     """The concepts changed in place between two KB trees of ``tier``: (path, old card, new
     card) each, in path order. None when anything else happened to a concept path (added,
     removed, renamed, its mode changed, a side unreadable), when more than ``limit`` changed,
@@ -283,21 +284,24 @@ class TierCards:
 
     _CARRIED = ("cards", "folded", "by_okf_id", "by_name", "entries")  # what a refresh of the same tree keeps
 
-    def __init__(self, tier: Tier, *, repo: Reader | None = None, commit: str | None = None, tree: str | None = None,
+    def __init__(self, tier: Tier, *, repo: Repo | None = None, commit: str | None = None, tree: str | None = None,
                  blobs: dict[str, bytes] | None = None, progress: Progress = silent,
                  previous: TierCards | None = None, stores: Stores | None = None) -> None:
         self.tier = tier
         self.label = tier.label
         if repo is None and tier.exists():
-            repo = tier.reader()
+            repo = tier.open()
         self.repo = repo
         if commit is None and repo is not None:
             commit = repo.head_commit()
         self.commit = commit
         known = previous.catalog if previous is not None and previous.label == self.label else None
-        self._store = stores.of(repo.common_dir) if stores is not None and repo is not None else None
+        self._stores = stores if stores is not None else Stores()
+        self._own = stores is None  # no run to save what is read here: saved at once
         self.catalog: TierCatalog[Card] = _catalog(CARDS, repo, tier, commit, tree, blobs, progress, known,
-                                                   self._store)
+                                                   self._stores)
+        if self._own:
+            self._stores.save()
         self._previous_links: TierCatalog[LinkFacts] | None = (
             previous.__dict__.get("links") if previous is not None and previous.label == self.label else None)
         self.tree = self.catalog.tree or None
@@ -368,7 +372,10 @@ class TierCards:
         the verbs that follow links). A server kept warm updates them from its last read."""
         known = self._previous_links
         self._previous_links = None
-        return _catalog(LINKS, self.repo, self.tier, self.commit, self.tree, None, known=known, store=self._store)
+        found = _catalog(LINKS, self.repo, self.tier, self.commit, self.tree, None, silent, known, self._stores)
+        if self._own:
+            self._stores.save()
+        return found
 
     def links_of(self, path: str) -> tuple[int, list[Link]]:
         """(lines before the body, the body's links) of the concept at ``path`` (none when unreadable)."""
@@ -445,18 +452,15 @@ def _carried(label: str, before: dict[str, TierCard], updated: TierCatalog[Card]
     return dict(sorted(out.items())) if added else out
 
 
-def _catalog(kind: catalog.Kind[F], repo: Reader | None, tier: Tier, commit: str | None, tree: str | None,
-             blobs: dict[str, bytes] | None, progress: Progress = silent,
-             known: TierCatalog[F] | None = None, store: Store | None = None) -> TierCatalog[F]:
+def _catalog(kind: catalog.Kind[F], repo: Repo | None, tier: Tier, commit: str | None, tree: str | None,
+             blobs: dict[str, bytes] | None, progress: Progress, known: TierCatalog[F] | None,
+             stores: Stores) -> TierCatalog[F]:
     """The tier's ``kind`` catalog (its cards, or their links) at ``tree`` (default: the KB tree
-    of ``commit``, which the store may already know): from ``known`` (or else the store),
-    updated by a tree diff, staged in ``store`` for the run to save (without it, in the tier's
-    store, saved here)."""
+    of ``commit``, which the store may already know): from ``known`` (or else the tier's store
+    in ``stores``), updated by a tree diff, staged there for the run to save."""
     if repo is None or commit is None:
         return TierCatalog("")
-    own = store is None
-    if store is None:
-        store = Store(repo.common_dir)
+    store = stores.of(repo.common_dir)
     start = known if known is not None else catalog.load(kind, store, tier.label)
     if tree is None:
         tree = start.tree if start is not None and start.commit == commit else repo.tree_oid(commit, tier.prefix)
@@ -466,6 +470,4 @@ def _catalog(kind: catalog.Kind[F], repo: Reader | None, tier: Tier, commit: str
     # A warm server keeps its catalogs in memory: it stores them only when far behind.
     if known is None or built.reread > catalog.SAVE_AFTER:
         catalog.remember(kind, store, tier.label, built)
-        if own:
-            store.save()
     return built
