@@ -54,7 +54,7 @@ HUMAN = "needs-human"
 APPROVED = "approved"  # a needs-human finding a person approved (``--approved-by``)
 MERGE = "merge"
 REQUEST_CHANGES = "request-changes"
-REVIEW_VERSION = 2  # 2: findings in the one shape doctor prints too (code, file)
+REVIEW_VERSION = 3  # 2: findings in the one shape doctor prints too (code, file); 3: concepts by id, counts
 # Never ``@{upstream}``: a pushed pull request branch's upstream is the branch itself.
 FALLBACK_BASES = ("main", "origin/main", "master", "origin/master")
 # What a needs-human finding asks for: the one act that clears it.
@@ -106,6 +106,11 @@ class ConceptChange:
     def summary(self) -> dict[str, Any]:
         return {"change": self.change, "path": self.path, "old_path": self.old_path, "okf_id": self.okf_id,
                 "oid": self.oid}
+
+    @property
+    def ident(self) -> str:
+        """What the ``okf-review`` block names the concept by: its ``okf_id``, else its path."""
+        return self.okf_id or self.path
 
     def to_json(self) -> dict[str, Any]:
         out = self.summary()
@@ -176,14 +181,16 @@ class Review:
         return out
 
     def block(self) -> dict[str, Any]:
-        """The ``okf-review`` block: verdict, findings and concepts, for a PR comment."""
+        """The ``okf-review`` block of a PR comment, kept small: verdict, the reviewed head,
+        counts, findings and the ids of the concepts changed (``ConceptChange.ident``)."""
         return {"version": REVIEW_VERSION, "verdict": self.verdict, "base": self.base, "head": self.head,
-                "approved_by": list(self.approved_by), "findings": [f.to_json() for f in self.findings],
-                "concepts": [c.summary() for c in self.concepts], "tool": TOOL}
+                "approved_by": list(self.approved_by), "counts": self.counts(),
+                "findings": [f.to_json() for f in self.findings], "concepts": [c.ident for c in self.concepts],
+                "tool": TOOL}
 
     def to_json(self) -> dict[str, Any]:
         out = self.block()
-        out.update(range=self.range, counts=self.counts(), concepts=[c.to_json() for c in self.concepts],
+        out.update(range=self.range, concepts=[c.to_json() for c in self.concepts],
                    files=[{"change": c, "path": p} for c, p in self.files],
                    commits=[c.to_json() for c in self.commits], preexisting_findings=self.preexisting,
                    harvest=self.harvest)
