@@ -26,7 +26,7 @@ from okfgit.git.repository import Repo
 from okfgit.knowledge import refs
 from okfgit.knowledge.cards import TierCard, TierCards
 from okfgit.knowledge.merged import Merged
-from okfgit.knowledge.snapshot import Concept, snapshot
+from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
 from okfgit.plan import Plan, TierCommit, apply, writing
 from okfgit.knowledge.tiers import Tier, Workspace
 
@@ -200,6 +200,37 @@ def state_file(ctx: Context, tier: Tier, task: str | None, project_repo: Path | 
         "## Open questions\n\n- _None yet._\n"
     )
     return okf.serialize(meta, body)
+
+
+STATE_SECTIONS = ("Task", "Where it stands", "Next steps", "Open questions")
+
+
+def sections(body: str) -> dict[str, str]:
+    """The ``## `` sections of a STATE.md body by heading, each its text without the heading."""
+    out: dict[str, str] = {}
+    current: str | None = None
+    lines: list[str] = []
+    for line in body.splitlines():
+        if line.startswith("## "):
+            if current is not None:
+                out[current] = "\n".join(lines).strip("\n")
+            current, lines = line[3:].strip(), []
+        elif current is not None:
+            lines.append(line)
+    if current is not None:
+        out[current] = "\n".join(lines).strip("\n")
+    return out
+
+
+def task_of(tier_snap: Snapshot) -> str:
+    """The run's task as its STATE.md says it (the *Task* section), "" when it has none."""
+    if STATE not in tier_snap.entries:
+        return ""
+    try:
+        body = tier_snap.concept(STATE).body.decode("utf-8", errors="replace")
+    except ValidationError:
+        return ""
+    return sections(body).get("Task", "")
 
 
 def log_title(tier: Tier) -> str:

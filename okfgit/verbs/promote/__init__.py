@@ -72,6 +72,8 @@ class PromotionPlan:
     source_snapshot: Snapshot
     warnings: list[str] = field(default_factory=list)
     proposals: list[str] = field(default_factory=list)  # supersessions a ``contradicts`` citation asks for
+    task: str = ""  # the run's task text (its STATE.md *Task* section)
+    harvester: tuple[str, str | None] = ("", None)  # the promoting actor, and the name git knows them by
 
     def source_commit(self, destination_oid: str, today: str) -> TierCommit:
         """The source-side commit, once the destination commit's OID is known."""
@@ -136,7 +138,10 @@ def plan_promotion(
         old={p: (dst_snap.blob(p) if p in dst_snap.entries else None) for p in changes},
         actor=actor(ctx, source, ws.project_repo),
     )
-    pp = PromotionPlan(source, destination, src_snap.commit, items, branch, dest_commit, src_snap)
+    pp = PromotionPlan(source, destination, src_snap.commit, items, branch, dest_commit, src_snap,
+                       task=runs.task_of(src_snap) if source.name == "job" else "",
+                       harvester=(dest_commit.actor,
+                                  ctx.environ.get("GIT_AUTHOR_NAME") or src_repo.config_get("user.name")))
     pp.warnings.extend(_backlink_warnings(pp))
     pp.proposals.extend(_proposed_supersessions(items, dst_snap))
     # The source commit is fully known except the destination OID: check its paths now.
