@@ -21,8 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 from okfgit.format.findings import ERROR
-from okfgit.verbs.review import (APPROVED, HUMAN, MERGE, REQUEST_CHANGES, CommitInfo, ConceptChange, FieldChange,
-                                 Review)
+from okfgit.verbs.review import (AMEND, APPROVED, CLOSE, HUMAN, MERGE, REQUEST_CHANGES, CommitInfo, ConceptChange,
+                                 FieldChange, Review)
 
 # GitHub's comment limit is 65,536 characters; keep a margin for what CI adds around it.
 LIMIT = 60_000
@@ -35,6 +35,9 @@ VERDICT_TEXT = {
     REQUEST_CHANGES: "Some findings are errors; fix them before merging.",
     HUMAN: "These changes need a person's approval (an approving review of the pull request, passed to "
            "`okfgit review --approved-by human:<id>`).",
+    AMEND: "The maintainer amends these changes before merging: this head is not merged as it stands; the amended "
+           "head gets a review of its own.",
+    CLOSE: "The maintainer closes this pull request: its knowledge changes are not merged.",
 }
 
 
@@ -349,6 +352,8 @@ def _md_commits(review: Review, cap: int | None, trailers: int | None = None) ->
 
 
 def _verdict_text(review: Review) -> str:
+    if review.outcome is not None:
+        return f"{VERDICT_TEXT[review.outcome]} (The checks alone say {review.checked}.)"
     if review.verdict == MERGE and any(f.severity == APPROVED for f in review.findings):
         return (f"A person approved what needed approval ({', '.join(review.approved_by)}; {review.approval_note}) "
                 "and nothing else blocks "

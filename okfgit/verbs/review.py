@@ -54,6 +54,11 @@ HUMAN = "needs-human"
 APPROVED = "approved"  # a needs-human finding a person approved (``--approved-by``)
 MERGE = "merge"
 REQUEST_CHANGES = "request-changes"
+# What a maintainer may decide instead of merging the head as it stands (``review --verdict``):
+# amend it, then merge the amended head once a review says merge; or close the pull request.
+AMEND = "amend"
+CLOSE = "close"
+OUTCOMES = (AMEND, CLOSE)
 REVIEW_VERSION = 3  # 2: findings in the one shape doctor prints too (code, file); 3: concepts by id, counts
 # Never ``@{upstream}``: a pushed pull request branch's upstream is the branch itself.
 FALLBACK_BASES = ("main", "origin/main", "master", "origin/master")
@@ -160,9 +165,16 @@ class Review:
         if self.approvals_checked:
             return f"checked: {self.approvals_checked}"
         return "asserted with --approved-by; okfgit did not verify it"
+    outcome: str | None = None  # a maintainer's amend or close (``--verdict``), which decides over the checks
 
     @property
     def verdict(self) -> str:
+        """The maintainer's outcome when one was given, else what the checks say."""
+        return self.outcome or self.checked
+
+    @property
+    def checked(self) -> str:
+        """What the findings say: request-changes, needs-human or merge."""
         severities = {f.severity for f in self.findings}
         if ERROR in severities:
             return REQUEST_CHANGES
@@ -183,7 +195,8 @@ class Review:
     def block(self) -> dict[str, Any]:
         """The ``okf-review`` block of a PR comment, kept small: verdict, the reviewed head,
         counts, findings and the ids of the concepts changed (``ConceptChange.ident``)."""
-        return {"version": REVIEW_VERSION, "verdict": self.verdict, "base": self.base, "head": self.head,
+        outcome = {"outcome": {"verdict": self.outcome, "checks": self.checked}} if self.outcome else {}
+        return {"version": REVIEW_VERSION, "verdict": self.verdict, **outcome, "base": self.base, "head": self.head,
                 "approved_by": list(self.approved_by), "counts": self.counts(),
                 "findings": [f.to_json() for f in self.findings], "concepts": [c.ident for c in self.concepts],
                 "tool": TOOL}
@@ -301,14 +314,20 @@ def approve(findings: list[Finding], approvers: tuple[str, ...], checked: str = 
 
 
 def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | None = None, *,
-           base_ref: str | None = None, approved_by: Iterable[str] = (), approvals_checked: str = "") -> Review:
+           base_ref: str | None = None, approved_by: Iterable[str] = (), approvals_checked: str = "",
+           outcome: str | None = None) -> Review:
     """Review the project tier's changes in ``spec`` (see ``resolve_range``).
 
     ``approved_by``: ``human:`` actors whose approval turns needs-human findings into
     approved ones; ``approvals_checked`` says what checked them (the Action: approving
     reviews of the head by people other than the author), else they are reported as asserted.
+    ``outcome``: a maintainer's ``amend`` or ``close``, recorded with the checks' own verdict
+    and deciding over it.
     """
     approvers = check_approvers(approved_by)
+    if outcome is not None and outcome not in OUTCOMES:
+        raise UsageError(f"--verdict takes a maintainer's outcome, {' or '.join(OUTCOMES)}, not {outcome!r} "
+                         "(merge, request-changes and needs-human come from the checks)")
     tier = ws.tier("project")
     repo = tier.open()
     base, head, label = resolve_range(repo, spec, base_ref, ctx.environ)
@@ -331,6 +350,7 @@ def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | 
     out.findings = _sorted(approve(_dedupe(out.findings), approvers, approvals_checked))
     out.approved_by = approvers
     out.approvals_checked = approvals_checked
+    out.outcome = outcome
     return out
 
 
