@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "Start, inspect and end runs (the job tier)."),
     "note": ("run", "Write a note into the active run."),
     "log": ("run", "Add a dated entry to the active run's log.md."),
+    "state": ("run", "Rewrite the active run's STATE.md (its task, where it stands, next steps) as a commit."),
     "remote": ("remote", "Show, set or remove the global tier's git remote (sync exchanges with it)."),
     "promote": ("promote", "Promote a concept job -> project or project -> global."),
     "review": ("review", "Review a branch's knowledge changes; verdict for a pull request."),

@@ -1,4 +1,4 @@
-"""``okfgit mcp``: the read verbs, ``status``, ``note`` and ``log`` as MCP tools.
+"""``okfgit mcp``: the read verbs, ``status``, ``note``, ``log`` and ``state`` as MCP tools.
 
 This module knows nothing of the MCP SDK (``mcp_stdio`` is the adapter): each tool is a
 function from its arguments to a ``ToolResult`` (the text the CLI prints, the JSON
@@ -8,8 +8,8 @@ function from its arguments to a ``ToolResult`` (the text the CLI prints, the JS
 A ``Reader`` keeps the read model warm between calls: each call re-reads which tiers
 are in view (the active run may change) and each tier's HEAD, and rebuilds only the
 tiers whose HEAD moved, so a commit made by anyone between two calls is seen by the
-next one. The write rule: ``note`` and ``log`` write to the active run's job tier and
-nowhere else; no tool writes to the project or global tier.
+next one. The write rule: ``note``, ``log`` and ``state`` write to the active run's job tier
+and nowhere else; no tool writes to the project or global tier.
 """
 
 from __future__ import annotations
@@ -197,6 +197,21 @@ def log(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
     return ToolResult(f"logged in {cited} ({commit[:7]})", data)
 
 
+def state(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
+    ws = reader.workspace()
+    tier, plan = runs.state_plan(reader.ctx, ws, task=_text(args, "task"), where=_text(args, "where"),
+                                 next_steps=_strings(args, "next") if "next" in args else None,
+                                 questions=_strings(args, "questions") if "questions" in args else None)
+    if not plan.commits:
+        return ToolResult(f"{tier.label}:{runs.STATE} already says that; nothing was committed",
+                          {"run": tier.run, "path": runs.STATE, "commit": None})
+    commit = _apply_to_job(reader.ctx, plan)
+    hit = reader.view("all", ws).hit(tier.label, runs.STATE)
+    cited = hit.citation if hit else f"{tier.label}:{runs.STATE}"
+    return ToolResult(f"rewrote {cited} ({commit[:7]})",
+                      {"run": tier.run, "path": runs.STATE, "commit": commit, "citation": cited})
+
+
 def _apply_to_job(ctx: Context, plan: Plan) -> str:
     """Carry out ``plan`` only if it commits to a job tier and writes nothing else."""
     if plan.writes or any(c.tier.name != "job" for c in plan.commits):
@@ -291,6 +306,16 @@ TOOLS: tuple[ToolSpec, ...] = (
          "relation": {"type": "string", "enum": list(cites_format.RELATIONS),
                       "description": "How the note bears on cites; contradicts makes promote propose a supersession."}},
         note, required=("type", "title"), writes=True,
+    ),
+    ToolSpec(
+        "state",
+        "Rewrite the active run's STATE.md, the current picture of its task, as one commit (as `okfgit state` "
+        "does): each field given replaces that section, the others stay. Job tier only.",
+        {"task": {"type": "string", "description": "What the run is for; its first sentence becomes the description."},
+         "where": {"type": "string", "description": "Where the work stands now."},
+         "next": {**_WORDS, "description": "The next steps, in order (replaces the list)."},
+         "questions": {**_WORDS, "description": "The open questions (replaces the list)."}},
+        state, writes=True,
     ),
     ToolSpec(
         "log",
