@@ -89,9 +89,9 @@ def test_tools_resources_search_cat_and_note(project: Path, okfgit: Runner, git:
     assert not error and data is not None
     assert data["path"] == "notes/warm-the-cache-first.md" and data["citation"].startswith("job/r1:notes/warm")
     assert "relation: refines" in (job / data["path"]).read_text()
-    assert ("Okf-Operation", "note") in trailers_by_git(git, job, "HEAD~1")
-    assert any(key == "Okf-Tool" for key, _ in trailers_by_git(git, job, "HEAD~1"))
-    assert ("Okf-Operation", "log") in trailers_by_git(git, job)
+    assert ("Okf-Operation", "note") in trailers_by_git(git, job, "HEAD~2")
+    assert any(key == "Okf-Tool" for key, _ in trailers_by_git(git, job, "HEAD~2"))
+    assert ("Okf-Operation", "log") in trailers_by_git(git, job, "HEAD~1")
     assert git("rev-parse", "HEAD", cwd=project).out == project_head  # the project tier is never written
     assert seen["found"][2]["results"][0]["citation"] == data["citation"]  # the next call sees the new commit
     assert "Measured the cold start." in (job / "log.md").read_text()

@@ -62,7 +62,8 @@ run `okfgit sync` to bring everything in line
 def test_everything_sync_would_do_is_listed_and_nothing_written(project: Path, mem: Path, home: Path,
                                                                 okfgit: Runner, git: Runner) -> None:
     conflict_setup(project, mem, okfgit, git)
-    write_memory(mem, "gone.md", CURRENT.replace(b"feedback-testing", b"gone"))
+    write_memory(mem, "gone.md", CURRENT.replace(b"feedback-testing", b"gone").replace(b"real database", b"staging "
+                 b"cluster").replace(b"a mocked test hid a broken migration", b"the nightly job reads its logs"))
     okfgit("sync", cwd=project)  # captures gone.md ... and the conflict; set the scene again
     conflict_setup_again(project, mem, git)
     write_memory(mem, "project_freeze.md", OLDER)

@@ -40,13 +40,14 @@ from okfgit.knowledge.tiers import Tier, Workspace, check_scope
 
 if TYPE_CHECKING:  # index_md is read where a capture writes an index (sync's usual run writes none)
     from okfgit.format import index_md as index
+    from okfgit.knowledge import similar
     from okfgit.knowledge.snapshot import Concept, Snapshot  # and these where a capture takes a file
 
 MAX_BYTES = 1024 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 CAPTURE_FOLDER = "memory"
 AGENT_ACTOR = actors.CLAUDE_CODE  # whoever runs sync, the words captured are the agent's
-SIBLINGS = ("conflict", "proposal")  # actions committed as a needs-merge sibling
+SIBLINGS = ("conflict", "proposal", "duplicate")  # actions committed as a needs-merge sibling
 CAPTURING = "capturing memory files"  # what a person watching a long capture is told
 
 
@@ -54,15 +55,16 @@ CAPTURING = "capturing memory files"  # what a person watching a long capture is
 class Captured:
     """One memory file that becomes (part of) a commit."""
 
-    action: str  # "new" | "update" | "conflict" | "proposal" (a protected concept's: a sibling too)
+    action: str  # "new" | "update" | "conflict" | "proposal" (a protected concept's) | "duplicate" (a repeat's)
     origin: str  # path relative to the memory folder
     file_oid: str
     okf_id: str
     tier: Tier
     kb_path: str
     data: bytes
-    why: str = ""  # for a conflict: which side changed
+    why: str = ""  # for a conflict: which side changed; for a duplicate: which concept it repeats
     parsed: okf.Parsed | None = field(default=None, repr=False, compare=False)  # ``data`` split
+    repeats: tuple[str, float] | None = None  # a duplicate's: "<tier>:<path>" of the concept, and the similarity
 
 
 @record
@@ -116,6 +118,11 @@ class Report:
     def proposals(self) -> list[Captured]:
         """An agent's version of a protected concept (``lifecycle.protected_by``)."""
         return [c for c in self.captured if c.action == "proposal"]
+
+    @property
+    def duplicates(self) -> list[Captured]:
+        """New memories that nearly duplicate a concept, committed as proposals beside it."""
+        return [c for c in self.captured if c.action == "duplicate"]
 
 
 NO_PROJECT_TIER = (
@@ -324,6 +331,8 @@ def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State,
                 f"{origin}: {item.why}; kept the KB's version and committed the agent's as "
                 f"{item.tier.label}:{item.kb_path} (needs a person to merge)"
             )
+        elif item.action == "duplicate":
+            report.warnings.append(duplicate_warning(origin, item))
     ctx.progress(CAPTURING, len(candidates), len(candidates))
     report.plan = _build_plan(report.captured, kb)
 
@@ -335,6 +344,15 @@ def proposal_warning(origin: str, item: Captured) -> str:
     return (f"{origin}: {item.why}; the KB keeps it unchanged and the agent's version is committed as {where} "
             f"for a person to decide: accept it with `okfgit proposal accept {where}`, or drop it with "
             f"`okfgit proposal drop {where}`")
+
+
+def duplicate_warning(origin: str, item: Captured) -> str:
+    """What a person is told when a new memory repeats a concept: which, how alike, where the
+    agent's words went and what to do with them."""
+    master = item.repeats[0] if item.repeats else "a concept"
+    return (f"{origin}: {item.why}; not captured as a new concept (one fact in one place): the agent's words are "
+            f"committed as {item.tier.label}:{item.kb_path}, a proposal: merge what it adds into {master} and "
+            "delete it, or delete it when it adds nothing")
 
 
 def _why(exc: OkfError, origin: str) -> str:
@@ -408,6 +426,7 @@ class _Known:
         self.view = Merged(list(self.cards.values()))
         self._snaps: dict[str, Snapshot] = {}
         self._taken: dict[str, set[str]] = {}
+        self._similar: similar.Index | None = None  # the concepts a new memory may repeat (built when asked)
 
     def by_id(self, okf_id: str) -> tuple[Tier, str, str] | None:
         """(tier, KB path, blob OID) of the concept that answers for ``okf_id``."""
@@ -418,6 +437,26 @@ class _Known:
 
     def _where(self, card: TierCard | None) -> tuple[Tier, str, str] | None:
         return (self.tiers[card.tier], card.path, card.oid) if card is not None else None
+
+    def repeats(self, tier: Tier, data: bytes) -> tuple[TierCard, float] | None:
+        """The concept a new memory (``data``, as it would be committed in ``tier``) nearly
+        duplicates, and how alike they are: the most alike visible one at or above
+        ``similar.THRESHOLD``; None when there is none. The concepts' signatures are read once."""
+        from okfgit.knowledge import similar
+
+        query = similar.features_of(tier.label, f"{CAPTURE_FOLDER}/new.md", data)
+        if query is None:
+            return None
+        if self._similar is None:
+            self._similar = similar.Index(
+                ((label, path), sig) for label, cards in self.cards.items() for path, sig in cards.signatures.items()
+                if (card := cards.card_at(path)) is not None and self.view.is_visible(card))
+        for near in self._similar.near(query):
+            label, path = near.key
+            card = self.cards[label].card_at(path)
+            if card is not None:
+                return card, near.score
+        return None
 
     def snapshot(self, tier: Tier) -> Snapshot:
         if tier.label not in self._snaps:
@@ -580,9 +619,29 @@ def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb
         return _edit(ctx, origin, oid, known.okf_id, tier, kb_path, head_oid, kb, st, migrated, split)
     dest = routes.route(meta)
     new_id, migrated, split = _migrate(ctx, origin, data, parsed, dest)
+    repeated = kb.repeats(dest, migrated)
+    if repeated is not None:
+        return _duplicate(ctx, origin, oid, data, parsed, dest, kb, *repeated)
     name = okf.one_line(meta.get("name")) or posixpath.basename(origin)[:-3]
     kb_path = kb.free_path(dest, f"{CAPTURE_FOLDER}/{okf.slugify(name)}.md")
     return Captured("new", origin, oid, new_id, dest, kb_path, migrated, parsed=split)
+
+
+def _duplicate(ctx: Context, origin: str, oid: str, data: bytes, parsed: okf.Parsed, dest: Tier, kb: _Known,
+               concept: TierCard, score: float) -> Captured | None:
+    """A new memory that says what ``concept`` says: committed beside it as a needs-merge
+    sibling with its ``okf_id`` (in the tier the memory goes to: a project's fact never lands
+    in another tier), so nothing is lost and nothing is said twice (None when that very
+    proposal is committed already)."""
+    okf_id = concept.okf_id or okf.new_okf_id()
+    _, migrated, split = _migrate(ctx, origin, data, parsed, dest, okf_id)
+    first = names.needs_merge_path(concept.path)
+    if first in kb.snapshot(dest).entries and _sibling_has(kb.snapshot(dest), first, migrated, origin):
+        return None  # a sync killed after its commit and before recording the file
+    where = f"{concept.tier}:{concept.path}"
+    why = f"nearly duplicates {where} ({concept.title}, similarity {score:.2f})"
+    return Captured("duplicate", origin, oid, okf_id, dest, kb.free_path(dest, first), migrated, why, split,
+                    repeats=(where, score))
 
 
 def _edit(ctx: Context, origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid: str,
@@ -739,6 +798,8 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
                                         items=kb.index_items(tier), changed_items=known))
         trailers = [("Okf-Source", "claude-memory")]
         trailers += [("Okf-Captured", f"{c.okf_id} {path_field(c.origin)} {c.file_oid}") for c in group]
+        trailers += [("Okf-Near-Duplicate", f"{path_field(c.origin)} {c.repeats[0]} {c.repeats[1]:.2f}")
+                     for c in group if c.repeats is not None]
         count = len(group)
         subject = f"okf: capture {count} fact{'s' if count != 1 else ''} from Claude Code memory"
         # The trailers are the record of every file; the body names the first few for a person.

@@ -339,6 +339,7 @@ class WorkingEdits:
 
     tier: Tier
     edits: list[Edit] = field(default_factory=list)
+    actor: str = EDITS_ACTOR  # who sync commits them as
 
     @property
     def committable(self) -> list[Edit]:

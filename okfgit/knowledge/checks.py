@@ -29,6 +29,7 @@ from okfgit.format import lifecycle
 from okfgit.format import markdown as links
 from okfgit.format import concept as okf
 from okfgit.format.findings import ERROR, WARNING, Finding
+from okfgit.format.similar import Signature
 from okfgit.errors import OkfError, ValidationError
 from okfgit.records import field, record
 from okfgit.git.objects import FILE_MODE, Entry, blob_oid
@@ -345,6 +346,27 @@ class _Listed(Repo):
         return super().tree_entries(commit, prefix)
 
 
+def signatures_of(snap: Snapshot) -> dict[str, Signature]:
+    """Each concept's ``similar.Signature`` in ``snap``: from the tier's cache at a commit, made
+    from the files in a working tree."""
+    from okfgit.knowledge import similar
+
+    if snap.commit is not None and snap.tier.exists():
+        try:
+            built = cached_catalog(similar.SIGNATURES, snap)
+            return dict(built.facts) if built is not None else {}
+        except (OkfError, OSError):
+            pass  # only a cache: read the files instead
+    out: dict[str, Signature] = {}
+    for path in snap.concept_paths():
+        entry = snap.entries[path]
+        try:
+            out[path] = similar.signature_of(snap.tier.label, path, entry, b"" if entry.is_link else snap.blob(path))
+        except OkfError:
+            continue
+    return out
+
+
 def _cached_facts(snap: Snapshot, progress: Progress = silent) -> Facts:
     tier = snap.tier
     built = cached_catalog(doctor_kind(tier), snap, progress)
@@ -652,6 +674,7 @@ class Checker:
                 self.check_links(path, fact)
         self.duplicate_ids(concepts)
         self.superseded_by(concepts)
+        self.near_duplicates()
         for path, page in sorted(self.scan.pages.items()):
             if page.findings and (only is None or path in only):
                 self.findings.extend(Finding(code, severity, path, message, line, g)
@@ -684,6 +707,20 @@ class Checker:
                     continue
                 self.add(PROFILE, "superseded-by-dangling", path, f"superseded_by names {ref}, which is no "
                          "concept path or okf_id in this tier", fact.superseded_line, WARNING)
+
+    def near_duplicates(self) -> None:
+        """Two concepts that say one fact (``knowledge.similar``): a warning on one of them
+        (the one ``only`` asks about), naming the other and the score."""
+        from okfgit.knowledge import similar
+
+        label = self.tier.label
+        found = similar.Index(((label, p), sig) for p, sig in signatures_of(self.scan.snap).items())
+        among = None if self.only is None else [(label, p) for p in self.only if okf.is_concept_path(p)]
+        for score, (_, a), (_, b) in found.pairs(among):
+            if self.only is not None and a not in self.only:
+                a, b = b, a
+            self.add(PROFILE, "near-duplicate", a, f"nearly duplicates {b} (similarity {score:.2f}): one fact in "
+                     "one place: merge them, or supersede one by the other", None, WARNING)
 
     def duplicate_ids(self, concepts: list[tuple[str, Checked]]) -> None:
         owners: dict[str, list[tuple[str, Checked]]] = {}

@@ -118,6 +118,15 @@ class Reader:
 
 def search(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
     view = reader.view(_scope(args))
+    like = _text(args, "similar")
+    if like is not None:
+        if _words(args, "words"):
+            raise UsageError("search: similar takes no words: it compares the concept's own words")
+        found_ref = refs.resolve_concept(view, like)
+        alike = nav.similar(view, found_ref.concept, _text(args, "type"), _strings(args, "tags"),
+                            limit=_count(args, "limit", nav.LIMIT))
+        return ToolResult("\n".join(nav_render.similar_lines(view, found_ref.concept, alike)),
+                          nav_render.similar_json(view, alike))
     found = nav.search(view, _words(args, "words"), _text(args, "type"), _strings(args, "tags"),
                        limit=_count(args, "limit", nav.LIMIT))
     # Lifecycle (deprecated last and marked, stale marked) comes with the line and the JSON.
@@ -252,8 +261,11 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Find concepts in every tier (job > project > global) whose type and tags match and whose title or "
         "description contains every word (case-insensitive). Each hit is cited tier:path@oid; deprecated "
         "and stale concepts are marked. Bodies are not searched: cat a hit to read it. The best `limit` hits "
-        "are shown and `more` says how many matched beyond them: narrow with more words, a type or tags.",
+        "are shown and `more` says how many matched beyond them: narrow with more words, a type or tags. "
+        "With `similar` (a REF) it lists instead the concepts whose words are most like that concept's, with how "
+        "alike (0 to 1; 0.85 or more: a near-duplicate, one fact said twice): check it before writing a note.",
         {"words": {**_WORDS, "description": "Words that must all appear in the title or description."},
+         "similar": {**_REF, "description": "A concept (any REF) to find the concepts most alike; no words then."},
          "type": {"type": "string", "description": "Only concepts of this OKF type (Decision, Lesson, ...)."},
          "tags": {**_WORDS, "description": "Only concepts carrying every one of these tags."},
          "limit": {"type": "integer", "minimum": 0,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from okfgit.records import field, record, replace
 from okfgit.flows import agent_hooks
-from okfgit.flows import capture, exchange, runs
+from okfgit.flows import capture, exchange
 from okfgit.flows import hooks
 from okfgit.local import hooklog, lock, paths, stamps, state
 from okfgit.flows import projection
@@ -21,6 +21,9 @@ from okfgit.format.names import is_needs_merge
 from okfgit.format.findings import ERROR, Finding
 from okfgit.knowledge import checks
 from okfgit.knowledge.tiers import Tier, Workspace
+
+if TYPE_CHECKING:  # runs (and the git layer under it) loads only when a run is active
+    from okfgit.flows import runs
 
 
 @record
@@ -157,7 +160,7 @@ def status(ctx: Context, ws: Workspace) -> Status:
         index_behind=[b for b in (index_behind(t) for t in ws.active()) if b is not None],
         in_progress=_in_progress(ws.active()),
         doctor=_doctor_errors(ctx, ws, tiers),
-        run_edits=runs.working_edits(ctx, ws),
+        run_edits=_run_edits(ctx, ws),
     )
 
 
@@ -178,6 +181,14 @@ def _in_progress(tiers: list[Tier]) -> list[InProgress]:
         if busy is not None and all(b.tier.repo_path != tier.repo_path for b in out):
             out.append(busy)
     return out
+
+
+def _run_edits(ctx: Context, ws: Workspace) -> runs.WorkingEdits | None:
+    if not ws.run:
+        return None
+    from okfgit.flows import runs
+
+    return runs.working_edits(ctx, ws)
 
 
 def _needs_merge(tiers: list[Tier], owned: state.State) -> list[str]:
@@ -303,7 +314,7 @@ def render(st: Status) -> str:
             lines.append(f"  ... and {len(st.doctor) - 20} more")
     edits = st.run_edits
     if edits is not None and edits.committable:
-        lines.append(f"run {edits.tier.run}: edits sync commits (as {runs.EDITS_ACTOR}): {len(edits.committable)}")
+        lines.append(f"run {edits.tier.run}: edits sync commits (as {edits.actor}): {len(edits.committable)}")
         lines += [f"  {e.change}: {e.path}" for e in edits.committable]
     if edits is not None and edits.waiting:
         lines.append(f"run {edits.tier.run}: edits waiting for a person: {len(edits.waiting)}")
