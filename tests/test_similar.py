@@ -122,14 +122,14 @@ def test_unrelated_concepts_of_real_bundles_are_not_near_duplicates() -> None:
     index = Index(signatures)
     assert index.pairs() == []  # no pair of the real bundles at or above the threshold
     # ten pairs of unrelated concepts, across and within bundles, score far below it
-    keys = sorted(index.features)
+    keys = sorted(index.signatures)
     chosen = [(a, b) for a, b in itertools.combinations(keys, 2) if a[0] != b[0]][::97][:7]
     chosen += [(("ga4", "tables/events_.md"), ("ga4", "references/metrics/purchasers.md")),
                (("stackoverflow", "tables/users.md"), ("stackoverflow", "tables/badges.md")),
                (("okfgit_retail", "metrics/revenue.md"), ("okfgit_retail", "tables/customers.md"))]
     assert len(chosen) == 10
     for a, b in chosen:
-        assert index.score(index.features[a], index.features[b]) < 0.6, (a, b)
+        assert index.score(index.features(a), index.features(b)) < 0.6, (a, b)
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="the shared bundles are not beside this checkout")

@@ -438,15 +438,13 @@ class _Known:
     def _where(self, card: TierCard | None) -> tuple[Tier, str, str] | None:
         return (self.tiers[card.tier], card.path, card.oid) if card is not None else None
 
-    def repeats(self, tier: Tier, data: bytes) -> tuple[TierCard, float] | None:
-        """The concept a new memory (``data``, as it would be committed in ``tier``) nearly
+    def repeats(self, parsed: okf.Parsed) -> tuple[TierCard, float] | None:
+        """The concept a new memory (``parsed``: split as it would be committed) nearly
         duplicates, and how alike they are: the most alike visible one at or above
         ``similar.THRESHOLD``; None when there is none. The concepts' signatures are read once."""
         from okfgit.knowledge import similar
 
-        query = similar.features_of(tier.label, f"{CAPTURE_FOLDER}/new.md", data)
-        if query is None:
-            return None
+        query = similar.features_of(f"{CAPTURE_FOLDER}/new.md", parsed)
         if self._similar is None:
             self._similar = similar.Index(
                 ((label, path), sig) for label, cards in self.cards.items() for path, sig in cards.signatures.items()
@@ -619,7 +617,7 @@ def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb
         return _edit(ctx, origin, oid, known.okf_id, tier, kb_path, head_oid, kb, st, migrated, split)
     dest = routes.route(meta)
     new_id, migrated, split = _migrate(ctx, origin, data, parsed, dest)
-    repeated = kb.repeats(dest, migrated)
+    repeated = kb.repeats(split)
     if repeated is not None:
         return _duplicate(ctx, origin, oid, data, parsed, dest, kb, *repeated)
     name = okf.one_line(meta.get("name")) or posixpath.basename(origin)[:-3]

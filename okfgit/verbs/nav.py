@@ -214,7 +214,7 @@ def similar(view: Merged, concept: TierCard, type_: str | None = None, tags: Seq
             signatures.append(((label, path), sig))
     if query is None:
         return AlikeFound([], 0)
-    alike = [Alike(near.score, cards[near.key]) for near in Index(signatures, threshold=SIMILAR_FLOOR).near(query)]
+    alike = [Alike(near.score, cards[near.key]) for near in Index(signatures).nearest(query, SIMILAR_FLOOR)]
     shown = alike if not limit else alike[:limit]
     return AlikeFound(shown, len(alike) - len(shown))
 
