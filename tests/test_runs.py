@@ -204,7 +204,8 @@ def test_state_rewrites_state_md_as_one_commit(project: Path, okfgit: Runner, gi
     assert out.startswith("rewrote job/r1:STATE.md (")
     assert git("rev-parse", "HEAD~1", cwd=job).out.strip() == head
     assert git("diff", "--name-only", "HEAD~1", "HEAD", cwd=job).out == "STATE.md\n"
-    assert trailers_by_git(git, job) == [("Okf-Operation", "state"), ("Okf-Tool", "okfgit 0.1.0"), ("Okf-Run", "r1")]
+    assert trailers_by_git(git, job) == [("Okf-Operation", "state"), ("Okf-Tool", "okfgit 0.1.0"),
+                                         ("Okf-Actor", "human:author@example.com"), ("Okf-Run", "r1")]
     after = (job / "STATE.md").read_text()
     # the frontmatter and the title stay byte for byte; the sections given are replaced, the task kept
     assert after.split("## Task", 1)[0] == before.split("## Task", 1)[0]

@@ -43,7 +43,8 @@ def test_a_memory_repeating_a_decision_becomes_a_proposal_beside_it(project: Pat
     assert result.out.startswith("okfgit sync: captured 1, 1 need a merge")
     assert ("edge_cache.md: nearly duplicates project:decisions/edge-caching.md (Cache responses at the edge, "
             "similarity 1.00); not captured as a new concept (one fact in one place): the agent's words are committed "
-            "as project:decisions/edge-caching.needs-merge.md, a proposal") in result.err
+            "as project:decisions/edge-caching.needs-merge.md, a proposal: `okfgit proposal drop "
+            "project:decisions/edge-caching.needs-merge.md` when it adds nothing") in result.err
     tree = git("ls-tree", "-r", "--name-only", "HEAD", ".okf", cwd=project).out.split()
     assert ".okf/decisions/edge-caching.needs-merge.md" in tree and not any("/memory/" in p for p in tree)
     sibling = (project / ".okf" / "decisions" / "edge-caching.needs-merge.md").read_bytes()
@@ -57,6 +58,10 @@ def test_a_memory_repeating_a_decision_becomes_a_proposal_beside_it(project: Pat
     # a person decides: status and doctor name it until then
     assert "needs-merge siblings waiting for a person: 1" in okfgit("status", cwd=project, expect=2).out
     assert okfgit("sync", cwd=project).out == "okfgit sync: up to date\n"
+    # it adds nothing: a person drops it, and the concept it repeats is the one fact
+    okfgit("proposal", "drop", "project:decisions/edge-caching.needs-merge.md", cwd=project)
+    assert not (project / ".okf" / "decisions" / "edge-caching.needs-merge.md").exists()
+    okfgit("status", cwd=project)
     fsck(git, project)
 
 

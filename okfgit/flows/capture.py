@@ -348,11 +348,12 @@ def proposal_warning(origin: str, item: Captured) -> str:
 
 def duplicate_warning(origin: str, item: Captured) -> str:
     """What a person is told when a new memory repeats a concept: which, how alike, where the
-    agent's words went and what to do with them."""
-    master = item.repeats[0] if item.repeats else "a concept"
+    agent's words went and the commands that decide."""
+    where = f"{item.tier.label}:{item.kb_path}"
     return (f"{origin}: {item.why}; not captured as a new concept (one fact in one place): the agent's words are "
-            f"committed as {item.tier.label}:{item.kb_path}, a proposal: merge what it adds into {master} and "
-            "delete it, or delete it when it adds nothing")
+            f"committed as {where}, a proposal: `okfgit proposal drop {where}` when it adds nothing, or merge "
+            f"what it adds into {item.repeats[0] if item.repeats else 'the concept'} "
+            f"(`okfgit proposal accept {where}` takes its words)")
 
 
 def _why(exc: OkfError, origin: str) -> str:

@@ -22,7 +22,7 @@ from okfgit.format import index_md as index
 from okfgit.format import concept as okf
 from okfgit.flows import concepts as store
 from okfgit.format import cites as cite_format
-from okfgit.format import log_md, trailers
+from okfgit.format import actors, log_md, trailers
 from okfgit.context import Context
 from okfgit.errors import UsageError, ValidationError
 from okfgit.git.repository import Repo
@@ -278,7 +278,7 @@ def state_plan(ctx: Context, ws: Workspace, *, task: str | None = None, where: s
         plan.commits.append(TierCommit(tier, "state", f"okf: state of run {tier.run}", changes,
                                        trailers=(("Okf-Run", tier.run or ""),),
                                        old={p: snap.blob(p) if p in snap.entries else None for p in changes},
-                                       base=snap.commit))
+                                       base=snap.commit, actor=store.actor(ctx, tier)))
     return tier, plan
 
 
@@ -319,7 +319,7 @@ def write_state(ctx: Context, ws: Workspace, make: Callable[[], tuple[Tier, Plan
 # -- edits in the run's working tree --------------------------------------------------
 
 
-EDITS_ACTOR = "agent:claude-code"  # who edits a run's files between commits: the agent working in it
+EDITS_ACTOR = actors.CLAUDE_CODE  # who edits a run's files between commits: the agent working in it
 
 
 @record(frozen=True)
@@ -438,8 +438,8 @@ def commit_plan(edits: WorkingEdits) -> Plan:
     body = "\n".join(f"- {e.change}: {e.path}" for e in taken)
     return Plan(commits=[TierCommit(
         tier, "sync", f"okf: commit {count} edited file{'s' if count != 1 else ''} of run {tier.run}", changes,
-        trailers=(("Okf-Actor", EDITS_ACTOR), ("Okf-Run", tier.run or "")), body=body,
-        old={p: snap.blob(p) if p in snap.entries else None for p in changes}, base=snap.commit)])
+        trailers=(("Okf-Run", tier.run or ""),), body=body,
+        old={p: snap.blob(p) if p in snap.entries else None for p in changes}, base=snap.commit, actor=edits.actor)])
 
 
 def commit_edits(ctx: Context, ws: Workspace) -> WorkingEdits | None:
