@@ -55,7 +55,7 @@ CAPTURING = "capturing memory files"  # what a person watching a long capture is
 class Captured:
     """One memory file that becomes (part of) a commit."""
 
-    action: str  # "new" | "update" | "conflict" | "proposal" (a protected concept's) | "duplicate" (a repeat's)
+    action: str  # "new" | "update" | "conflict" | "deprecate" | "proposal" (a protected concept's) | "duplicate"
     origin: str  # path relative to the memory folder
     file_oid: str
     okf_id: str
@@ -65,6 +65,7 @@ class Captured:
     why: str = ""  # for a conflict: which side changed; for a duplicate: which concept it repeats
     parsed: okf.Parsed | None = field(default=None, repr=False, compare=False)  # ``data`` split
     repeats: tuple[str, float] | None = None  # a duplicate's: "<tier>:<path>" of the concept, and the similarity
+    declines: str = ""  # a deleted file's: the concept's blob okfgit no longer writes back once committed
 
 
 @record
@@ -81,6 +82,7 @@ class Report:
     unchanged_all: state.MemoryFiles | None = field(default=None, repr=False)
     deleted: list[str] = field(default_factory=list)  # projected files an agent removed
     copies: dict[str, str] = field(default_factory=dict)  # origin -> oid: saying what the KB says
+    declined: dict[str, str] = field(default_factory=dict)  # okf_id -> blob: deleted by an agent, kept out
     warnings: list[str] = field(default_factory=list)
     plan: Plan = field(default_factory=Plan)
     commits: list[tuple[str, str]] = field(default_factory=list)  # (tier label, commit)
@@ -281,11 +283,15 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
             report.unchanged_seen.append(origin)
             continue
         candidates.append((origin, data, oid))
-    if candidates:
-        _classify_all(ctx, ws, to, st, candidates, report, _At(at, branch))
+    kb = _classify_all(ctx, ws, to, st, candidates, report, _At(at, branch)) if candidates else None
     seen = {origin for origin, _, _ in files}
     skipped = {o for o, _ in report.skipped}
     report.deleted = [o for o in sorted(st.memory_files) if o not in seen and o not in skipped]
+    if report.deleted and seen:  # every file gone is a folder emptied, not an agent's judgement
+        kb = kb or _known(ws, to, _At(at, branch))
+        _classify_deletions(ctx, st, report, kb)
+    if kb is not None and report.captured:
+        report.plan = _build_plan(report.captured, kb)
     for origin, why in report.skipped:
         report.warnings.append(f"skipped {choice.path / origin}: {why}")
     for origin, why in report.held:
@@ -301,13 +307,19 @@ class _At(NamedTuple):
     branch: str | None
 
 
-def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State,
-                  candidates: list[tuple[str, bytes, str]], report: Report, at: _At = _At({}, None)) -> None:
-    """Decide each file okfgit did not write (new, update, conflict, a copy) and plan the commits."""
-    routes = Routes.of(ws, to)
+def _known(ws: Workspace, to: str | None, at: _At, routes: Routes | None = None) -> _Known:
+    """The tiers a capture reads: the active ones and every one a new fact may land in."""
+    routes = routes or Routes.of(ws, to)
     tiers = ws.active()
     tiers += [t for t in routes.tiers() if t.label not in {k.label for k in tiers}]
-    kb = _Known(tiers, at)
+    return _Known(tiers, at)
+
+
+def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State,
+                  candidates: list[tuple[str, bytes, str]], report: Report, at: _At = _At({}, None)) -> _Known:
+    """Decide each file okfgit did not write (new, update, conflict, a copy); the tiers read."""
+    routes = Routes.of(ws, to)
+    kb = _known(ws, to, at, routes)
     for done, (origin, data, oid) in enumerate(candidates):
         if done and not done % 100:
             ctx.progress(CAPTURING, done, len(candidates))
@@ -334,7 +346,48 @@ def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State,
         elif item.action == "duplicate":
             report.warnings.append(duplicate_warning(origin, item))
     ctx.progress(CAPTURING, len(candidates), len(candidates))
-    report.plan = _build_plan(report.captured, kb)
+    return kb
+
+
+def _classify_deletions(ctx: Context, st: state.State, report: Report, kb: _Known) -> None:
+    """A memory file okfgit projected that an agent deleted: the agent's judgement that the fact
+    is stale (Claude's memory protocol deletes what it finds wrong). Its concept, when the KB still
+    holds exactly what was projected there, is proposed deprecated: ``status: deprecated`` in
+    place (``deprecate``), or, for a concept no agent changes in place (``lifecycle.protected_by``),
+    as a needs-merge sibling a person accepts or drops (``proposal``). The concept is not written
+    back meanwhile (``State.declined``, set once the commit landed)."""
+    for origin in report.deleted:
+        record = st.memory_files.get(origin)
+        at = kb.by_id(record.okf_id) if record is not None and record.okf_id else None
+        if record is None or at is None:
+            continue  # the concept went: so does the record
+        tier, kb_path, head_oid = at
+        concept = kb.concept(tier, kb_path)
+        okf_id = record.okf_id or ""
+        if lifecycle.lifecycle(concept.meta).deprecated:
+            report.declined[okf_id] = head_oid  # history already (or deprecated by a capture killed since)
+            continue
+        if head_oid != record.oid:
+            continue  # the concept changed since it was projected: its new version is written
+        blob = kb.snapshot(tier).blob(kb_path)
+        data, split = okf.set_keys_split(blob, f"{tier.label}:{kb_path}", {"status": lifecycle.DEPRECATED})
+        guarded = lifecycle.protected_by(concept.meta)
+        why = f"the agent deleted its memory file, saying {tier.label}:{kb_path} is stale"
+        if not guarded:
+            report.captured.append(Captured("deprecate", origin, record.file_oid, okf_id, tier, kb_path, data, why,
+                                            split, declines=blob_oid(data)))
+            report.warnings.append(f"{origin}: {why}; proposed deprecated in the commit (`status: deprecated`), "
+                                   "for review like any change; it is not written back to the memory folder")
+            continue
+        first = names.needs_merge_path(kb_path)
+        if _sibling_has(kb.snapshot(tier), first, data, origin):
+            report.declined[okf_id] = head_oid  # proposed already (a sync killed before it recorded that)
+            continue
+        item = Captured("proposal", origin, record.file_oid, okf_id, tier, kb.free_path(tier, first), data,
+                        f"{why}; {tier.label}:{kb_path} is {guarded}, so no agent deprecates it", split,
+                        declines=head_oid)
+        report.captured.append(item)
+        report.warnings.append(proposal_warning(origin, item))
 
 
 def proposal_warning(origin: str, item: Captured) -> str:
@@ -406,11 +459,14 @@ def _capture_locked(ctx: Context, ws: Workspace, to: str | None, owned: state.St
     # The agent's bytes are now in a commit (or the KB already says the same): the next
     # projection may replace the file with the concept.
     taken = dict(report.copies)
-    taken.update({c.origin: c.file_oid for c in report.captured})
+    taken.update({c.origin: c.file_oid for c in report.captured if not c.declines})
+    declined = {**report.declined, **{c.okf_id: c.declines for c in report.captured if c.declines}}
+    if report.plan.empty or report.commits:  # what was deleted is declined once its commit is in
+        owned.declined.update(declined)
     if taken:
         owned.adopt(taken, report.memory_dir)
-        if loaded_here:
-            state.save(owned)
+    if (taken or declined) and loaded_here:
+        state.save(owned)
     return report
 
 
@@ -796,7 +852,9 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
         changes.update(index.regenerate(snap, changes, index.affected_folders(list(changes)),
                                         items=kb.index_items(tier), changed_items=known))
         trailers = [("Okf-Source", "claude-memory")]
-        trailers += [("Okf-Captured", f"{c.okf_id} {path_field(c.origin)} {c.file_oid}") for c in group]
+        trailers += [("Okf-Captured", f"{c.okf_id} {path_field(c.origin)} {c.file_oid}") for c in group
+                     if not c.declines]
+        trailers += [("Okf-Deleted", f"{c.okf_id} {path_field(c.origin)}") for c in group if c.declines]
         trailers += [("Okf-Near-Duplicate", f"{path_field(c.origin)} {c.repeats[0]} {c.repeats[1]:.2f}")
                      for c in group if c.repeats is not None]
         count = len(group)

@@ -417,7 +417,10 @@ def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str,
             new.recall_fresh, new.skipped, new.notes = report.fresh, list(report.skipped_concepts), report.notes
             new.needs_merge = report.needs_merge
         stat = fastpath.stat_token(str(memory_dir))
-        new.memory_dir_mtime_ns = stat[1] if stat else None
+        # A file held back (an agent deleted it) is missing where a record says okfgit wrote it:
+        # the folder is not vouched for, so the next run looks at it again rather than keep it.
+        held = any(item.held for _, item in planned)
+        new.memory_dir_mtime_ns = stat[1] if stat and not held else None
         new.inputs = {} if memory_failed or report.failed else {
             t.label: state.TierInput(str(t.tier.repo_path), t.commit, t.tree) for t in inputs.infos
         }

@@ -108,6 +108,7 @@ class Item(NamedTuple):
     keep_record: bool = True
     via: Path | None = None  # the symlink ``path`` was reached through (a home-level block file)
     mtime_ns: int | None = None  # the modification time the file gets (write, touch)
+    held: bool = False  # a memory file an agent deleted, not written back (spec/okf-capture-sync.md §7)
 
 
 @record

@@ -34,6 +34,7 @@ from okfgit.git.objects import FILE_MODE, Entry, blob_oid, sha1_hex
 from okfgit.errors import OkfError
 from okfgit.knowledge.cards import Card, TierCard, card_of
 from okfgit.local.state import MemoryFile, TierInput
+from okfgit.local.state import State as MemoryState
 from okfgit.targets import memory_index, recall
 from okfgit.targets.base import (FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, TargetPlan, View,
                                  folder_problem)
@@ -72,7 +73,8 @@ class ClaudeMemory:
         if _changed_in_place(view, folder, out):
             return out
         merged = view.merged()
-        names, warnings = assign_names(merged.concepts)
+        shown = [c for c in merged.concepts if not _declined(view.state, c)]
+        names, warnings = assign_names(shown)
         out.notes = [*merged.warnings, *warnings]
         out.skipped = list(merged.skipped)
         out.needs_merge = list(merged.needs_merge)
@@ -80,7 +82,7 @@ class ClaudeMemory:
         trust = _folder_unchanged(view, folder)
         out.items.extend(_reconcile(view, folder, names, trust, out.kept))
         _recall_order(view, folder, names, out)
-        index = _index_item(view, folder, names, merged.concepts, out)
+        index = _index_item(view, folder, names, shown, out)
         if index is not None:
             out.items.append(index)
         old = view.state.memory_dir
@@ -90,6 +92,13 @@ class ClaudeMemory:
 
 
 # -- when nothing needs looking at ---------------------------------------------------------
+
+
+def _declined(st: MemoryState, concept: TierCard) -> bool:
+    """An agent deleted this concept's memory file and capture took that as its judgement: the
+    concept is deprecated now, or still the blob capture proposed deprecating."""
+    left = st.declined.get(concept.card.okf_id or "")
+    return left is not None and (left == concept.card.oid or concept.card.status == lifecycle.DEPRECATED)
 
 
 def _folder_unchanged(view: View, folder: Path) -> bool:
@@ -416,6 +425,10 @@ def _reconcile(view: View, folder: Path, names: dict[str, TierCard], trust: bool
     records = state.memory_files if same_folder else {}
     # When most files must be looked at, list the folder once: absent names need no lstat.
     present = None if trust else _listing(folder)
+    # Every file okfgit recorded there is gone (a new machine, the folder emptied by hand): that
+    # is no agent's judgement on each fact, and every file is written again.
+    wiped = not trust and bool(records) and (present is None or not any(
+        n.split("/", 1)[0].casefold() in present for n in records))
     checked: dict[str, str | None] = {}
     where = str(folder)  # a Path per file only for the files that are not kept
     for name in sorted(names):
@@ -439,6 +452,12 @@ def _reconcile(view: View, folder: Path, names: dict[str, TierCard], trust: bool
         path = folder / name
         why = f"holds {concept.citation}"
         kind, data = ("missing", None) if missing else _current(path)
+        if kind == "missing" and as_recorded and not wiped:
+            # An agent deleted the file okfgit wrote: its judgement that the fact is stale.
+            # Capture proposes deprecating the concept; until then the file is not written back.
+            yield Item(path, SKIP, f"was deleted by an agent; {concept.citation} is not written back (capture "
+                       "proposes deprecating it)", memory_name=name, concept=concept, held=True)
+            continue
         if kind == "missing":
             yield Item(path, WRITE, f"{why} (new){wanted.note}", data=wanted.data, oid=wanted.oid,
                        memory_name=name, concept=concept)

@@ -290,7 +290,8 @@ def render(st: Status) -> str:
         lines.append(f"concepts not projected: {len(st.unprojected)}")
         lines += [f"  {w}" for w in st.unprojected_why] or [f"  {p}" for p in st.unprojected]
     if cap.deleted:
-        lines.append(f"projected files an agent deleted (sync re-projects them): {len(cap.deleted)}")
+        lines.append(f"projected files an agent deleted (not written back; sync proposes deprecating them): "
+                     f"{len(cap.deleted)}")
         lines += [f"  {o}" for o in cap.deleted]
     lines.append(f"projections stale: {len(st.stale_targets)}")
     lines += [f"  {o.action}: {o.path}" for o in st.stale_targets[:20]]
