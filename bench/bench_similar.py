@@ -134,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.size:>6} signatures of every concept, cold (one search --similar): {cold:.2f} s")
         print(f"{args.files} memory files, {len(restated)} restating a concept: {proposals} proposals")
         ratio = rows[0][1] / rows[0][2]
-        print(f"capture: {ratio:.2f}x without detection (aim {AIM_CAPTURE}x): {'met' if ratio <= AIM_CAPTURE else 'MISSED'}")
+        verdict = "met" if ratio <= AIM_CAPTURE else "MISSED"
+        print(f"capture: {ratio:.2f}x without detection (aim {AIM_CAPTURE}x): {verdict}")
     finally:
         if args.keep:
             print(f"kept {tmp}")

@@ -333,7 +333,8 @@ class State:
     recorded, such a run reads them all). ``stale_at``: epoch seconds when a projected
     concept goes stale (MEMORY.md changes then). ``declined``: the concepts an agent deleted the
     memory file of (``okf_id`` -> the blob capture left it at): projection does not write them
-    back while they are deprecated or still that blob (spec/okf-capture-sync.md §7). (A plain class: a dataclass costs every
+    back while they are deprecated or still that blob (spec/okf-capture-sync.md §7).
+    (A plain class: a dataclass costs every
     command that loads the record its generated code at import.)
     """
 

@@ -178,7 +178,8 @@ def _markdown(review: Review, level: str, full: bool = False, room: int | None =
            f"{_counts(review)}.", "", f"**{_verdict_text(review)}**", ""]
     if level != DETAIL:
         out += ["> This comment is shortened to stay within GitHub's size limit"
-                + (" (one line per concept)." if level == LINES else " (counts per folder, then the concepts that fit).")
+                + (" (one line per concept)." if level == LINES
+                   else " (counts per folder, then the concepts that fit).")
                 + " Run `okfgit review --full` (or open the review report artifact) for every concept's detail.", ""]
     if review.approved_by:
         out += [f"Approved by {', '.join(_text(a) for a in review.approved_by)} ({_text(review.approval_note)}).", ""]
@@ -246,7 +247,8 @@ def _marks(review: Review) -> dict[str, list[str]]:
 def _md_line(c: ConceptChange, marks: dict[str, list[str]]) -> str:
     """One concept on one line: change, path, type, title, description, its findings' marks."""
     where = f"{_code(c.old_path)} → {_code(c.path)}" if c.old_path else _code(c.path)
-    text = f"- {c.change} {where} · {_text(_short(c.type or '(no type)', 60))}: **{_text(_short(c.title, LINE_TEXT))}**"
+    kind = _text(_short(c.type or "(no type)", 60))
+    text = f"- {c.change} {where} · {kind}: **{_text(_short(c.title, LINE_TEXT))}**"
     if c.description and c.description != c.title:
         text += f" — {_text(_short(c.description, LINE_TEXT))}"
     found = marks.get(c.path, []) + [m for m in marks.get(c.old_path or "", []) if c.old_path]
