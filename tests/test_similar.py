@@ -82,6 +82,13 @@ def test_the_pair_is_a_warning_in_review_and_doctor_naming_both(project: Path, o
     assert (found["code"], found["severity"], found["file"]) == ("near-duplicate", "warning",
                                                                  "decisions/edge-caching.md")
     assert found["message"].startswith("nearly duplicates memory/edge-ttl.md (similarity 1.00)")
+    # in the working tree too (pre-commit): a third wording, not committed yet
+    third = project / ".okf" / "memory" / "cdn.md"
+    third.write_text("---\ntype: Note\ntitle: CDN\ndescription: The edge caches responses for one day.\n"
+                     "scope: project\nokf_id: 0a0a0a0a-0000-4000-8000-000000000001\nokf_source: authored\n---\n\nOne day.\n")
+    worktree = okfgit("doctor", "--scope", "project", "--worktree", cwd=project, expect=2).out
+    assert "memory/cdn.md: warning: near-duplicate: nearly duplicates" in worktree
+    third.unlink()
     # superseding one by the other settles it: a deprecated concept is history, not a duplicate
     old = project / ".okf" / "decisions" / "edge-caching.md"
     old.write_bytes(okf.set_keys(old.read_bytes(), "d", {"status": "deprecated"}))

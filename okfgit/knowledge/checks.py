@@ -347,19 +347,28 @@ class _Listed(Repo):
 
 
 def signatures_of(snap: Snapshot) -> dict[str, Signature]:
-    """Each concept's ``similar.Signature`` in ``snap``: from the tier's cache at a commit, made
-    from the files in a working tree."""
+    """Each concept's ``similar.Signature`` in ``snap``: from the tier's cache at a commit; in a
+    working tree, from that cache for a file as HEAD has it, made from the bytes otherwise."""
     from okfgit.knowledge import similar
 
-    if snap.commit is not None and snap.tier.exists():
+    head: dict[str, tuple[str, Signature]] = {}  # path -> (blob, signature) at HEAD, from the cache
+    if snap.tier.exists():
         try:
-            built = cached_catalog(similar.SIGNATURES, snap)
-            return dict(built.facts) if built is not None else {}
+            at = snap if snap.commit is not None else snapshot(snap.tier)
+            built = cached_catalog(similar.SIGNATURES, at) if at.commit is not None else None
+            if built is not None and snap.commit is not None:
+                return dict(built.facts)
+            if built is not None:
+                head = {p: (at.entries[p].oid, sig) for p, sig in built.facts.items() if p in at.entries}
         except (OkfError, OSError):
             pass  # only a cache: read the files instead
     out: dict[str, Signature] = {}
     for path in snap.concept_paths():
         entry = snap.entries[path]
+        known = head.get(path)
+        if known is not None and known[0] == entry.oid:  # a working-tree file as committed
+            out[path] = known[1]
+            continue
         try:
             out[path] = similar.signature_of(snap.tier.label, path, entry, b"" if entry.is_link else snap.blob(path))
         except OkfError:
