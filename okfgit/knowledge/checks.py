@@ -655,8 +655,9 @@ class Checker:
     """Runs every check over one scanned tier and collects the findings."""
 
     def __init__(self, scan: Scan, now: dt.date | dt.datetime, wiki_elsewhere: Callable[[str], bool],
-                 only: set[str] | None = None) -> None:
+                 only: set[str] | None = None, similar: bool = True) -> None:
         self.scan = scan
+        self.similar = similar  # look for near-duplicates (warnings: a caller counting errors skips them)
         self.only = only  # report findings about these files only (None: every file)
         self.tier = scan.snap.tier
         self.entries = scan.snap.entries
@@ -683,7 +684,8 @@ class Checker:
                 self.check_links(path, fact)
         self.duplicate_ids(concepts)
         self.superseded_by(concepts)
-        self.near_duplicates()
+        if self.similar:
+            self.near_duplicates()
         for path, page in sorted(self.scan.pages.items()):
             if page.findings and (only is None or path in only):
                 self.findings.extend(Finding(code, severity, path, message, line, g)
@@ -957,11 +959,12 @@ def check_snapshot(snap: Snapshot, today: dt.date | dt.datetime, wiki_elsewhere:
 
 def check_tiers(ws: Workspace, tiers: list[Tier], today: dt.date | dt.datetime, *,
                 read: Callable[[Tier], Snapshot] = snapshot, worktree: bool = False,
-                progress: Progress = silent) -> tuple[list[TierReport], list[str]]:
+                progress: Progress = silent, similar: bool = True) -> tuple[list[TierReport], list[str]]:
     """Every finding for each of ``tiers`` (as ``read`` gives them: at HEAD, or the working
     tree), ``[[name]]`` links resolved across the workspace's other active tiers; and a note
     for each tier skipped because it holds no knowledge base. What ``doctor`` reports, and
-    what ``sync`` and ``status`` count."""
+    what ``sync`` and ``status`` count (their errors: without ``similar``, no near-duplicate,
+    which is a warning, is looked for)."""
     scans: dict[str, Scan] = {}
     skipped: list[str] = []
     for tier in tiers:
@@ -974,7 +977,7 @@ def check_tiers(ws: Workspace, tiers: list[Tier], today: dt.date | dt.datetime, 
     elsewhere = _Elsewhere(ws, scans, read)
     reports = []
     for label, scan in scans.items():
-        findings = Checker(scan, today, elsewhere.lookup(label)).run()
+        findings = Checker(scan, today, elsewhere.lookup(label), similar=similar).run()
         concepts = sum(1 for p in scan.snap.entries if okf.is_concept_path(p))
         reports.append(TierReport(scan.snap.tier, scan.snap.commit, worktree, concepts, findings))
     return reports, skipped

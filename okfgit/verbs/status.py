@@ -168,7 +168,7 @@ def _doctor_errors(ctx: Context, ws: Workspace, tiers: list[Tier]) -> list[Findi
     """Every error ``doctor`` reports for the tiers at HEAD (from its cache), each file named
     ``<tier>:<path>``: what needs a person before the knowledge base is whole. Needs-merge
     siblings are left to their own section."""
-    reports, _ = checks.check_tiers(ws, tiers, lifecycle.instant_of(ctx.now()))
+    reports, _ = checks.check_tiers(ws, tiers, lifecycle.instant_of(ctx.now()), similar=False)
     return [replace(f, file=f"{r.tier.label}:{f.file}") for r in reports
             for f in sorted(r.findings, key=Finding.sort_key) if f.severity == ERROR and f.code != "needs-merge"]
 

@@ -218,7 +218,7 @@ def _doctor_errors(ctx: Context, ws: Workspace, was: Mapping[str, state.TierInpu
     if not changed:
         return {}
     try:
-        reports, _ = checks.check_tiers(ws, changed, lifecycle.instant_of(ctx.now()))
+        reports, _ = checks.check_tiers(ws, changed, lifecycle.instant_of(ctx.now()), similar=False)
     except OkfError:
         return {}  # doctor itself says what it cannot read; a sync does not fail for it
     return {r.tier.label: r.count(ERROR) for r in reports if r.count(ERROR)}
