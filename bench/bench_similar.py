@@ -5,9 +5,10 @@ A project of ``--size`` concepts (default 10,000, ``genkb.make_repo``) is synced
 caches warmed (cards, signatures, doctor's facts), then, each figure the median of
 ``--repeat`` runs after one warm-up, timed pair by pair:
 
-* **capture** of ``--files`` native Claude memory files (default 1,000; one in ten restates a
-  concept of the KB in other words, and becomes a proposal beside it), each run from the same
-  synced state;
+* **capture** of ``--files`` native Claude memory files (default 1,000), each run from the same
+  synced state: new facts only (what detection adds to a capture that finds nothing: the aim),
+  then with one in ten restating a concept of the KB (each becomes a proposal beside it, not a
+  new concept: the outcome differs, so does the work);
 * **review** of a one-line change (one concept's body edited on a branch);
 * **doctor** of the project tier.
 
@@ -97,26 +98,28 @@ def main(argv: list[str] | None = None) -> int:
                              check=True).stdout.strip()
         restated = descriptions(repo, args.files // 10)
 
-        def fresh() -> None:
+        def fresh(restating: bool) -> None:
             subprocess.run(["git", "-C", str(repo), "reset", "-q", "--hard", top], check=True, env=genkb.git_env())
             shutil.rmtree(repo / ".git" / "okf")
             shutil.copytree(base / "okf", repo / ".git" / "okf")
             shutil.rmtree(folder)
             shutil.copytree(base / "memory", folder)
             for n in range(args.files):
-                text = restated[n // 10] if n % 10 == 0 and n // 10 < len(restated) else None
+                text = restated[n // 10] if restating and n % 10 == 0 and n // 10 < len(restated) else None
                 (folder / f"learned_{n:05d}.md").write_bytes(native(n, text))
 
         rows: list[tuple[str, float, float]] = []
-        with_it, without = paired(lambda: timed(okfgit("on", "capture"), repo, env),
-                                  lambda: timed(okfgit("off", "capture"), repo, env), args.repeat, fresh, fresh)
-        rows.append((f"{args.size:>6} capture of {args.files} memory files", with_it, without))
-        fresh()
+        for restating, label in ((False, "new facts"), (True, "one in ten restating")):
+            with_it, without = paired(lambda: timed(okfgit("on", "capture"), repo, env),
+                                      lambda: timed(okfgit("off", "capture"), repo, env), args.repeat,
+                                      lambda: fresh(restating), lambda: fresh(restating))
+            rows.append((f"{args.size:>6} capture of {args.files} memory files, {label}", with_it, without))
+        fresh(True)
         out = subprocess.run(okfgit("on", "capture", "--json"), cwd=repo, env=env, capture_output=True, text=True,
                              check=True).stdout
         proposals = out.count('"action": "duplicate"')
 
-        fresh()
+        fresh(False)
         subprocess.run(["git", "-C", str(repo), "checkout", "-q", "-b", "one-line"], check=True, env=genkb.git_env())
         edited = sorted((repo / ".okf").rglob("concept-*.md"))[123]
         edited.write_text(edited.read_text() + "One more line of evidence.\n")

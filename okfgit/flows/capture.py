@@ -503,13 +503,12 @@ class _Known:
 
         query = similar.features_of(f"{CAPTURE_FOLDER}/new.md", parsed)
         if self._similar is None:
-            self._similar = similar.Index(
-                ((label, path), sig) for label, cards in self.cards.items() for path, sig in cards.signatures.items()
-                if (card := cards.card_at(path)) is not None and self.view.is_visible(card))
+            self._similar = similar.Index(((label, path), sig) for label, cards in self.cards.items()
+                                          for path, sig in cards.signatures.items())
         for near in self._similar.near(query):
             label, path = near.key
             card = self.cards[label].card_at(path)
-            if card is not None:
+            if card is not None and self.view.is_visible(card):  # a shadowed concept is not what agents read
                 return card, near.score
         return None
 
@@ -849,7 +848,10 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
             changes["index.md"] = root_index(tier)
         # Each captured file was split when its keys were checked: its entry needs no new parse.
         known = {c.kb_path: index.item_from(c.parsed.meta, c.kb_path) for c in group if c.parsed is not None}
-        changes.update(index.regenerate(snap, changes, index.affected_folders(list(changes)),
+        # A sibling is never listed: beside an index already there, it changes no index.
+        listed = [p for p in changes
+                  if not (names.is_needs_merge(p) and index.index_path(index.parent(p)) in snap.entries)]
+        changes.update(index.regenerate(snap, changes, index.affected_folders(listed),
                                         items=kb.index_items(tier), changed_items=known))
         trailers = [("Okf-Source", "claude-memory")]
         trailers += [("Okf-Captured", f"{c.okf_id} {path_field(c.origin)} {c.file_oid}") for c in group
