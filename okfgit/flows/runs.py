@@ -362,12 +362,12 @@ def working_edits(ctx: Context, ws: Workspace) -> WorkingEdits | None:
     tier = ws.tier("job") if ws.run else None
     if tier is None or not tier.exists():
         return None
-    repo = tier.reader()
+    repo = tier.open()
     head = repo.head_commit()
     if head is None:
         return None
+    from okfgit.git.objects import blob_oid
     from okfgit.knowledge.checks import frontmatter_errors
-    from okfgit.plumbing import blob_oid
 
     at_head = repo.tree_entries(head, tier.prefix)
     out = WorkingEdits(tier)

@@ -28,7 +28,7 @@ from okfgit.format.similar import THRESHOLD, Features, Signature
 from okfgit.knowledge import catalog
 from okfgit.knowledge.tiers import Tier
 from okfgit.local import paths
-from okfgit.plumbing import Entry, Reader
+from okfgit.git.objects import Entry
 
 VERIFIED = 8  # candidates scored per concept at most: those sharing the most bands
 CROWDED = 64  # a band more concepts share than this points at none of them
@@ -59,22 +59,6 @@ def _from_json(value: list[Any]) -> Signature:
 
 
 SIGNATURES: catalog.Kind[Signature] = catalog.Kind(paths.SIMILAR, 3, signature_of, _from_json)
-
-
-def signatures_at(repo: Reader, tier: Tier, commit: str | None, tree: str | None = None) -> dict[str, Signature]:
-    """Every concept's signature in ``tier`` at ``commit`` (its KB tree ``tree``, when known), by
-    KB path: from the cache, updated by a tree diff, kept."""
-    if commit is None:
-        return {}
-    cached = catalog.load_kind(SIGNATURES, repo.common_dir)
-    start = cached.get(tier.label)
-    if tree is None:
-        tree = start.tree if start is not None and start.commit == commit else repo.tree_oid(commit, tier.prefix)
-    if tree is None:
-        return {}
-    built = catalog.build_kind(SIGNATURES, repo, tier, commit, tree, start)
-    catalog.remember(SIGNATURES, repo.common_dir, tier.label, built, cached)
-    return built.facts
 
 
 class Near(NamedTuple):
