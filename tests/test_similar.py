@@ -12,7 +12,7 @@ import pytest
 from okfgit.format import concept as okf
 from okfgit.format import similar
 from okfgit.knowledge.similar import Index, signature_of
-from okfgit.plumbing import FILE_MODE, Entry
+from okfgit.git.objects import FILE_MODE, Entry
 from tests.conftest import FIXTURES, Runner, fsck, trailers_by_git
 from tests.test_capture import memory, write_memory
 

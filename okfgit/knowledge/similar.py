@@ -26,7 +26,6 @@ from okfgit.format import similar
 from okfgit.format.names import is_needs_merge
 from okfgit.format.similar import THRESHOLD, Features, Signature
 from okfgit.knowledge import catalog
-from okfgit.knowledge.tiers import Tier
 from okfgit.local import paths
 from okfgit.git.objects import Entry
 
