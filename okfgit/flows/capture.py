@@ -21,10 +21,10 @@ import posixpath
 import re
 import stat
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from okfgit.records import field, record
 from okfgit.format import actors, lifecycle, names
 from okfgit.format.trailers import path_field
 from okfgit.format import concept as okf
@@ -51,7 +51,7 @@ SIBLINGS = ("conflict", "proposal", "duplicate")  # actions committed as a needs
 CAPTURING = "capturing memory files"  # what a person watching a long capture is told
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Captured:
     """One memory file that becomes (part of) a commit."""
 
@@ -68,7 +68,7 @@ class Captured:
     declines: str = ""  # a deleted file's: the concept's blob okfgit no longer writes back once committed
 
 
-@record
+@dataclass(slots=True)
 class Report:
     enabled: bool
     reason: str
@@ -141,7 +141,7 @@ class Held(Exception):
     """A new fact with nowhere to go yet: left in the memory folder, untouched (the reason)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Routes:
     """Where new facts may land, decided once per capture (spec/okf-capture-sync.md §5).
 

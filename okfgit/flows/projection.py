@@ -13,10 +13,10 @@ memory folder and ``MEMORY.md`` are all as okfgit left them, no concept is looke
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from okfgit.records import field, record
 from okfgit.progress import Progress, silent
 from okfgit.knowledge import cards
 from okfgit.knowledge.cards import TierCard, TierCards
@@ -46,7 +46,7 @@ def nav_protocol() -> str:
         return fh.read()
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """What happened (or, in a dry run, would happen) to one file."""
 
@@ -56,7 +56,7 @@ class Outcome:
     reason: str
 
 
-@record
+@dataclass(slots=True)
 class Report:
     tiers: list[TierInfo] = field(default_factory=list)
     memory_dir: Path | None = None
@@ -125,7 +125,7 @@ class Report:
         return found
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Stamp:
     """The fast-path stamp's arguments (``fastpath.make_stamp``): it is made only once the
     state file is saved, because it records that file's stat."""
@@ -135,7 +135,7 @@ class _Stamp:
     watched: list[str]
 
 
-@record
+@dataclass(slots=True)
 class _Inputs:
     """The tiers taking part, with their open repositories."""
 

@@ -10,13 +10,12 @@ run learned and what has not been promoted yet.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
-from typing import Any
-
-from okfgit.records import field, record
-from okfgit import records
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from okfgit.format import index_md as index
 from okfgit.format import concept as okf
@@ -48,7 +47,7 @@ NOTES_INTRO = (
 )
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunChange:
     """What a run verb did: the tier, the concept or file it wrote, the commit."""
 
@@ -59,7 +58,7 @@ class RunChange:
     okf_id: str | None = None
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunConcept:
     """A concept of the run and whether it is a candidate for promotion."""
 
@@ -68,7 +67,7 @@ class RunConcept:
     promotable: bool
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Promoted:
     """A promotion already made out of the run, read back from the job repo's trailers."""
 
@@ -77,7 +76,7 @@ class Promoted:
     commit: str
 
 
-@record
+@dataclass(slots=True)
 class RunStatus:
     tier: Tier
     active: bool
@@ -322,7 +321,7 @@ def write_state(ctx: Context, ws: Workspace, make: Callable[[], tuple[Tier, Plan
 EDITS_ACTOR = actors.CLAUDE_CODE  # who edits a run's files between commits: the agent working in it
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Edit:
     """One file of the run's working tree that differs from its HEAD: ``why`` says why sync
     leaves it for a person ("" when sync commits it)."""
@@ -333,7 +332,7 @@ class Edit:
     data: bytes | None = field(default=None, repr=False, compare=False)
 
 
-@record
+@dataclass(slots=True)
 class WorkingEdits:
     """The active run's uncommitted edits: what the next sync commits, what waits for a person."""
 
@@ -557,7 +556,7 @@ def note_plan(
     changes[LOG] = log_md.add_entry(old_log, ctx.today(), entry, log_title(tier))
     old = dict(commit.old)
     old[LOG] = old_log
-    plan.commits[0] = records.replace(
+    plan.commits[0] = dataclasses.replace(
         commit, operation="note", subject=f"okf: note {type_.lower()} {path}", changes=changes, old=old,
     )
     return planned
@@ -620,7 +619,7 @@ def promotions(tier: Tier) -> list[Promoted]:
     return list(reversed(found))
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Ended:
     tier: Tier
     cleared: bool

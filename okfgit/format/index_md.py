@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from okfgit.format import markdown as links
@@ -24,7 +25,6 @@ from okfgit.format import concept as okf
 from okfgit.format.names import (NEEDS_MERGE_SUFFIX, index_path, is_needs_merge, needs_merge_master,  # noqa: F401
                                  needs_merge_path, parent)
 from okfgit.errors import OkfError
-from okfgit.records import record
 
 ENTRY = re.compile(r"^\s*[-*+]\s+\[([^\]]*)\]\(([^)\s]*)\)(.*)$")
 HEADING = re.compile(r"^#{1,6}\s+\S")
@@ -175,7 +175,7 @@ def escape_title(title: str) -> str:
     return title.replace("[", "(").replace("]", ")")
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Page:
     """An index file in its three parts; ``intro`` and ``outro`` hold the file's own
     characters (undecodable bytes as surrogate escapes, line endings as written)."""
@@ -384,7 +384,7 @@ def _entry(title: str, target: str, description: str) -> str:
 # -- an index in another form: kept as it is written ---------------------------------------
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Form:
     """How a folder's index writes its entries: the bullet and the separator."""
 

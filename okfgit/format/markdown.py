@@ -9,10 +9,10 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import NamedTuple
 from urllib.parse import unquote
 
-from okfgit.records import record
 
 # An opening fence: indent, the run, the info string (CommonMark: a backtick fence's info string has no backtick)
 FENCE = re.compile(r"^( {0,3})(`{3,}(?!.*`)|~{3,})(.*)$")
@@ -92,7 +92,7 @@ def open_fence(text: str) -> str | None:
     return found[-1].fence if found and not found[-1].closed else None
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fenced:
     """One fenced code block: its ``info`` string (stripped), the 1-based line numbers of its
     opening fence and of its closing fence (of the last line when it is never closed), and its
@@ -267,7 +267,7 @@ def wiki_names(paths_and_names: Iterable[tuple[str, str | None]]) -> dict[str, s
     return out
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Rewrite:
     """One link target rewritten in place: ``line`` is 1-based in the text given."""
 

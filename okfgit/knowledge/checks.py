@@ -22,6 +22,7 @@ import datetime as dt
 import functools
 import re
 from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
 from okfgit.format import index_md as index
@@ -31,7 +32,6 @@ from okfgit.format import concept as okf
 from okfgit.format.findings import ERROR, WARNING, Finding
 from okfgit.format.similar import Signature
 from okfgit.errors import OkfError, ValidationError
-from okfgit.records import field, record
 from okfgit.git.objects import FILE_MODE, Entry, blob_oid
 from okfgit.git.repository import Repo
 from okfgit.knowledge import catalog
@@ -58,7 +58,7 @@ _MAYBE_TWO = re.compile(r"[.!?]\s")  # cheap test first: the full one below cost
 _SENTENCE_END = re.compile(r"(?<![A-Z])(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)(?<!\bcf)[.!?]\s+[A-Z0-9\"'(\[`]")
 
 
-@record
+@dataclass(slots=True)
 class TierReport:
     """Findings for one tier, at one commit (or its working tree)."""
 
@@ -94,7 +94,7 @@ class TierReport:
 # -- reading each file once ------------------------------------------------------------
 
 
-@record
+@dataclass(slots=True)
 class Doc:
     """A readable markdown file: its text split once into frontmatter and body."""
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 import urllib.parse
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from okfgit.records import field, record
 from okfgit import TOOL
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, OkfError, UsageError
@@ -40,7 +40,7 @@ from okfgit.flows import runs
 SCHEME = "okf"
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """What a tool returns: text for the agent to read, and the same as JSON."""
 
@@ -50,7 +50,7 @@ class ToolResult:
     blob: bytes | None = None  # ``cat`` of bytes that are not UTF-8: returned as a blob
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Resource:
     uri: str
     name: str
@@ -238,7 +238,7 @@ _REF = {"type": "string", "description": "A slug, frontmatter name, okf_id, KB p
 _WORDS = {"type": "array", "items": {"type": "string"}}
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolSpec:
     name: str
     description: str

@@ -19,6 +19,7 @@ changed on both sides) may be settled by anyone.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from okfgit.context import Context
@@ -31,13 +32,12 @@ from okfgit.format.trailers import path_field
 from okfgit.knowledge.snapshot import Snapshot, snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.plan import Plan, TierCommit, apply, writing
-from okfgit.records import field, record
 
 ACCEPT = "accept"
 DROP = "drop"
 
 
-@record
+@dataclass(slots=True)
 class Settled:
     """What ``proposal accept|drop`` did (or, before ``apply``, will do)."""
 

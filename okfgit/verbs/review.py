@@ -17,12 +17,12 @@ Verdict: ``request-changes`` when any error, else ``needs-human`` when any, else
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import difflib
 import posixpath
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from okfgit.records import field, record
-from okfgit import records
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, overload
 
@@ -82,7 +82,7 @@ _V = TypeVar("_V")
 _NOT_NAMES = ("", ".", "..")  # never a part of a path in a tree
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FieldChange:
     key: str
     change: str  # added | removed | changed
@@ -90,7 +90,7 @@ class FieldChange:
     new: Any = None
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ConceptChange:
     """One concept added, modified, removed or renamed (matched by ``okf_id``)."""
 
@@ -125,7 +125,7 @@ class ConceptChange:
         return out
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CommitInfo:
     """A commit in the range that touched ``.okf/``, and who made it."""
 
@@ -145,7 +145,7 @@ class CommitInfo:
                 "trailers": [[k, v] for k, v in self.trailers if k.lower().startswith("okf-")]}
 
 
-@record
+@dataclass(slots=True)
 class Review:
     base: str
     head: str
@@ -687,7 +687,7 @@ def diff_concepts(old: Side, new: Side, changed: list[tuple[str, Entry | None, E
             out.append(_change("removed", old, new, path, None))
     out = sorted(out, key=lambda c: (c.path or c.old_path or ""))
     linked = backlinks(new, {p for c in out for p in (c.path, c.old_path) if p})
-    return [records.replace(c, linked_from=tuple(sorted(set(linked.get(c.path, []) + linked.get(c.old_path or "", []))
+    return [dataclasses.replace(c, linked_from=tuple(sorted(set(linked.get(c.path, []) + linked.get(c.old_path or "", []))
                                                            - {c.path})))
             if c.path in linked or (c.old_path or "") in linked else c for c in out]
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from okfgit.records import field, record, replace
 from okfgit.flows import agent_hooks
 from okfgit.flows import capture, exchange
 from okfgit.flows import hooks
@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # runs (and the git layer under it) loads only when a run is 
     from okfgit.flows import runs
 
 
-@record
+@dataclass(slots=True)
 class Status:
     capture: capture.Report
     projection: projection.Report

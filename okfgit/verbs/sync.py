@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from okfgit.records import field, record
 from okfgit import fsutil
 from okfgit.flows import capture, runs
 from okfgit.local import journal, lock, paths
@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # the global tier's exchange loads only when that tier exists
 DEFAULT_WAIT_S = 30.0
 
 
-@record
+@dataclass(slots=True)
 class SyncReport:
     dry_run: bool = False
     skipped: str | None = None  # why nothing ran (lock held)

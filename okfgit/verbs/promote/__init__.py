@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from okfgit.records import field, record
 from okfgit.format import index_md as index
 from okfgit.format import markdown as links
 from okfgit.format import concept as okf
@@ -39,7 +39,7 @@ ROUTES = (("job", "project"), ("project", "global"))
 PENDING = "<destination commit>"
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Item:
     """One concept being promoted: where it was, where it goes, its new bytes."""
 
@@ -59,7 +59,7 @@ class Item:
         return blob_oid(self.data)
 
 
-@record
+@dataclass(slots=True)
 class PromotionPlan:
     """A validated promotion: the destination commit and what the source commit will remove."""
 
@@ -80,7 +80,7 @@ class PromotionPlan:
         return _source_commit(self, destination_oid, today)
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Promotion:
     plan: PromotionPlan
     destination_oid: str

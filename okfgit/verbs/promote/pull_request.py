@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,6 @@ from okfgit.errors import IntegrityError, OkfError, UnwritableError, UsageError
 from okfgit.flows.harvest import BODY_LIMIT, CONTINUED, LABEL, VERSION, provider_of, task_refs
 from okfgit.local import pr_bodies
 from okfgit.git import command
-from okfgit.records import record
 from okfgit.verbs.promote import Item, Promotion, PromotionPlan
 
 
@@ -189,7 +189,7 @@ def _short_prose(p: Promotion) -> str:
 # -- opening the pull request ------------------------------------------------------------
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PullRequest:
     """How the pull request was (or can be) opened: the commands, what ran, and what failed.
 
