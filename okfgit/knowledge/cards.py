@@ -165,7 +165,7 @@ def _from_json(value: list[Any]) -> Card:
     return tuple.__new__(Card, value)  # the tuple as it is: 10,000 of them, no per-field call
 
 
-CARDS: catalog.Kind[Card] = catalog.Kind(paths.CARDS, 2, card_of, _from_json)
+CARDS: catalog.Kind[Card] = catalog.Kind(paths.CARDS, 3, card_of, _from_json)
 
 
 class LinkFacts(NamedTuple):

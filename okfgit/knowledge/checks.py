@@ -46,7 +46,7 @@ RECALL_BYTES = 4096  # Claude Code's recall shows only the first 4 KB of a memor
 PROFILE_KEYS = ("title", "description", "okf_id", "scope", "okf_source")
 _CHECKED_KEYS = PROFILE_KEYS + ("name",)  # name: optional, but a string when present
 NEEDS_MERGE_STATUS = "needs-merge"
-CACHE_VERSION = 5  # of doctor.json: bump when a check of one file changes what it finds (5: index and log pages)
+CACHE_VERSION = 6  # of doctor.json: bump when a check of one file changes what it finds (6: one fence rule)
 
 _LOG_GROUP = re.compile(r"^##[ \t]+(.*?)[ \t#]*$")
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -118,13 +118,7 @@ class Doc:
 
     def key_line(self, key: str) -> int | None:
         """The file line of a top-level frontmatter key, for pointing at it."""
-        pattern = re.compile(rf"^['\"]?{re.escape(key)}['\"]?[ \t]*:")
-        for number, line in enumerate(self.data.decode("utf-8").lstrip("\ufeff").splitlines()[1:], start=2):
-            if number >= self.body_line:
-                return None
-            if pattern.match(line):
-                return number
-        return None
+        return okf.key_lines(self.data, (key,)).get(key)
 
 
 class Checked(NamedTuple):

@@ -76,7 +76,7 @@ def _is_index(path: str) -> bool:
     return path.rsplit("/", 1)[-1] == "index.md"
 
 
-SUMMARIES: catalog.Kind[Summarised] = catalog.Kind(paths.INDEXES, 1, _summarised, _summarised_from_json, _is_index)
+SUMMARIES: catalog.Kind[Summarised] = catalog.Kind(paths.INDEXES, 2, _summarised, _summarised_from_json, _is_index)
 
 
 def summaries(snap: Snapshot) -> dict[str, Summarised]:
