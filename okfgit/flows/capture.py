@@ -590,13 +590,10 @@ def _memory_files(root: Path, report: Report) -> list[tuple[str, str, os.stat_re
 
 
 def _okfgit_wrote(record: state.MemoryFile | None, lst: os.stat_result) -> bool:
-    """The file still has the size and mtime it had right after okfgit wrote it.
-
-    Projection trusts the same record; a file an agent rewrote has another mtime (or
-    size), and then its bytes are read and its OID decides.
-    """
-    return (record is not None and stat.S_ISREG(lst.st_mode) and lst.st_size == record.size
-            and lst.st_mtime_ns == record.mtime_ns)
+    """The file still has the size and mtime it had right after okfgit wrote it (git's stat
+    rule, as projection reads it); a file an agent rewrote has another mtime (or size), and
+    then its bytes are read and its OID decides."""
+    return record is not None and stat.S_ISREG(lst.st_mode) and record.record.matches(lst)
 
 
 def _read(file: str, st: os.stat_result, root: Path) -> bytes:

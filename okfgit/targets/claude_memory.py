@@ -79,8 +79,7 @@ class ClaudeMemory:
         out.skipped = list(merged.skipped)
         out.needs_merge = list(merged.needs_merge)
         out.warnings.extend(out.notes)
-        trust = _folder_unchanged(view, folder)
-        out.items.extend(_reconcile(view, folder, names, trust, out.kept))
+        out.items.extend(_reconcile(view, folder, names, out.kept))
         _recall_order(view, folder, names, out)
         index = _index_item(view, folder, names, shown, out)
         if index is not None:
@@ -366,8 +365,7 @@ def _current(path: Path) -> tuple[str, bytes | None]:
 
 def _as_written(path: str, rec: MemoryFile | None) -> bool:
     """The regular file at ``path`` has the size and modification time okfgit recorded when
-    it wrote it (git's rule for an unchanged file), so it holds those bytes without a read:
-    when the folder changed (a memory came or went), the other 10,000 files are not read."""
+    it wrote it (git's rule for an unchanged file), so it holds those bytes without a read."""
     if rec is None:
         return False
     try:
@@ -418,17 +416,14 @@ def _listing(folder: Path) -> set[str] | None:
         return None
 
 
-def _reconcile(view: View, folder: Path, names: dict[str, TierCard], trust: bool,
-               kept: list[str]) -> Iterator[Item]:
+def _reconcile(view: View, folder: Path, names: dict[str, TierCard], kept: list[str]) -> Iterator[Item]:
     state = view.state
     same_folder = state.memory_dir == folder
     records = state.memory_files if same_folder else {}
-    # When most files must be looked at, list the folder once: absent names need no lstat.
-    present = None if trust else _listing(folder)
+    present = _listing(folder)  # listed once: an absent name needs no lstat
     # Every file okfgit recorded there is gone (a new machine, the folder emptied by hand): that
     # is no agent's judgement on each fact, and every file is written again.
-    wiped = not trust and bool(records) and (present is None or not any(
-        n.split("/", 1)[0].casefold() in present for n in records))
+    wiped = bool(records) and (present is None or not any(n.split("/", 1)[0].casefold() in present for n in records))
     checked: dict[str, str | None] = {}
     where = str(folder)  # a Path per file only for the files that are not kept
     for name in sorted(names):
@@ -437,9 +432,6 @@ def _reconcile(view: View, folder: Path, names: dict[str, TierCard], trust: bool
         wanted = _Wanted(view, concept)
         as_recorded = rec is not None and rec.oid == concept.card.oid and rec.path == concept.path \
             and rec.tier == concept.tier and rec.okf_id == concept.card.okf_id and rec.file_oid == wanted.oid
-        if trust and as_recorded:
-            kept.append(name)
-            continue
         problem = _subfolder_problem(folder, name, checked)
         if problem is not None:
             yield Item(folder / name, SKIP, f"{problem}, so {concept.citation} is not projected there",
@@ -447,7 +439,7 @@ def _reconcile(view: View, folder: Path, names: dict[str, TierCard], trust: bool
             continue
         missing = present is not None and "/" not in name and name.casefold() not in present
         if as_recorded and not missing and _as_written(os.path.join(where, name), rec):
-            kept.append(name)  # a file came or went beside it; this one is as okfgit wrote it
+            kept.append(name)  # as okfgit wrote it (git's stat rule): not read
             continue
         path = folder / name
         why = f"holds {concept.citation}"
