@@ -304,20 +304,14 @@ def set_keys_split(data: bytes, name: str, updates: Mapping[str, Any], remove: t
         chunks = dict(zip(updates, _entries(dump_yaml(dict(updates)))))
         if len(chunks) != len(updates):
             raise IntegrityError(f"{name}: could not write frontmatter keys {sorted(updates)}")
-        present = _any_key_pattern(tuple(updates) + tuple(remove))
-        if not any(present.match(line) for line in lines):
-            # None of the keys is there (a migration's usual case): they all go last, as the
-            # loop below would put them, without a pass over the lines per key.
-            appended = [chunks[key].replace("\n", nl) for key in updates]
-        else:
-            for key in updates:
-                # An existing key is rewritten where it stands; a new one goes last.
-                dumped = chunks[key].replace("\n", nl)
-                lines = _drop_key(lines, key, replace_with=dumped)
-                if dumped not in lines:
-                    appended.append(dumped)
-            for key in remove:
-                lines = _drop_key(lines, key, replace_with=None)
+        for key in updates:
+            # An existing key is rewritten where it stands; a new one goes last.
+            dumped = chunks[key].replace("\n", nl)
+            lines = _drop_key(lines, key, replace_with=dumped)
+            if dumped not in lines:
+                appended.append(dumped)
+        for key in remove:
+            lines = _drop_key(lines, key, replace_with=None)
         new_fm = "".join(lines) + "".join(appended)
         out = data[: parsed.fm_start] + new_fm.encode("utf-8") + data[parsed.fm_end:]
     check = split(out, name)
@@ -340,16 +334,16 @@ def _entries(dumped: str) -> list[str]:
     return out
 
 
+def _key_line(keys: tuple[str, ...]) -> str:
+    """The pattern of a line that starts the entry of one of ``keys`` (a top-level key, plain,
+    single- or double-quoted): ``set_keys`` edits such lines, ``key_lines`` points at them."""
+    names = "|".join(re.escape(key) for key in keys)
+    return rf"^(['\"]?)({names})\1[ \t]*:"
+
+
 @functools.lru_cache(maxsize=256)
 def _key_pattern(key: str) -> re.Pattern[str]:
-    return _any_key_pattern((key,))
-
-
-@functools.lru_cache(maxsize=256)
-def _any_key_pattern(keys: tuple[str, ...]) -> re.Pattern[str]:
-    """A line that starts one of ``keys``' entries (plain, single- or double-quoted key)."""
-    names = "|".join(f"{re.escape(k)}|'{re.escape(k)}'|\"{re.escape(k)}\"" for k in keys)
-    return re.compile(rf"^(?:{names})[ \t]*:")
+    return re.compile(_key_line((key,)))
 
 
 def _drop_key(lines: list[str], key: str, replace_with: str | None) -> list[str]:
@@ -457,9 +451,7 @@ _KEY_LINE = re.compile(rb"^([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*:")
 
 @functools.lru_cache(maxsize=64)
 def _key_lines_pattern(keys: tuple[str, ...]) -> re.Pattern[bytes]:
-    """A line that starts the entry of one of ``keys`` (plain, single- or double-quoted)."""
-    names = b"|".join(re.escape(key.encode("utf-8")) for key in keys)
-    return re.compile(rb"^(['\"]?)(" + names + rb")\1[ \t]*:", re.M)
+    return re.compile(_key_line(keys).encode("utf-8"), re.M)
 
 
 def key_lines(data: bytes, keys: tuple[str, ...] = SUMMARY_KEYS) -> dict[str, int]:

@@ -103,12 +103,9 @@ def entry_lines(text: str) -> list[Line]:
     out: list[Line] = []
     started = False
     for number, line in links.outside_code(text):
-        if not line.startswith("- ["):  # okfgit's own entries are items that start with a link
-            item = _ITEM.match(line)
-            if item is None:
-                continue
-            if not started and not item.group(1).startswith("["):
-                continue
+        item = _ITEM.match(line)
+        if item is None or (not started and not item.group(1).startswith("[")):
+            continue
         started = True
         out.append(_line(number, line))
     return out
