@@ -33,7 +33,7 @@ from okfgit.format import lifecycle
 from okfgit.git.objects import FILE_MODE, Entry, blob_oid, sha1_hex
 from okfgit.errors import OkfError
 from okfgit.knowledge.cards import Card, TierCard, card_of
-from okfgit.local.state import MemoryFile, TierInput
+from okfgit.local.state import MemoryFile
 from okfgit.local.state import State as MemoryState
 from okfgit.targets import memory_index, recall
 from okfgit.targets.base import (FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, TargetPlan, View,
@@ -65,11 +65,6 @@ class ClaudeMemory:
             out.items.append(Item(folder, FAIL, f"{problem} (nothing was changed there)"))
             return out
         out.memory_dir = folder
-        if _untouched(view, folder):
-            out.kept_rest = view.state.memory_files
-            record = view.state.targets[str(folder / INDEX_NAME)]
-            out.items.append(Item(folder / INDEX_NAME, UNCHANGED, "index of the memory folder", oid=record.oid))
-            return out
         if _changed_in_place(view, folder, out):
             return out
         merged = view.merged()
@@ -90,7 +85,7 @@ class ClaudeMemory:
         return out
 
 
-# -- when nothing needs looking at ---------------------------------------------------------
+# -- the folder as okfgit left it ---------------------------------------------------------
 
 
 def _declined(st: MemoryState, concept: TierCard) -> bool:
@@ -109,12 +104,6 @@ def _folder_unchanged(view: View, folder: Path) -> bool:
         return os.stat(folder).st_mtime_ns == state.memory_dir_mtime_ns
     except OSError:
         return False
-
-
-def _untouched(view: View, folder: Path) -> bool:
-    """Same inputs, same folder, same MEMORY.md as last time: no per-concept work at all."""
-    inputs = {t.label: TierInput(str(t.tier.repo_path), t.commit, t.tree) for t in view.tiers}
-    return view.state.inputs == inputs and _as_left(view, folder)
 
 
 def _as_left(view: View, folder: Path) -> bool:
@@ -143,8 +132,8 @@ _SAME = ("okf_id", "origin", "title", "description", "summary", "type", "status"
 
 
 def _changed_in_place(view: View, folder: Path, out: TargetPlan) -> bool:
-    """Plan a run where only concepts' bytes changed, without reading every concept: True
-    when it did (``out`` is complete), False when the full plan must decide.
+    """Plan a run where only concepts' bytes changed (or nothing did), without reading every
+    concept: True when it did (``out`` is complete), False when the full plan must decide.
 
     It applies when the folder and MEMORY.md are as okfgit left them, the previous run
     recorded what the full plan needs to repeat (its warnings, the recall order's fresh
