@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,14 @@ def _from_verbs(path: Path) -> list[str]:
     """Names imported as ``from okfgit.verbs import x``."""
     return [a.name for node in ast.walk(ast.parse(path.read_text()))
             if isinstance(node, ast.ImportFrom) and node.module == "okfgit.verbs" for a in node.names]
+
+
+def test_every_fast_path_we_keep_names_tests_that_exist() -> None:
+    """spec/okf-layout.md lists each fast path with the tests that hold it to its general
+    path: each one named there is a test of the suite."""
+    spec = (ROOT / "spec" / "okf-layout.md").read_text()
+    section = spec.split("## Fast paths we keep", 1)[1]
+    named = re.findall(r"`(test_\w+\.py)::(test_\w+)`", section)
+    assert len(named) >= 6
+    for module, test in named:
+        assert f"def {test}(" in (ROOT / "tests" / module).read_text(), f"{module}::{test}"
