@@ -71,7 +71,7 @@ def test_a_repository_keeps_one_store_and_the_hook_stamps(project: Path, mem: Pa
     assert sorted(p.name for p in paths.okf_dir(common).iterdir()) == \
         ["fastpath.json", "journal", "state.db", "sync.json", "sync.lock"]
     tree = git("rev-parse", "HEAD:.okf", cwd=project).out.strip()
-    assert kinds(common) == {(kind, "project"): tree for kind in ("cards", "doctor", "indexes", "links")}
+    assert kinds(common) == {(kind, "project"): tree for kind in ("cards", "doctor", "indexes", "links", "similar")}
     # each row names the blob it was read from, as git does
     listed = dict(line.split("\t")[::-1] for line in git("ls-tree", "-r", "--format=%(objectname)\t%(path)",
                                                            "HEAD", cwd=project / ".okf").out.splitlines())
@@ -153,9 +153,11 @@ def test_one_sync_writes_each_store_once_with_the_ownership_record(project: Path
 
     monkeypatch.setattr(Store, "save", save)
     assert "captured 1" in okfgit("sync", cwd=project).out
-    # sync also counts doctor's errors in the tiers that changed, from doctor's facts: staged with the rest
-    assert sorted(writes) == sorted([(project / ".git", True, ["cards", "doctor"]),
-                                     (tier / ".git", False, ["cards", "doctor"])])
+    # one write per store, the project's with the ownership record; among the facts staged, the cards
+    # of the tiers that changed (sync also counts doctor's errors and capture looks for repeats in them)
+    assert sorted((where, record) for where, record, _ in writes) == sorted([(project / ".git", True),
+                                                                              (tier / ".git", False)])
+    assert all("cards" in staged for _, _, staged in writes)
     assert kinds(project / ".git")[("cards", "project")] == git("rev-parse", "HEAD:.okf", cwd=project).out.strip()
     assert okfgit("sync", cwd=project).out == "okfgit sync: up to date\n"
 

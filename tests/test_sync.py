@@ -86,9 +86,10 @@ def test_the_no_op_path_imports_neither_pygit2_nor_yaml(project: Path, mem: Path
         "okfgit", "okfgit.cli", "okfgit.errors", "okfgit.commands", "okfgit.local", "okfgit.commands.sync", "okfgit.local.fastpath",
         "okfgit.local.stamps", "okfgit.local.paths", "okfgit.local.noop", "okfgit.commands._common", "okfgit.context",
         "okfgit.progress", "okfgit.__main__")
-        and (args or m not in ("okfgit.local.exchange", "okfgit.local.store", "okfgit.records")))  # sync (not a
-    assert heavy == []  # hook) asks the global tier's store if a fetch is due
-    assert not args or "sqlite3" not in imported  # a hook's no-op reads its two stamp files, nothing else
+        and (args or m not in ("okfgit.local.exchange", "okfgit.local.store")))  # sync (not a hook) asks the
+    assert heavy == []  # global tier's store if a fetch is due
+    assert not args or "dataclasses" not in imported  # a git hook's no-op makes no record class
+    assert not args or "sqlite3" not in imported  # ... and reads its two stamp files, no database
 
 
 def test_one_sync_loads_the_state_once_and_saves_it_once(project: Path, mem: Path, okfgit: Runner, git: Runner,

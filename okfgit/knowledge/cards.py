@@ -36,6 +36,7 @@ from okfgit.progress import Progress, silent
 
 if TYPE_CHECKING:
     from okfgit.format.markdown import Link
+    from okfgit.format.similar import Signature
 
 F = TypeVar("F", bound=catalog.Fact)
 _SEP = "\0"  # never in a parsed concept body (okf.split refuses NUL), so it can join link fields
@@ -376,6 +377,18 @@ class TierCards:
         if self._own:
             self._stores.save()
         return found
+
+    @cached_property
+    def signatures(self) -> dict[str, Signature]:
+        """Each concept's near-duplicate signature (``knowledge.similar.SIGNATURES``, kept by
+        tree like the cards; read only by what compares concepts)."""
+        from okfgit.knowledge import similar
+
+        found = _catalog(similar.SIGNATURES, self.repo, self.tier, self.commit, self.tree, None, silent, None,
+                         self._stores)
+        if self._own:
+            self._stores.save()
+        return found.facts
 
     def links_of(self, path: str) -> tuple[int, list[Link]]:
         """(lines before the body, the body's links) of the concept at ``path`` (none when unreadable)."""

@@ -14,14 +14,14 @@ a git hook's.
 from __future__ import annotations
 
 import os
+from dataclasses import asdict, dataclass, fields
 
-from okfgit.records import asdict, fields_of, record
 from okfgit.local.store import Store
 
 NAME = "exchange"
 
 
-@record
+@dataclass(slots=True)
 class Record:
     remote: str | None = None
     last_attempt: float | None = None
@@ -36,7 +36,7 @@ def load(store: Store) -> Record:
     if not isinstance(data, dict):
         return Record()
     try:
-        return Record(**{k: data.get(k) for k in fields_of(Record)})
+        return Record(**{k: data.get(k) for k in (f.name for f in fields(Record))})
     except TypeError:
         return Record()
 

@@ -51,7 +51,7 @@ FILES = (STATE, STATE_JOURNAL, LEGACY_STATE, FASTPATH_STAMP, SYNC_STAMP, LOCK, H
          PR_BODIES + "/", JOURNAL + "/")
 
 # What an earlier okfgit kept here and the store now holds: removed by the store's first write.
-LEGACY_CACHES = tuple(f"{name}{suffix}" for name in ("cards", "links", "doctor", "graph", "indexes")
+LEGACY_CACHES = tuple(f"{name}{suffix}" for name in ("cards", "links", "similar", "doctor", "graph", "indexes")
                       for suffix in (".json", ".delta.json")) + ("index.json", "exchange.json")
 
 # Without a repository (the global tier outside any project), drafts go here under $HOME.

@@ -12,10 +12,10 @@ import json
 import os.path
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from okfgit.format.names import nfc
-from okfgit.records import record
 
 _MAX_ENCODED = 200
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -48,7 +48,7 @@ def encode_project_dir(path: str) -> str:
     return f"{encoded[:_MAX_ENCODED]}-{_base36(abs(_java_hash(units)))}"
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MemoryDirChoice:
     """The Claude Code memory folder for a repo, and why the settings could not be used."""
 
