@@ -69,6 +69,7 @@ class Report:
     reason: str
     switch: switch.Decision | None = None
     memory_dir: Path | None = None
+    memory_source: str = ""  # what decided the memory folder (claude_home.MemoryDirChoice.source)
     captured: list[Captured] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (origin, why): bad input
     held: list[tuple[str, str]] = field(default_factory=list)  # (origin, why): a new fact with no tier yet
@@ -87,6 +88,7 @@ class Report:
             "enabled": self.enabled,
             "reason": self.reason,
             "memory_dir": str(self.memory_dir) if self.memory_dir else None,
+            "memory_source": self.memory_source,
             "captured": [
                 {"action": c.action, "origin": c.origin, "oid": c.file_oid, "okf_id": c.okf_id,
                  "tier": c.tier.label, "path": c.kb_path}
@@ -193,8 +195,9 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
     report = Report(enabled=decision.enabled, reason=decision.reason, switch=decision)
     project_tier = ws.tier("project")
     project_repo = project_tier.reader()
-    choice = memory_dir(project_repo.main_workdir, ctx.environ, ctx.home)
+    choice = memory_dir(project_repo.main_workdir, ctx.environ, ctx.home, project_root=project_repo.workdir)
     report.memory_dir = choice.path
+    report.memory_source = choice.source
     if not project_tier.has_kb():
         # Nowhere to put this repository's facts: the global tier would carry them into
         # every other project (and a person's facts need the person to set a tier up).

@@ -173,12 +173,14 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
         wrote=lambda oid: _stored(repo, oid), changed=lambda: _changed(inputs, st),
     )
     planned: list[tuple[str, Item]] = []
+    watched: list[str] = []
     memory_dir: Path | None = None  # set only when the memory target could project
     for tgt in TARGETS:
         if target not in ("all", tgt.group):
             continue
         tp = tgt.plan(view)
         report.warnings.extend(tp.warnings)
+        watched.extend(tp.watched)
         planned.extend((tgt.name, item) for item in tp.items)
         report.kept.extend(tp.kept)
         if tp.kept_rest is not None:
@@ -210,7 +212,7 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
                 repo.store_blob(item.data)
     if repo is not None:
         _record(ctx, st, repo, planned, failures, memory_dir, inputs, report, scope=scope, target=target,
-                run_arg=run_arg, expires=_next_stale(ctx, view))
+                run_arg=run_arg, expires=_next_stale(ctx, view), settings=watched)
     if loaded_here:
         save(report)
     if explain:
@@ -392,7 +394,7 @@ def _outcome(target: str, item: Item, failure: str | None) -> Outcome:
 
 def _record(ctx: Context, old: state.State, repo: Plumbing, planned: list[tuple[str, Item]], failures: dict[Path, str],
             memory_dir: Path | None, inputs: _Inputs, report: Report, *, scope: str, target: str,
-            run_arg: str | None, expires: int | None = None) -> None:
+            run_arg: str | None, expires: int | None = None, settings: list[str] | None = None) -> None:
     """The new state and (when all went well) the fast-path stamp, into ``report``; ``save`` writes them."""
     new = old.derive()
     memory_failed = False
@@ -428,7 +430,9 @@ def _record(ctx: Context, old: state.State, repo: Plumbing, planned: list[tuple[
     watched += [str(item.via) for _, item in planned if item.via is not None]  # a retargeted link
     if memory_dir is not None:
         watched.append(str(memory_dir))
-    watched += [str(claude_home(ctx.environ, ctx.home) / "settings.json"), str(new.path), fastpath.NAV_PROTOCOL]
+    # The settings that decide where the agents' folders are (targets' ``watched``).
+    watched += [str(claude_home(ctx.environ, ctx.home) / "settings.json"), *(settings or []), str(new.path),
+                fastpath.NAV_PROTOCOL]
     watched += fastpath.config_files(ctx.environ, str(repo.gitdir))
     invocation = fastpath.key(ctx.environ, gitdir=str(repo.gitdir), scope=scope, target=target, run=run_arg)
     report.stamp = _Stamp(invocation, list(inputs.dotgits), watched)

@@ -27,6 +27,9 @@ class ClaudeMd:
     def plan(self, view: View) -> TargetPlan:
         if view.tier("global") is None:
             return TargetPlan()
+        problem = claude_home.empty_config_home(view.ctx.environ)
+        if problem is not None:
+            return TargetPlan(warnings=[f"CLAUDE.md: {problem}"])
         path = claude_home.claude_home(view.ctx.environ, view.ctx.home) / "CLAUDE.md"
         return plan_block(path, SCOPE, global_block(view), "global knowledge protocol for Claude Code",
                           follow_link=True, owned=view.state, wrote=view.wrote)

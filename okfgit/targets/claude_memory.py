@@ -53,8 +53,9 @@ class ClaudeMemory:
         out = TargetPlan()
         if view.main_root is None:
             return out
-        choice = claude_home.memory_dir(view.main_root, view.ctx.environ, view.ctx.home)
+        choice = claude_home.memory_dir(view.main_root, view.ctx.environ, view.ctx.home, project_root=view.worktree)
         out.warnings.extend(choice.warnings)
+        out.watched.extend(choice.watched)
         folder = Path(os.path.abspath(choice.path))
         if not view.tiers and not view.state.memory_files:
             return out  # nothing projected before, nothing to project now
