@@ -15,6 +15,7 @@ the projection that follows rewrites it, after the commit landed.
 
 from __future__ import annotations
 
+import datetime as dt
 import gc
 import os
 import posixpath
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from okfgit.records import field, record
-from okfgit.format import names
+from okfgit.format import agent_memory, names
 from okfgit.format import concept as okf
 from okfgit.local import state
 from okfgit.knowledge import capture_policy as switch
@@ -176,12 +177,10 @@ class Routes:
 
 
 def memory_type(meta: dict[str, Any]) -> str:
-    """Claude Code's memory type (top-level ``type``, else ``metadata.type``), lower-case; "" when none."""
-    native = meta.get("metadata")
-    for value in (meta.get("type"), native.get("type") if isinstance(native, dict) else None):
-        if isinstance(value, str) and value.strip():
-            return value.strip().lower()
-    return ""
+    """Claude Code's memory type, lower-case ("" when none): ``metadata.type`` wins over a
+    top-level ``type``, as in Claude Code (``agent_memory.unfold``)."""
+    value = agent_memory.unfold(meta).meta.get("type")
+    return value.strip().lower() if isinstance(value, str) else ""
 
 
 def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: bool = False,
@@ -242,11 +241,13 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
             report.unchanged_seen.append(origin)
             continue
         candidates.append((origin, data, oid))
+    seen = frozenset(origin for origin, _, _ in files)
     if candidates:
-        _classify_all(ctx, ws, to, st, candidates, report)
-    seen = {origin for origin, _, _ in files}
+        _classify_all(ctx, ws, to, st, candidates, report, seen)
     skipped = {o for o, _ in report.skipped}
-    report.deleted = [o for o in sorted(st.memory_files) if o not in seen and o not in skipped]
+    renamed = {n for c in report.captured if c.action == "update"
+               for n, _ in st.projected(c.okf_id) if n != c.origin} if report.captured else set()
+    report.deleted = [o for o in sorted(st.memory_files) if o not in seen and o not in skipped and o not in renamed]
     for origin, why in report.skipped:
         report.warnings.append(f"skipped {choice.path / origin}: {why}")
     for origin, why in report.held:
@@ -255,7 +256,7 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
 
 
 def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State,
-                  candidates: list[tuple[str, bytes, str]], report: Report) -> None:
+                  candidates: list[tuple[str, bytes, str]], report: Report, present: frozenset[str]) -> None:
     """Decide each file okfgit did not write (new, update, conflict, a copy) and plan the commits."""
     routes = Routes.of(ws, to)
     tiers = ws.active()
@@ -265,7 +266,7 @@ def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State,
         if done and not done % 100:
             ctx.progress(CAPTURING, done, len(candidates))
         try:
-            item = _classify(ctx, origin, data, oid, routes, kb, st)
+            item = _classify(ctx, origin, data, oid, routes, kb, st, present)
         except Held as held:
             report.held.append((origin, str(held)))
             continue
@@ -379,6 +380,10 @@ class _Known:
     def concept(self, tier: Tier, path: str) -> Concept:
         return self.snapshot(tier).concept(path)
 
+    def last_change(self, tier: Tier, path: str) -> float | None:
+        """When the concept at ``path`` last changed in the tier (its commit's time), or None."""
+        return tier.open().last_change(tier.repo_path_of(path))
+
     def index_items(self, tier: Tier) -> Callable[[str], index.Item | None]:
         """A concept's index entry from its card (``index.item_of``'s title, description and
         type), when the card is of the blob the tier has: the concepts already in a folder
@@ -477,25 +482,29 @@ def _read(file: str, st: os.stat_result, root: Path) -> bytes:
 
 
 def _classify(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb: _Known,
-              st: state.State) -> Captured | None:
+              st: state.State, present: frozenset[str]) -> Captured | None:
     """What capturing one file means (None: nothing, the KB already says it); every item
     returned holds bytes doctor accepts (``_valid``)."""
-    item = _decide(ctx, origin, data, oid, routes, kb, st)
+    item = _decide(ctx, origin, data, oid, routes, kb, st, present)
     return _valid(item) if item is not None else None
 
 
 def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb: _Known,
-            st: state.State) -> Captured | None:
+            st: state.State, present: frozenset[str]) -> Captured | None:
     parsed = okf.split(data, origin)
     if not parsed.has_frontmatter:
         raise UsageError("no frontmatter; not a Claude memory file")
-    meta = parsed.meta
-    if not meta:
+    if not parsed.meta:
         raise UsageError("empty frontmatter (no keys: nothing says what the memory is); not captured")
-    native = meta.get("metadata")
-    if isinstance(native, dict) and native.get("type") is not None and not isinstance(native["type"], str):
-        raise UsageError(f"not captured, it would not be a valid concept: metadata.type must be a string, "
-                         f"not {type(native['type']).__name__}; fix the memory file and the next sync takes it")
+    # Every shape Claude Code writes, read as it reads it: keys under ``metadata`` at the
+    # top (winning over a top-level key of the same name), its stamps out (agent_memory.py).
+    shape = agent_memory.unfold(parsed.meta)
+    meta = shape.meta
+    stamped = shape.folded or bool(shape.stamps)
+    if meta.get("type") is not None and not isinstance(meta["type"], str):
+        where = "metadata.type" if shape.folded and "type" in parsed.meta.get("metadata", {}) else "type"
+        raise UsageError(f"not captured, it would not be a valid concept: {where} must be a string, "
+                         f"not {type(meta['type']).__name__}; fix the memory file and the next sync takes it")
     _check_names(meta)
     okf_id = meta.get("okf_id")
     at = kb.by_id(str(okf_id)) if okf.is_valid_okf_id(okf_id) else None
@@ -503,7 +512,17 @@ def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb
         tier, kb_path, head_oid = at
         if head_oid == oid:
             return None
-        return _edit(origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st, *_updated(data, origin, parsed, tier))
+        if stamped:
+            held = kb.concept(tier, kb_path)
+            if agent_memory.same_knowledge(meta, agent_memory.unfold(held.meta).meta) \
+                    and agent_memory.same_body(parsed.body, held.body):
+                return None  # Claude Code restamped the concept: nothing new to commit
+            new, split = agent_memory.edit(kb.snapshot(tier).blob(kb_path), kb_path, meta, parsed.body,
+                                           keep=agent_memory.STAMPS)
+            return _edit(origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st, *_updated(new, origin, split, tier),
+                         present=present, stamps=shape.stamps)
+        return _edit(origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st, *_updated(data, origin, parsed, tier),
+                     present=present)
     if okf.is_valid_okf_id(okf_id):
         # Not a new fact: a concept since removed from the KB, or one another repository
         # projected into a shared folder. Capturing it would resurrect or leak it.
@@ -521,22 +540,43 @@ def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb
         if _same_fact(meta, parsed.body, known):
             return None
         tier, kb_path, head_oid = current
-        _, migrated, split = _migrate(ctx, origin, data, parsed, tier, known.okf_id)
-        return _edit(origin, oid, known.okf_id, tier, kb_path, head_oid, kb, st, migrated, split)
+        if stamped:
+            new, split = agent_memory.edit(kb.snapshot(tier).blob(kb_path), kb_path, meta, parsed.body,
+                                           keep=(*agent_memory.STAMPS, *_PROFILE_KEYS))
+            new, split = _updated(new, origin, split, tier)
+        else:
+            _, new, split = _migrate(ctx, origin, data, parsed, tier, known.okf_id)
+        return _edit(origin, oid, known.okf_id, tier, kb_path, head_oid, kb, st, new, split)
     dest = routes.route(meta)
-    new_id, migrated, split = _migrate(ctx, origin, data, parsed, dest)
+    new_id, migrated, split = _migrate(ctx, origin, data, parsed, dest, stamped=stamped, unfolded=meta)
     name = okf.one_line(meta.get("name")) or posixpath.basename(origin)[:-3]
     kb_path = kb.free_path(dest, f"{CAPTURE_FOLDER}/{okf.slugify(name)}.md")
     return Captured("new", origin, oid, new_id, dest, kb_path, migrated, parsed=split)
 
 
 def _edit(origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid: str, kb: _Known,
-          st: state.State, data: bytes, split: okf.Parsed) -> Captured | None:
+          st: state.State, data: bytes, split: okf.Parsed, *, present: frozenset[str] = frozenset(),
+          stamps: dict[str, Any] | None = None) -> Captured | None:
     """An agent's edit (``data``, and ``split`` its parse): an update when the KB still holds
     what okfgit projected, else a conflict (None when that very variant is already committed
-    as a sibling)."""
+    as a sibling).
+
+    A file holding a concept at another name than the one okfgit projected it to, whose
+    projected file is gone from the folder, is that file renamed (Claude Code's consolidation
+    renames and merges files): an update that records the new name as the concept's
+    ``okf_origin``. With no record of what okfgit projected (another clone, a deleted
+    ``.git/okf/``), Claude Code's own ``modified`` stamp decides: an edit made after the
+    concept last changed in the tier started from the current concept."""
     projected = st.memory_files.get(origin)
-    if projected is not None and projected.oid == head_oid:
+    if projected is None or projected.okf_id != okf_id:
+        before = [(n, r) for n, r in st.projected(okf_id) if n != origin] if okf_id else []
+        if before and all(n not in present for n, _ in before):
+            projected = before[0][1]  # renamed: the file okfgit wrote is gone, this one holds the concept
+            if split.meta.get("okf_origin") != origin:
+                data, split = okf.set_keys_split(data, origin, {"okf_origin": origin}, parsed=split)
+        elif not before and _edited_after(stamps, kb, tier, kb_path):
+            return Captured("update", origin, oid, okf_id, tier, kb_path, data, parsed=split)
+    if projected is not None and projected.oid == head_oid and projected.okf_id in (None, okf_id):
         return Captured("update", origin, oid, okf_id, tier, kb_path, data, parsed=split)
     if _sibling_has(kb.snapshot(tier), names.needs_merge_path(kb_path), data, origin):
         # A sync killed after its commit and before recording the file: committing it again
@@ -550,6 +590,19 @@ def _edit(origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid
         why = (f"the concept changed on both sides: in the KB ({tier.label}:{kb_path} is no longer what okfgit "
                "projected here) and in Claude memory")
     return Captured("conflict", origin, oid, okf_id, tier, sibling, data, why, split)
+
+
+def _edited_after(stamps: dict[str, Any] | None, kb: _Known, tier: Tier, kb_path: str) -> bool:
+    """Claude Code stamped the file (``modified``) after the concept's last change in the tier."""
+    stamp = (stamps or {}).get("modified")
+    if not isinstance(stamp, str):
+        return False
+    try:
+        edited = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return False
+    changed = kb.last_change(tier, kb_path)
+    return changed is not None and edited > changed
 
 
 def _valid(item: Captured) -> Captured:
@@ -597,10 +650,10 @@ _PROFILE_KEYS = ("type", "title", "scope", "okf_id", "okf_source", "okf_origin",
 
 
 def _same_fact(meta: dict[str, Any], body: bytes, concept: Concept) -> bool:
-    """The native memory says what the captured concept says (okfgit's added keys aside)."""
-    mine = {k: v for k, v in meta.items() if k not in _PROFILE_KEYS}
-    theirs = {k: v for k, v in concept.meta.items() if k not in _PROFILE_KEYS}
-    return mine == theirs and body == concept.body
+    """The native memory (unfolded) says what the captured concept says (okfgit's added keys
+    aside, and Claude Code's rewriting of ``name``, blank lines and nulls)."""
+    return agent_memory.same_knowledge(meta, agent_memory.unfold(concept.meta).meta, _PROFILE_KEYS) \
+        and agent_memory.same_body(body, concept.body)
 
 
 def _check_names(meta: dict[str, Any]) -> None:
@@ -625,12 +678,14 @@ def _updated(data: bytes, origin: str, parsed: okf.Parsed, tier: Tier) -> tuple[
 
 
 def _migrate(ctx: Context, origin: str, data: bytes, parsed: okf.Parsed, dest: Tier,
-             okf_id: str | None = None) -> tuple[str, bytes, okf.Parsed]:
+             okf_id: str | None = None, *, stamped: bool = False,
+             unfolded: dict[str, Any] | None = None) -> tuple[str, bytes, okf.Parsed]:
     """(okf_id, the agent's bytes with okfgit's profile keys added, those split): no key or
-    body byte lost. ``parsed`` is the file split once by the caller."""
-    meta = parsed.meta
-    native: dict[str, Any] = meta["metadata"] if isinstance(meta.get("metadata"), dict) else {}
-    native_type = okf.one_line(meta.get("type")) or okf.one_line(native.get("type")) or "Note"
+    body byte lost. ``parsed`` is the file split once by the caller. A file in Claude Code's
+    stamped shape (``stamped``; ``unfolded`` its keys) becomes a new concept file of its
+    unfolded keys and its body verbatim: its keys once, at the top, Claude Code's stamps out."""
+    meta = unfolded if unfolded is not None else parsed.meta
+    native_type = okf.one_line(meta.get("type")) or "Note"
     stem = posixpath.basename(origin)[:-3]
     name = okf.one_line(meta.get("name")) or stem
     description = okf.one_line(meta.get("description"))
@@ -651,6 +706,9 @@ def _migrate(ctx: Context, origin: str, data: bytes, parsed: okf.Parsed, dest: T
         adds["okf_origin"] = origin
     if "generated" not in meta:
         adds["generated"] = {"by": AGENT_ACTOR, "at": ctx.iso_now()}
+    if stamped:
+        fresh = okf.serialize({**meta, **adds}, parsed.body)
+        return str(okf_id), fresh, okf.split(fresh, origin)
     return (str(okf_id), *okf.set_keys_split(data, origin, adds, parsed=parsed))
 
 
