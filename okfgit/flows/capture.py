@@ -435,10 +435,11 @@ def _memory_files(root: Path, report: Report) -> list[tuple[str, str, os.stat_re
             if name.startswith("."):
                 continue
             if entry.is_dir(follow_symlinks=False):
-                stack.append((f"{rel}{name}/", entry.path))
+                if not agent_memory.reserved(f"{rel}{name}/x.md"):  # team stores, logs...: not the agent's memories
+                    stack.append((f"{rel}{name}/", entry.path))
             elif entry.is_symlink() and os.path.isdir(entry.path):
                 report.skipped.append((f"{rel}{name}", "a symlinked folder; okfgit never follows links"))
-            elif name.endswith(".md") and (rel or name != "MEMORY.md"):
+            elif name.endswith(".md") and name != "MEMORY.md":  # an index at any depth, as Claude Code reads it
                 try:
                     out.append((f"{rel}{name}", entry.path, entry.stat(follow_symlinks=False)))
                 except FileNotFoundError:

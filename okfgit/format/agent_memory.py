@@ -21,12 +21,17 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from okfgit.format import concept as okf
+from okfgit.format import names
 
 # Claude Code's bookkeeping in a memory file: never part of a concept.
 STAMPS = ("node_type", "originSessionId", "modified", "claudeCodeItem", "typedTurn")
 NAMESPACE = "metadata"  # where Claude Code folds every key but name and description
 _OWN = ("name", "description", NAMESPACE)  # Claude Code's ``Ou``: the keys it never folds
 _KEBAB = re.compile(r"^[a-z0-9_-]+$")
+# Claude Code's subtrees of the memory folder that are not the agent's own memories (its
+# ``EEr``): team stores (``team/<store>/``, synced from a server), logs, sessions, proposals.
+RESERVED_FOLDERS = ("team", "logs", "sessions", "proposals")
+INDEX_NAME = "MEMORY.md"
 
 
 class Unfolded(NamedTuple):
@@ -120,3 +125,23 @@ def edit(data: bytes, name: str, meta: Mapping[str, Any], body: bytes, *,
     head = out[: len(out) - len(check.body)]
     new = head + lead + body.lstrip(b"\r\n")
     return new, okf.split(new, name)
+
+
+def reserved(rel: str) -> bool:
+    """Whether ``rel`` (a path relative to Claude Code's memory folder, ``/``-separated) lies
+    where Claude Code keeps no memory of the agent's own (its ``j8``/``LHe``): a hidden part,
+    a first folder ``logs``, ``sessions`` or ``proposals``, or a team store
+    (``team/<store>/...``; a file directly in ``team/`` is an ordinary memory)."""
+    parts = rel.split("/")
+    if any(part.startswith(".") for part in parts):
+        return True
+    first = names.nfc(parts[0]).rstrip(". ").lower()
+    if first == "team":
+        return len(parts) >= 3
+    return first in RESERVED_FOLDERS
+
+
+def recall_candidate(rel: str) -> bool:
+    """Whether Claude Code 2.1.332 lists ``rel`` among its recall candidates: a ``.md`` file,
+    not named ``MEMORY.md`` at any depth, not in a reserved subtree (``reserved``)."""
+    return rel.endswith(".md") and rel.rsplit("/", 1)[-1] != INDEX_NAME and not reserved(rel)

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from okfgit.targets import claude_home
+from okfgit.format import agent_memory
 from okfgit.format import concept as okf
 from okfgit.format import lifecycle
 from okfgit.plumbing import FILE_MODE, Entry, blob_oid, sha1_hex
@@ -324,6 +325,10 @@ def origin_problem(origin: str) -> str | None:
         return "is not a .md file name"
     if origin.casefold() == INDEX_NAME.casefold():
         return "is MEMORY.md, which is the folder's index"
+    if parts[-1] == INDEX_NAME:
+        return "is named MEMORY.md, which Claude Code never recalls"
+    if agent_memory.reserved(origin):
+        return "lies in a folder Claude Code keeps for itself (a team store, logs, sessions, proposals)"
     return None
 
 
