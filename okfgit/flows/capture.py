@@ -23,7 +23,7 @@ import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from okfgit.records import field, record
 from okfgit.format import agent_memory, names
@@ -31,6 +31,7 @@ from okfgit.format import concept as okf
 from okfgit.local import state
 from okfgit.knowledge import capture_policy as switch
 from okfgit.knowledge.cards import TierCard, TierCards
+from okfgit.targets import gemini_home
 from okfgit.targets.claude_home import memory_dir
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
@@ -46,7 +47,52 @@ MAX_BYTES = 1024 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 CAPTURE_FOLDER = "memory"
 AGENT_ACTOR = "claude-code/memory"
+GEMINI_ACTOR = "agent:gemini-cli"
 CAPTURING = "capturing memory files"  # what a person watching a long capture is told
+
+
+@record(frozen=True)
+class Source:
+    """One agent's memory folder that capture reads, and how its files become concepts."""
+
+    name: str  # the concepts' ``okf_source``: claude-memory | gemini-cli
+    agent: str  # who wrote the files, for messages
+    folder: Path
+    actor: str  # ``generated.by`` of a new fact
+    prefix: str = ""  # what ``okf_origin`` holds before the file's path in the folder
+    personal: bool = False  # its files are the person's own (routed as ``user`` memories, §5)
+
+    def label(self, origin: str) -> str:
+        """How reports name a file of this folder (Claude Code's files by their bare path)."""
+        return origin if self.name == agent_memory.CLAUDE else f"{self.name}:{origin}"
+
+    def recorded(self, st: state.State, origin: str) -> state.MemoryFile | state.FileRecord | None:
+        """What okfgit recorded writing (or adopting) at ``origin``."""
+        if self.name == agent_memory.CLAUDE:
+            return st.memory_files.get(origin)
+        return st.record(self.folder / origin)
+
+    def projected(self, st: state.State, origin: str) -> _Projected | None:
+        """The concept (``okf_id`` when known) and its blob OID okfgit last wrote at ``origin``."""
+        rec = self.recorded(st, origin)
+        if isinstance(rec, state.MemoryFile):
+            return _Projected(rec.okf_id, rec.oid)
+        return _Projected(None, rec.oid) if rec is not None else None
+
+
+class _Projected(NamedTuple):
+    okf_id: str | None  # None: any concept (a file okfgit wrote whole, recorded by its OID only)
+    oid: str
+
+
+def claude_source(folder: Path) -> Source:
+    return Source(agent_memory.CLAUDE, "Claude", folder, AGENT_ACTOR)
+
+
+def gemini_source(folder: Path, short_id: str) -> Source:
+    # Gemini CLI's prompt calls these notes "personal-to-the-user ... must NOT be committed to
+    # the repo": they go where a person's facts go (Routes.route, rule 3).
+    return Source(agent_memory.GEMINI, "Gemini CLI", folder, GEMINI_ACTOR, f"{short_id}/", personal=True)
 
 
 @record(frozen=True)
@@ -62,6 +108,15 @@ class Captured:
     data: bytes
     why: str = ""  # for a conflict: which side changed
     parsed: okf.Parsed | None = field(default=None, repr=False, compare=False)  # ``data`` split
+    source: Source | None = field(default=None, repr=False, compare=False)  # None: Claude Code's folder
+
+    @property
+    def agent(self) -> str:
+        return self.source.name if self.source is not None else agent_memory.CLAUDE
+
+    @property
+    def label(self) -> str:
+        return self.source.label(self.origin) if self.source is not None else self.origin
 
 
 @record
@@ -71,6 +126,7 @@ class Report:
     switch: switch.Decision | None = None
     memory_dir: Path | None = None
     memory_source: str = ""  # what decided the memory folder (claude_home.MemoryDirChoice.source)
+    gemini_dir: Path | None = None  # Gemini CLI's private memory folder of this project, when it has one
     captured: list[Captured] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (origin, why): bad input
     held: list[tuple[str, str]] = field(default_factory=list)  # (origin, why): a new fact with no tier yet
@@ -90,8 +146,9 @@ class Report:
             "reason": self.reason,
             "memory_dir": str(self.memory_dir) if self.memory_dir else None,
             "memory_source": self.memory_source,
+            "gemini_dir": str(self.gemini_dir) if self.gemini_dir else None,
             "captured": [
-                {"action": c.action, "origin": c.origin, "oid": c.file_oid, "okf_id": c.okf_id,
+                {"action": c.action, "origin": c.origin, "source": c.agent, "oid": c.file_oid, "okf_id": c.okf_id,
                  "tier": c.tier.label, "path": c.kb_path}
                 for c in self.captured
             ],
@@ -106,7 +163,9 @@ class Report:
     @property
     def unchanged(self) -> list[str]:
         """okfgit's own files, which capture leaves as they are."""
-        return sorted(self.unchanged_all) if self.unchanged_all is not None else self.unchanged_seen
+        if self.unchanged_all is None:
+            return self.unchanged_seen
+        return sorted(self.unchanged_all) + [o for o in self.unchanged_seen if o not in self.unchanged_all]
 
     @property
     def conflicts(self) -> list[Captured]:
@@ -151,11 +210,12 @@ class Routes:
         """Every tier a new fact may land in."""
         return [t for t in (self.job, self.project, self.global_) if t is not None]
 
-    def route(self, meta: dict[str, Any]) -> Tier:
+    def route(self, meta: dict[str, Any], personal: bool = False) -> Tier:
         """The tier a new fact goes to, by what it is about; ``Held`` when it cannot go anywhere yet.
 
         1. ``--to``; 2. the memory's own ``scope:`` when that tier exists; 3. a ``user`` memory
-        (about the person): the global tier, unless the project takes them; 4. anything else
+        (about the person; every file of a ``personal`` folder, Gemini CLI's private notes): the
+        global tier, unless the project takes them; 4. anything else
         (``project``, ``feedback``, ``reference``, untyped): the active run's job tier, else the
         project tier. The caller has already made sure the project tier exists.
         """
@@ -165,10 +225,12 @@ class Routes:
         for tier in self.tiers():
             if own == tier.name and tier.exists():
                 return tier
-        if memory_type(meta) == USER_TYPE and self.user_memories == "global":
+        if (personal or memory_type(meta) == USER_TYPE) and self.user_memories == "global":
             if not self.global_.exists():
+                what = "a private note (Gemini CLI keeps it out of the repository)" if personal else \
+                    "a user memory (about you, not the project)"
                 raise Held(
-                    "a user memory (about you, not the project) goes to the global tier, which does not exist "
+                    f"{what} goes to the global tier, which does not exist "
                     "yet; run `okfgit init --scope global` to create it (or set user_memories = \"project\" "
                     f"in {switch.SETTINGS_PATH}); left in the memory folder"
                 )
@@ -217,70 +279,105 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
         if not force:
             return report
     st = owned if owned is not None else state.load(project_repo.common_dir)
+    claude = claude_source(choice.path)
+    gemini = _gemini(ctx, project_repo.workdir)
+    report.gemini_dir = gemini.folder if gemini is not None else None
+    candidates: list[tuple[Source, str, bytes, str]] = []
+    present: frozenset[str] = frozenset()
     if unchanged is not None and os.path.abspath(unchanged) == os.path.abspath(choice.path):
         # Every file there is one the last sync left as okfgit's: nothing to read, nothing new
         # (and, for ``force``, nothing waiting).
         report.unchanged_all = st.memory_files
-        return report
-    files = _memory_files(choice.path, report)
-    candidates: list[tuple[str, bytes, str]] = []
-    for origin, file, lst in files:
-        if _CONTROL.search(origin):
-            report.skipped.append((origin, "the file name has control characters; rename it to capture it"))
-            continue
-        if _okfgit_wrote(st.memory_files.get(origin), lst):
-            report.unchanged_seen.append(origin)  # the loop guard, decided by the stat okfgit recorded
-            continue
-        try:
-            data = _read(file, lst, choice.path)
-        except OkfError as exc:
-            report.skipped.append((origin, _why(exc, origin)))
-            continue
-        oid = blob_oid(data)
-        if st.wrote(origin, oid):
-            report.unchanged_seen.append(origin)
-            continue
-        candidates.append((origin, data, oid))
-    seen = frozenset(origin for origin, _, _ in files)
+    else:
+        present = _read_folder(claude, st, report, candidates)
+    if gemini is not None:
+        _read_folder(gemini, st, report, candidates)
     if candidates:
-        _classify_all(ctx, ws, to, st, candidates, report, seen)
-    skipped = {o for o, _ in report.skipped}
-    renamed = {n for c in report.captured if c.action == "update"
-               for n, _ in st.projected(c.okf_id) if n != c.origin} if report.captured else set()
-    report.deleted = [o for o in sorted(st.memory_files) if o not in seen and o not in skipped and o not in renamed]
+        _classify_all(ctx, ws, to, st, candidates, report, present)
+    if report.unchanged_all is None:
+        skipped = {o for o, _ in report.skipped}
+        renamed = {n for c in report.captured if c.action == "update" and c.source is claude
+                   for n, _ in st.projected(c.okf_id) if n != c.origin} if report.captured else set()
+        report.deleted = [o for o in sorted(st.memory_files)
+                          if o not in present and o not in skipped and o not in renamed]
     for origin, why in report.skipped:
-        report.warnings.append(f"skipped {choice.path / origin}: {why}")
+        report.warnings.append(f"skipped {_where(origin, claude, gemini)}: {why}")
     for origin, why in report.held:
-        report.warnings.append(f"not captured {choice.path / origin}: {why}")
+        report.warnings.append(f"not captured {_where(origin, claude, gemini)}: {why}")
     return report
 
 
+def _gemini(ctx: Context, worktree: Path) -> Source | None:
+    """Gemini CLI's private memory folder of the project, when it has one (it is made on
+    Gemini CLI's first run in the folder)."""
+    found = gemini_home.memory_folder(worktree, ctx.environ, ctx.home)
+    if found.path is None or found.short_id is None:
+        return None
+    return gemini_source(found.path, found.short_id)
+
+
+def _where(label: str, claude: Source, gemini: Source | None) -> Path:
+    """The file a report's label names (``gemini-cli:<origin>`` for Gemini CLI's folder)."""
+    prefix = f"{agent_memory.GEMINI}:"
+    if gemini is not None and label.startswith(prefix):
+        return gemini.folder / label[len(prefix):]
+    return claude.folder / label
+
+
+def _read_folder(source: Source, st: state.State, report: Report,
+                 candidates: list[tuple[Source, str, bytes, str]]) -> frozenset[str]:
+    """Every file of ``source``'s folder okfgit did not write, read and added to
+    ``candidates``; the unreadable ones go to ``report.skipped``. The origins present."""
+    files = _memory_files(source, report)
+    for origin, file, lst in files:
+        label = source.label(origin)
+        if _CONTROL.search(origin):
+            report.skipped.append((label, "the file name has control characters; rename it to capture it"))
+            continue
+        recorded = source.recorded(st, origin)
+        if _okfgit_wrote(recorded, lst):
+            report.unchanged_seen.append(label)  # the loop guard, decided by the stat okfgit recorded
+            continue
+        try:
+            data = _read(file, lst, source.folder)
+        except OkfError as exc:
+            report.skipped.append((label, _why(exc, origin)))
+            continue
+        oid = blob_oid(data)
+        if st.wrote(origin if source.name == agent_memory.CLAUDE else source.folder / origin, oid):
+            report.unchanged_seen.append(label)
+            continue
+        candidates.append((source, origin, data, oid))
+    return frozenset(origin for origin, _, _ in files)
+
+
 def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State,
-                  candidates: list[tuple[str, bytes, str]], report: Report, present: frozenset[str]) -> None:
+                  candidates: list[tuple[Source, str, bytes, str]], report: Report, present: frozenset[str]) -> None:
     """Decide each file okfgit did not write (new, update, conflict, a copy) and plan the commits."""
     routes = Routes.of(ws, to)
     tiers = ws.active()
     tiers += [t for t in routes.tiers() if t.label not in {k.label for k in tiers}]
     kb = _Known(tiers)
-    for done, (origin, data, oid) in enumerate(candidates):
+    for done, (source, origin, data, oid) in enumerate(candidates):
         if done and not done % 100:
             ctx.progress(CAPTURING, done, len(candidates))
+        label = source.label(origin)
         try:
-            item = _classify(ctx, origin, data, oid, routes, kb, st, present)
+            item = _classify(ctx, source, origin, data, oid, routes, kb, st, present)
         except Held as held:
-            report.held.append((origin, str(held)))
+            report.held.append((label, str(held)))
             continue
         except OkfError as exc:
-            report.skipped.append((origin, _why(exc, origin)))
+            report.skipped.append((label, _why(exc, origin)))
             continue
         if item is None:
-            report.unchanged_seen.append(origin)
-            report.copies[origin] = oid
+            report.unchanged_seen.append(label)
+            report.copies[label] = oid
             continue
         report.captured.append(item)
         if item.action == "conflict":
             report.warnings.append(
-                f"{origin}: {item.why}; kept the KB's version and committed the agent's as "
+                f"{label}: {item.why}; kept the KB's version and committed the agent's as "
                 f"{item.tier.label}:{item.kb_path} (needs a person to merge)"
             )
     ctx.progress(CAPTURING, len(candidates), len(candidates))
@@ -339,11 +436,17 @@ def _capture_locked(ctx: Context, ws: Workspace, to: str | None, owned: state.St
     # The agent's bytes are now in a commit (or the KB already says the same): the next
     # projection may replace the file with the concept.
     taken = dict(report.copies)
-    taken.update({c.origin: c.file_oid for c in report.captured})
+    taken.update({c.label: c.file_oid for c in report.captured})
+    prefix = f"{agent_memory.GEMINI}:"
+    others = {label: oid for label, oid in taken.items() if label.startswith(prefix)}
+    if report.gemini_dir is not None:
+        for label, oid in others.items():
+            owned.adopt_file(report.gemini_dir / label[len(prefix):], oid)
+    taken = {label: oid for label, oid in taken.items() if label not in others}
     if taken:
         owned.adopt(taken, report.memory_dir)
-        if loaded_here:
-            state.save(owned)
+    if (taken or others) and loaded_here:
+        state.save(owned)
     return report
 
 
@@ -364,8 +467,8 @@ class _Known:
         """(tier, KB path, blob OID) of the concept that answers for ``okf_id``."""
         return self._where(self.view.by_okf_id.get(okf_id))
 
-    def by_origin(self, origin: str) -> tuple[Tier, str, str] | None:
-        return self._where(self.view.by_origin.get(origin))
+    def by_origin(self, origin: str, source: str = agent_memory.CLAUDE) -> tuple[Tier, str, str] | None:
+        return self._where(self.view.by_origin.get(agent_memory.origin_key(source, origin) or ""))
 
     def _where(self, card: TierCard | None) -> tuple[Tier, str, str] | None:
         return (self.tiers[card.tier], card.path, card.oid) if card is not None else None
@@ -413,14 +516,17 @@ class _Known:
         return candidate
 
 
-def _memory_files(root: Path, report: Report) -> list[tuple[str, str, os.stat_result]]:
-    """(origin, path, lstat) of every candidate memory file under ``root``, by origin.
+def _memory_files(source: Source, report: Report) -> list[tuple[str, str, os.stat_result]]:
+    """(origin, path, lstat) of every candidate memory file in ``source``'s folder, by origin.
 
     Plain strings and ``scandir``: with a projected KB of 10,000 concepts this walk is a
     large part of what a sync costs when one memory changed.
     """
     out: list[tuple[str, str, os.stat_result]] = []
-    stack = [("", str(root))]
+    stack = [("", str(source.folder))]
+    # Claude Code's reserved subtrees (team stores, logs...); Gemini CLI's extracted skills
+    skip = agent_memory.reserved if source.name == agent_memory.CLAUDE else \
+        (lambda rel: rel.split("/", 1)[0] == "skills")
     while stack:
         rel, folder = stack.pop()
         try:
@@ -428,17 +534,17 @@ def _memory_files(root: Path, report: Report) -> list[tuple[str, str, os.stat_re
         except (FileNotFoundError, NotADirectoryError):
             continue
         except OSError as exc:
-            report.skipped.append((rel.rstrip("/") or ".", f"cannot list the folder: {exc.strerror or exc}"))
+            report.skipped.append((source.label(rel.rstrip("/") or "."), f"cannot list the folder: {exc.strerror or exc}"))
             continue
         for entry in entries:
             name = entry.name
             if name.startswith("."):
                 continue
             if entry.is_dir(follow_symlinks=False):
-                if not agent_memory.reserved(f"{rel}{name}/x.md"):  # team stores, logs...: not the agent's memories
+                if not skip(f"{rel}{name}/x.md"):  # not the agent's memories
                     stack.append((f"{rel}{name}/", entry.path))
             elif entry.is_symlink() and os.path.isdir(entry.path):
-                report.skipped.append((f"{rel}{name}", "a symlinked folder; okfgit never follows links"))
+                report.skipped.append((source.label(f"{rel}{name}"), "a symlinked folder; okfgit never follows links"))
             elif name.endswith(".md") and name != "MEMORY.md":  # an index at any depth, as Claude Code reads it
                 try:
                     out.append((f"{rel}{name}", entry.path, entry.stat(follow_symlinks=False)))
@@ -448,7 +554,7 @@ def _memory_files(root: Path, report: Report) -> list[tuple[str, str, os.stat_re
     return out
 
 
-def _okfgit_wrote(record: state.MemoryFile | None, lst: os.stat_result) -> bool:
+def _okfgit_wrote(record: state.MemoryFile | state.FileRecord | None, lst: os.stat_result) -> bool:
     """The file still has the size and mtime it had right after okfgit wrote it.
 
     Projection trusts the same record; a file an agent rewrote has another mtime (or
@@ -482,20 +588,20 @@ def _read(file: str, st: os.stat_result, root: Path) -> bytes:
     return data
 
 
-def _classify(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb: _Known,
+def _classify(ctx: Context, source: Source, origin: str, data: bytes, oid: str, routes: Routes, kb: _Known,
               st: state.State, present: frozenset[str]) -> Captured | None:
     """What capturing one file means (None: nothing, the KB already says it); every item
     returned holds bytes doctor accepts (``_valid``)."""
-    item = _decide(ctx, origin, data, oid, routes, kb, st, present)
+    item = _decide(ctx, source, origin, data, oid, routes, kb, st, present)
     return _valid(item) if item is not None else None
 
 
-def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb: _Known,
+def _decide(ctx: Context, source: Source, origin: str, data: bytes, oid: str, routes: Routes, kb: _Known,
             st: state.State, present: frozenset[str]) -> Captured | None:
     parsed = okf.split(data, origin)
-    if not parsed.has_frontmatter:
+    if not parsed.has_frontmatter and source.name == agent_memory.CLAUDE:
         raise UsageError("no frontmatter; not a Claude memory file")
-    if not parsed.meta:
+    if parsed.has_frontmatter and not parsed.meta:
         raise UsageError("empty frontmatter (no keys: nothing says what the memory is); not captured")
     # Every shape Claude Code writes, read as it reads it: keys under ``metadata`` at the
     # top (winning over a top-level key of the same name), its stamps out (agent_memory.py).
@@ -520,17 +626,17 @@ def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb
                 return None  # Claude Code restamped the concept: nothing new to commit
             new, split = agent_memory.edit(kb.snapshot(tier).blob(kb_path), kb_path, meta, parsed.body,
                                            keep=agent_memory.STAMPS)
-            return _edit(origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st, *_updated(new, origin, split, tier),
-                         present=present, stamps=shape.stamps)
-        return _edit(origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st, *_updated(data, origin, parsed, tier),
-                     present=present)
+            return _edit(source, origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st,
+                         *_updated(new, origin, split, tier), present=present, stamps=shape.stamps)
+        return _edit(source, origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st,
+                     *_updated(data, origin, parsed, tier), present=present)
     if okf.is_valid_okf_id(okf_id):
         # Not a new fact: a concept since removed from the KB, or one another repository
         # projected into a shared folder. Capturing it would resurrect or leak it.
         raise UsageError(f"carries okf_id {okf_id}, which no tier here has (a concept removed from the KB, "
                          "or another repository's); left untouched")
-    projected = st.memory_files.get(origin)
-    found = kb.by_origin(origin)
+    projected = source.projected(st, origin)
+    found = kb.by_origin(source.prefix + origin, source.name)
     if projected is not None and projected.okf_id and kb.by_id(projected.okf_id) is not None:
         # okfgit projected a concept to this very file and the agent rewrote it natively.
         found = kb.by_id(projected.okf_id)
@@ -546,16 +652,16 @@ def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb
                                            keep=(*agent_memory.STAMPS, *_PROFILE_KEYS))
             new, split = _updated(new, origin, split, tier)
         else:
-            _, new, split = _migrate(ctx, origin, data, parsed, tier, known.okf_id)
-        return _edit(origin, oid, known.okf_id, tier, kb_path, head_oid, kb, st, new, split)
-    dest = routes.route(meta)
-    new_id, migrated, split = _migrate(ctx, origin, data, parsed, dest, stamped=stamped, unfolded=meta)
+            _, new, split = _migrate(ctx, source, origin, data, parsed, tier, known.okf_id)
+        return _edit(source, origin, oid, known.okf_id, tier, kb_path, head_oid, kb, st, new, split)
+    dest = routes.route(meta, source.personal)
+    new_id, migrated, split = _migrate(ctx, source, origin, data, parsed, dest, stamped=stamped, unfolded=meta)
     name = okf.one_line(meta.get("name")) or posixpath.basename(origin)[:-3]
     kb_path = kb.free_path(dest, f"{CAPTURE_FOLDER}/{okf.slugify(name)}.md")
-    return Captured("new", origin, oid, new_id, dest, kb_path, migrated, parsed=split)
+    return Captured("new", origin, oid, new_id, dest, kb_path, migrated, parsed=split, source=source)
 
 
-def _edit(origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid: str, kb: _Known,
+def _edit(source: Source, origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid: str, kb: _Known,
           st: state.State, data: bytes, split: okf.Parsed, *, present: frozenset[str] = frozenset(),
           stamps: dict[str, Any] | None = None) -> Captured | None:
     """An agent's edit (``data``, and ``split`` its parse): an update when the KB still holds
@@ -568,17 +674,17 @@ def _edit(origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid
     ``okf_origin``. With no record of what okfgit projected (another clone, a deleted
     ``.git/okf/``), Claude Code's own ``modified`` stamp decides: an edit made after the
     concept last changed in the tier started from the current concept."""
-    projected = st.memory_files.get(origin)
-    if projected is None or projected.okf_id != okf_id:
+    projected = source.projected(st, origin)
+    if source.name == agent_memory.CLAUDE and (projected is None or projected.okf_id != okf_id):
         before = [(n, r) for n, r in st.projected(okf_id) if n != origin] if okf_id else []
         if before and all(n not in present for n, _ in before):
-            projected = before[0][1]  # renamed: the file okfgit wrote is gone, this one holds the concept
+            projected = _Projected(okf_id, before[0][1].oid)  # renamed: okfgit's file is gone, this one holds it
             if split.meta.get("okf_origin") != origin:
                 data, split = okf.set_keys_split(data, origin, {"okf_origin": origin}, parsed=split)
         elif not before and _edited_after(stamps, kb, tier, kb_path):
-            return Captured("update", origin, oid, okf_id, tier, kb_path, data, parsed=split)
+            return Captured("update", origin, oid, okf_id, tier, kb_path, data, parsed=split, source=source)
     if projected is not None and projected.oid == head_oid and projected.okf_id in (None, okf_id):
-        return Captured("update", origin, oid, okf_id, tier, kb_path, data, parsed=split)
+        return Captured("update", origin, oid, okf_id, tier, kb_path, data, parsed=split, source=source)
     if _sibling_has(kb.snapshot(tier), names.needs_merge_path(kb_path), data, origin):
         # A sync killed after its commit and before recording the file: committing it again
         # would add a second, identical needs-merge sibling.
@@ -589,8 +695,8 @@ def _edit(origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid
                "so it cannot tell which version the agent started from")
     else:
         why = (f"the concept changed on both sides: in the KB ({tier.label}:{kb_path} is no longer what okfgit "
-               "projected here) and in Claude memory")
-    return Captured("conflict", origin, oid, okf_id, tier, sibling, data, why, split)
+               f"projected here) and in {source.agent} memory")
+    return Captured("conflict", origin, oid, okf_id, tier, sibling, data, why, split, source=source)
 
 
 def _edited_after(stamps: dict[str, Any] | None, kb: _Known, tier: Tier, kb_path: str) -> bool:
@@ -678,7 +784,7 @@ def _updated(data: bytes, origin: str, parsed: okf.Parsed, tier: Tier) -> tuple[
     return okf.set_keys_split(data, origin, fixes, parsed=parsed) if fixes else (data, parsed)
 
 
-def _migrate(ctx: Context, origin: str, data: bytes, parsed: okf.Parsed, dest: Tier,
+def _migrate(ctx: Context, source: Source, origin: str, data: bytes, parsed: okf.Parsed, dest: Tier,
              okf_id: str | None = None, *, stamped: bool = False,
              unfolded: dict[str, Any] | None = None) -> tuple[str, bytes, okf.Parsed]:
     """(okf_id, the agent's bytes with okfgit's profile keys added, those split): no key or
@@ -695,22 +801,33 @@ def _migrate(ctx: Context, origin: str, data: bytes, parsed: okf.Parsed, dest: T
     adds: dict[str, Any] = {}
     if not okf.one_line(meta.get("type")):
         adds["type"] = native_type
+    heading = _first_heading(parsed.body)
     if not okf.one_line(meta.get("title")):
-        adds["title"] = okf.title_from_name(name) if name else (description[:80] or stem)
+        adds["title"] = okf.title_from_name(name) if name else heading or (description[:80] or stem)
+    if not description and source.name != agent_memory.CLAUDE:
+        # A Gemini CLI note is plain markdown: what it says first is what it is about.
+        adds["description"] = okf.first_sentence(parsed.body.decode("utf-8", "replace")) or heading or stem
     if meta.get("scope") != dest.name:
         adds["scope"] = dest.name
     if meta.get("okf_id") != okf_id:
         adds["okf_id"] = okf_id
     if "okf_source" not in meta:
-        adds["okf_source"] = "claude-memory"
-    if meta.get("okf_origin") != origin:
-        adds["okf_origin"] = origin
+        adds["okf_source"] = source.name
+    if meta.get("okf_origin") != source.prefix + origin:
+        adds["okf_origin"] = source.prefix + origin
     if "generated" not in meta:
-        adds["generated"] = {"by": AGENT_ACTOR, "at": ctx.iso_now()}
+        adds["generated"] = {"by": source.actor, "at": ctx.iso_now()}
     if stamped:
         fresh = okf.serialize({**meta, **adds}, parsed.body)
         return str(okf_id), fresh, okf.split(fresh, origin)
     return (str(okf_id), *okf.set_keys_split(data, origin, adds, parsed=parsed))
+
+
+def _first_heading(body: bytes) -> str:
+    for line in body.decode("utf-8", "replace").splitlines():
+        if line.startswith("#"):
+            return line.lstrip("#").strip()
+    return ""
 
 
 def _build_plan(items: list[Captured], kb: _Known) -> Plan:
@@ -732,12 +849,15 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
         known = {c.kb_path: index.item_from(c.parsed.meta, c.kb_path) for c in group if c.parsed is not None}
         changes.update(index.regenerate(snap, changes, index.affected_folders(list(changes)),
                                         items=kb.index_items(tier), changed_items=known))
-        trailers = [("Okf-Source", "claude-memory")]
-        trailers += [("Okf-Captured", f"{c.okf_id} {_trailer_path(c.origin)} {c.file_oid}") for c in group]
+        sources = sorted({c.agent for c in group}, key=agent_memory.SOURCES.index)
+        trailers = [("Okf-Source", name) for name in sources]
+        trailers += [("Okf-Captured", f"{c.okf_id} {_trailer_path(c.label)} {c.file_oid}") for c in group]
         count = len(group)
-        subject = f"okf: capture {count} fact{'s' if count != 1 else ''} from Claude Code memory"
+        agents = {agent_memory.CLAUDE: "Claude Code", agent_memory.GEMINI: "Gemini CLI"}
+        whose = f"{agents[sources[0]]} memory" if len(sources) == 1 else "agents' memory"
+        subject = f"okf: capture {count} fact{'s' if count != 1 else ''} from {whose}"
         # The trailers are the record of every file; the body names the first few for a person.
-        body = "\n".join(f"- {c.action}: {c.origin} -> {c.kb_path}" for c in group[:_BODY_LINES])
+        body = "\n".join(f"- {c.action}: {c.label} -> {c.kb_path}" for c in group[:_BODY_LINES])
         if count > _BODY_LINES:
             body += f"\n- ... and {count - _BODY_LINES} more (one Okf-Captured trailer each)"
         old = {p: (snap.blob(p) if p in snap.entries else None) for p in changes}

@@ -23,6 +23,11 @@ from typing import Any, NamedTuple
 from okfgit.format import concept as okf
 from okfgit.format import names
 
+# ``okf_source`` of a concept an agent wrote first, by the agent whose memory it came from.
+CLAUDE = "claude-memory"
+GEMINI = "gemini-cli"
+SOURCES = (CLAUDE, GEMINI)
+
 # Claude Code's bookkeeping in a memory file: never part of a concept.
 STAMPS = ("node_type", "originSessionId", "modified", "claudeCodeItem", "typedTurn")
 NAMESPACE = "metadata"  # where Claude Code folds every key but name and description
@@ -145,3 +150,12 @@ def recall_candidate(rel: str) -> bool:
     """Whether Claude Code 2.1.332 lists ``rel`` among its recall candidates: a ``.md`` file,
     not named ``MEMORY.md`` at any depth, not in a reserved subtree (``reserved``)."""
     return rel.endswith(".md") and rel.rsplit("/", 1)[-1] != INDEX_NAME and not reserved(rel)
+
+
+def origin_key(source: str, origin: str | None) -> str | None:
+    """Which agent file ``okf_origin`` names, as one key: a Gemini CLI note's origin is
+    ``gemini-cli:<origin>`` (its ``<short id>/<name>``), every other origin is a file in
+    Claude Code's memory folder (the form okfgit always wrote), so the two never meet."""
+    if not origin:
+        return None
+    return f"{GEMINI}:{origin}" if source == GEMINI else origin

@@ -451,6 +451,16 @@ class State:
             )
         self.inputs = {}
 
+    def adopt_file(self, path: Path, oid: str) -> None:
+        """Mark a file outside the memory folder (a Gemini CLI note) whose bytes capture has
+        committed as okfgit's, by its OID as it is now: the projection that follows may
+        replace it with its concept."""
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return
+        self.targets[os.path.abspath(path)] = FileRecord(oid, st.st_size, st.st_mtime_ns)
+
     def projected(self, okf_id: str) -> list[tuple[str, MemoryFile]]:
         """Memory files (name, record) that hold the concept with ``okf_id``."""
         return [(n, m) for n, m in self.memory_files.items() if m.okf_id == okf_id]

@@ -132,7 +132,7 @@ def _as_left(view: View, folder: Path) -> bool:
 _NS = 1_000_000_000
 # What a memory file's name, its MEMORY.md line, its rank for recall and the merge depend on:
 # a change that keeps all of these moves nothing but the file's bytes and its recall time.
-_SAME = ("okf_id", "origin", "title", "description", "summary", "type", "status", "stale_after", "captured",
+_SAME = ("okf_id", "origin", "title", "description", "summary", "type", "status", "stale_after", "source",
          "verified", "flaw")
 
 
@@ -279,7 +279,7 @@ def assign_names(concepts: list[TierCard]) -> tuple[dict[str, TierCard], list[st
     warnings: list[str] = []
     wanted: list[tuple[str, TierCard]] = []
     for concept in concepts:
-        origin = concept.card.origin
+        origin = concept.card.origin if concept.card.source != agent_memory.GEMINI else None  # a Gemini note's name
         if origin is not None:
             why = origin_problem(origin)
             if why is None:
