@@ -12,8 +12,9 @@ from okfgit.context import Context
 from okfgit.errors import UsageError
 
 agent_option = click.option(
-    "--agent", type=click.Choice(["claude"]), default=None,
-    help="Act on an agent's hooks instead of git's: claude = <claude home>/settings.json.",
+    "--agent", type=click.Choice(list(agent_hooks.AGENTS)), default=None,
+    help="Act on an agent's hooks instead of git's: claude = <claude home>/settings.json, "
+         "gemini = ~/.gemini/settings.json.",
 )
 dry_run_option = click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 
@@ -26,7 +27,8 @@ def hooks_cmd() -> None:
     Git hooks (post-checkout, post-merge, post-commit, post-rewrite) go into the folder
     git runs hooks from (core.hooksPath respected) and run `okfgit sync` after git has
     finished; they never make a git command fail. With --agent claude, Claude Code's
-    SessionStart, SessionEnd and PreCompact hooks are added to its settings.json.
+    SessionStart, SessionEnd and PreCompact hooks are added to its settings.json; with
+    --agent gemini, Gemini CLI's SessionStart, SessionEnd and PreCompress hooks to its.
     """
 
 
@@ -39,7 +41,7 @@ def install_cmd(agent: str | None, dry_run: bool, repo: Path | None, as_json: bo
     """Install okfgit's hooks. Running it again changes nothing; a hook that was already
     there is kept as <hook>.legacy and still runs first."""
     if agent:
-        _agent(agent_hooks.plan_install, dry_run, as_json, "added")
+        _agent(agent, agent_hooks.plan_install, dry_run, as_json, "added")
         return
     root = _repo_root(repo)
     ctx = Context.from_process()
@@ -58,7 +60,7 @@ def uninstall_cmd(agent: str | None, dry_run: bool, repo: Path | None, as_json: 
     """Remove okfgit's hooks and restore exactly what was there before (each
     <hook>.legacy back under its name). Hooks that are not okfgit's are left alone."""
     if agent:
-        _agent(agent_hooks.plan_uninstall, dry_run, as_json, "removed")
+        _agent(agent, agent_hooks.plan_uninstall, dry_run, as_json, "removed")
         return
     root = _repo_root(repo)
     ctx = Context.from_process()
@@ -76,9 +78,9 @@ def status_cmd(repo: Path | None, as_json: bool) -> None:
     the folder git runs hooks from; the last hook error logged; Claude Code's hooks."""
     ctx, ws = workspace(repo)
     git_status = hooks.status(ws.project_repo, ctx.environ) if ws.project_repo else None
-    agent = agent_hooks.status(ctx)
+    agents = [agent_hooks.status(ctx, name) for name in agent_hooks.AGENTS]
     if as_json:
-        emit_json({"git": git_status.to_json() if git_status else None, "agents": [agent.to_json()]})
+        emit_json({"git": git_status.to_json() if git_status else None, "agents": [a.to_json() for a in agents]})
         return
     if git_status is None:
         click.echo("git hooks: not in a git repository")
@@ -93,17 +95,18 @@ def status_cmd(repo: Path | None, as_json: bool) -> None:
             click.echo(f"  {h.name:<14} {h.state}{note}")
         if git_status.last_error:
             click.echo(f"last hook error ({where.log}): {git_status.last_error}")
-    click.echo(f"claude hooks in {agent.path}: {agent.state}")
-    for event, present in agent.installed.items():
-        click.echo(f"  {event:<14} {'installed' if present else 'absent'}")
-    if agent.problem:
-        warn([agent.problem])
+    for agent in agents:
+        click.echo(f"{agent.agent} hooks in {agent.path}: {agent.state}")
+        for event, present in agent.installed.items():
+            click.echo(f"  {event:<14} {'installed' if present else 'absent'}")
+        if agent.problem:
+            warn([agent.problem])
 
 
 def _repo_root(repo: Path | None) -> Path:
     _, ws = workspace(repo)
     if ws.project_repo is None:
-        raise UsageError("git hooks need a git repository: run inside one or pass --repo (or use --agent claude)")
+        raise UsageError("git hooks need a git repository: run inside one or pass --repo (or use --agent claude|gemini)")
     return ws.project_repo
 
 
@@ -124,13 +127,14 @@ def _report(change: hooks.HookChange, dry_run: bool, as_json: bool) -> None:
     warn(notes)
 
 
-def _agent(planner: Callable[[Context], agent_hooks.AgentChange], dry_run: bool, as_json: bool, verb: str) -> None:
+def _agent(agent: str, planner: Callable[[Context, str], agent_hooks.AgentChange], dry_run: bool, as_json: bool,
+           verb: str) -> None:
     ctx = Context.from_process()
-    change = planner(ctx)
+    change = planner(ctx, agent)
     if not dry_run:
         agent_hooks.apply(ctx, change)
     if as_json:
-        emit_json({"agent": "claude", "settings": str(change.path), "dry_run": dry_run, "changed": change.changed,
+        emit_json({"agent": agent, "settings": str(change.path), "dry_run": dry_run, "changed": change.changed,
                    verb: list(change.events), "replaced": list(change.replaced)})
     elif dry_run:
         click.echo(change.render() or f"{change.path}: nothing to change")
@@ -143,5 +147,5 @@ def _agent(planner: Callable[[Context], agent_hooks.AgentChange], dry_run: bool,
     else:
         click.echo(f"{change.path}: nothing to change")
     if change.reformats:
-        warn([f"{change.path} {'would be' if dry_run else 'was'} rewritten in Claude Code's own layout (2-space "
+        warn([f"{change.path} {'would be' if dry_run else 'was'} rewritten in the agent's own layout (2-space "
               "JSON); every setting keeps its value and place"])

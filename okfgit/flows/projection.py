@@ -13,6 +13,7 @@ memory folder and ``MEMORY.md`` are all as okfgit left them, no concept is looke
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,7 @@ from okfgit.knowledge.tiers import Tier, Workspace
 if TYPE_CHECKING:
     from okfgit.targets import budget
 
-TARGET_CHOICES = ("claude", "agents", "all")
+TARGET_CHOICES = ("claude", "gemini", "agents", "all")
 
 
 def nav_protocol() -> str:
@@ -171,6 +172,7 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
         state=st, merge=lambda: _merge(inputs, cache, ctx.progress),
         read=lambda oid: _read(oid, cache, inputs.repos), nav_protocol=nav_protocol(),
         wrote=lambda oid: _stored(repo, oid), changed=lambda: _changed(inputs, st),
+        global_cards=_once(lambda: _global_cards(inputs, cache)),
     )
     planned: list[tuple[str, Item]] = []
     watched: list[str] = []
@@ -333,6 +335,28 @@ def _merge(inputs: _Inputs, cache: dict[str, bytes], progress: Progress = silent
     siblings = [f"{label}:{path}" for label in view.labels
                 for path in sorted({*view.tier(label).catalog.facts, *view.tier(label).problems}) if is_needs_merge(path)]
     return Merged(view.knowledge, warnings, skipped, siblings)
+
+
+def _global_cards(inputs: _Inputs, cache: dict[str, bytes]) -> list[TierCard]:
+    """The global tier's concepts as its cards say (cached by tree OID), for the home-level
+    blocks: every concept of the tier, whether or not a more specific tier shadows it."""
+    info = next((i for i in inputs.infos if i.tier.name == "global"), None)
+    if info is None:
+        return []
+    cards_of = TierCards(info.tier, repo=inputs.repos[info.label], commit=info.commit, tree=info.tree, blobs=cache)
+    return [TierCard(info.label, path, card) for path, card in sorted(cards_of.catalog.facts.items())
+            if not is_needs_merge(path)]
+
+
+def _once(make: Callable[[], list[TierCard]]) -> Callable[[], list[TierCard]]:
+    """``make``, computed on the first call only (several home-level targets ask for it)."""
+    done: list[list[TierCard]] = []
+
+    def get() -> list[TierCard]:
+        if not done:
+            done.append(make())
+        return done[0]
+    return get
 
 
 def unprojected(ws: Workspace, owned: state.State | None = None) -> tuple[list[str], list[str]]:

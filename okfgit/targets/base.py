@@ -76,6 +76,8 @@ class View:
     # The concepts modified in place since the inputs the state records, as (old, new) card
     # pairs, or None when anything else changed there (added, removed, renamed, unreadable).
     changed: Callable[[], list[tuple[TierCard, TierCard]] | None] = lambda: None
+    # The global tier's concepts (its cards, visible or not in the merge): the home-level blocks' facts.
+    global_cards: Callable[[], list[TierCard]] = lambda: []
     _merged: Merged | None = None
 
     def tier(self, name: str) -> TierInfo | None:

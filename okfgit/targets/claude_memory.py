@@ -596,7 +596,8 @@ def _index_item(view: View, folder: Path, names: dict[str, TierCard], concepts: 
     for name in order:
         total[names[name].tier] = total.get(names[name].tier, 0) + 1
     now = lifecycle.instant_of(view.ctx.now())
-    entries = (memory_index.Entry(n, names[n].title, _hook(names[n].card, now), names[n].tier) for n in order)
+    entries = (memory_index.Entry(n, names[n].title, memory_index.hook(names[n].card, now), names[n].tier)
+               for n in order)
     pointers = [memory_index.Pointer(t.label, t.root_index) for t in view.tiers]
     rendered = memory_index.render(kept, entries, pointers, total)
     if rendered.left_out:
@@ -615,14 +616,6 @@ def _index_item(view: View, folder: Path, names: dict[str, TierCard], concepts: 
             return Item(path, REMOVE, "index of the memory folder, which lists nothing now", old=old)
         return None
     return Item(path, WRITE, "index of the memory folder", data=data, old=old, oid=blob_oid(data))
-
-
-def _hook(fact: Card, now: dt.datetime) -> str:
-    """A MEMORY.md line's hook; a stale concept's says so first, where no cut can drop it."""
-    stale = lifecycle.parse_instant(fact.stale_after) if fact.stale_after else None
-    if stale is not None and now >= stale:
-        return f"(stale since {fact.stale_after}) {fact.hook}".rstrip()
-    return fact.hook
 
 
 def _old_index(view: View, path: Path) -> Iterator[Item]:

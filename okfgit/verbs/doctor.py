@@ -20,6 +20,7 @@ from okfgit.knowledge.checks import OKF, PROFILE, Checker, Scan, TierReport, che
 from okfgit.knowledge.snapshot import Snapshot, snapshot, worktree_snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.plan import index_behind
+from okfgit.targets import budget
 from okfgit.records import record
 
 
@@ -83,7 +84,11 @@ def _run(ctx: Context, ws: Workspace, tiers: list[Tier], skipped: list[str], rea
     elsewhere = _Elsewhere(ws, scans, read)
     today = lifecycle.instant_of(ctx.now())
     reports = [_report(scan, today, elsewhere.lookup(label), worktree) for label, scan in scans.items()]
+    hidden = dict(budget.hidden(ws.project_repo, ctx.environ, ctx.home))
     for tier_report in reports:
+        if tier_report.tier.name in hidden:
+            tier_report.findings.append(Finding("block-hidden", WARNING, "AGENTS.md", hidden[tier_report.tier.name],
+                                                group=PROFILE))
         behind = index_behind(tier_report.tier)
         if behind is not None:
             first = behind.paths[0]

@@ -35,6 +35,7 @@ class Status:
     unprojected_why: list[str] = field(default_factory=list)
     hook_error: str | None = None  # the last hook error since the last successful sync
     over_budget: list[str] = field(default_factory=list)  # what an agent cannot see (targets/budget.py)
+    hidden: list[str] = field(default_factory=list)  # okfgit's blocks an agent does not read (budget.hidden)
     index_behind: list[IndexBehind] = field(default_factory=list)  # what the next git commit would revert
 
     @property
@@ -58,6 +59,8 @@ class Status:
             out.append("a git hook failed since the last successful sync")
         if self.index_behind:
             out.append(f"{sum(len(b.paths) for b in self.index_behind)} okfgit path(s) whose index is behind HEAD")
+        if self.hidden:
+            out.append(f"{len(self.hidden)} okfgit block(s) hidden from Codex by an AGENTS.override.md")
         return out
 
     @property
@@ -100,6 +103,7 @@ class Status:
             "sync_lock": self.lock_holder.describe() if self.lock_holder else None,
             "global_remote": self.remote.to_json() if self.remote.url else None,
             "over_budget": self.over_budget,
+            "hidden": self.hidden,
             "index_behind": [{"tier": b.tier.label, "paths": b.paths, "repair": b.repair} for b in self.index_behind],
         }
 
@@ -119,6 +123,8 @@ def status(ctx: Context, ws: Workspace) -> Status:
     tiers = [t for t in ws.active() if t.has_kb()]
     unprojected, why = projection.unprojected(ws, owned)
     hook_state = hooks.status(repo.workdir, ctx.environ)
+    explained = budget.explain(owned, owned.memory_dir, repo.workdir, ctx.environ, ctx.home, detail=False,
+                               seen=first[1].entries if first and first[0] == str(owned.memory_dir) else None)
     return Status(
         capture=cap,
         projection=proj,
@@ -132,9 +138,8 @@ def status(ctx: Context, ws: Workspace) -> Status:
         unprojected_why=why,
         hook_error=hooklog.error_since_last_sync(repo.common_dir),
         remote=exchange.show(ws),
-        over_budget=budget.explain(owned, owned.memory_dir, repo.workdir, ctx.environ, ctx.home, detail=False,
-                                   seen=first[1].entries if first and first[0] == str(owned.memory_dir) else None,
-                                   ).over_budget,
+        over_budget=explained.over_budget,
+        hidden=explained.hidden,
         index_behind=[b for b in (index_behind(t) for t in ws.active()) if b is not None],
     )
 
@@ -228,7 +233,9 @@ def render(st: Status) -> str:
         lines += [f"  {p}" for p in behind.paths]
     if st.lock_holder:
         lines.append(f"sync running: {st.lock_holder.describe()}")
-    lines += [f"over an agent's budget: {sentence} (`okfgit project --explain` lists it)" for sentence in st.over_budget]
+    lines += [f"over an agent's budget: {sentence} (`okfgit project --explain` lists it)" for sentence in st.over_budget
+              if sentence not in st.hidden]
+    lines += [f"hidden from an agent: {sentence}" for sentence in st.hidden]
     if st.capture.captured or st.stale_targets:
         lines.append("run `okfgit sync` to bring everything in line")
     if st.attention:
