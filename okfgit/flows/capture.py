@@ -803,7 +803,9 @@ def _migrate(ctx: Context, source: Source, origin: str, data: bytes, parsed: okf
         adds["type"] = native_type
     heading = _first_heading(parsed.body)
     if not okf.one_line(meta.get("title")):
-        adds["title"] = okf.title_from_name(name) if name else heading or (description[:80] or stem)
+        # A note's own heading names it better than its file name does.
+        named = okf.one_line(meta.get("name")) or (None if heading else name)
+        adds["title"] = okf.title_from_name(named) if named else heading or (description[:80] or stem)
     if not description and source.name != agent_memory.CLAUDE:
         # A Gemini CLI note is plain markdown: what it says first is what it is about.
         adds["description"] = okf.first_sentence(parsed.body.decode("utf-8", "replace")) or heading or stem
