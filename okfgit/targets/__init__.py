@@ -24,9 +24,9 @@ def __getattr__(name: str) -> Any:
     from okfgit.targets.codex_agents import CodexAgents
     from okfgit.targets.gemini_md import GeminiMd, GeminiProject
     from okfgit.targets.gemini_memory import GeminiMemory
-    from okfgit.targets.home_agents import AmpAgents, CopilotInstructions, OpencodeAgents
+    from okfgit.targets import home_agents
 
     registry = (ClaudeMemory(), ClaudeMd(), AgentsMd(), CodexAgents(), GeminiMemory(), GeminiMd(), GeminiProject(),
-                OpencodeAgents(), CopilotInstructions(), AmpAgents())
+                *home_agents.targets())
     globals()["TARGETS"] = registry
     return registry

@@ -16,7 +16,7 @@ opencode, which reads only the first of the two.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from okfgit.targets import claude_home
@@ -48,71 +48,48 @@ def used(path: Path, command: str, environ: Mapping[str, str]) -> bool:
         or shutil.which(command, path=environ.get("PATH")) is not None
 
 
-class _HomeBlock:
-    """The global block in one agent's home-level instruction file."""
+class HomeBlock:
+    """The global block in one agent's home-level instruction file, where that agent is used."""
 
-    name = ""
     group = "agents"
-    command = ""
-    why = ""
 
-    def path(self, view: View) -> Path:
-        raise NotImplementedError
+    def __init__(self, name: str, command: str, why: str, path: Callable[[Mapping[str, str], Path], Path],
+                 unwanted: Callable[[View, Path], str | None] = lambda view, path: None) -> None:
+        self.name, self.command, self.why = name, command, why
+        self.path, self.unwanted = path, unwanted
 
     def plan(self, view: View) -> TargetPlan:
         if view.tier(SCOPE) is None:
             return TargetPlan()
-        path = self.path(view)
+        path = self.path(view.ctx.environ, view.ctx.home)
         if not used(path, self.command, view.ctx.environ):
             # When the agent's folder appears, the fast path must not call the next run a no-op.
             return TargetPlan(watched=[str(path.parent)])
-        problem = self.unwanted(view, path)
+        problem = self.unwanted(view, path)  # why not here ("": without a word), or None
         if problem is not None:
             return TargetPlan(warnings=[problem] if problem else [], watched=[str(path)])
         return plan_block(path, SCOPE, global_block(view), self.why, follow_link=True, owned=view.state,
                           wrote=view.wrote)
 
-    def unwanted(self, view: View, path: Path) -> str | None:
-        """Why the block is not written here ("" for no warning), or None."""
+
+def _opencode_unwanted(view: View, path: Path) -> str | None:
+    if path.exists() or path.is_symlink():
         return None
+    # opencode reads ~/.claude/CLAUDE.md (by the home folder, whatever $CLAUDE_CONFIG_DIR
+    # says) only while its own file is missing: a new file would hide that one from it.
+    fallback = view.ctx.home / ".claude" / "CLAUDE.md"
+    ours = claude_home.claude_home(view.ctx.environ, view.ctx.home) / "CLAUDE.md"
+    if fallback == ours and claude_home.empty_config_home(view.ctx.environ) is None:
+        return ""  # okfgit's block reaches opencode through CLAUDE.md
+    if fallback.exists():
+        return (f"{path}: not created: opencode reads {fallback} while it is missing, and a new file would "
+                f"hide that one from opencode; create {path} to give opencode okfgit's global block")
+    return None
 
 
-class OpencodeAgents(_HomeBlock):
-    name = "opencode-agents"
-    command = "opencode"
-    why = "global knowledge for opencode"
-
-    def path(self, view: View) -> Path:
-        return opencode_file(view.ctx.environ, view.ctx.home)
-
-    def unwanted(self, view: View, path: Path) -> str | None:
-        if path.exists() or path.is_symlink():
-            return None
-        # opencode reads ~/.claude/CLAUDE.md (by the home folder, whatever $CLAUDE_CONFIG_DIR
-        # says) only while its own file is missing: a new file would hide that one from it.
-        fallback = view.ctx.home / ".claude" / "CLAUDE.md"
-        ours = claude_home.claude_home(view.ctx.environ, view.ctx.home) / "CLAUDE.md"
-        if fallback == ours and claude_home.empty_config_home(view.ctx.environ) is None:
-            return ""  # okfgit's block reaches opencode through CLAUDE.md
-        if fallback.exists():
-            return (f"{path}: not created: opencode reads {fallback} while it is missing, and a new file would "
-                    f"hide that one from opencode; create {path} to give opencode okfgit's global block")
-        return None
-
-
-class CopilotInstructions(_HomeBlock):
-    name = "copilot-instructions"
-    command = "copilot"
-    why = "global knowledge for Copilot CLI"
-
-    def path(self, view: View) -> Path:
-        return copilot_file(view.ctx.environ, view.ctx.home)
-
-
-class AmpAgents(_HomeBlock):
-    name = "amp-agents"
-    command = "amp"
-    why = "global knowledge for Amp"
-
-    def path(self, view: View) -> Path:
-        return amp_file(view.ctx.environ, view.ctx.home)
+def targets() -> tuple[HomeBlock, ...]:
+    """opencode's, Copilot CLI's and Amp's home files, in the report's order."""
+    return (HomeBlock("opencode-agents", "opencode", "global knowledge for opencode", opencode_file,
+                      _opencode_unwanted),
+            HomeBlock("copilot-instructions", "copilot", "global knowledge for Copilot CLI", copilot_file),
+            HomeBlock("amp-agents", "amp", "global knowledge for Amp", amp_file))
