@@ -8,13 +8,18 @@ runs this file as it is, with the GitHub variables set and a recording ``gh`` on
 1. The pull request (number, body, base and head branch) comes from ``$GITHUB_EVENT_PATH``
    (``pull_request`` or ``pull_request_review`` events).
 2. Its approvals: ``gh api repos/{owner}/{repo}/pulls/{n}/reviews``, the latest review of each
-   person that is not a comment; ``APPROVED`` ones become ``--approved-by human:<login>``.
+   account that is not a comment. One counts (``--approved-by human:<login>``) only when it is
+   ``APPROVED``, by a person (not ``type: Bot``, not a ``[bot]`` login), not by the pull request's
+   author, and of the head under review (its ``commit_id`` is ``pull_request.head.sha``): an
+   approval of an earlier head approved other words. Each one left out is named, with why.
 3. ``okfgit review --format markdown --output <full report>`` (with ``--pr-body`` when the body
    holds an ``okf-harvest`` block, followed by the comments that continue it): the bounded comment on stdout, the full report as a file
    (``action.yml`` uploads it as the ``okf-review-report`` artifact).
 4. One comment, found again by its first line ``<!-- okfgit-review -->``: updated in place, or
    created; a pull request that changes nothing under ``.okf/`` and has no comment yet gets none.
-5. The ``okf-needs-human`` label is added while the verdict is needs-human, removed otherwise.
+5. The ``okf-needs-human`` label is added while the verdict is needs-human, and never removed
+   here: it is a hard stop only a person takes off (the check turns green on its own once a
+   valid approval of this head exists).
 6. Outputs ``verdict`` and ``report`` go to ``$GITHUB_OUTPUT``; the gate step of ``action.yml``
    fails the check on request-changes (and on needs-human, unless told otherwise).
 
@@ -49,7 +54,12 @@ def main() -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     gh_env = {**env, "GH_REPO": repo}
 
-    approvers = approvals(gh_json(["api", "--paginate", f"repos/{repo}/pulls/{number}/reviews"], gh_env))
+    head_sha = str((pr.get("head") or {}).get("sha") or "")
+    author = str((pr.get("user") or {}).get("login") or "")
+    approvers, left_out = approvals(gh_json(["api", "--paginate", f"repos/{repo}/pulls/{number}/reviews"], gh_env),
+                                    head_sha, author)
+    for note in left_out:
+        print(f"okfgit review: not counted as an approval: {note}")
     comments = [c for c in gh_json(["api", "--paginate", f"repos/{repo}/issues/{number}/comments"], gh_env) or []
                 if isinstance(c, dict)]
     args = [sys.executable, "-m", "okfgit", "review", "--format", "markdown",
@@ -62,6 +72,9 @@ def main() -> int:
         args += ["--pr-body", str(out_dir / "pr-body.md")]
     for actor in approvers:
         args += ["--approved-by", actor]
+    if approvers:
+        args += ["--approvals-checked", f"GitHub reviews approving head {head_sha[:12]}, by people other than "
+                                        "the author"]
     # pull_request_review events do not set these; the event always names both branches
     review_env = {**env, "GITHUB_BASE_REF": (pr.get("base") or {}).get("ref") or env.get("GITHUB_BASE_REF", ""),
                   "GITHUB_HEAD_REF": (pr.get("head") or {}).get("ref") or env.get("GITHUB_HEAD_REF", "")}
@@ -86,16 +99,40 @@ def main() -> int:
     return 0
 
 
-def approvals(reviews: Any) -> list[str]:
-    """``human:<login>`` of each person whose latest review (comments aside) approves, in order."""
-    latest: dict[str, str] = {}
+def approvals(reviews: Any, head_sha: str, author: str) -> tuple[list[str], list[str]]:
+    """(``human:<login>`` of each person whose latest review (comments aside) approves ``head_sha``,
+    in order; why each other approving review does not count)."""
+    latest: dict[str, dict[str, Any]] = {}
     for review in reviews if isinstance(reviews, list) else []:
+        if not isinstance(review, dict):
+            continue
         login = (review.get("user") or {}).get("login")
-        state = review.get("state")
-        if login and state in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED"):
+        if login and review.get("state") in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED"):
             latest.pop(login, None)  # re-inserted last: the order of the latest decisions
-            latest[login] = state
-    return [f"human:{login}" for login, state in latest.items() if state == "APPROVED"]
+            latest[login] = review
+    counted: list[str] = []
+    left_out: list[str] = []
+    for login, review in latest.items():
+        if review.get("state") != "APPROVED":
+            continue
+        why = refusal(login, review, head_sha, author)
+        if why:
+            left_out.append(f"{login} ({why})")
+        else:
+            counted.append(f"human:{login}")
+    return counted, left_out
+
+
+def refusal(login: str, review: dict[str, Any], head_sha: str, author: str) -> str:
+    """Why an approving review is not a person's approval of this head ("" when it is)."""
+    if (review.get("user") or {}).get("type") == "Bot" or login.lower().endswith("[bot]"):
+        return "a bot, not a person"
+    if author and login == author:
+        return "the pull request's author"
+    commit = str(review.get("commit_id") or "")
+    if not head_sha or commit != head_sha:
+        return f"it approved {commit[:12] or 'no commit'}, not the head under review {head_sha[:12] or '(unknown)'}"
+    return ""
 
 
 def review_block(markdown: str) -> dict[str, Any] | None:
@@ -129,12 +166,12 @@ def post_comment(repo: str, number: int, comment: str, changed: bool, comments: 
 
 
 def set_label(number: int, wanted: bool, env: dict[str, str]) -> None:
+    """Add the label while a person's approval is needed. Never removed here: a bot (this
+    Action among them) taking the hard stop off would defeat it; a person removes it."""
     if wanted:
         gh(["label", "create", LABEL, "--force", "--color", "D93F0B",
             "--description", "Knowledge changes that need a person's approval"], env)
         gh(["pr", "edit", str(number), "--add-label", LABEL], env)
-    else:
-        gh(["pr", "edit", str(number), "--remove-label", LABEL], env, quiet=True)
 
 
 def gh(args: list[str], env: dict[str, str], quiet: bool = False) -> str | None:

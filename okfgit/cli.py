@@ -39,7 +39,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "remote": ("remote", "Show, set or remove the global tier's git remote (sync exchanges with it)."),
     "promote": ("promote", "Promote a concept job -> project or project -> global."),
     "review": ("review", "Review a branch's knowledge changes; verdict for a pull request."),
+    "proposal": ("proposal", "Accept or drop an agent's version of a protected concept."),
     "mcp": ("mcp", "Serve the knowledge base to agents over MCP; register it with an agent."),
+    "merge-driver": ("merge_driver", "git's merge driver for .okf/**/*.md (set up by `okfgit hooks install`)."),
 }
 
 

@@ -21,6 +21,7 @@ class Context(NamedTuple):
     cwd: Path
     clock: Callable[[], float] = time.time
     progress: Progress = silent  # told of long loops (see ``okfgit.progress``)
+    actor: str | None = None  # who acts, when the front end knows it (an MCP client); format/actors.py
 
     @classmethod
     def from_process(cls) -> "Context":

@@ -31,6 +31,7 @@ from pygit2.ffi import C, ffi  # type: ignore[attr-defined]
 from okfgit import fsutil
 from okfgit.plumbing import FILE_MODE, LINK_MODE, Change, Entry, blob_oid, clean_git_env, git_missing, main_workdir
 from okfgit.local import fastpath, journal, lock
+from okfgit.local.noop import operation
 from okfgit.local import paths as okf_paths
 from okfgit.context import Context
 from okfgit.errors import (BusyError, IntegrityError, OkfError, RecoveryPending, RepoStateError, UnwritableError,
@@ -125,7 +126,10 @@ class Repo:
 
     def config_set(self, key: str, value: str) -> None:
         """Set ``key`` in the repository's own config (like ``git config KEY VALUE``)."""
-        self.raw.config[key] = value
+        try:
+            self.raw.config[key] = value
+        except pygit2.GitError as exc:
+            raise UnwritableError(f"{self.workdir}: git config {key} could not be written ({exc})") from exc
 
     def config_unset(self, key: str) -> bool:
         """Remove ``key`` from the repository's own config; False when it was not set."""
@@ -348,9 +352,9 @@ class Repo:
         state = self.raw.state()
         if state != RepositoryState.NONE:
             what = _STATE_NAMES.get(state, "an operation")
-            raise RepoStateError(
-                f"{self.workdir} is in the middle of {what}; finish or abort it, then retry (nothing was changed)"
-            )
+            found = operation(self.gitdir)
+            how = f"finish it first ({found.finish})" if found is not None else "finish or abort it"
+            raise RepoStateError(f"{self.workdir} is in the middle of {what}; {how}, then retry (nothing was changed)")
         if (self.gitdir / "BISECT_LOG").exists():
             raise RepoStateError(f"{self.workdir} is in the middle of a bisect; nothing was changed")
         branch = self.head_branch()

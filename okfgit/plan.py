@@ -21,9 +21,11 @@ from okfgit.context import Context
 from okfgit.errors import BusyError, OkfError, UnwritableError
 from okfgit.knowledge.tiers import Tier
 from okfgit.local import index_stamp, journal, lock
+from okfgit.local.noop import Operation, operation
 
 if TYPE_CHECKING:  # libgit2 loads only for a write: a process that reads never pays for it
     from okfgit.git import Repo
+from okfgit.format.names import MERGE_DRIVER
 from okfgit.format.trailers import Trailer, format_message
 
 
@@ -45,6 +47,7 @@ class TierCommit:
     old: dict[str, bytes | None] = field(default_factory=dict)
     base: str | None = None  # the commit the changes were planned from; the write refuses if HEAD moved
     merge_parent: str | None = None  # a merge commit: its second parent (made even with no changes)
+    actor: str = ""  # who makes it, an OKF actor (format/actors.py): the Okf-Actor trailer
 
     @property
     def wanted(self) -> bool:
@@ -52,7 +55,10 @@ class TierCommit:
         return bool(self.changes) or self.merge_parent is not None
 
     def message(self) -> str:
-        trailers = (("Okf-Operation", self.operation), ("Okf-Tool", TOOL)) + tuple(self.trailers)
+        trailers: tuple[Trailer, ...] = (("Okf-Operation", self.operation), ("Okf-Tool", TOOL))
+        if self.actor:
+            trailers += (("Okf-Actor", self.actor),)
+        trailers += tuple(self.trailers)
         return format_message(self.subject, trailers, self.body)
 
 
@@ -82,16 +88,28 @@ class FileMove:
     reason: str
 
 
+@record(frozen=True)
+class ConfigWrite:
+    """One key of a repository's own git config (``git config --local``) to set, or to remove
+    (None): the merge driver ``hooks install`` sets up."""
+
+    repo: Path
+    key: str
+    value: str | None
+    reason: str
+
+
 @record
 class Plan:
     commits: list[TierCommit] = field(default_factory=list)
     writes: list[FileWrite] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     moves: list[FileMove] = field(default_factory=list)
+    config: list[ConfigWrite] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        return not any(c.wanted for c in self.commits) and not self.writes and not self.moves
+        return not any(c.wanted for c in self.commits) and not self.writes and not self.moves and not self.config
 
 
 @record
@@ -163,7 +181,19 @@ def apply(ctx: Context, plan: Plan) -> Applied:
             except OSError:
                 pass  # it stays, intact, under its new name
     fsutil.fsync_dirs(folders)
+    for setting in plan.config:
+        _configure(ctx, setting)
     return done
+
+
+def _configure(ctx: Context, setting: ConfigWrite) -> None:
+    from okfgit.git import Repo  # only when a config key changes
+
+    repo = Repo.open(setting.repo)
+    if setting.value is None:
+        repo.config_unset(setting.key)
+    else:
+        repo.config_set(setting.key, setting.value)
 
 
 @contextmanager
@@ -218,10 +248,14 @@ class IndexBehind:
 
 def index_behind(tier: Tier) -> IndexBehind | None:
     """The safety net behind the journal (spec/okf-writes.md): okfgit's paths whose index
-    entry is not HEAD's, with the command that repairs it; None when all agree."""
+    entry is not HEAD's, with the command that repairs it; None when all agree. Never during
+    a merge, rebase, cherry-pick or revert: the index then holds its results, which a reset
+    would throw away (``in_progress`` says what to do instead)."""
     if not tier.exists():
         return None
     repo = tier.reader()
+    if operation(repo.gitdir) is not None:
+        return None
     head = repo.head_commit()
     common, gitdir = str(repo.common_dir), str(repo.gitdir)
     if head is None or index_stamp.in_step(common, gitdir, tier.prefix, head):
@@ -237,6 +271,47 @@ def index_behind(tier: Tier) -> IndexBehind | None:
     where = "" if tier.name == "project" else f"-C {shlex.quote(str(repo.workdir))} "
     repair = f"git {where}reset -q HEAD -- " + " ".join(shlex.quote(p) for p in found)
     return IndexBehind(tier, found, repair)
+
+
+@record(frozen=True)
+class InProgress:
+    """A merge, rebase, cherry-pick, revert or bisect under way in a tier's repository: the
+    tier's HEAD does not hold its result yet, and okfgit writes nothing there until it ends."""
+
+    tier: Tier
+    operation: Operation
+    unmerged: list[str]  # the tier's repository paths git has not merged yet
+    driver: bool  # git config names okfgit's merge driver (``okfgit hooks install``)
+
+    @property
+    def kind(self) -> str:
+        """``merge``, ``rebase``, ...: the operation without its article."""
+        return self.operation.what.split(" ", 1)[1]
+
+    def message(self, then: str = "okfgit sync") -> str:
+        return (f"{self.tier.repo_path} is in the middle of {self.operation.what}: finish it "
+                f"({self.operation.finish}), then run `{then}`")
+
+    def remedy(self, path: str) -> str:
+        """What to do about ``path`` (a repository path git left unmerged)."""
+        if self.driver or not path.endswith(".md"):
+            return f"resolve the conflict in {path} and `git add` it"
+        return (f"okfgit's merge driver merges it: run `okfgit hooks install`, then `git checkout -m -- {path}` "
+                "merges it again, and `git add` it")
+
+
+def in_progress(tier: Tier) -> InProgress | None:
+    """What the tier's repository is in the middle of (``plumbing.operation``), with the
+    tier's unmerged paths; None when git is idle there (the usual case: a few file checks)."""
+    if not tier.exists():
+        return None
+    repo = tier.reader()
+    found = operation(repo.gitdir)
+    if found is None:
+        return None
+    unmerged = repo.unmerged(tier.prefix)
+    driver = repo.config_get(f"merge.{MERGE_DRIVER}.driver") is not None if unmerged else True
+    return InProgress(tier, found, unmerged, driver)
 
 
 def ensure_repo(ctx: Context, tier: Tier) -> Repo:
@@ -261,6 +336,11 @@ def render(plan: Plan) -> str:
             out.append(unified(commit.tier.label + ":" + path, commit.old.get(path), data))
     for move in plan.moves:
         out.append(f"# rename {move.src} -> {move.dst} ({move.reason})")
+    for setting in plan.config:
+        import shlex  # only for a dry run of a config change
+
+        change = f"--unset-all {setting.key}" if setting.value is None else f"{setting.key} {shlex.quote(setting.value)}"
+        out.append(f"# git -C {shlex.quote(str(setting.repo))} config --local {change} ({setting.reason})")
     for write in plan.writes:
         out.append(unified(str(write.path), write.old, write.data))
     for warning in plan.warnings:

@@ -278,6 +278,16 @@ class Plumbing:
             proc = self._git("rev-parse", "-q", "--verify", "HEAD^{commit}")
             return proc.stdout.decode().strip() if proc.returncode == 0 else None
 
+    def previous_branch(self, commit: str) -> str | None:
+        """The branch checked out before the last checkout (git's ``@{-1}``, from HEAD's reflog),
+        when it still points at ``commit``; None when that was a detached HEAD, or it moved."""
+        proc = self._git("rev-parse", "--symbolic-full-name", "@{-1}")
+        ref = proc.stdout.decode("utf-8", "surrogateescape").strip()
+        if proc.returncode != 0 or not ref.startswith("refs/heads/"):
+            return None
+        tip = self._git("rev-parse", "-q", "--verify", "--end-of-options", f"{ref}^{{commit}}")
+        return ref[len("refs/heads/"):] if tip.returncode == 0 and tip.stdout.decode().strip() == commit else None
+
     def resolve(self, rev: str) -> str:
         """A revision to its commit OID; UsageError if it does not resolve."""
         proc = self._git("rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}")
@@ -414,6 +424,14 @@ class Plumbing:
                 out.append(Change(path, x.oid, None))
             elif not x_tree and not y_tree:
                 out.append(Change(path, x.oid if x else None, y.oid if y else None))
+
+    def unmerged(self, prefix: str = "") -> list[str]:
+        """Paths under ``prefix`` that git's index holds unmerged (a conflict not yet resolved)."""
+        proc = self._git("--literal-pathspecs", "ls-files", "--unmerged", "-z", "--", *([prefix] if prefix else []))
+        if proc.returncode != 0:
+            return []
+        paths = {row.split(b"\t", 1)[1].decode("utf-8", "surrogateescape") for row in proc.stdout.split(b"\0") if b"\t" in row}
+        return sorted(paths)
 
     def index_behind(self, prefix: str, depth: int = 50) -> list[str]:
         """Paths under ``prefix`` that an okfgit commit wrote and whose index entry differs

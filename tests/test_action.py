@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests import fake_gh
@@ -19,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
 REVIEW = FIXTURES / "review"
 REPO = "acme/shop"
+AUTHOR = "carol"  # who opened the pull request
 
 
 def _builder():  # the review fixtures' builder, as test_review loads it
@@ -52,8 +54,10 @@ def _run_action(work: Path, tmp_path: Path, env: dict[str, str], tools: Path) ->
     """Run action.yml's steps that have a ``run:`` (but the pip install: okfgit is importable here)
     with ``${{ }}`` resolved as GitHub would; return each step's exit code and the outputs."""
     event = tmp_path / "event.json"
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, capture_output=True, text=True).stdout.strip()
     event.write_text(json.dumps({"pull_request": {
-        "number": 7, "body": "Edits the deploy guide.", "base": {"ref": "main"}, "head": {"ref": "feature"}}}))
+        "number": 7, "body": "Edits the deploy guide.", "base": {"ref": "main"}, "head": {"ref": "feature", "sha": head},
+        "user": {"login": AUTHOR, "type": "User"}}}))
     output = tmp_path / "github-output"
     output.write_text("")
     (tools / "python3").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')  # the runner's python, with okfgit
@@ -110,12 +114,15 @@ def test_needs_human_then_an_approval_turns_it_green(tmp_path: Path, git: Runner
     full = Path(outputs["report"])
     assert full.read_text().startswith("## okfgit review: needs-human")  # the artifact
 
-    # alice approves on GitHub; the review event runs the action again: one comment, updated; green
+    # alice approves this head on GitHub; the review event runs the action again: one comment, updated; green
     (tools / "gh-calls.jsonl").unlink()
+    head = git("rev-parse", "HEAD", cwd=work).out.strip()
     fake_gh.answer(tools, [
         {"prefix": reviews, "stdout": json.dumps([
-            {"user": {"login": "bob"}, "state": "CHANGES_REQUESTED"}, {"user": {"login": "alice"}, "state": "COMMENTED"},
-            {"user": {"login": "alice"}, "state": "APPROVED"}, {"user": {"login": "bob"}, "state": "DISMISSED"}])},
+            {"user": {"login": "bob", "type": "User"}, "state": "CHANGES_REQUESTED", "commit_id": head},
+            {"user": {"login": "alice", "type": "User"}, "state": "COMMENTED", "commit_id": head},
+            {"user": {"login": "alice", "type": "User"}, "state": "APPROVED", "commit_id": head},
+            {"user": {"login": "bob", "type": "User"}, "state": "DISMISSED", "commit_id": head}])},
         {"prefix": comments, "stdout": json.dumps([{"id": 41, "body": "LGTM"}])
          + json.dumps([{"id": 99, "body": posted}])},  # two pages
     ])
@@ -125,9 +132,33 @@ def test_needs_human_then_an_approval_turns_it_green(tmp_path: Path, git: Runner
     [patch] = _calls(tools, "api", "--method", "PATCH")
     assert patch["args"][3] == f"repos/{REPO}/issues/comments/99"
     updated = json.loads(patch["body"])["body"]
-    assert "## okfgit review: merge" in updated and "Approved by human:alice" in updated
+    assert "## okfgit review: merge" in updated
+    assert f"Approved by human:alice (checked: GitHub reviews approving head {head[:12]}" in updated
     assert '"approved_by": [\n    "human:alice"\n  ]' in updated
-    assert ["pr", "edit", "7", "--remove-label", "okf-needs-human"] in [c["args"] for c in fake_gh.calls(tools)]
+    # the hard stop is a person's to take off: the Action never removes the label
+    assert not any("--remove-label" in c["args"] for c in fake_gh.calls(tools))
+
+
+@pytest.mark.parametrize("who", ["bot", "bot-login", "stale-head", "author"])
+def test_an_approval_that_is_not_a_persons_approval_of_this_head_leaves_needs_human(
+        tmp_path: Path, git: Runner, env: dict[str, str], who: str) -> None:
+    work = _pull_request(tmp_path, git, env, ("guides/deploy.md", "ten minutes", "five minutes"))
+    head = git("rev-parse", "HEAD", cwd=work).out.strip()
+    earlier = git("rev-parse", "HEAD~1", cwd=work).out.strip()
+    review = {
+        "bot": {"user": {"login": "kb-maintainer", "type": "Bot"}, "commit_id": head},
+        "bot-login": {"user": {"login": "kb-maintainer[bot]", "type": "User"}, "commit_id": head},
+        "stale-head": {"user": {"login": "alice", "type": "User"}, "commit_id": earlier},
+        "author": {"user": {"login": AUTHOR, "type": "User"}, "commit_id": head},
+    }[who]
+    reviews = f"api --paginate repos/{REPO}/pulls/7/reviews".split()
+    tools = fake_gh.install(tmp_path / "bin", [{"prefix": reviews, "stdout": json.dumps([{**review, "state": "APPROVED"}])}])
+    codes, outputs = _run_action(work, tmp_path, env, tools)
+    assert codes == {"review": 0, "gate": 1} and outputs["verdict"] == "needs-human"
+    [post] = _calls(tools, "api", "--method", "POST")
+    assert '"approved_by": []' in json.loads(post["body"])["body"]
+    assert ["pr", "edit", "7", "--add-label", "okf-needs-human"] in [c["args"] for c in fake_gh.calls(tools)]
+    assert not any("--remove-label" in c["args"] for c in fake_gh.calls(tools))
 
 
 def test_request_changes_fails_the_check(tmp_path: Path, git: Runner, env: dict[str, str]) -> None:

@@ -83,9 +83,12 @@ def test_adopt_real_bundle(name: str, project: Path, okfgit: Runner, git: Runner
     assert result.out.startswith(f"adopted {len(concepts)} concepts into project:{name}/ (")
     assert git("rev-parse", "HEAD~1", cwd=project).out.strip() == before
     assert trailers_by_git(git, project) == [
-        ("Okf-Operation", "adopt"), ("Okf-Tool", "okfgit 0.1.0"),
-        ("Okf-Adopted", str(len(concepts))), ("Okf-Source", str(copy.resolve())),
+        ("Okf-Operation", "adopt"), ("Okf-Tool", "okfgit 0.1.0"), ("Okf-Actor", "human:author@example.com"),
+        ("Okf-Adopted", str(len(concepts))), ("Okf-Source", name),
     ]
+    # the adopter's machine stays on it: no absolute path anywhere in the message that is pushed
+    message = git("log", "-1", "--format=%B", cwd=project).out
+    assert str(tmp_path) not in message and str(copy.resolve()) not in message
     changed = git("show", "--name-only", "--format=", "HEAD", cwd=project).out.split()
     assert sorted(changed) == sorted([".okf/index.md"] + [f".okf/{name}/{p}" for p in originals])
     for rel, data in originals.items():
@@ -137,7 +140,8 @@ def test_adopt_tree_mode_adds_only_missing_keys(project: Path, okfgit: Runner, g
     assert result.out.startswith("adopted 2 concepts into project: (")
     assert "okfgit: warning: notes/partial.md: had frontmatter without the type OKF requires; added type: Note" \
         in result.err
-    assert trailers_by_git(git, project)[2:] == [("Okf-Adopted", "2"), ("Okf-Source", "tree")]
+    assert trailers_by_git(git, project)[2:] == [("Okf-Actor", "human:author@example.com"), ("Okf-Adopted", "2"),
+                                                 ("Okf-Source", "tree")]
     partial = blob(git, project, ".okf/notes/partial.md", env)
     assert partial.startswith(PARTIAL[: PARTIAL.index("---\nBody")].encode())
     assert partial.endswith(b"---\nBody with  odd   spacing.\n\n\n")

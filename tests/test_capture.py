@@ -125,7 +125,8 @@ def test_native_memories_of_both_formats_are_captured_committed_and_reprojected(
     assert git("rev-parse", "HEAD~1", cwd=project).out.strip() == before  # exactly one commit
 
     trailers = trailers_by_git(git, project)
-    assert trailers[:3] == [("Okf-Operation", "capture"), ("Okf-Tool", trailers[1][1]), ("Okf-Source", "claude-memory")]
+    assert trailers[:4] == [("Okf-Operation", "capture"), ("Okf-Tool", trailers[1][1]),
+                            ("Okf-Actor", "agent:claude-code"), ("Okf-Source", "claude-memory")]
     assert trailers[1][1].startswith("okfgit ")
     captured = {origin: (okf_id, oid) for okf_id, origin, oid in captured_trailers(git, project)}
     assert sorted(captured) == ["feedback_testing.md", "project_freeze.md"]
@@ -156,7 +157,7 @@ def test_native_memories_of_both_formats_are_captured_committed_and_reprojected(
         assert meta["okf_id"] == okf_id
         assert meta["okf_source"] == "claude-memory"
         assert meta["okf_origin"] == origin
-        assert meta["generated"]["by"] == "claude-code/memory"
+        assert meta["generated"]["by"] == "agent:claude-code"
         assert meta["title"]
         # re-projected at the same path, in OKF form: the file is the blob at HEAD
         assert (mem / origin).read_bytes() == committed
@@ -336,7 +337,8 @@ def test_a_concept_changed_on_both_sides_keeps_the_master_and_commits_a_sibling(
     file, master, agent = conflict_setup(project, mem, okfgit, git)
     before = head(git, project)
     result = okfgit("sync", cwd=project)
-    assert result.out == "okfgit sync: captured 1, 1 need a merge, projected 1 file(s)\n"
+    assert result.out == ("okfgit sync: captured 1, 1 need a merge, projected 1 file(s), doctor: 1 error(s) in "
+                          "project (`okfgit doctor` lists them)\n")  # the sibling waits for a person
     assert ("okfgit: warning: feedback_testing.md: the concept changed on both sides: in the KB "
             "(project:memory/feedback-testing.md is no longer what okfgit projected here) and in Claude memory; kept "
             "the KB's version and committed the agent's as project:memory/feedback-testing.needs-merge.md "
@@ -475,7 +477,7 @@ def test_bad_memory_files_are_skipped_named_untouched_and_listed(
     assert after == before
     assert ((tmp_path / "outside.md").read_bytes(), (tmp_path / "outside.md").stat().st_mtime_ns) == outside_before
     tree = git("ls-tree", "-r", "--name-only", "HEAD", ".okf", cwd=project).out.split()
-    assert tree == [".okf/index.md", ".okf/memory/feedback-testing.md", ".okf/memory/index.md"]
+    assert tree == [".okf/.gitattributes", ".okf/index.md", ".okf/memory/feedback-testing.md", ".okf/memory/index.md"]
     # skipped again, still untouched, and no commit
     top = head(git, project)
     okfgit("capture", cwd=project)

@@ -109,7 +109,8 @@ def test_a_user_memory_lands_in_the_global_tier_and_never_in_the_project(
     write_memory(mem, "project_port.md", PROJECT_FACT)
     okfgit("sync", cwd=project)
 
-    assert tree(git, project, ".okf") == [".okf/index.md", ".okf/memory/dev-server-port.md", ".okf/memory/index.md"]
+    assert tree(git, project, ".okf") == [".okf/.gitattributes", ".okf/index.md", ".okf/memory/dev-server-port.md",
+                                          ".okf/memory/index.md"]
     assert "prefers" not in git("log", "-p", "--all", cwd=project).out
     meta, _ = split(blob(git, global_dir(home), "HEAD:memory/prefers-tabs.md"))
     assert meta["scope"] == "global" and meta["okf_origin"] == "user_tabs.md"
@@ -152,17 +153,25 @@ def test_the_project_can_take_user_memories(project: Path, env: dict[str, str], 
     assert not global_dir(home).exists()
 
 
-def test_a_memory_that_names_its_scope_goes_there(tmp_path: Path, project: Path, env: dict[str, str], home: Path,
-                                                  okfgit: Runner, git: Runner) -> None:
+def test_a_memorys_own_scope_narrows_but_never_widens(tmp_path: Path, project: Path, env: dict[str, str],
+                                                     home: Path, okfgit: Runner, git: Runner) -> None:
+    okfgit("init", "--scope", "global", cwd=tmp_path)
     mem = mem_of(project, env, home)
+    # a project fact (or a prompt injection) saying scope: global stays in the project
     says_global = PROJECT_FACT.replace(b"name: dev-server-port\n", b"name: editor-font\nscope: global\n")
     write_memory(mem, "font.md", says_global)
-    okfgit("sync", cwd=project)  # no global tier yet: routed by its type, to the project
-    assert ".okf/memory/editor-font.md" in tree(git, project, ".okf")
-    okfgit("init", "--scope", "global", cwd=tmp_path)
-    write_memory(mem, "font2.md", says_global.replace(b"editor-font", b"editor-size"))
     okfgit("sync", cwd=project)
-    assert "memory/editor-size.md" in tree(git, global_dir(home))
+    assert ".okf/memory/editor-font.md" in tree(git, project, ".okf")
+    assert "memory/editor-font.md" not in tree(git, global_dir(home))
+    # a user fact may narrow itself to this project
+    write_memory(mem, "tabs.md", USER_FACT.replace(b"name: prefers-tabs\n", b"name: prefers-tabs\nscope: project\n"))
+    okfgit("sync", cwd=project)
+    assert ".okf/memory/prefers-tabs.md" in tree(git, project, ".okf")
+    # during a run, a project fact saying scope: project stays in the run (widening is promote's)
+    okfgit("run", "start", "r1", cwd=project)
+    write_memory(mem, "size.md", PROJECT_FACT.replace(b"name: dev-server-port\n", b"name: editor-size\nscope: project\n"))
+    okfgit("sync", cwd=project)
+    assert "memory/editor-size.md" in tree(git, project / "runstate" / "r1" / "okf")
     assert ".okf/memory/editor-size.md" not in tree(git, project, ".okf")
 
 

@@ -55,7 +55,7 @@ def test_a_capture_beyond_the_per_file_fsync_bound_commits_every_file_exactly(pr
         # Claude's shape unfolded once (its keys at the top, node_type out), okfgit's keys added
         want = (f"---\ntype: project\ntitle: Fact {name[5:7]}\ndescription: Fact {int(name[5:7])} about the build\n"
                 f"scope: project\nokf_id: {okf_id}\nokf_source: claude-memory\nname: {name[:-3].replace('_', '-')}\n"
-                f"okf_origin: {name}\ngenerated:\n  by: claude-code/memory\n  at: '2025-11-30T00:00:00Z'\n---\n"
+                f"okf_origin: {name}\ngenerated:\n  by: agent:claude-code\n  at: '2025-11-30T00:00:00Z'\n---\n"
                 ).encode() + body
         path = f".okf/memory/fact-{name[5:7]}.md"
         assert git("cat-file", "blob", f"HEAD:{path}", cwd=project).out.encode() == want

@@ -341,14 +341,15 @@ def test_install_writes_the_scripts_and_is_idempotent(repo: Path, okfgit) -> Non
     folder = hooks_folder(repo)
     before = snapshot(folder)
     first = okfgit("hooks", "install", cwd=repo)
-    assert first.out.splitlines()[1:] == [f"  {h:<14} install      install okfgit's hook" for h in HOOKS]
+    assert first.out.splitlines()[1:] == [f"  {h:<14} install      install okfgit's hook" for h in HOOKS] + [
+        "  merge-driver   install      set up okfgit's merge driver in git config"]
     after = snapshot(folder)
     for name in HOOKS:
         assert after[name] == ("file", hooks.script(name), 0o755)
     assert {k: v for k, v in after.items() if k not in HOOKS} == before
     mtimes = {name: (folder / name).stat().st_mtime_ns for name in HOOKS}
     second = okfgit("hooks", "install", "--json", cwd=repo)
-    assert '"action": "install"' not in second.out and second.out.count('"action": "unchanged"') == 4
+    assert '"action": "install"' not in second.out and second.out.count('"action": "unchanged"') == 5
     assert snapshot(folder) == after
     assert {name: (folder / name).stat().st_mtime_ns for name in HOOKS} == mtimes
 

@@ -204,3 +204,56 @@ def test_okfgit_skip_and_a_failing_okfgit_never_fail_git(hooked: Path, git: Runn
     assert json.loads(
         __import__("subprocess").run([sys.executable, "-m", "okfgit", "status", "--json"], cwd=hooked, env=env,
                                      capture_output=True, text=True).stdout)["in_sync"] is True
+
+
+BAD = (b"---\ntype: Note\ntitle: Bad\ndescription: Links nowhere.\nscope: project\n"
+       b"okf_id: 11111111-1111-4111-8111-111111111111\nokf_source: authored\n---\n\nSee [x](missing.md).\n")
+
+
+def test_a_commit_that_breaks_the_kb_is_told_once_and_the_no_op_says_nothing(
+        hooked: Path, git: Runner, okfgit_proc: Runner, hook_env: dict[str, str]) -> None:
+    (hooked / ".okf" / "bad.md").write_bytes(BAD)  # a dangling link, and no index lists it
+    git("add", ".okf", cwd=hooked, extra_env=hook_env)
+    broke = git("commit", "-q", "-m", "bad", cwd=hooked, extra_env=hook_env)
+    one_hook_line(broke.err)
+    assert broke.err.endswith(", doctor: 2 error(s) in project (`okfgit doctor` lists them)\n")
+    (hooked / "code.txt").write_text("work\n")
+    git("add", "code.txt", cwd=hooked, extra_env=hook_env)
+    code = git("commit", "-q", "-m", "code only", cwd=hooked, extra_env=hook_env)
+    assert "doctor" not in code.err  # the knowledge did not change: it was said already
+    again = okfgit_proc("sync", "--repo", str(hooked), "--hook", "post-commit", cwd=hooked, extra_env=hook_env)
+    assert again.out == again.err == ""  # the no-op
+
+
+def test_a_new_kb_change_while_errors_stand_is_told_again(hooked: Path, git: Runner,
+                                                          hook_env: dict[str, str]) -> None:
+    (hooked / ".okf" / "bad.md").write_bytes(BAD)
+    git("add", ".okf", cwd=hooked, extra_env=hook_env)
+    git("commit", "-q", "-m", "bad", cwd=hooked, extra_env=hook_env)
+    path = hooked / ".okf" / "unlisted.md"
+    path.write_bytes(BAD.replace(b"11111111-1111", b"22222222-2222").replace(b"title: Bad", b"title: Unlisted"))
+    git("add", ".okf", cwd=hooked, extra_env=hook_env)
+    told = git("commit", "-q", "-m", "another", cwd=hooked, extra_env=hook_env)
+    assert told.err.endswith(", doctor: 4 error(s) in project (`okfgit doctor` lists them)\n")
+
+
+def test_a_memory_written_on_a_branch_is_committed_there_when_you_switch(
+        hooked: Path, git: Runner, env: dict[str, str], home: Path, hook_env: dict[str, str]) -> None:
+    mem = memory(hooked, env, home)
+    git("branch", "feature", cwd=hooked, extra_env=hook_env)
+    feature = git("rev-parse", "feature", cwd=hooked).out
+    write_memory(mem, "feedback_testing.md", CURRENT)  # the agent, while main is checked out
+    switched = git("checkout", "-q", "feature", cwd=hooked, extra_env=hook_env)
+    one_hook_line(switched.err)
+    assert "captured 1" in switched.err
+    assert git("log", "-1", "--format=%s", "main", cwd=hooked).out == "okf: capture 1 fact from Claude Code memory\n"
+    assert git("rev-parse", "feature", cwd=hooked).out == feature  # nothing landed on the branch switched to
+    assert git("symbolic-ref", "HEAD", cwd=hooked).out == "refs/heads/feature\n"
+    assert git("status", "--porcelain", cwd=hooked).out == "?? AGENTS.md\n"
+    assert ("Okf-Source", "claude-memory") in trailers_by_git(git, hooked, "main")
+    assert not (mem / "feedback_testing.md").exists()  # feature's knowledge does not hold it
+    assert_agree(git, hooked, mem)
+    git("checkout", "-q", "main", cwd=hooked, extra_env=hook_env)
+    assert (mem / "feedback_testing.md").read_bytes() == blob(git, hooked, "main:.okf/memory/feedback-testing.md")
+    assert_agree(git, hooked, mem)
+    fsck(git, hooked)

@@ -378,6 +378,52 @@ def test_promote_keeps_the_outro_of_an_emptied_folder(project: Path, okfgit: Run
     assert page.read_text() == "# Style\n\n" + OUTRO
 
 
+def test_index_removes_the_index_of_a_folder_with_no_concept_left(project: Path, okfgit: Runner, git: Runner) -> None:
+    okfgit("new", "cache", "--dir", "decisions", "--description", "Caches live in Redis.", "--no-edit", cwd=project)
+    okfgit("new", "tabs", "--description", "Tabs, not spaces.", "--no-edit", cwd=project)
+    git("rm", "-q", ".okf/decisions/cache.md", cwd=project)
+    git("commit", "-q", "-m", "the last decision goes", cwd=project)
+    assert "decisions/index.md:3: error: index-entry-dangling: " in okfgit("doctor", cwd=project, expect=2).out
+    assert okfgit("index", "--check", cwd=project, expect=2).out.startswith(
+        "project: stale .okf/decisions/index.md\nproject: stale .okf/index.md\n")
+    okfgit("index", cwd=project)
+    assert not (project / ".okf" / "decisions").exists()
+    assert "- .okf/decisions/index.md (removed: its folder has no concept left)" not in git(
+        "log", "-1", "--format=%B", cwd=project).out
+    assert "- decisions/index.md (removed: its folder has no concept left)" in git("log", "-1", "--format=%B",
+                                                                                    cwd=project).out
+    okfgit("doctor", cwd=project)
+    assert "every index is up to date" in okfgit("index", "--check", cwd=project).out
+
+
+def test_an_orphaned_index_of_an_emptied_folder_is_removed_too(project: Path, okfgit: Runner, git: Runner) -> None:
+    okfgit("new", "cache", "--dir", "decisions", "--description", "Caches live in Redis.", "--no-edit", cwd=project)
+    git("rm", "-q", ".okf/decisions/cache.md", cwd=project)
+    git("commit", "-q", "-m", "the last decision goes", cwd=project)
+    okfgit("new", "tabs", "--description", "Tabs, not spaces.", "--no-edit", cwd=project)  # its index drops decisions/
+    doctor = okfgit("doctor", cwd=project, expect=2).out
+    assert "decisions/index.md: error: orphan: not reachable from the root index: index.md has no entry for " \
+           "decisions/ (its folder has no concept left: run `okfgit index`, which removes it)" in doctor
+    okfgit("index", cwd=project)
+    assert not (project / ".okf" / "decisions").exists()
+    okfgit("doctor", cwd=project)
+
+
+def test_an_emptied_folders_index_with_a_persons_words_keeps_them(project: Path, okfgit: Runner, git: Runner) -> None:
+    okfgit("new", "cache", "--dir", "decisions", "--description", "Caches live in Redis.", "--no-edit", cwd=project)
+    page = project / ".okf" / "decisions" / "index.md"
+    page.write_text(page.read_text().replace("# Decisions\n", "# Decisions\n\nAsk the architects first.\n"))
+    git("commit", "-q", "-am", "words", cwd=project)
+    git("rm", "-q", ".okf/decisions/cache.md", cwd=project)
+    git("commit", "-q", "-m", "the last decision goes", cwd=project)
+    okfgit("index", cwd=project)
+    assert page.read_text() == "# Decisions\n\nAsk the architects first.\n"
+    doctor = okfgit("doctor", cwd=project, expect=2).out
+    assert "index-entry-dangling" not in doctor
+    assert "decisions/ (its folder has no concept left and it holds a person's words: move what is worth keeping " \
+           "elsewhere, then delete it)" in doctor
+
+
 _LINES = ["# T", "## Notes", "", "  ", "Prose.", f"- [A](a.md) {DASH} x", "* [B](b.md) - y",
           f"- [Docs](https://e.com) {DASH} d", "- [S](sub/index.md)", "- [L](log.md)", "- plain bullet", "```",
           "~~~", "1. [N](n.md)", "  - [nested](a.md)", "- [[wiki]]", "- [X](../x.md)", "---", "text\r"]

@@ -18,14 +18,17 @@ from tests.conftest import Runner, trailers_by_git
 Session = Callable[[ClientSession], Awaitable[None]]
 
 
-def serve(cwd: Path, env: dict[str, str], body: Session, *args: str) -> None:
-    """Start `okfgit mcp` in ``cwd`` as an agent would, and run ``body`` against it."""
+def serve(cwd: Path, env: dict[str, str], body: Session, *args: str, client: str | None = None) -> None:
+    """Start `okfgit mcp` in ``cwd`` as an agent would (named ``client`` in its ``initialize``),
+    and run ``body`` against it."""
+    from mcp import types
 
     async def main() -> None:
         params = StdioServerParameters(command=sys.executable, args=["-m", "okfgit", "mcp", *args], cwd=cwd, env=env)
         with open(cwd.parent / "mcp-server.log", "w") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write):
-                async with ClientSession(read, write) as session:
+                info = types.Implementation(name=client, version="1.0") if client else None
+                async with ClientSession(read, write, client_info=info) as session:
                     await session.initialize()
                     await body(session)
 
@@ -223,3 +226,30 @@ def test_without_the_sdk_mcp_exits_2_naming_the_extra(project: Path, okfgit_proc
     path = str(shadow) + ((":" + env["PYTHONPATH"]) if env.get("PYTHONPATH") else "")
     result = okfgit_proc("mcp", cwd=project, extra_env={"PYTHONPATH": path}, expect=2)
     assert "pip install 'okfgit[mcp]'" in result.err
+
+
+def test_notes_written_through_mcp_are_the_clients_not_a_persons(project: Path, okfgit: Runner, git: Runner,
+                                                                  env: dict[str, str]) -> None:
+    job = _with_run(project, okfgit)
+    seen: dict[str, Any] = {}
+
+    async def body(session: ClientSession) -> None:
+        seen["note"] = await call(session, "note", type="lesson", title="Warm the cache first")
+        seen["log"] = await call(session, "log", text="Measured the cold start.")
+
+    # even with the person's override set in the server's environment: the client writes
+    serve(project, {**env, "OKF_ACTOR": "human:alice@example.com"}, body, client="Claude Code")
+    error, _, data = seen["note"]
+    assert not error and data is not None
+    note = (job / data["path"]).read_text()
+    assert "  by: agent:claude-code\n" in note and "human:" not in note
+    assert ("Okf-Actor", "agent:claude-code") in trailers_by_git(git, job, "HEAD~1")
+    assert ("Okf-Actor", "agent:claude-code") in trailers_by_git(git, job)
+
+    unnamed: dict[str, Any] = {}
+
+    async def second(session: ClientSession) -> None:
+        unnamed["log"] = await call(session, "log", text="Another entry.")
+
+    serve(project, env, second, client=" ")
+    assert ("Okf-Actor", "agent:mcp") in trailers_by_git(git, job)

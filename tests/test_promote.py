@@ -41,10 +41,12 @@ def test_promote_job_to_project_end_to_end(project: Path, okfgit: Runner, git: R
     assert out.split("\n")[0] == f"promoted job/r1:{NOTE} -> project:{NOTE}"
 
     dest = trailers_by_git(git, project)
-    assert dest == [("Okf-Operation", "promote"), ("Okf-Tool", "okfgit 0.1.0"), ("Okf-Id", okf_id),
+    assert dest == [("Okf-Operation", "promote"), ("Okf-Tool", "okfgit 0.1.0"),
+                    ("Okf-Actor", "human:author@example.com"), ("Okf-Id", okf_id),
                     ("Okf-Promoted-From", f"job/r1@{source_head}:{NOTE}")]
     src = trailers_by_git(git, job)
-    assert src == [("Okf-Operation", "promote"), ("Okf-Tool", "okfgit 0.1.0"), ("Okf-Id", okf_id),
+    assert src == [("Okf-Operation", "promote"), ("Okf-Tool", "okfgit 0.1.0"),
+                   ("Okf-Actor", "human:author@example.com"), ("Okf-Id", okf_id),
                    ("Okf-Promoted-To", f"project@{_head(git, project)}:{NOTE}")]
 
     promoted = (project / ".okf" / NOTE).read_bytes()
@@ -207,9 +209,9 @@ def test_promote_project_to_global(project: Path, okfgit: Runner, git: Runner, h
     assert git("ls-tree", "-r", "--name-only", "HEAD", cwd=root).out.split() == [
         "index.md", "style/index.md", "style/tabs.md"]
     assert okf.split((root / "style" / "tabs.md").read_bytes(), "x").meta["scope"] == "global"
-    assert trailers_by_git(git, root)[3] == ("Okf-Promoted-From", f"project@{source_head}:style/tabs.md")
-    assert trailers_by_git(git, project)[3] == ("Okf-Promoted-To", f"global@{_head(git, root)}:style/tabs.md")
-    assert trailers_by_git(git, project)[2] == ("Okf-Id", okf_id)
+    assert trailers_by_git(git, root)[4] == ("Okf-Promoted-From", f"project@{source_head}:style/tabs.md")
+    assert trailers_by_git(git, project)[4] == ("Okf-Promoted-To", f"global@{_head(git, root)}:style/tabs.md")
+    assert trailers_by_git(git, project)[3] == ("Okf-Id", okf_id)
     assert not (project / ".okf" / "style" / "tabs.md").exists()
     assert okfgit("doctor", "--scope", "all", cwd=project).code == 0
     fsck(git, root)

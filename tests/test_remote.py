@@ -209,6 +209,21 @@ def test_both_edit_one_concept_apart_each_ends_with_master_and_sibling(a: Machin
     fsck(lambda *x, **k: b.git(*x), b.tier)  # type: ignore[arg-type]
 
 
+def test_both_change_other_keys_of_one_concept_and_it_merges_by_key(a: Machine, b: Machine, bare: Path) -> None:
+    two_machines(a, b, bare)
+    a.edit("editor.md", "title: Editor\n", "title: Text editor\n")
+    b.edit("editor.md", "okf_source: authored\n", "okf_source: authored\nstatus: stable\n")
+    a.okfgit("sync", "--fetch", cwd=a.proj)
+    result = b.okfgit("sync", "--fetch", cwd=b.proj)
+    assert "merged the global remote" in result.out and "need a merge" not in result.out
+    text = (b.tier / "editor.md").read_text()
+    assert "title: Text editor\n" in text and "status: stable\n" in text
+    assert not (b.tier / "editor.needs-merge.md").exists()
+    assert "- merged: editor.md (each side changed other frontmatter keys)" in b.git("log", "-1", "--format=%B").out
+    assert "[Text editor](editor.md)" in (b.tier / "index.md").read_text()
+    b.okfgit("doctor", "--scope", "global", cwd=b.proj)
+
+
 def test_a_concept_deleted_on_one_side_and_changed_on_the_other_is_kept(a: Machine, b: Machine,
                                                                         bare: Path) -> None:
     two_machines(a, b, bare)
@@ -393,3 +408,31 @@ def test_a_remote_that_never_answers_is_cut_off_at_the_deadline(a: Machine, bare
     result = a.okfgit("sync", "--fetch", cwd=a.proj)
     assert "global remote unreachable, will retry" in result.out
     assert "global remote ssh://git.example.invalid/me/okf.git: no answer within 1 s" in result.err
+
+
+def test_user_memories_stay_on_the_machine_unless_the_person_shares_them(a: Machine, bare: Path) -> None:
+    from tests.test_capture_routing import USER_FACT
+
+    a.okfgit("init", "--scope", "global", cwd=a.proj)
+    a.okfgit("init", "--scope", "project", cwd=a.proj)
+    a.memory.mkdir(parents=True, exist_ok=True)
+    (a.memory / "user_tabs.md").write_bytes(USER_FACT)
+    a.okfgit("sync", cwd=a.proj)  # no remote yet: the fact about the person is captured, locally
+    assert "memory/prefers-tabs.md" in a.git("ls-tree", "-r", "--name-only", "HEAD").out
+
+    # a remote that would receive it: nothing is pushed, and the person is told why
+    result = a.okfgit("remote", "set", str(bare), cwd=a.proj)
+    synced = a.okfgit("sync", "--fetch", cwd=a.proj)
+    assert "not pushed: 1 user memorie(s) stay on this machine" in synced.out, (result.out, synced)
+    assert "config okf.pushUserMemories true" in synced.err
+    assert remote_log(bare) == []
+    # a new user memory is now held rather than put where it would travel
+    (a.memory / "user_vim.md").write_bytes(USER_FACT.replace(b"prefers-tabs", b"uses-vim"))
+    held = a.okfgit("status", cwd=a.proj, expect=2)
+    assert "user_vim.md: a user memory (about you, not the project) goes to the global tier, which is pushed" in held.out
+
+    # the person opts in: then the remote receives exactly the tier
+    a.git("config", "okf.pushUserMemories", "true")
+    a.okfgit("sync", "--fetch", cwd=a.proj)
+    assert remote_log(bare) and remote_log(bare)[0] == a.head()
+    assert "memory/uses-vim.md" in a.git("ls-tree", "-r", "--name-only", "HEAD").out

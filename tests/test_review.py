@@ -125,12 +125,13 @@ def test_approved_by_clears_needs_human(tmp_path: Path, okfgit: Runner, env: dic
     ok = okfgit("review", "main...feature", "--approved-by", "human:alice", "--approved-by", "human:bob",
                 "--format", "markdown", cwd=repo, expect=0)
     assert ok.out.startswith("## okfgit review: merge\n")
-    assert "Approved by human:alice, human:bob" in ok.out
+    # on the command line an approval is only asserted, and says so
+    assert "Approved by human:alice, human:bob (asserted with --approved-by; okfgit did not verify it)" in ok.out
     data = json.loads(ok.out.rsplit("```okf-review\n", 1)[1][: -len("```\n")])
     assert data["verdict"] == "merge" and data["approved_by"] == ["human:alice", "human:bob"]
     [finding] = data["findings"]
     assert finding["severity"] == "approved" and finding["code"] == "human-reviewed-changed"
-    assert finding["message"].endswith("(approved by human:alice, human:bob)")
+    assert finding["message"].endswith("(approved by human:alice, human:bob, asserted)")
     text = okfgit("review", "main...feature", "--approved-by", "human:alice", cwd=repo, expect=0).out
     assert ": approved: human-reviewed-changed: " in text and "Verdict: merge. A person approved" in text
     bad = okfgit("review", "main...feature", "--approved-by", "alice", cwd=repo, expect=2)
@@ -658,3 +659,26 @@ def test_a_tree_looked_up_path_by_path_answers_as_the_walked_tree(tmp_path: Path
     for path in [*whole, *odd]:
         assert (path in lazy, lazy.get(path)) == (path in whole, whole.get(path)), path
     assert lazy.copy() == whole and dict(lazy.items()) == whole and sorted(lazy) == sorted(whole)
+
+
+def test_a_log_is_append_only(tmp_path: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:
+    repo = _base(tmp_path, env)
+    log = "# Project log\n\n## 2026-01-05\n- **Decision**: cache for one day.\n  Measured on staging.\n"
+    _commit(repo, git, {"log.md": log}, "Start a log")
+    start = git("rev-parse", "HEAD", cwd=repo).out.strip()
+    added = log.replace("## 2026-01-05\n", "## 2026-01-06\n- Cache hit rate is 80%.\n\n## 2026-01-05\n")
+    _commit(repo, git, {"log.md": added}, "Log a measurement")
+    appended = _review_range(okfgit, repo, f"{start}..HEAD", expect=0)
+    assert appended["verdict"] == "merge" and appended["findings"] == []
+
+    edited = added.replace("  Measured on staging.", "  Measured in production.")
+    _commit(repo, git, {"log.md": edited}, "Fix the log")
+    data = _review_range(okfgit, repo, f"{start}..HEAD", expect=2)
+    assert data["verdict"] == "request-changes"
+    [finding] = [f for f in data["findings"] if f["code"] == "log-rewritten"]
+    assert finding["severity"] == "error" and finding["file"] == "log.md"
+    assert "'- **Decision**: cache for one day.' of 2026-01-05" in finding["message"]
+
+    _commit(repo, git, {"log.md": None}, "Drop the log")
+    removed = _review_range(okfgit, repo, f"{start}..HEAD", expect=2)
+    assert [f["code"] for f in removed["findings"] if f["severity"] == "error"] == ["log-rewritten"]

@@ -30,7 +30,8 @@ def test_run_start_scaffolds_one_commit_and_sets_the_active_run(project: Path, o
     assert git("status", "--porcelain", cwd=project).out == ""
     assert git("rev-list", "--count", "HEAD", cwd=job).out == "1\n"
     assert _files(git, job) == ["STATE.md", "index.md", "log.md", "notes/index.md"]
-    assert trailers_by_git(git, job) == [("Okf-Operation", "run"), ("Okf-Tool", "okfgit 0.1.0"), ("Okf-Run", "r1")]
+    assert trailers_by_git(git, job) == [("Okf-Operation", "run"), ("Okf-Tool", "okfgit 0.1.0"),
+                                         ("Okf-Actor", "human:author@example.com"), ("Okf-Run", "r1")]
     assert (job / "log.md").read_text() == "# Run r1 log\n\n## 2025-11-30\n- **Start**: run r1 started.\n"
     state = okf.split((job / "STATE.md").read_bytes(), "STATE.md")
     assert state.meta["type"] == "Run State" and state.meta["scope"] == "job"
@@ -62,10 +63,12 @@ def test_note_is_one_commit_with_index_and_log(project: Path, okfgit: Runner, gi
     changed = git("show", "--name-only", "--format=", "HEAD", cwd=job).out.split()
     assert changed == ["index.md", "log.md", "notes/index.md", "notes/warm-the-cache-first.md"]
     trailers = trailers_by_git(git, job)
-    assert trailers[0] == ("Okf-Operation", "note") and trailers[2][0] == "Okf-Id"
+    assert trailers[0] == ("Okf-Operation", "note") and trailers[3][0] == "Okf-Id"
+    assert trailers[2] == ("Okf-Actor", "human:author@example.com")
     data = (job / "notes" / "warm-the-cache-first.md").read_bytes()
     meta = okf.split(data, "n").meta
-    assert meta["okf_id"] == trailers[2][1]
+    assert meta["okf_id"] == trailers[3][1]
+    assert meta["generated"]["by"] == "human:author@example.com"
     assert {k: meta[k] for k in ("type", "title", "description", "tags", "scope", "generalizes")} == {
         "type": "Lesson", "title": "Warm the cache first", "description": "Cold runs vary threefold.",
         "tags": ["perf"], "scope": "job", "generalizes": "yes"}

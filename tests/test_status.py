@@ -195,3 +195,21 @@ def test_a_concept_without_an_okf_id_is_not_projected_and_named(project: Path, m
     assert json.loads(okfgit("status", "--json", cwd=project, expect=2).out)["unprojected"] == ["project:no-id.md"]
     (project / ".git" / "okf" / "state.db").unlink()  # no projection recorded: read from the cards instead
     assert json.loads(okfgit("status", "--json", cwd=project, expect=2).out)["unprojected"] == ["project:no-id.md"]
+
+
+def test_doctors_errors_are_listed_and_exit_2(project: Path, mem: Path, home: Path, okfgit: Runner,
+                                              git: Runner) -> None:
+    okfgit("sync", cwd=project)
+    bad = project / ".okf" / "bad.md"
+    bad.write_text("---\ntype: Note\ntitle: Bad\ndescription: Links nowhere.\nscope: project\n"
+                   "okf_id: 11111111-1111-4111-8111-111111111111\nokf_source: authored\n---\n\nSee [x](missing.md).\n")
+    git("add", ".okf", cwd=project)
+    git("commit", "-q", "-m", "bad", cwd=project)
+    out = text(okfgit, project, mem, home, expect=2)
+    assert ("doctor errors: 2 (`okfgit doctor` says more)\n"
+            "  project:bad.md:10: dangling-link: link to missing.md: missing.md does not exist in the tier\n"
+            "  project:index.md: index-omission: does not list bad.md (run `okfgit index`)\n") in out
+    assert out.endswith("needs a person: 2 doctor error(s)\n")
+    report = json.loads(okfgit("status", "--json", cwd=project, expect=2).out)
+    assert [(f["file"], f["code"]) for f in report["doctor_errors"]] == [("project:bad.md", "dangling-link"),
+                                                                          ("project:index.md", "index-omission")]

@@ -29,7 +29,8 @@ def test_new_is_one_commit_with_trailers_and_index(project: Path, okfgit: Runner
     trailers = trailers_by_git(git, project)
     assert trailers[0] == ("Okf-Operation", "new")
     assert trailers[1] == ("Okf-Tool", "okfgit 0.1.0")
-    assert trailers[2][0] == "Okf-Id" and okf.is_valid_okf_id(trailers[2][1])
+    assert trailers[2] == ("Okf-Actor", "human:author@example.com")
+    assert trailers[3][0] == "Okf-Id" and okf.is_valid_okf_id(trailers[3][1])
     index = git("show", "HEAD:.okf/decisions/index.md", cwd=project).out
     assert "- [Cache Policy](cache-policy.md) \u2014 We cache for a day.\n" in index
     assert git("status", "--porcelain", cwd=project).out == ""

@@ -202,12 +202,12 @@ def test_mid_rebase_capture_is_deferred_and_projection_still_runs(project: Path,
     git("rebase", "other", cwd=project, expect=1)  # stops on the conflict
     write_memory(mem, "feedback_testing.md", CURRENT)
     result = okfgit("sync", cwd=project)
-    assert result.out == "okfgit sync: capture deferred (repository busy), projected 2 file(s)\n"  # AGENTS.md, MEMORY.md
+    assert result.out == ("okfgit sync: rebase in progress: finish it, then okfgit sync, projected 2 file(s)\n")
     assert "okfgit: warning: capture deferred: " in result.err and "in the middle of a rebase" in result.err
     assert (mem / "feedback_testing.md").read_bytes() == CURRENT  # waits for the next sync, untouched
     assert (project / "AGENTS.md").exists()
-    status = okfgit("status", cwd=project).out
-    assert "captures pending: 1\n" in status
+    status = okfgit("status", cwd=project, expect=2).out  # a rebase to finish needs the person
+    assert "captures pending: 1\n" in status and "rebase in progress: finish it, then okfgit sync\n" in status
     git("rebase", "--abort", cwd=project)
     assert "captured 1" in okfgit("sync", cwd=project).out
 

@@ -38,7 +38,7 @@ def adopt_cmd(src: Path | None, scope: str, folder: str | None, dry_run: bool, r
     ctx, ws = workspace(repo, run, new_run=scope == "job")  # adopting into a run creates it
     ctx = with_progress(ctx, quiet=as_json)
     if dry_run:
-        result = adopt.adopt_plan(ws, src, scope, folder)
+        result = adopt.adopt_plan(ctx, ws, src, scope, folder)
     else:
         result = adopt.adopt(ctx, ws, src, scope, folder)
     if as_json:

@@ -27,8 +27,10 @@ def hooks_cmd() -> None:
 
     Git hooks (post-checkout, post-merge, post-commit, post-rewrite) go into the folder
     git runs hooks from (core.hooksPath respected) and run `okfgit sync` after git has
-    finished; they never make a git command fail. With --agent claude, Claude Code's
-    SessionStart, SessionEnd and PreCompact hooks are added to its settings.json; with
+    finished; they never make a git command fail. The same install sets up okfgit's merge
+    driver in the repository's git config (merge.okfgit.driver), which merges the project
+    tier's index.md, log.md and concepts by what they mean. With --agent claude, Claude
+    Code's SessionStart, SessionEnd and PreCompact hooks are added to its settings.json; with
     --agent gemini, Gemini CLI's SessionStart, SessionEnd and PreCompress hooks to its.
     """
 
@@ -95,6 +97,9 @@ def status_cmd(repo: Path | None, as_json: bool) -> None:
             if h.state in ("absent", "foreign") and h.legacy:
                 note = f" ({h.name}{hooks.LEGACY_SUFFIX} present)"
             click.echo(f"  {h.name:<14} {h.state}{note}")
+        note = {"absent": " (run `okfgit hooks install`: until then git merges .okf/**/*.md as text)",
+                "outdated": " (runs another command: `okfgit hooks install` updates it)"}.get(git_status.driver, "")
+        click.echo(f"  {'merge driver':<14} {git_status.driver}{note}")
         if git_status.last_error:
             click.echo(f"last hook error ({where.log}): {git_status.last_error}")
     for agent in agents:

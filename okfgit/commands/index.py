@@ -27,7 +27,7 @@ def index_cmd(scope: str, check: bool, dry_run: bool, repo: Path | None, run: st
     """
     ctx, ws = workspace(repo, run)
     if check or dry_run:
-        result = indexing.plan_index(ws, scope, check=check)
+        result = indexing.plan_index(ctx, ws, scope, check=check)
     else:
         result = indexing.regenerate_indexes(ctx, ws, scope)
     if as_json:

@@ -65,7 +65,7 @@ def sync_cmd(hook: str | None, wait_s: float, quiet: bool, fetch: bool, dry_run:
     ctx = with_progress(ctx, quiet=quiet or hook is not None)
     if quiet and ws.project_repo is None:
         return 0  # a session outside any git repository: nothing to sync
-    report = sync.sync(ctx, ws, wait_s=wait_s, run_arg=run, fetch=fetch)
+    report = sync.sync(ctx, ws, wait_s=wait_s, run_arg=run, fetch=fetch, hook=hook, hook_args=hook_args)
     line = sync.summary_line(report)
     if hook is not None:
         if line != NOTHING_TO_DO or report.failed:

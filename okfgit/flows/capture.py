@@ -21,12 +21,13 @@ import os
 import posixpath
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from okfgit.records import field, record
-from okfgit.format import agent_memory, names
+from okfgit.format import actors, agent_memory, lifecycle, names
+from okfgit.format.trailers import path_field
 from okfgit.format import concept as okf
 from okfgit.local import state
 from okfgit.knowledge import capture_policy as switch
@@ -46,8 +47,9 @@ if TYPE_CHECKING:  # index_md is read where a capture writes an index (sync's us
 MAX_BYTES = 1024 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 CAPTURE_FOLDER = "memory"
-AGENT_ACTOR = "claude-code/memory"
-GEMINI_ACTOR = "agent:gemini-cli"
+AGENT_ACTOR = actors.CLAUDE_CODE  # whoever runs sync, the words captured are the agent's
+GEMINI_ACTOR = actors.GEMINI_CLI
+SIBLINGS = ("conflict", "proposal")  # actions committed as a needs-merge sibling
 CAPTURING = "capturing memory files"  # what a person watching a long capture is told
 
 
@@ -99,7 +101,7 @@ def gemini_source(folder: Path, short_id: str) -> Source:
 class Captured:
     """One memory file that becomes (part of) a commit."""
 
-    action: str  # "new" | "update" | "conflict"
+    action: str  # "new" | "update" | "conflict" | "proposal" (a protected concept's: a sibling too)
     origin: str  # path relative to the memory folder
     file_oid: str
     okf_id: str
@@ -169,7 +171,13 @@ class Report:
 
     @property
     def conflicts(self) -> list[Captured]:
-        return [c for c in self.captured if c.action == "conflict"]
+        """Every file committed as a needs-merge sibling: conflicts and proposals."""
+        return [c for c in self.captured if c.action in SIBLINGS]
+
+    @property
+    def proposals(self) -> list[Captured]:
+        """An agent's version of a protected concept (``lifecycle.protected_by``)."""
+        return [c for c in self.captured if c.action == "proposal"]
 
 
 NO_PROJECT_TIER = (
@@ -177,6 +185,9 @@ NO_PROJECT_TIER = (
     "memories belong to no knowledge base; run `okfgit init --scope project` to start capturing"
 )
 USER_TYPE = "user"  # Claude Code's memory type for facts about the person
+
+
+_NARROW = {"job": 0, "project": 1, "global": 2}  # how far a tier's knowledge travels
 
 
 class Held(Exception):
@@ -195,47 +206,67 @@ class Routes:
     global_: Tier
     user_memories: str  # "global" | "project" (.okf/okfgit.toml)
     to: Tier | None  # --to: the person's explicit choice
+    pushed_to: str | None = None  # the global tier's remote, unless the person shares user memories there
 
     @classmethod
     def of(cls, ws: Workspace, to: str | None) -> Routes:
+        global_ = ws.tier("global")
+        pushed_to = None
+        if global_.exists():
+            from okfgit.flows import exchange
+
+            reader = global_.reader()
+            remote = exchange.target(reader)
+            if remote is not None and not exchange.shares_user_memories(reader):
+                pushed_to = remote.shown
         return cls(
             project=ws.tier("project"),
             job=ws.tier("job") if ws.run else None,
-            global_=ws.tier("global"),
+            global_=global_,
             user_memories=switch.user_memories(ws.project_repo),
             to=ws.tier(check_scope(to)) if to else None,
+            pushed_to=pushed_to,
         )
 
     def tiers(self) -> list[Tier]:
         """Every tier a new fact may land in."""
         return [t for t in (self.job, self.project, self.global_) if t is not None]
 
-    def route(self, meta: dict[str, Any], personal: bool = False) -> Tier:
-        """The tier a new fact goes to, by what it is about; ``Held`` when it cannot go anywhere yet.
+    def route(self, meta: dict[str, Any], private: bool = False) -> Tier:
+        """The tier a new fact goes to, decided by okfgit; ``Held`` when it cannot go anywhere yet.
 
-        1. ``--to``; 2. the memory's own ``scope:`` when that tier exists; 3. a ``user`` memory
-        (about the person; every file of a ``personal`` folder, Gemini CLI's private notes): the
-        global tier, unless the project takes them; 4. anything else
-        (``project``, ``feedback``, ``reference``, untyped): the active run's job tier, else the
-        project tier. The caller has already made sure the project tier exists.
+        1. ``--to`` (a person's explicit choice); otherwise the tier for what the memory is
+        about: a ``user`` memory (about the person; every file of a ``private`` folder, Gemini
+        CLI's notes) the global tier, unless the project takes them; anything else (``project``, ``feedback``, ``reference``, untyped) the active run's
+        job tier, else the project tier. 2. The memory's own ``scope:`` may narrow that (job is
+        narrower than project, project than global), never widen it: text an agent wrote does
+        not send a fact out of a project or a run (widening is a person's ``promote``). A user
+        memory is held while the global tier is missing, or is pushed to a remote the person
+        has not opted in to share such facts with. The caller has made sure the project tier exists.
         """
         if self.to is not None:
             return self.to
+        personal = (private or memory_type(meta) == USER_TYPE) and self.user_memories == "global"
+        widest = self.global_ if personal else self.job if self.job is not None else self.project
         own = meta.get("scope")
         for tier in self.tiers():
-            if own == tier.name and tier.exists():
+            if own == tier.name and tier.exists() and _NARROW[tier.name] <= _NARROW[widest.name]:
                 return tier
-        if (personal or memory_type(meta) == USER_TYPE) and self.user_memories == "global":
-            if not self.global_.exists():
-                what = "a private note (Gemini CLI keeps it out of the repository)" if personal else \
-                    "a user memory (about you, not the project)"
-                raise Held(
-                    f"{what} goes to the global tier, which does not exist "
-                    "yet; run `okfgit init --scope global` to create it (or set user_memories = \"project\" "
-                    f"in {switch.SETTINGS_PATH}); left in the memory folder"
-                )
-            return self.global_
-        return self.job if self.job is not None else self.project
+        what = "a private note (Gemini CLI keeps it out of the repository)" if private else \
+            "a user memory (about you, not the project)"
+        if personal and not self.global_.exists():
+            raise Held(
+                f"{what} goes to the global tier, which does not exist "
+                "yet; run `okfgit init --scope global` to create it (or set user_memories = \"project\" "
+                f"in {switch.SETTINGS_PATH}); left in the memory folder"
+            )
+        if personal and self.pushed_to is not None:
+            raise Held(
+                f"{what} goes to the global tier, which is pushed to "
+                f"{self.pushed_to}; facts about you stay on this machine unless you share them: "
+                f"`git -C {self.global_.repo_path} config okf.pushUserMemories true`; left in the memory folder"
+            )
+        return widest
 
 
 def memory_type(meta: dict[str, Any]) -> str:
@@ -246,10 +277,12 @@ def memory_type(meta: dict[str, Any]) -> str:
 
 
 def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: bool = False,
-                 owned: state.State | None = None, unchanged: str | None = None) -> Report:
-    """Read the memory folder and plan the capture commits; writes nothing (but caches).
+                 owned: state.State | None = None, unchanged: str | None = None, branch: str | None = None) -> Report:
+    """Read the memory folders and plan the capture commits; writes nothing (but caches).
     ``owned`` is the ownership record when the caller already holds it; with ``unchanged``
-    (see ``capture``) the folder has nothing to take: it is not read."""
+    (see ``capture``) Claude Code's folder has nothing to take: it is not read. ``branch``: the
+    project tier's branch the memories were written on when it is not the one checked out now
+    (a post-checkout's previous branch): read there, and committed there."""
     if ws.project_repo is None:
         raise UsageError("capture needs a project repository: run it inside one or pass --repo")
     decision = switch.capture_decision(ctx, ws)
@@ -259,7 +292,8 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
     choice = memory_dir(project_repo.main_workdir, ctx.environ, ctx.home, project_root=project_repo.workdir)
     report.memory_dir = choice.path
     report.memory_source = choice.source
-    if not project_tier.has_kb():
+    at = {project_tier.label: project_repo.resolve(f"refs/heads/{branch}")} if branch is not None else {}
+    if not (project_tier.has_kb() if not at else project_repo.tree_oid(at[project_tier.label], project_tier.prefix)):
         # Nowhere to put this repository's facts: the global tier would carry them into
         # every other project (and a person's facts need the person to set a tier up).
         report.enabled = False
@@ -293,7 +327,7 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
     if gemini is not None:
         _read_folder(gemini, st, report, candidates)
     if candidates:
-        _classify_all(ctx, ws, to, st, candidates, report, present)
+        _classify_all(ctx, ws, to, st, candidates, report, present, _At(at, branch))
     if report.unchanged_all is None:
         skipped = {o for o, _ in report.skipped}
         renamed = {n for c in report.captured if c.action == "update" and c.source is claude
@@ -351,13 +385,22 @@ def _read_folder(source: Source, st: state.State, report: Report,
     return frozenset(origin for origin, _, _ in files)
 
 
+class _At(NamedTuple):
+    """Where a capture reads and commits a tier when it is not at HEAD: tier label -> commit,
+    and the branch (of the project tier) those commits go on."""
+
+    commits: Mapping[str, str]
+    branch: str | None
+
+
 def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State,
-                  candidates: list[tuple[Source, str, bytes, str]], report: Report, present: frozenset[str]) -> None:
+                  candidates: list[tuple[Source, str, bytes, str]], report: Report, present: frozenset[str],
+                  at: _At = _At({}, None)) -> None:
     """Decide each file okfgit did not write (new, update, conflict, a copy) and plan the commits."""
     routes = Routes.of(ws, to)
     tiers = ws.active()
     tiers += [t for t in routes.tiers() if t.label not in {k.label for k in tiers}]
-    kb = _Known(tiers)
+    kb = _Known(tiers, at)
     for done, (source, origin, data, oid) in enumerate(candidates):
         if done and not done % 100:
             ctx.progress(CAPTURING, done, len(candidates))
@@ -375,13 +418,24 @@ def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State,
             report.copies[label] = oid
             continue
         report.captured.append(item)
-        if item.action == "conflict":
+        if item.action == "proposal":
+            report.warnings.append(proposal_warning(label, item))
+        elif item.action == "conflict":
             report.warnings.append(
                 f"{label}: {item.why}; kept the KB's version and committed the agent's as "
                 f"{item.tier.label}:{item.kb_path} (needs a person to merge)"
             )
     ctx.progress(CAPTURING, len(candidates), len(candidates))
     report.plan = _build_plan(report.captured, kb)
+
+
+def proposal_warning(origin: str, item: Captured) -> str:
+    """What a person is told when an agent rewrote a protected concept: the concept, who
+    verified it, where the agent's words are, and the two commands that decide."""
+    where = f"{item.tier.label}:{item.kb_path}"
+    return (f"{origin}: {item.why}; the KB keeps it unchanged and the agent's version is committed as {where} "
+            f"for a person to decide: accept it with `okfgit proposal accept {where}`, or drop it with "
+            f"`okfgit proposal drop {where}`")
 
 
 def _why(exc: OkfError, origin: str) -> str:
@@ -394,7 +448,7 @@ def _why(exc: OkfError, origin: str) -> str:
 
 
 def capture(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: bool = False,
-            owned: state.State | None = None, unchanged: str | None = None) -> Report:
+            owned: state.State | None = None, unchanged: str | None = None, branch: str | None = None) -> Report:
     """Plan and (unless ``dry_run``) commit the capture; then record the captured files as okfgit's.
 
     ``owned`` is the ownership record as the caller holds it (``sync`` loads it once and hands
@@ -403,7 +457,7 @@ def capture(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: bool
     repository's write lock (sync already holds it), so a concurrent ``new`` waits rather
     than interleaving. ``unchanged``: a memory folder that is exactly as the last sync left it,
     whose capture left nothing waiting (sync's stamp says so): when it is this repository's
-    memory folder, no file of it is read.
+    memory folder, no file of it is read. ``branch``: see ``plan_capture``.
     """
     # A capture keeps a few objects per memory file (its bytes, their parse, the plan) until
     # it is done and frees none before: the cyclic collector would only walk them again and
@@ -414,18 +468,18 @@ def capture(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: bool
         if dry_run or ws.project_repo is None:
             return plan_capture(ctx, ws, to=to, owned=owned)
         with writing(ctx, ws.tier("project")):
-            return _capture_locked(ctx, ws, to, owned, unchanged)
+            return _capture_locked(ctx, ws, to, owned, unchanged, branch)
     finally:
         if collecting:
             gc.enable()
 
 
 def _capture_locked(ctx: Context, ws: Workspace, to: str | None, owned: state.State | None,
-                    unchanged: str | None = None) -> Report:
+                    unchanged: str | None = None, branch: str | None = None) -> Report:
     loaded_here = owned is None
     if owned is None:
         owned = state.load(ws.tier("project").reader().common_dir)
-    report = plan_capture(ctx, ws, to=to, owned=owned, unchanged=unchanged)
+    report = plan_capture(ctx, ws, to=to, owned=owned, unchanged=unchanged, branch=branch)
     if not report.plan.empty:
         with writing(ctx, *{c.tier for c in report.plan.commits}):
             done = apply(ctx, report.plan)
@@ -454,11 +508,12 @@ class _Known:
     """What the tiers hold at HEAD: the merged view of their cards (cached by tree OID, so
     recognising edits costs no parse of the whole KB), and snapshots for what is written."""
 
-    def __init__(self, tiers: list[Tier]) -> None:
+    def __init__(self, tiers: list[Tier], at: _At = _At({}, None)) -> None:
         from okfgit.knowledge.merged import Merged
 
         self.tiers = {t.label: t for t in tiers}
-        self.cards = {t.label: TierCards(t) for t in tiers}
+        self.at = at
+        self.cards = {t.label: TierCards(t, commit=at.commits.get(t.label)) for t in tiers}
         self.view = Merged(list(self.cards.values()))
         self._snaps: dict[str, Snapshot] = {}
         self._taken: dict[str, set[str]] = {}
@@ -477,8 +532,12 @@ class _Known:
         if tier.label not in self._snaps:
             from okfgit.knowledge.snapshot import snapshot
 
-            self._snaps[tier.label] = snapshot(tier)
+            self._snaps[tier.label] = snapshot(tier, self.at.commits.get(tier.label))
         return self._snaps[tier.label]
+
+    def branch(self, tier: Tier) -> str | None:
+        """The branch a commit to ``tier`` goes on when it is not the one checked out."""
+        return self.at.branch if tier.label in self.at.commits else None
 
     def concept(self, tier: Tier, path: str) -> Concept:
         return self.snapshot(tier).concept(path)
@@ -626,9 +685,9 @@ def _decide(ctx: Context, source: Source, origin: str, data: bytes, oid: str, ro
                 return None  # Claude Code restamped the concept: nothing new to commit
             new, split = agent_memory.edit(kb.snapshot(tier).blob(kb_path), kb_path, meta, parsed.body,
                                            keep=agent_memory.STAMPS)
-            return _edit(source, origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st,
+            return _edit(ctx, source, origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st,
                          *_updated(new, origin, split, tier), present=present, stamps=shape.stamps)
-        return _edit(source, origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st,
+        return _edit(ctx, source, origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st,
                      *_updated(data, origin, parsed, tier), present=present)
     if okf.is_valid_okf_id(okf_id):
         # Not a new fact: a concept since removed from the KB, or one another repository
@@ -653,7 +712,7 @@ def _decide(ctx: Context, source: Source, origin: str, data: bytes, oid: str, ro
             new, split = _updated(new, origin, split, tier)
         else:
             _, new, split = _migrate(ctx, source, origin, data, parsed, tier, known.okf_id)
-        return _edit(source, origin, oid, known.okf_id, tier, kb_path, head_oid, kb, st, new, split)
+        return _edit(ctx, source, origin, oid, known.okf_id, tier, kb_path, head_oid, kb, st, new, split)
     dest = routes.route(meta, source.personal)
     new_id, migrated, split = _migrate(ctx, source, origin, data, parsed, dest, stamped=stamped, unfolded=meta)
     name = okf.one_line(meta.get("name")) or posixpath.basename(origin)[:-3]
@@ -661,12 +720,12 @@ def _decide(ctx: Context, source: Source, origin: str, data: bytes, oid: str, ro
     return Captured("new", origin, oid, new_id, dest, kb_path, migrated, parsed=split, source=source)
 
 
-def _edit(source: Source, origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid: str, kb: _Known,
-          st: state.State, data: bytes, split: okf.Parsed, *, present: frozenset[str] = frozenset(),
-          stamps: dict[str, Any] | None = None) -> Captured | None:
+def _edit(ctx: Context, source: Source, origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str,
+          head_oid: str, kb: _Known, st: state.State, data: bytes, split: okf.Parsed, *,
+          present: frozenset[str] = frozenset(), stamps: dict[str, Any] | None = None) -> Captured | None:
     """An agent's edit (``data``, and ``split`` its parse): an update when the KB still holds
-    what okfgit projected, else a conflict (None when that very variant is already committed
-    as a sibling).
+    what okfgit projected and the concept is not protected; a proposal when it is protected;
+    else a conflict (None when that very variant is already committed as a sibling).
 
     A file holding a concept at another name than the one okfgit projected it to, whose
     projected file is gone from the folder, is that file renamed (Claude Code's consolidation
@@ -675,21 +734,30 @@ def _edit(source: Source, origin: str, oid: str, okf_id: str, tier: Tier, kb_pat
     ``.git/okf/``), Claude Code's own ``modified`` stamp decides: an edit made after the
     concept last changed in the tier started from the current concept."""
     projected = source.projected(st, origin)
+    # The one rule: what a person verified, and a Decision, no agent changes in place.
+    guarded = lifecycle.protected_by(kb.concept(tier, kb_path).meta)
     if source.name == agent_memory.CLAUDE and (projected is None or projected.okf_id != okf_id):
         before = [(n, r) for n, r in st.projected(okf_id) if n != origin] if okf_id else []
         if before and all(n not in present for n, _ in before):
             projected = _Projected(okf_id, before[0][1].oid)  # renamed: okfgit's file is gone, this one holds it
             if split.meta.get("okf_origin") != origin:
                 data, split = okf.set_keys_split(data, origin, {"okf_origin": origin}, parsed=split)
-        elif not before and _edited_after(stamps, kb, tier, kb_path):
+        elif not before and not guarded and _edited_after(stamps, kb, tier, kb_path):
             return Captured("update", origin, oid, okf_id, tier, kb_path, data, parsed=split, source=source)
-    if projected is not None and projected.oid == head_oid and projected.okf_id in (None, okf_id):
+    if projected is not None and projected.oid == head_oid and projected.okf_id in (None, okf_id) and not guarded:
         return Captured("update", origin, oid, okf_id, tier, kb_path, data, parsed=split, source=source)
     if _sibling_has(kb.snapshot(tier), names.needs_merge_path(kb_path), data, origin):
         # A sync killed after its commit and before recording the file: committing it again
         # would add a second, identical needs-merge sibling.
         return None
     sibling = kb.free_path(tier, names.needs_merge_path(kb_path))
+    if guarded:
+        # The agent's words, said to be the agent's: a person's ``verified`` copied along
+        # would vouch for text they never saw.
+        data, split = okf.set_keys_split(data, origin, {"generated": {"by": source.actor, "at": ctx.iso_now()}},
+                                         remove=("verified",), parsed=split)
+        why = f"{tier.label}:{kb_path} is {guarded}, so no agent changes it in place"
+        return Captured("proposal", origin, oid, okf_id, tier, sibling, data, why, split, source=source)
     if projected is None or projected.okf_id not in (None, okf_id):
         why = (f"the agent edited a copy of {tier.label}:{kb_path} that okfgit never projected to this file, "
                "so it cannot tell which version the agent started from")
@@ -851,26 +919,24 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
         known = {c.kb_path: index.item_from(c.parsed.meta, c.kb_path) for c in group if c.parsed is not None}
         changes.update(index.regenerate(snap, changes, index.affected_folders(list(changes)),
                                         items=kb.index_items(tier), changed_items=known))
-        sources = sorted({c.agent for c in group}, key=agent_memory.SOURCES.index)
-        trailers = [("Okf-Source", name) for name in sources]
-        trailers += [("Okf-Captured", f"{c.okf_id} {_trailer_path(c.label)} {c.file_oid}") for c in group]
+        agents = {c.agent: c.source.actor if c.source is not None else AGENT_ACTOR for c in group}
+        sources = sorted(agents, key=agent_memory.SOURCES.index)
+        # One commit per tier: when two agents' files land in it, each agent is an actor of it.
+        trailers = [("Okf-Actor", agents[name]) for name in sources[1:]]
+        trailers += [("Okf-Source", name) for name in sources]
+        trailers += [("Okf-Captured", f"{c.okf_id} {path_field(c.label)} {c.file_oid}") for c in group]
         count = len(group)
-        agents = {agent_memory.CLAUDE: "Claude Code", agent_memory.GEMINI: "Gemini CLI"}
-        whose = f"{agents[sources[0]]} memory" if len(sources) == 1 else "agents' memory"
-        subject = f"okf: capture {count} fact{'s' if count != 1 else ''} from {whose}"
+        whose = {agent_memory.CLAUDE: "Claude Code memory", agent_memory.GEMINI: "Gemini CLI memory"}
+        subject = f"okf: capture {count} fact{'s' if count != 1 else ''} from " + (
+            whose[sources[0]] if len(sources) == 1 else "agents' memory")
         # The trailers are the record of every file; the body names the first few for a person.
         body = "\n".join(f"- {c.action}: {c.label} -> {c.kb_path}" for c in group[:_BODY_LINES])
         if count > _BODY_LINES:
             body += f"\n- ... and {count - _BODY_LINES} more (one Okf-Captured trailer each)"
         old = {p: (snap.blob(p) if p in snap.entries else None) for p in changes}
         plan.commits.append(TierCommit(tier, "capture", subject, changes, tuple(trailers), body, old=old,
-                                       base=snap.commit))
+                                       base=snap.commit, actor=agents[sources[0]], branch=kb.branch(tier)))
     return plan
 
 
 _BODY_LINES = 20  # files named in a capture commit's body; the trailers list all
-
-
-def _trailer_path(origin: str) -> str:
-    return origin.replace("%", "%25").replace(" ", "%20")
-

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from okfgit.records import record
 from okfgit import fsutil
-from okfgit.format import index_md
+from okfgit.format import actors, index_md
+from okfgit.format import merge as merging
 from okfgit.format import concept as okf
 from okfgit.context import Context
 from okfgit.errors import BusyError, UsageError, ValidationError
@@ -53,12 +54,17 @@ class NewConcept:
 
 
 def actor(ctx: Context, tier: Tier, fallback: Path | None = None) -> str:
-    """``human:<id>`` for the person running okfgit (OKF actor convention).
+    """Who is writing, as an OKF actor (spec/okf-format.md §7): ``ctx.actor`` when the front
+    end knows it (an MCP client), else ``$OKF_ACTOR``, else ``agent:<name>`` when an agent's
+    shell runs the command, else ``human:<id>`` for the person running okfgit.
 
-    The author from the environment, else ``user.email``/``user.name`` as git reads them in
-    the tier's repository, or in ``fallback`` (the project repository) while the tier's
-    repository does not exist yet (``run start`` writes STATE.md before creating it).
+    The person's id is the author from the environment, else ``user.email``/``user.name`` as
+    git reads them in the tier's repository, or in ``fallback`` (the project repository) while
+    the tier's repository does not exist yet (``run start`` writes STATE.md before creating it).
     """
+    named = ctx.actor or actors.from_environment(ctx.environ)
+    if named:
+        return named
     who = ctx.environ.get("GIT_AUTHOR_EMAIL") or ctx.environ.get("GIT_AUTHOR_NAME")
     places = ([tier.repo_path] if tier.exists() else []) + ([fallback] if fallback is not None else [])
     for place in places if not who else []:
@@ -117,7 +123,8 @@ def new_plan(
     if tags:
         meta["tags"] = check_tags(tags)
     meta.update({"scope": tier.name, "okf_id": okf_id, "okf_source": "authored"})
-    meta["generated"] = {"by": actor(ctx, tier), "at": ctx.iso_now()}
+    by = actor(ctx, tier)  # the same actor in the frontmatter and in the commit's trailer
+    meta["generated"] = {"by": by, "at": ctx.iso_now()}
     if extra:
         meta.update(extra)
     text = body if body is not None else f"\n# {meta['title']}\n\n{meta.get('description', '')}\n".replace("\n\n\n", "\n\n")
@@ -136,6 +143,7 @@ def new_plan(
     plan = Plan(commits=[TierCommit(
         tier, "new", f"okf: add {path}", changes, trailers=(("Okf-Id", okf_id),),
         old={p: (snap.blob(p) if p in snap.entries else None) for p in changes}, base=snap.commit,
+        actor=by,
     )])
     return NewConcept(tier, path, okf_id, plan)
 
@@ -200,13 +208,16 @@ class Initialised:
     def message(self) -> str:
         if self.commit is None:
             return f"the {self.tier.label} tier is already initialised at {self.tier.root}"
+        if self.plan.commits and "index.md" not in self.plan.commits[0].changes:
+            return (f"the {self.tier.label} tier at {self.tier.root} now sends its files to okfgit's merge "
+                    f"driver ({merging.ATTRIBUTES}); `okfgit hooks install` sets the driver up in each clone")
         return f"initialised the {self.tier.label} tier at {self.tier.root}"
 
     def to_json(self) -> dict[str, object]:
         return {"tier": self.tier.label, "root": str(self.tier.root), "commit": self.commit, "message": self.message}
 
 
-def init_plan(ws: Workspace, scope: str) -> Initialised:
+def init_plan(ctx: Context, ws: Workspace, scope: str) -> Initialised:
     """Plan the tier's first commit (none when it has a root index already), and for the
     job tier the ``info/exclude`` line that keeps runs out of the project repository."""
     tier = ws.tier(scope)
@@ -214,17 +225,29 @@ def init_plan(ws: Workspace, scope: str) -> Initialised:
     plan = Plan()
     if tier.name == "job":
         plan.writes.extend(runstate_exclusion(ws))
+    changes: dict[str, bytes | None] = {}
+    if tier.name == "project":  # the tier that lives on a team's branches: merged by okfgit's driver
+        attributes = merging.attributes(snap.blob(merging.ATTRIBUTES) if merging.ATTRIBUTES in snap.entries else None)
+        if attributes is not None:
+            changes[merging.ATTRIBUTES] = attributes
     if "index.md" not in snap.entries:
-        changes: dict[str, bytes | None] = {"index.md": root_index(tier)}
+        changes["index.md"] = root_index(tier)
         if snap.commit is not None:
             changes.update(index_md.regenerate(snap, changes))
-        plan.commits.append(TierCommit(tier, "init", f"okf: initialise the {tier.label} tier", changes))
+        plan.commits.append(TierCommit(tier, "init", f"okf: initialise the {tier.label} tier", changes,
+                                       actor=actor(ctx, tier, ws.project_repo)))
+    elif changes:
+        plan.commits.append(TierCommit(
+            tier, "init", "okf: merge this tier's files with okfgit's merge driver", changes,
+            body="git merges index.md, log.md and concepts by what they mean once `okfgit hooks install`\n"
+                 "has set the driver up in a clone; a clone without it merges them as text.",
+            base=snap.commit, actor=actor(ctx, tier, ws.project_repo)))
     return Initialised(tier, plan)
 
 
 def init_tier(ctx: Context, ws: Workspace, scope: str) -> Initialised:
     """Bootstrap a tier: its repository (global, job), its root ``index.md``, a first commit."""
-    planned = init_plan(ws, scope)
+    planned = init_plan(ctx, ws, scope)
     done = apply(ctx, planned.plan).raise_failed()
     ensure_repo(ctx, planned.tier)
     planned.commit = done.commits[-1][1] if done.commits else None

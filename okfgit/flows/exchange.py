@@ -73,6 +73,7 @@ class Report:
     deferred: str | None = None
     busy: bool = False
     error: str | None = None
+    withheld: int = 0  # user memories that kept the push back (``shares_user_memories``)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -89,6 +90,8 @@ class Report:
                                                      if self.conflicts else ""))
         if self.pushed:
             out.append("pushed the global tier")
+        if self.withheld:
+            out.append(f"not pushed: {self.withheld} user memorie(s) stay on this machine")
         if self.unreachable:
             out.append(UNREACHABLE)
         if self.deferred:
@@ -252,6 +255,7 @@ def fetch_and_integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report
 
 def integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report) -> None:
     """Bring the fetched remote branch into the local one: fast-forward, or merge by concept."""
+    from okfgit.flows.concepts import actor
     from okfgit.knowledge import merge
     from okfgit.knowledge.snapshot import snapshot
 
@@ -270,9 +274,11 @@ def integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report) 
     merged = merge.merge(repo.tree_entries(base, tier.prefix) if base else {}, here, snapshot(tier, theirs))
     lines = [f"- conflict: {master} -> {sibling}" for master, sibling in merged.conflicts]
     lines += [f"- kept: {path} (deleted on one side, changed on the other)" for path in merged.kept]
+    lines += [f"- merged: {path} (each side changed other frontmatter keys)" for path in merged.merged]
     commit = TierCommit(
         tier, "merge", f"okf: merge the {tier.label} tier from {tg.shown}", merged.changes,
         trailers=(("Okf-Source", tg.shown),), body="\n".join(lines), merge_parent=theirs,
+        actor=actor(ctx, tier),
         old={p: (here.blob(p) if p in here.entries else None) for p in merged.changes},
     )
     done = apply(ctx, Plan(commits=[commit]))
@@ -288,8 +294,42 @@ def integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report) 
         report.warnings.append(f"{path}: deleted on one side and changed on the other; kept the changed version")
 
 
+SHARE_USER_MEMORIES = "okf.pushUserMemories"  # git config in the global tier: "true" opts in
+
+
+def shares_user_memories(repo: Reader) -> bool:
+    """The person opted in to pushing facts about themselves (Claude Code's ``user`` memories)
+    to the global remote: ``git config okf.pushUserMemories true`` in the global tier."""
+    return (repo.config_get(SHARE_USER_MEMORIES) or "").strip().lower() in ("true", "yes", "on", "1")
+
+
+def user_memories(tier: Tier) -> list[str]:
+    """The tier's concepts of type ``user`` at HEAD: facts about the person, captured from
+    Claude Code's ``user`` memories (``capture.Routes``)."""
+    from okfgit.knowledge.cards import TierCards
+
+    facts = TierCards(tier).catalog.facts
+    return sorted(path for path, card in facts.items() if card.type.strip().casefold() == USER_TYPE)
+
+
+USER_TYPE = "user"
+
+
 def push(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report, timeout: float | None = None) -> None:
+    """Push the tier's branch, unless it holds user memories the person did not opt in to
+    share: what the remote receives is the whole branch, so then nothing is pushed."""
     from okfgit import transport
+
+    if not shares_user_memories(repo):
+        mine = user_memories(tier)
+        if mine:
+            report.withheld = len(mine)
+            report.warnings.append(
+                f"did not push the global tier to {tg.shown}: it holds {len(mine)} user memorie(s) (facts about you, "
+                f"such as {mine[0]}), which stay on this machine; move them out of the global tier, or share them with "
+                f"`git -C {tier.repo_path} config {SHARE_USER_MEMORIES} true`")
+            report.pending = counts(repo, tg)[0]
+            return
 
     timeout = timeout or timeout_s(repo)
     env = _env(repo, ctx, timeout)

@@ -18,14 +18,24 @@ from okfgit import fsutil
 from okfgit import plan as plan_mod
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, UsageError
-from okfgit.plan import FileMove, FileWrite, Plan
+from okfgit.format.names import MERGE_DRIVER
+from okfgit.plan import ConfigWrite, FileMove, FileWrite, Plan
 from okfgit import plumbing
 from okfgit.plumbing import clean_git_env
 from okfgit.local import fastpath, hooklog, paths
 from okfgit.local.noop import HOOK_NAMES
 
+# git's merge driver for the tier's files (``.okf/.gitattributes`` names it). When okfgit cannot
+# run at all (not on PATH for this git), the shell falls back to git's own text merge, so a
+# clone never gets ours left as the result.
+DRIVER_KEY = f"merge.{MERGE_DRIVER}.driver"
+DRIVER_NAME_KEY = f"merge.{MERGE_DRIVER}.name"
+DRIVER_COMMAND = ("okfgit merge-driver %O %A %B %L %P || { [ $? -eq 1 ] && exit 1; "
+                  "git merge-file --marker-size=%L -L ours -L base -L theirs %A %O %B; }")
+DRIVER_NAME = "okfgit: a tier's index.md, log.md and concepts merged by what they mean"
 MARKER = "# okfgit-hook: installed by `okfgit hooks install`; `okfgit hooks uninstall` restores what was here"
 LEGACY_SUFFIX = ".legacy"
+DRIVER_ACTION = "merge-driver"  # the install or uninstall report's line for the driver's config
 HOOK_MODE = 0o755
 
 
@@ -118,6 +128,7 @@ class Status:
     where: HooksDir
     hooks: tuple[HookState, ...]
     last_error: str | None  # the last entry in hook.log, on one line
+    driver: str = "absent"  # the merge driver in git config: installed | outdated | absent
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -127,13 +138,30 @@ class Status:
             "hooks": [h.to_json() for h in self.hooks],
             "log": str(self.where.log),
             "last_error": self.last_error,
+            "merge_driver": self.driver,
         }
 
 
 def status(repo_root: Path, environ: Mapping[str, str]) -> Status:
-    """Each okfgit hook's state in the folder git uses, and the last logged hook error."""
+    """Each okfgit hook's state in the folder git uses, the last logged hook error, and
+    whether git's config has okfgit's merge driver."""
     where = hooks_dir(repo_root, environ)
-    return Status(where, tuple(_state(where.path, name) for name in HOOK_NAMES), hooklog.last_error(where.common_dir))
+    return Status(where, tuple(_state(where.path, name) for name in HOOK_NAMES), hooklog.last_error(where.common_dir),
+                  driver_state(repo_root, environ))
+
+
+def driver_state(repo_root: Path, environ: Mapping[str, str]) -> str:
+    """``installed`` when git runs this okfgit's merge driver for ``merge=okfgit`` files,
+    ``outdated`` when it runs another command, ``absent`` when git merges them as text."""
+    value = _driver_config(repo_root, environ)
+    return "absent" if value is None else "installed" if value == DRIVER_COMMAND else "outdated"
+
+
+def _driver_config(repo_root: Path, environ: Mapping[str, str]) -> str | None:
+    located = plumbing.locate(repo_root)
+    if located is not None and not plumbing.config_may_set(environ, located[1], DRIVER_KEY):
+        return None  # no config git reads can name it: git need not be asked
+    return _git(repo_root, clean_git_env(environ), "config", "--get", DRIVER_KEY, check=False) or None
 
 
 def _state(folder: Path, name: str) -> HookState:
@@ -218,6 +246,17 @@ def plan_install(repo_root: Path, environ: Mapping[str, str]) -> HookChange:
             plan.moves.append(FileMove(state.path, where.path / (state.name + LEGACY_SUFFIX), action.detail))
         plan.writes.append(FileWrite(state.path, script(state.name), action.detail, fsync=False,
                                      old=None if action.action == "chain" else _read(state.path), mode=HOOK_MODE))
+    driver = driver_state(repo_root, environ)
+    if driver == "installed":
+        actions.append(Action(DRIVER_ACTION, "unchanged", "okfgit's merge driver is set up in git config"))
+    else:
+        detail = "set up okfgit's merge driver in git config" if driver == "absent" else \
+            "replace the merge driver command in git config with this okfgit's"
+        actions.append(Action(DRIVER_ACTION, "install" if driver == "absent" else "update", detail))
+        # The command first, the name last (and removed first): git refuses to merge at all while
+        # a driver has a name and no command.
+        plan.config.append(ConfigWrite(repo_root, DRIVER_KEY, DRIVER_COMMAND, detail))
+        plan.config.append(ConfigWrite(repo_root, DRIVER_NAME_KEY, DRIVER_NAME, detail))
     return HookChange(where, actions, plan)
 
 
@@ -246,6 +285,16 @@ def plan_uninstall(repo_root: Path, environ: Mapping[str, str]) -> HookChange:
             plan.moves.append(FileMove(where.path / (state.name + LEGACY_SUFFIX), state.path, action.detail))
         elif action.action == "remove":
             plan.writes.append(FileWrite(state.path, None, action.detail, fsync=False, old=_read(state.path)))
+    value = _driver_config(repo_root, environ)
+    if value is None:
+        actions.append(Action(DRIVER_ACTION, "unchanged", "no merge driver in git config"))
+    elif not value.startswith("okfgit merge-driver "):
+        actions.append(Action(DRIVER_ACTION, "keep-foreign", f"{DRIVER_KEY} runs another command: left as it is"))
+    else:
+        detail = "remove okfgit's merge driver from git config (git merges the tier's files as text again)"
+        actions.append(Action(DRIVER_ACTION, "remove", detail))
+        plan.config += [ConfigWrite(repo_root, DRIVER_NAME_KEY, None, detail),
+                        ConfigWrite(repo_root, DRIVER_KEY, None, detail)]
     return HookChange(where, actions, plan)
 
 

@@ -153,7 +153,7 @@ def start_plan(ctx: Context, ws: Workspace, task: str | None = None) -> tuple[Ti
     changes.update(index.regenerate(snap, changes, index.affected_folders([STATE])))
     plan.commits.append(TierCommit(
         tier, "run", f"okf: start run {tier.run}", changes, trailers=(("Okf-Run", tier.run or ""),),
-        old={p: None for p in changes},
+        old={p: None for p in changes}, actor=store.actor(ctx, tier, ws.project_repo),
     ))
     return tier, plan
 
@@ -215,7 +215,8 @@ def log_plan(ctx: Context, ws: Workspace, text: str) -> tuple[Tier, Plan]:
     changes: dict[str, bytes | None] = {LOG: new}
     summary = " ".join(text.split())
     subject = f"okf: log {summary[:60]}" + ("..." if len(summary) > 60 else "")
-    return tier, Plan(commits=[TierCommit(tier, "log", subject, changes, old={LOG: old}, base=snap.commit)])
+    return tier, Plan(commits=[TierCommit(tier, "log", subject, changes, old={LOG: old}, base=snap.commit,
+                                          actor=store.actor(ctx, tier))])
 
 
 def log(ctx: Context, ws: Workspace, text: str) -> RunChange:

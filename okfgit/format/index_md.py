@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from okfgit.format import markdown as links
@@ -313,6 +313,14 @@ def render(folder: str, intro: str, concepts: Mapping[str, Item], subfolders: Ma
 
     ``intro`` and ``outro`` are kept as they are; ``newline`` ends the lines okfgit adds.
     """
+    entries = [_entry(concepts[name].title, name, concepts[name].description) for name in sorted(concepts)]
+    entries += [_entry(name, f"{name}/index.md", subfolders[name]) for name in sorted(subfolders)]
+    return layout(folder, intro, entries, outro=outro, newline=newline)
+
+
+def layout(folder: str, intro: str, entries: list[str], *, outro: str = "", newline: str = "\n") -> bytes:
+    """An index page from its parts: the intro (given a heading, and the root's frontmatter,
+    when it lacks them), the entry lines as given, then the outro."""
     head = _without_final_breaks(intro)
     rest = intro[len(head):]  # the intro's own last line ending, if it has one
     ending = "\r\n" if rest.startswith("\r\n") else "\n" if rest else newline
@@ -325,8 +333,6 @@ def render(folder: str, intro: str, concepts: Mapping[str, Item], subfolders: Ma
     left_open = links.open_fence(head)
     if left_open is not None:  # else the entries would be code, the list no reader finds
         head += left_open + ending
-    entries = [_entry(concepts[name].title, name, concepts[name].description) for name in sorted(concepts)]
-    entries += [_entry(name, f"{name}/index.md", subfolders[name]) for name in sorted(subfolders)]
     text = head + (newline + newline.join(entries) + newline if entries else "")
     if outro:
         text += outro if entries else newline + outro
@@ -411,27 +417,40 @@ def form_of(lines: Iterable[Line]) -> Form:
     return Form(bullet, separator)
 
 
-def own_form(page: Page, folder: str, exists: Callable[[str], bool] = lambda path: True) -> bool:
+def own_form(page: Page, folder: str, exists: Callable[[str], bool] | None = None,
+             keys: Sequence[tuple[int, str] | None] | None = None) -> bool:
     """The page is okfgit's own (or has no entry yet), so okfgit rebuilds it: entries in
     okfgit's exact shape, for the folder's own concepts and subfolders only, those that
-    exist in okfgit's order (concepts by file name, then subfolders by name). Anything else
-    (another bullet or separator, entries for files elsewhere, another order) is the
-    bundle's or a person's, kept as written."""
-    keys = []
-    for line in page.entries:
+    exist (all, without ``exists``) in okfgit's order (concepts by file name, then subfolders
+    by name). Anything else (another bullet or separator, entries for files elsewhere,
+    another order) is the bundle's or a person's, kept as written. ``keys``: each entry's
+    ``order_key``, when the caller has worked them out."""
+    placed = []
+    for n, line in enumerate(page.entries):
         if not line.strict or line.target is None:
             return False
-        target = links.resolve(index_path(folder), line.target)
-        sub = _subfolder_name(folder, line.target)
-        if sub is not None:
-            key = (1, sub)
-        elif target.path is not None and parent(target.path) == folder:
-            key = (0, target.path.rsplit("/", 1)[-1])
-        else:
+        key = keys[n] if keys is not None else order_key(folder, line.target)
+        if key is None:
             return False
+        if exists is None:
+            placed.append(key)
+            continue
+        target = links.resolve(index_path(folder), line.target)
         if target.path is not None and exists(target.path):
-            keys.append(key)
-    return keys == sorted(keys)
+            placed.append(key)
+    return placed == sorted(placed)
+
+
+def order_key(folder: str, target: str) -> tuple[int, str] | None:
+    """Where an entry linking ``target`` stands in okfgit's order for ``folder``'s index: the
+    folder's concepts by file name, then its subfolders by name; None for any other target."""
+    sub = _subfolder_name(folder, target)
+    if sub is not None:
+        return (1, sub)
+    resolved = links.resolve(index_path(folder), target)
+    if resolved.path is not None and parent(resolved.path) == folder:
+        return (0, resolved.path.rsplit("/", 1)[-1])
+    return None
 
 
 def _heading_text(line: str) -> str:
@@ -778,6 +797,32 @@ def regenerate(
             text = rebuild(folder, page, entries, subfolders)
         if read(index_path(folder)) != text:
             out[index_path(folder)] = text
+    return out
+
+
+def emptied(snapshot: Tree, changes: Mapping[str, bytes | None] | None = None,
+            folders: Iterable[str] | None = None) -> dict[str, bytes | None]:
+    """Index files of folders left with no concept once ``changes`` apply (``folders``:
+    only these; default every folder of the tree). One holding nothing but okfgit's own
+    heading and entries goes with its folder (None); one with a person's intro or outro keeps
+    them and loses its entries. The root index always stays."""
+    changes = changes or {}
+    paths = set(snapshot.entries) | set(changes)
+    live = folders_of(p for p in paths if changes.get(p, b"") is not None and okf.is_concept_path(p))
+    if folders is None:
+        folders = {parent(p) for p in snapshot.entries if p.rsplit("/", 1)[-1] == "index.md"}
+    kb_folders = folders_of(paths)
+    out: dict[str, bytes | None] = {}
+    for folder in sorted(set(folders) - live - {""}):
+        path = index_path(folder)
+        if path in changes or path not in snapshot.entries:
+            continue
+        data = snapshot.blob(path)
+        page = read_page(data, path, kb_folders)
+        if not page.outro and render(folder, page.intro, {}, {}) == render(folder, "", {}, {}):
+            out[path] = None
+        elif (text := rebuild(folder, page, {}, {})) != data:
+            out[path] = text
     return out
 
 

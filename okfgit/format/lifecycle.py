@@ -260,3 +260,27 @@ def ref_candidates(ref: str, source: str) -> list[str]:
         if path not in out:
             out.append(path)
     return out
+
+
+# -- protection: what no agent changes in place ---------------------------------------------
+
+DECISION = "decision"
+
+
+def protected_by(meta: Mapping[str, Any]) -> str:
+    """Why no agent may change this concept in place, as a phrase ("verified by human:alice",
+    "a Decision", both joined by "and"); "" when an agent may.
+
+    The one rule (spec/okf-capture-sync.md §4): a concept carrying a ``verified`` entry by a
+    ``human:`` actor (an unreadable ``verified`` counts: fail closed), or of type Decision.
+    """
+    reasons: list[str] = []
+    found = trust(meta)
+    if found.humans:
+        reasons.append(f"verified by {', '.join(found.humans)}")
+    elif found.problem is not None:
+        reasons.append("carrying a verified entry okfgit cannot read (kept as a person's)")
+    kind = meta.get("type")
+    if isinstance(kind, str) and kind.strip().casefold() == DECISION:
+        reasons.append("a Decision")
+    return " and ".join(reasons)

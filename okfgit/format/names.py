@@ -9,6 +9,8 @@ RESERVED = ("index.md", "log.md")
 NEEDS_MERGE_SUFFIX = ".needs-merge.md"
 _NEEDS_MERGE = re.compile(r"\.needs-merge(?:-[1-9][0-9]*)?\.md$")
 
+MERGE_DRIVER = "okfgit"  # the merge driver's name: ``merge=okfgit`` in .gitattributes, ``merge.okfgit.*`` in git config
+
 
 def nfc(text: str) -> str:
     """``text`` in Unicode's NFC, as Claude Code spells paths and okfgit spells slugs (ASCII

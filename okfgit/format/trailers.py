@@ -39,6 +39,11 @@ def format_trailer(key: str, value: str) -> str:
     return f"{key}: {value.strip()}"
 
 
+def path_field(path: str) -> str:
+    """A path as one space-separated field of a trailer value: ``%`` as ``%25``, space as ``%20``."""
+    return path.replace("%", "%25").replace(" ", "%20")
+
+
 def parse_trailers(message: str | bytes) -> list[Trailer]:
     """Trailers of a commit message, in order, repeated keys kept, folded lines joined."""
     if isinstance(message, bytes):

@@ -33,8 +33,8 @@ from okfgit.errors import OkfError, ValidationError
 from okfgit.records import field, record
 from okfgit.plumbing import FILE_MODE, Entry, Plumbing, blob_oid
 from okfgit.knowledge import catalog
-from okfgit.knowledge.snapshot import Snapshot
-from okfgit.knowledge.tiers import Tier
+from okfgit.knowledge.snapshot import Snapshot, snapshot
+from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.local import paths
 from okfgit.progress import Progress, silent
 
@@ -868,10 +868,20 @@ class IndexCheck:
             above = index.index_path(index.parent(folder))
             if above in reached:
                 self.c.add(PROFILE, "orphan", path, f"not reachable from the root index: {above} has no entry "
-                           f"for {folder.rsplit('/', 1)[-1]}/ (run `okfgit index`)")
+                           f"for {folder.rsplit('/', 1)[-1]}/ ({self.remedy(folder)})")
         for path, _, own in self.homes:
             if path not in reached and path not in omitted and own in reached:
                 self.c.add(PROFILE, "orphan", path, "not reachable from the root index through index links")
+
+    def remedy(self, folder: str) -> str:
+        """What fixes an unreached index: ``okfgit index`` links it from its parent, or removes it
+        when its folder has no concept left; one that keeps a person's words is theirs to move."""
+        if any(p.startswith(folder + "/") and okf.is_concept_path(p) for p in self.entries):
+            return "run `okfgit index`"
+        if index.emptied(self.c.scan.snap, folders=[folder]).get(index.index_path(folder), b"") is None:
+            return "its folder has no concept left: run `okfgit index`, which removes it"
+        return ("its folder has no concept left and it holds a person's words: move what is worth keeping "
+                "elsewhere, then delete it")
 
 
 # -- running it ------------------------------------------------------------------------
@@ -897,6 +907,60 @@ def check_snapshot(snap: Snapshot, today: dt.date | dt.datetime, wiki_elsewhere:
     findings = Checker(scan, today, wiki_elsewhere or (lambda name: False), only).run()
     concepts = sum(1 for p in scan.snap.entries if okf.is_concept_path(p)) if only is None else len(scan.facts)
     return TierReport(scan.snap.tier, scan.snap.commit, worktree, concepts, findings)
+
+
+def check_tiers(ws: Workspace, tiers: list[Tier], today: dt.date | dt.datetime, *,
+                read: Callable[[Tier], Snapshot] = snapshot, worktree: bool = False,
+                progress: Progress = silent) -> tuple[list[TierReport], list[str]]:
+    """Every finding for each of ``tiers`` (as ``read`` gives them: at HEAD, or the working
+    tree), ``[[name]]`` links resolved across the workspace's other active tiers; and a note
+    for each tier skipped because it holds no knowledge base. What ``doctor`` reports, and
+    what ``sync`` and ``status`` count."""
+    scans: dict[str, Scan] = {}
+    skipped: list[str] = []
+    for tier in tiers:
+        snap = read(tier)
+        if not snap.entries:
+            where = "in its working tree" if worktree else "at HEAD"
+            skipped.append(f"{tier.label} tier skipped: no knowledge base {where} in {tier.root}")
+            continue
+        scans[tier.label] = Scan(snap, checked_facts(snap, progress))
+    elsewhere = _Elsewhere(ws, scans, read)
+    reports = []
+    for label, scan in scans.items():
+        findings = Checker(scan, today, elsewhere.lookup(label)).run()
+        concepts = sum(1 for p in scan.snap.entries if okf.is_concept_path(p))
+        reports.append(TierReport(scan.snap.tier, scan.snap.commit, worktree, concepts, findings))
+    return reports, skipped
+
+
+class _Elsewhere:
+    """``[[name]]`` resolution across the other active tiers, each scanned only if needed."""
+
+    def __init__(self, ws: Workspace, scans: dict[str, Scan], read: Callable[[Tier], Snapshot]) -> None:
+        self.ws = ws
+        self.scans = dict(scans)
+        self.read = read
+        self._active: list[Tier] | None = None
+
+    def lookup(self, label: str) -> Callable[[str], bool]:
+        def found(name: str) -> bool:
+            for tier in self.active():
+                if tier.label != label and name in self.scan(tier).names():
+                    return True
+            return False
+
+        return found
+
+    def active(self) -> list[Tier]:
+        if self._active is None:
+            self._active = self.ws.active()
+        return self._active
+
+    def scan(self, tier: Tier) -> Scan:
+        if tier.label not in self.scans:
+            self.scans[tier.label] = Scan(self.read(tier))
+        return self.scans[tier.label]
 
 
 def frontmatter_errors(tier: Tier, path: str, data: bytes, today: dt.date | None = None, *,

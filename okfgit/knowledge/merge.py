@@ -8,7 +8,7 @@ Each file (a concept is one file) is compared at the merge base, here (local) an
 | as at the base | changed, added or deleted | there's |
 | changed, added or deleted | as at the base | here's |
 | the same bytes | the same bytes | that |
-| changed | changed differently (or added twice) | here's as the master, and there's committed beside it as its needs-merge sibling (the naming capture uses) |
+| changed | changed differently (or added twice) | the concept merged key by key (``format.merge.concept``, the merge git's driver uses) when the two changed different keys and not the body both; else here's as the master, and there's committed beside it as its needs-merge sibling (the naming capture uses) |
 | deleted | changed | there's: a change is never lost to a deletion |
 | changed | deleted | here's |
 
@@ -24,8 +24,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from okfgit.records import field, record
+from okfgit.errors import OkfError
+from okfgit.format import concept as okf
 from okfgit.format import index_md as index
-from okfgit.plumbing import Entry
+from okfgit.format import merge as by_meaning
+from okfgit.plumbing import Entry, blob_oid
 from okfgit.knowledge.snapshot import Snapshot
 
 
@@ -37,6 +40,7 @@ class Merged:
     conflicts: list[tuple[str, str]] = field(default_factory=list)  # (master, sibling with there's bytes)
     kept: list[str] = field(default_factory=list)  # deleted on one side, changed on the other: kept
     taken: list[str] = field(default_factory=list)  # paths that took there's version
+    merged: list[str] = field(default_factory=list)  # concepts both sides changed, in different keys: merged by key
 
 
 def _key(entry: Entry | None) -> tuple[str, int] | None:
@@ -79,12 +83,31 @@ def merge(base: Mapping[str, Entry], here: Snapshot, there: Snapshot) -> Merged:
         variant = there.entries[path].oid
         if any(oid == variant for p, oid in result.items() if p == master or _sibling_of(p, master)):
             continue  # already in the merged tree: nothing would be lost, nothing to add
+        by_key = _by_key(base.get(path), here, there, path)
+        if by_key is not None:
+            out.changes[path] = by_key
+            result[path] = blob_oid(by_key)
+            out.merged.append(path)
+            continue
         sibling = index.free_path(index.needs_merge_path(master), result)
         out.changes[sibling] = read_there(path)
         result[sibling] = variant
         out.conflicts.append((master, sibling))
     out.changes.update(index.regenerate(here, out.changes))
     return out
+
+
+def _by_key(base: Entry | None, here: Snapshot, there: Snapshot, path: str) -> bytes | None:
+    """The concept both sides changed, merged key by key, when that leaves no conflict (no
+    text merge of the body here: a body both changed keeps the sibling rule); else None."""
+    if index.is_needs_merge(path) or not okf.is_concept_path(path):
+        return None
+    try:
+        merged = by_meaning.concept(here.object(base.oid) if base is not None else None, here.blob(path),
+                                    there.blob(path), path)
+    except OkfError:
+        return None
+    return None if merged.conflicts else merged.data
 
 
 def _sibling_of(path: str, master: str) -> bool:

@@ -79,6 +79,12 @@ class Snapshot:
             raise UsageError(f"{self.tier.label}:{path} does not exist")
         return self._read(entry.oid if self.commit is not None else path)
 
+    def object(self, oid: str) -> bytes:
+        """The blob ``oid`` from the tier's repository (any blob, such as a merge base's)."""
+        if self.commit is None:
+            raise UsageError(f"{self.tier.label}: a working tree is not read by object id")
+        return self._read(oid)
+
     def concept_paths(self) -> list[str]:
         return sorted(p for p in self.entries if okf.is_concept_path(p))
 

@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping, Sequence
 from enum import Enum
 from pathlib import Path
+from typing import NamedTuple
 
 from okfgit.errors import UsageError
 from okfgit.local import fastpath, paths, stamps
@@ -52,6 +53,8 @@ def sync(environ: Mapping[str, str], cwd: str, *, repo: str | None, run: str | N
     common = fastpath.common_dir(found[1])
     if os.path.lexists(paths.journal(common, found[1])):
         return Verdict.WORK  # a killed okfgit commit to finish (spec/okf-writes.md §4)
+    if hook is None and operation(found[1]) is not None:
+        return Verdict.WORK  # a merge under way: the full run says so (a hook never runs mid-merge)
     if fastpath.check(environ, cwd, repo=repo, scope="all", target="all", run=run) \
             and stamps.matches(common, deep=hook is None):
         return Verdict.UP_TO_DATE
@@ -98,6 +101,40 @@ def should_run(hook: str, args: Sequence[str], gitdir: Path) -> bool:
     return True
 
 
+class Operation(NamedTuple):
+    """What git is in the middle of in a working tree, and how a person finishes it."""
+
+    what: str  # "a merge", "a rebase", ...
+    finish: str  # the commands that finish (or abort) it
+
+
+# Each operation by the file git keeps in the working tree's git dir while it lasts (a
+# rebase's first: a conflicted pick in it is the rebase's, not a cherry-pick of its own).
+_OPERATIONS = (
+    ("rebase-merge", Operation("a rebase", "resolve the conflicts, `git add` them and `git rebase --continue`, "
+                                           "or `git rebase --abort`")),
+    ("rebase-apply", Operation("a rebase", "resolve the conflicts, `git add` them and `git rebase --continue`, "
+                                           "or `git rebase --abort`")),
+    ("MERGE_HEAD", Operation("a merge", "resolve the conflicts, `git add` them and `git commit`, or `git merge --abort`")),
+    ("CHERRY_PICK_HEAD", Operation("a cherry-pick", "resolve the conflicts, `git add` them and `git cherry-pick "
+                                                    "--continue`, or `git cherry-pick --abort`")),
+    ("REVERT_HEAD", Operation("a revert", "resolve the conflicts, `git add` them and `git revert --continue`, "
+                                          "or `git revert --abort`")),
+    ("BISECT_LOG", Operation("a bisect", "`git bisect reset` when the bisect is done")),
+)
+
+
+def operation(gitdir: Path | str) -> Operation | None:
+    """The merge, rebase, cherry-pick, revert or bisect git is in the middle of in the working
+    tree whose (per-worktree) git dir is ``gitdir``, by the files git itself keeps meanwhile;
+    None when git is idle there."""
+    for name, found in _OPERATIONS:
+        if os.path.exists(os.path.join(gitdir, name)):
+            return found
+    return None
+
+
 def in_rebase(gitdir: Path) -> bool:
     """A rebase (either backend) is in progress in this worktree."""
-    return (gitdir / "rebase-merge").is_dir() or (gitdir / "rebase-apply").is_dir()
+    found = operation(gitdir)
+    return found is not None and found.what == "a rebase"

@@ -53,6 +53,8 @@ def build(reader: tools.Reader) -> Server[Any]:
         ])
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        client = ctx.session.client_params
+        reader.meet(client.client_info.name if client is not None else None)
         try:
             result = tools.call(reader, params.name, params.arguments)
         except Exception as exc:  # never a crashed server: the CLI's message as a tool error

@@ -24,6 +24,7 @@ from okfgit.records import field, record
 from okfgit import TOOL
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, OkfError, UsageError
+from okfgit.format import actors
 from okfgit.format import cites as cites_format
 from okfgit.format import index_md as index
 from okfgit.git import Repo
@@ -66,6 +67,17 @@ class Reader:
         self._repos: dict[Path, Repo] = {}
         self._tiers: dict[tuple[str, Path], tuple[str | None, TierCards]] = {}
         self._views: dict[str, tuple[tuple[tuple[str, str | None], ...], Merged]] = {}
+        self.actor = actors.MCP  # who writes: the client, once its ``initialize`` named it
+
+    def meet(self, client: str | None) -> None:
+        """The client's name from the MCP ``initialize`` request (``clientInfo.name``): its
+        notes and log entries are ``agent:<name>``'s, never a person's (``agent:mcp`` unnamed)."""
+        self.actor = actors.agent(client) if client else actors.MCP
+
+    @property
+    def writer(self) -> Context:
+        """The context a tool writes with: ``ctx`` acting as the client, whatever ``$OKF_ACTOR`` says."""
+        return self.ctx._replace(actor=self.actor)
 
     def workspace(self) -> Workspace:
         """Read again on every call: ``okfgit run start`` may have changed the active run."""
@@ -162,13 +174,13 @@ def status(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
 def note(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
     ws = reader.workspace()
     planned = runs.note_plan(
-        reader.ctx, ws, _required(args, "type"), _required(args, "title"),
+        reader.writer, ws, _required(args, "type"), _required(args, "title"),
         claim=_text(args, "claim"), why=_text(args, "why"), evidence=_text(args, "evidence"),
         generalizes=_text(args, "generalizes") or "unsure", tags=tuple(_strings(args, "tags")),
         slug=_text(args, "slug"), cites=_text(args, "cites"), relation=_text(args, "relation"),
     )
     tier, path, okf_id = planned.tier, planned.path, planned.okf_id
-    commit = _apply_to_job(reader.ctx, planned.plan)
+    commit = _apply_to_job(reader.writer, planned.plan)
     hit = reader.view("all", ws).hit(tier.label, path)
     cited = hit.citation if hit else f"{tier.label}:{path}"
     data = {"run": tier.run, "path": path, "okf_id": okf_id, "commit": commit, "citation": cited}
@@ -177,8 +189,8 @@ def note(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
 
 def log(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
     ws = reader.workspace()
-    tier, plan = runs.log_plan(reader.ctx, ws, _required(args, "text"))
-    commit = _apply_to_job(reader.ctx, plan)
+    tier, plan = runs.log_plan(reader.writer, ws, _required(args, "text"))
+    commit = _apply_to_job(reader.writer, plan)
     hit = reader.view("all", ws).hit(tier.label, runs.LOG)
     cited = hit.citation if hit else f"{tier.label}:{runs.LOG}"
     data = {"run": tier.run, "path": runs.LOG, "commit": commit, "citation": cited}

@@ -158,8 +158,7 @@ def _markdown(review: Review, level: str, the_block: str, full: bool = False) ->
                 + (" (one row per concept)." if level == ROWS else " (counts per folder).")
                 + " Run `okfgit review --full` (or open the review report artifact) for every concept's detail.", ""]
     if review.approved_by:
-        out += [f"Approved by {', '.join(_text(a) for a in review.approved_by)} (an approving review of the pull "
-                "request).", ""]
+        out += [f"Approved by {', '.join(_text(a) for a in review.approved_by)} ({_text(review.approval_note)}).", ""]
     if review.harvest is not None:
         out += [_text(_harvest_line(review)), ""]
     out += _md_findings(review, None if level in (DETAIL, ROWS) else (50 if level == FOLDERS else 20))
@@ -297,7 +296,8 @@ def _md_commits(review: Review, cap: int | None) -> list[str]:
 
 def _verdict_text(review: Review) -> str:
     if review.verdict == MERGE and any(f.severity == APPROVED for f in review.findings):
-        return (f"A person approved what needed approval ({', '.join(review.approved_by)}) and nothing else blocks "
+        return (f"A person approved what needed approval ({', '.join(review.approved_by)}; {review.approval_note}) "
+                "and nothing else blocks "
                 "these knowledge changes; they can be merged.")
     return VERDICT_TEXT[review.verdict]
 

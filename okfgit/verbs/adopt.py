@@ -28,7 +28,8 @@ from okfgit import fsutil
 from okfgit.format import index_md as index
 from okfgit.format import concept as okf
 from okfgit.format import markdown as links
-from okfgit.flows.concepts import root_index, runstate_exclusion
+from okfgit.format.trailers import path_field
+from okfgit.flows.concepts import actor, root_index, runstate_exclusion
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError, ValidationError
 from okfgit.knowledge.snapshot import Snapshot, snapshot
@@ -82,7 +83,7 @@ class _Source:
     rel: str = ""  # the path in the source bundle (for resolving its links)
 
 
-def adopt_plan(ws: Workspace, src: Path | None, scope: str, folder: str | None = None) -> Adoption:
+def adopt_plan(ctx: Context, ws: Workspace, src: Path | None, scope: str, folder: str | None = None) -> Adoption:
     """Plan adopting ``src`` (or, when None, what is already committed in the tier) into ``scope``."""
     tier = ws.tier(scope)
     region = fsutil.safe_relpath(folder, "--dir") if folder else ""
@@ -106,9 +107,10 @@ def adopt_plan(ws: Workspace, src: Path | None, scope: str, folder: str | None =
         what = "the tier's own files" if src is None else src.name or str(src)
         adoption.plan.commits.append(TierCommit(
             tier, "adopt", f"okf: adopt {len(adoption.adopted)} concepts from {what} into {where}", changes,
-            trailers=(("Okf-Adopted", str(len(adoption.adopted))), ("Okf-Source", adoption.source)),
+            trailers=(("Okf-Adopted", str(len(adoption.adopted))), ("Okf-Source", _recorded(adoption.source))),
             body=_links_message(adoption),
             old={p: (snap.blob(p) if p in snap.entries else None) for p in changes}, base=snap.commit,
+            actor=actor(ctx, tier),
         ))
     return adoption
 
@@ -116,7 +118,7 @@ def adopt_plan(ws: Workspace, src: Path | None, scope: str, folder: str | None =
 def adopt(ctx: Context, ws: Workspace, src: Path | None, scope: str, folder: str | None = None) -> Adoption:
     """Adopt as one commit (see ``adopt_plan``); no commit when there is nothing to add."""
     with writing(ctx, ws.tier(scope)):
-        adoption = adopt_plan(ws, src, scope, folder)
+        adoption = adopt_plan(ctx, ws, src, scope, folder)
         if adoption.plan.empty:
             return adoption
         if adoption.tier.name == "job":
@@ -127,6 +129,15 @@ def adopt(ctx: Context, ws: Workspace, src: Path | None, scope: str, folder: str
 
 
 # -- reading the input --------------------------------------------------------------
+
+
+def _recorded(source: str) -> str:
+    """The source as the commit records it: the folder's name ("tree" for the tier's own
+    files), never the absolute path, which names the adopter's machine and travels with
+    every push of the project (spaces written %20, as every trailer value)."""
+    if source == TREE:
+        return source
+    return path_field(Path(source).name or TREE)
 
 
 def _check_source(tier: Tier, src: Path) -> Path:

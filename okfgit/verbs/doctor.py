@@ -6,20 +6,18 @@ working tree), adds whether git's index is behind HEAD, and renders the report.
 
 from __future__ import annotations
 
-import datetime as dt
 import gc
 from collections.abc import Callable
 from typing import Any
 
 from okfgit.context import Context
 from okfgit.errors import EXIT_OK, EXIT_USAGE
-from okfgit.format import concept as okf
 from okfgit.format import lifecycle
 from okfgit.format.findings import ERROR, WARNING, Finding
-from okfgit.knowledge.checks import OKF, PROFILE, Checker, Scan, TierReport, checked_facts
+from okfgit.knowledge.checks import OKF, PROFILE, TierReport, check_tiers
 from okfgit.knowledge.snapshot import Snapshot, snapshot, worktree_snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
-from okfgit.plan import index_behind
+from okfgit.plan import InProgress, in_progress, index_behind
 from okfgit.targets import budget
 from okfgit.records import record
 
@@ -49,12 +47,6 @@ class Report:
                 "errors": self.errors, "warnings": self.warnings}
 
 
-def _report(scan: Scan, today: dt.date | dt.datetime, wiki_elsewhere: Callable[[str], bool], worktree: bool) -> TierReport:
-    findings = Checker(scan, today, wiki_elsewhere).run()
-    concepts = sum(1 for p in scan.snap.entries if okf.is_concept_path(p))
-    return TierReport(scan.snap.tier, scan.snap.commit, worktree, concepts, findings)
-
-
 def run(ctx: Context, ws: Workspace, scope: str = "all", worktree: bool = False) -> Report:
     """Check the selected tiers (``all``: every one that exists) at HEAD or in the working tree."""
     tiers, skipped = ws.present(scope)
@@ -73,57 +65,35 @@ def run(ctx: Context, ws: Workspace, scope: str = "all", worktree: bool = False)
 
 def _run(ctx: Context, ws: Workspace, tiers: list[Tier], skipped: list[str], read: Callable[[Tier], Snapshot],
          worktree: bool) -> Report:
-    scans: dict[str, Scan] = {}
-    for tier in tiers:
-        snap = read(tier)
-        if not snap.entries:
-            where = "in its working tree" if worktree else "at HEAD"
-            skipped.append(f"{tier.label} tier skipped: no knowledge base {where} in {tier.root}")
-            continue
-        scans[tier.label] = Scan(snap, checked_facts(snap, ctx.progress))
-    elsewhere = _Elsewhere(ws, scans, read)
-    today = lifecycle.instant_of(ctx.now())
-    reports = [_report(scan, today, elsewhere.lookup(label), worktree) for label, scan in scans.items()]
+    reports, empty = check_tiers(ws, tiers, lifecycle.instant_of(ctx.now()), read=read, worktree=worktree,
+                                 progress=ctx.progress)
     hidden = dict(budget.hidden(ws.project_repo, ctx.environ, ctx.home))
     for tier_report in reports:
-        if tier_report.tier.name in hidden:
+        if tier_report.tier.name in hidden:  # an agent never reads okfgit's block for this tier
             tier_report.findings.append(Finding("block-hidden", WARNING, "AGENTS.md", hidden[tier_report.tier.name],
                                                 group=PROFILE))
+        busy = in_progress(tier_report.tier)
+        if busy is not None:  # the index holds the operation's results: never advise resetting them
+            tier_report.findings.extend(_in_progress_findings(busy))
+            continue
         behind = index_behind(tier_report.tier)
         if behind is not None:
             first = behind.paths[0]
             kb_path = first[len(behind.tier.prefix) + 1:] if behind.tier.prefix else first
             tier_report.findings.append(Finding("index-behind", ERROR, kb_path, behind.message(), group=PROFILE))
-    return Report(reports, skipped)
+    return Report(reports, skipped + empty)
 
 
-class _Elsewhere:
-    """``[[name]]`` resolution across the other active tiers, each scanned only if needed."""
-
-    def __init__(self, ws: Workspace, scans: dict[str, Scan], read: Callable[[Tier], Snapshot]) -> None:
-        self.ws = ws
-        self.scans = dict(scans)
-        self.read = read
-        self._active: list[Tier] | None = None
-
-    def lookup(self, label: str) -> Callable[[str], bool]:
-        def found(name: str) -> bool:
-            for tier in self.active():
-                if tier.label != label and name in self.scan(tier).names():
-                    return True
-            return False
-
-        return found
-
-    def active(self) -> list[Tier]:
-        if self._active is None:
-            self._active = self.ws.active()
-        return self._active
-
-    def scan(self, tier: Tier) -> Scan:
-        if tier.label not in self.scans:
-            self.scans[tier.label] = Scan(self.read(tier))
-        return self.scans[tier.label]
+def _in_progress_findings(busy: InProgress) -> list[Finding]:
+    """A merge (rebase, cherry-pick...) under way: doctor read HEAD, which does not hold its
+    result yet; each of the tier's files git left unmerged is an error saying how to resolve it."""
+    prefix = busy.tier.prefix + "/" if busy.tier.prefix else ""
+    out = [Finding("merge-in-progress", WARNING, "index.md", f"{busy.message()}; doctor checked HEAD, which does "
+                   f"not hold the {busy.kind}'s result yet", group=PROFILE)]
+    for path in busy.unmerged:
+        out.append(Finding("merge-conflict", ERROR, path[len(prefix):] if path.startswith(prefix) else path,
+                           f"not merged yet: {busy.remedy(path)}", group=PROFILE))
+    return out
 
 
 # -- text output -----------------------------------------------------------------------

@@ -11,14 +11,15 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from okfgit.format import index_md as index
+from okfgit.flows.concepts import actor
 from okfgit.context import Context
-from okfgit.errors import EXIT_OK, EXIT_USAGE, OkfError
+from okfgit.errors import EXIT_OK, EXIT_USAGE, OkfError, RepoStateError
 from okfgit.records import field, record
 from okfgit.git import Entry
 from okfgit.knowledge import catalog
 from okfgit.knowledge.snapshot import Snapshot, snapshot
 from okfgit.local import paths
-from okfgit.plan import Plan, TierCommit, apply, writing
+from okfgit.plan import Plan, TierCommit, apply, in_progress, writing
 from okfgit.knowledge import checks
 from okfgit.knowledge.tiers import Tier, Workspace
 
@@ -90,12 +91,15 @@ def summaries(snap: Snapshot) -> dict[str, Summarised]:
     return dict(built.facts) if built is not None else {}
 
 
-def plan_index(ws: Workspace, scope: str, *, check: bool = False) -> IndexRun:
+def plan_index(ctx: Context, ws: Workspace, scope: str, *, check: bool = False) -> IndexRun:
     """Plan one commit per selected tier whose index files differ from what the tree implies
     (``check``: the caller only asks whether they are current)."""
     tiers, skipped = ws.present(scope)
     run = IndexRun([], skipped, check=check)
     for tier in tiers:
+        busy = in_progress(tier)
+        if busy is not None:  # HEAD does not hold the merge's result: nothing to judge or write yet
+            raise RepoStateError(f"{busy.message('okfgit index')} (nothing was changed)")
         snap = snapshot(tier)
         if snap.commit is None or not snap.entries:
             run.skipped.append(f"{tier.label} tier skipped: no knowledge base at HEAD in {tier.root}")
@@ -112,16 +116,19 @@ def plan_index(ws: Workspace, scope: str, *, check: bool = False) -> IndexRun:
             found = known.get(path)
             return found.summary if found is not None and found.oid == entries[path].oid else None
 
-        changes = index.regenerate(snap, items=item, summaries=summary)
+        changes: dict[str, bytes | None] = dict(index.regenerate(snap, items=item, summaries=summary))
+        changes.update(index.emptied(snap))  # a folder with no concept left: its index goes or is emptied
         stale = sorted(changes)
         run.tiers.append(TierIndex(tier, snap.commit, stale))
         if not changes:
             continue
-        listed = "\n".join(f"- {path}" for path in stale)
+        listed = "\n".join(f"- {path}" + (" (removed: its folder has no concept left)" if changes[path] is None else "")
+                           for path in stale)
         run.plan.commits.append(TierCommit(
             tier, "index", f"okf: regenerate {len(stale)} index file{'s' if len(stale) != 1 else ''}",
-            dict(changes), body=f"Regenerated from the tree at {snap.commit[:12]}:\n\n{listed}",
+            changes, body=f"Regenerated from the tree at {snap.commit[:12]}:\n\n{listed}",
             old={p: (snap.blob(p) if p in snap.entries else None) for p in changes}, base=snap.commit,
+            actor=actor(ctx, tier),
         ))
     return run
 
@@ -129,7 +136,7 @@ def plan_index(ws: Workspace, scope: str, *, check: bool = False) -> IndexRun:
 def regenerate_indexes(ctx: Context, ws: Workspace, scope: str) -> IndexRun:
     """Regenerate and commit; returns what was done (``commit`` set on each tier written)."""
     with writing(ctx, *ws.present(scope)[0]):
-        run = plan_index(ws, scope)
+        run = plan_index(ctx, ws, scope)
         done = apply(ctx, run.plan)
     by_tier = {commit.tier.label: oid for commit, oid in done.commits}
     for item in run.tiers:

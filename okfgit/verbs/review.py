@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import posixpath
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from okfgit.records import field, record
 from okfgit import records
@@ -30,7 +31,7 @@ from okfgit.knowledge import checks
 from okfgit.flows import harvest
 from okfgit.format import index_md as index
 from okfgit.format import cites
-from okfgit.format import lifecycle
+from okfgit.format import lifecycle, log_md
 from okfgit.format import concept as okf
 from okfgit.format import markdown as links
 from okfgit.format import trailers
@@ -145,6 +146,14 @@ class Review:
     preexisting: int = 0
     harvest: dict[str, Any] | None = None
     approved_by: tuple[str, ...] = ()
+    approvals_checked: str = ""  # what checked ``approved_by`` ("" : asserted on the command line)
+
+    @property
+    def approval_note(self) -> str:
+        """How far the approvals are to be trusted, said next to them."""
+        if self.approvals_checked:
+            return f"checked: {self.approvals_checked}"
+        return "asserted with --approved-by; okfgit did not verify it"
 
     @property
     def verdict(self) -> str:
@@ -269,11 +278,13 @@ def check_approvers(actors: Iterable[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def approve(findings: list[Finding], approvers: tuple[str, ...]) -> list[Finding]:
-    """Needs-human findings become approved ones, naming who approved them."""
+def approve(findings: list[Finding], approvers: tuple[str, ...], checked: str = "") -> list[Finding]:
+    """Needs-human findings become approved ones, naming who approved them and, unless
+    something ``checked`` the approvals (the Action: a person's review of this head), saying
+    that they are only asserted."""
     if not approvers:
         return findings
-    who = ", ".join(approvers)
+    who = ", ".join(approvers) + ("" if checked else ", asserted")
     return [f.with_severity(APPROVED, f"{f.message} (approved by {who})") if f.severity == HUMAN else f
             for f in findings]
 
@@ -282,11 +293,12 @@ def approve(findings: list[Finding], approvers: tuple[str, ...]) -> list[Finding
 
 
 def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | None = None, *,
-           base_ref: str | None = None, approved_by: Iterable[str] = ()) -> Review:
+           base_ref: str | None = None, approved_by: Iterable[str] = (), approvals_checked: str = "") -> Review:
     """Review the project tier's changes in ``spec`` (see ``resolve_range``).
 
     ``approved_by``: ``human:`` actors whose approval turns needs-human findings into
-    approved ones (the pull request's approving reviews, in CI).
+    approved ones; ``approvals_checked`` says what checked them (the Action: approving
+    reviews of the head by people other than the author), else they are reported as asserted.
     """
     approvers = check_approvers(approved_by)
     tier = ws.tier("project")
@@ -301,15 +313,16 @@ def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | 
     out.files = _other_files(changed)
     today = dt.date.fromisoformat(ctx.today())
     introduced, out.preexisting = _doctor_findings(old, new, today, _scope(out.concepts, out.files, new))
-    out.findings = introduced + rules(old, new, out.concepts) + _settings(out.files)
+    out.findings = introduced + rules(old, new, out.concepts) + _settings(out.files) + _log_rewrites(old, new, out.files)
     out.commits = provenance(repo, tier, base, head)
     if pr_body is not None:
         claimed = {c.path for c in out.concepts if c.change != "removed"}
         out.harvest, problems = harvest.check(pr_body, new.snap, claimed, {c.oid: c.trailers for c in out.commits},
                                               ctx.environ.get("GITHUB_HEAD_REF") or _head_branch(repo, label))
         out.findings += problems
-    out.findings = _sorted(approve(_dedupe(out.findings), approvers))
+    out.findings = _sorted(approve(_dedupe(out.findings), approvers, approvals_checked))
     out.approved_by = approvers
+    out.approvals_checked = approvals_checked
     return out
 
 
@@ -820,6 +833,25 @@ def _settings(files: list[tuple[str, str]]) -> list[Finding]:
             for kind, path in files if path == SETTINGS]
 
 
+def _log_rewrites(old: Side, new: Side, files: list[tuple[str, str]]) -> list[Finding]:
+    """A ``log.md`` entry the base had that the head changed or removed (OKF §9: entries are
+    never edited; a correction is a new entry)."""
+    out: list[Finding] = []
+    for kind, path in files:
+        if posixpath.basename(path) != log_md.NAME or kind == "added":
+            continue
+        gone = log_md.rewritten(old.snap.blob(path), new.snap.blob(path) if kind == "modified" else None)
+        for day, text in gone[:5]:
+            line = text.split("\n", 1)[0]
+            shown = line if len(line) <= 80 else line[:77] + "..."
+            out.append(Finding("log-rewritten", ERROR, path, f"{'removes' if kind == 'removed' else 'changes or removes'} "
+                               f"the entry {shown!r}{f' of {day}' if day else ''}: a log is append-only; keep the "
+                               "entry as it was and add a correcting entry"))
+        if len(gone) > 5:
+            out.append(Finding("log-rewritten", ERROR, path, f"and {len(gone) - 5} more entries changed or removed"))
+    return out
+
+
 def _human_reviewed(change: ConceptChange, before: Concept | None) -> list[Finding]:
     if before is None or change.change == "added":
         return []
@@ -966,7 +998,8 @@ def _contradictions(concept: Concept, new: Side) -> list[Finding]:
 
 
 def _duplicate_titles(new: Side, changes: list[ConceptChange]) -> list[Finding]:
-    """Two concepts with one title in one folder; only the folders of changed concepts are read."""
+    """Two standing concepts with one title in one folder (a superseded one does not count);
+    only the folders of changed concepts are read."""
     touched = {c.path for c in changes if c.change != "removed"}
     folders = {index.parent(p) for p in touched}
     by_title: dict[tuple[str, str], list[str]] = {}
@@ -974,7 +1007,8 @@ def _duplicate_titles(new: Side, changes: list[ConceptChange]) -> list[Finding]:
         if index.is_needs_merge(path):
             continue
         concept = _concept(new, path)
-        if concept is not None:
+        # A superseded concept is history, not a second home: its successor may keep its title.
+        if concept is not None and not _superseded(concept):
             by_title.setdefault((index.parent(path), concept.title.casefold()), []).append(path)
     out = []
     for paths in by_title.values():

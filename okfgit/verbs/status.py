@@ -4,19 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from okfgit.records import field, record
+from okfgit.records import field, record, replace
 from okfgit.flows import agent_hooks
 from okfgit.flows import capture, exchange
 from okfgit.flows import hooks
 from okfgit.local import hooklog, lock, paths, stamps, state
 from okfgit.flows import projection
 from okfgit.context import Context
-from okfgit.errors import RepoStateError, UsageError
-from okfgit.plan import IndexBehind, Plan, index_behind
+from okfgit.errors import OkfError, RepoStateError, UsageError
+from okfgit.plan import IndexBehind, InProgress, Plan, in_progress, index_behind
 from okfgit.targets import budget
 from okfgit.flows.projection import Outcome
-from okfgit.format import names
+from okfgit.format import lifecycle, names
+from okfgit.knowledge.snapshot import Snapshot, snapshot
 from okfgit.format.names import is_needs_merge
+from okfgit.format.findings import ERROR, Finding
+from okfgit.knowledge import checks
 from okfgit.knowledge.tiers import Tier, Workspace
 
 
@@ -37,6 +40,9 @@ class Status:
     over_budget: list[str] = field(default_factory=list)  # what an agent cannot see (targets/budget.py)
     hidden: list[str] = field(default_factory=list)  # okfgit's blocks an agent does not read (budget.hidden)
     index_behind: list[IndexBehind] = field(default_factory=list)  # what the next git commit would revert
+    protected: dict[str, str] = field(default_factory=dict)  # sibling -> why its concept is protected
+    in_progress: list[InProgress] = field(default_factory=list)  # merges (rebases...) under way in the tiers
+    doctor: list[Finding] = field(default_factory=list)  # doctor's errors at HEAD, file named "<tier>:<path>"
 
     @property
     def in_sync(self) -> bool:
@@ -61,6 +67,9 @@ class Status:
             out.append(f"{sum(len(b.paths) for b in self.index_behind)} okfgit path(s) whose index is behind HEAD")
         if self.hidden:
             out.append(f"{len(self.hidden)} okfgit block(s) hidden from Codex by an AGENTS.override.md")
+        out += [f"{busy.operation.what} to finish in {busy.tier.repo_path}" for busy in self.in_progress]
+        if self.doctor:
+            out.append(f"{len(self.doctor)} doctor error(s)")
         return out
 
     @property
@@ -79,6 +88,7 @@ class Status:
             "attention": self.attention,
             "tiers": self.tiers,
             "needs_merge": self.needs_merge,
+            "proposals": [{"sibling": s, "protected": why} for s, why in self.protected.items()],
             "unprojected": self.unprojected,
             "capture": {
                 "enabled": cap.enabled,
@@ -105,6 +115,9 @@ class Status:
             "over_budget": self.over_budget,
             "hidden": self.hidden,
             "index_behind": [{"tier": b.tier.label, "paths": b.paths, "repair": b.repair} for b in self.index_behind],
+            "in_progress": [{"tier": b.tier.label, "operation": b.kind, "finish": b.operation.finish,
+                             "unmerged": b.unmerged} for b in self.in_progress],
+            "doctor_errors": [f.to_json() for f in self.doctor],
         }
 
 
@@ -125,6 +138,7 @@ def status(ctx: Context, ws: Workspace) -> Status:
     hook_state = hooks.status(repo.workdir, ctx.environ)
     explained = budget.explain(owned, owned.memory_dir, repo.workdir, ctx.environ, ctx.home, detail=False,
                                seen=first[1].entries if first and first[0] == str(owned.memory_dir) else None)
+    siblings = _needs_merge(tiers, owned)
     return Status(
         capture=cap,
         projection=proj,
@@ -133,7 +147,8 @@ def status(ctx: Context, ws: Workspace) -> Status:
         lock_holder=lock.holder(paths.lock(repo.common_dir)),
         tiers=[t.label for t in tiers],
         blocked=_blocked(cap.plan) if cap.enabled else [],
-        needs_merge=_needs_merge(tiers, owned),
+        needs_merge=siblings,
+        protected=_protected(tiers, siblings),
         unprojected=unprojected,
         unprojected_why=why,
         hook_error=hooklog.error_since_last_sync(repo.common_dir),
@@ -141,7 +156,28 @@ def status(ctx: Context, ws: Workspace) -> Status:
         over_budget=explained.over_budget,
         hidden=explained.hidden,
         index_behind=[b for b in (index_behind(t) for t in ws.active()) if b is not None],
+        in_progress=_in_progress(ws.active()),
+        doctor=_doctor_errors(ctx, ws, tiers),
     )
+
+
+def _doctor_errors(ctx: Context, ws: Workspace, tiers: list[Tier]) -> list[Finding]:
+    """Every error ``doctor`` reports for the tiers at HEAD (from its cache), each file named
+    ``<tier>:<path>``: what needs a person before the knowledge base is whole. Needs-merge
+    siblings are left to their own section."""
+    reports, _ = checks.check_tiers(ws, tiers, lifecycle.instant_of(ctx.now()))
+    return [replace(f, file=f"{r.tier.label}:{f.file}") for r in reports
+            for f in sorted(r.findings, key=Finding.sort_key) if f.severity == ERROR and f.code != "needs-merge"]
+
+
+def _in_progress(tiers: list[Tier]) -> list[InProgress]:
+    """What git is in the middle of in each tier's repository (a repository counted once)."""
+    out: list[InProgress] = []
+    for tier in tiers:
+        busy = in_progress(tier)
+        if busy is not None and all(b.tier.repo_path != tier.repo_path for b in out):
+            out.append(busy)
+    return out
 
 
 def _needs_merge(tiers: list[Tier], owned: state.State) -> list[str]:
@@ -160,6 +196,27 @@ def _needs_merge(tiers: list[Tier], owned: state.State) -> list[str]:
             out += [p for p in owned.needs_merge if p.startswith(f"{tier.label}:")]
             continue
         out += [f"{tier.label}:{p}" for p in sorted(repo.tree_entries(head, tier.prefix)) if is_needs_merge(p)]
+    return out
+
+
+def _protected(tiers: list[Tier], siblings: list[str]) -> dict[str, str]:
+    """For each sibling whose concept no agent may change (``lifecycle.protected_by``), why:
+    the sibling is an agent's proposal, which a person accepts or drops."""
+    out: dict[str, str] = {}
+    snaps: dict[str, Snapshot] = {}
+    for sibling in siblings:
+        label, path = sibling.split(":", 1)
+        tier = next((t for t in tiers if t.label == label), None)
+        if tier is None:
+            continue
+        snap = snaps.get(label) or snaps.setdefault(label, snapshot(tier))
+        master = names.needs_merge_master(path)
+        try:
+            why = lifecycle.protected_by(snap.concept(master).meta) if master in snap.entries else ""
+        except OkfError:
+            why = ""  # an unreadable concept: doctor names it
+        if why:
+            out[sibling] = why
     return out
 
 
@@ -187,6 +244,10 @@ def render(st: Status) -> str:
     """The human-readable status (``--json`` gives ``Status.to_json``)."""
     cap = st.capture
     lines = [f"tiers: {', '.join(st.tiers) or 'none'}"]
+    for busy in st.in_progress:
+        lines.append(f"{busy.kind} in progress: finish it, then okfgit sync")
+        lines.append(f"  {busy.tier.repo_path}: {busy.operation.finish}")
+        lines += [f"  unmerged {path}: {busy.remedy(path)}" for path in busy.unmerged]
     lines.append(cap.reason)
     if cap.memory_dir:
         lines.append(f"memory folder: {cap.memory_dir} (from {cap.memory_source})")
@@ -209,7 +270,11 @@ def render(st: Status) -> str:
         lines.append(f"needs-merge siblings waiting for a person: {len(st.needs_merge)}")
         for sibling in st.needs_merge:
             master = names.needs_merge_master(sibling.split(":", 1)[1])
-            lines.append(f"  {sibling}: merge what matters into {master}, then delete it")
+            if sibling in st.protected:
+                lines.append(f"  {sibling}: an agent's version of {master}, which is {st.protected[sibling]}; "
+                             f"accept it: `okfgit proposal accept {sibling}`; drop it: `okfgit proposal drop {sibling}`")
+            else:
+                lines.append(f"  {sibling}: merge what matters into {master}, then delete it")
     if st.unprojected:
         lines.append(f"concepts not projected: {len(st.unprojected)}")
         lines += [f"  {w}" for w in st.unprojected_why] or [f"  {p}" for p in st.unprojected]
@@ -231,6 +296,11 @@ def render(st: Status) -> str:
     for behind in st.index_behind:
         lines.append(f"index behind HEAD: {behind.message()}")
         lines += [f"  {p}" for p in behind.paths]
+    if st.doctor:
+        lines.append(f"doctor errors: {len(st.doctor)} (`okfgit doctor` says more)")
+        lines += [f"  {f.where()}: {f.code}: {f.message}" for f in st.doctor[:20]]
+        if len(st.doctor) > 20:
+            lines.append(f"  ... and {len(st.doctor) - 20} more")
     if st.lock_holder:
         lines.append(f"sync running: {st.lock_holder.describe()}")
     lines += [f"over an agent's budget: {sentence} (`okfgit project --explain` lists it)" for sentence in st.over_budget

@@ -14,6 +14,7 @@ not write, so the agent's memories wait safely for the next sync.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,12 @@ from okfgit.local import state
 from okfgit.local import stamps as syncstamp
 from okfgit.context import Context
 from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, OkfError, RepoStateError, UsageError
+from okfgit.format import lifecycle
+from okfgit.format.findings import ERROR
+from okfgit.knowledge import checks
 from okfgit.knowledge.tiers import Workspace
+from okfgit.plan import in_progress
+from okfgit.plumbing import Plumbing
 
 if TYPE_CHECKING:  # the global tier's exchange loads only when that tier exists
     from okfgit.flows import exchange
@@ -41,6 +47,8 @@ class SyncReport:
     capture: capture.Report | None = None
     capture_error: str | None = None
     capture_deferred: str | None = None
+    in_progress: str | None = None  # "merge", "rebase"...: what git is in the middle of in the project repo
+    doctor_errors: dict[str, int] = field(default_factory=dict)  # tier label -> errors, for tiers that changed
     projection: projection.Report | None = None
     exchange: exchange.Report | None = None
     warnings: list[str] = field(default_factory=list)
@@ -63,6 +71,8 @@ class SyncReport:
             "capture": self.capture.to_json() if self.capture is not None else None,
             "capture_error": self.capture_error,
             "capture_deferred": self.capture_deferred,
+            "in_progress": self.in_progress,
+            "doctor_errors": self.doctor_errors,
             "projection": self.projection.to_json() if self.projection is not None else None,
             "exchange": self.exchange.parts() if self.exchange is not None else [],
             "failed": self.failed,
@@ -71,11 +81,15 @@ class SyncReport:
 
 
 def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg: str | None = None,
-         fetch: bool = False, listed: bool = False) -> SyncReport:
+         fetch: bool = False, listed: bool = False, hook: str | None = None,
+         hook_args: Sequence[str] = ()) -> SyncReport:
     """Capture, then project, under the repository's sync lock; with a global remote, fetch
     and integrate first and push last (``fetch`` forces the exchange now). ``listed``: the
     whole report will be printed (``--json``), so the capture's unchanged files are listed
-    before projection changes the record they come from."""
+    before projection changes the record they come from. ``hook`` (with git's ``hook_args``):
+    the git hook that runs it. A git hook never runs in the middle of a merge (post-rewrite
+    runs while git finishes a rebase: not one to report); post-checkout captures what agents
+    wrote onto the branch that was checked out while they wrote it."""
     if ws.project_repo is None:
         raise UsageError("sync needs a project repository: run it inside one or pass --repo")
     repo = ws.tier("project").reader()
@@ -95,9 +109,15 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
 
             report.exchange = exchange.begin(ctx, ws, force=fetch, wait_s=wait_s)
         owned = state.load(repo.common_dir)  # once: capture records into it, projection replaces it
+        was = dict(owned.inputs)  # the trees the last projection read: a tier whose tree differs changed
         first = syncstamp.clean_scan(str(repo.common_dir))  # no agent wrote a memory since the last sync
+        busy = None if hook else in_progress(ws.tier("project"))
         try:
-            report.capture = capture.capture(ctx, ws, owned=owned, unchanged=first[0] if first is not None else None)
+            if busy is not None:  # nothing is committed until the person has finished it
+                report.in_progress = busy.kind
+                raise RepoStateError(busy.message())
+            report.capture = capture.capture(ctx, ws, owned=owned, unchanged=first[0] if first is not None else None,
+                                             branch=_switched_from(repo, hook, hook_args))
             if listed:
                 report.capture.unchanged_seen, report.capture.unchanged_all = report.capture.unchanged, None
             report.warnings.extend(report.capture.warnings)
@@ -108,6 +128,7 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         report.projection = projection.project(ctx, ws, scope="all", target="all", run_arg=run_arg, owned=owned)
         report.warnings.extend(report.projection.warnings)
         projection.save(report.projection)  # the one save of the state, then projection's stamp
+        report.doctor_errors = _doctor_errors(ctx, ws, was, (report.projection.owned or owned).inputs)
         if has_global:
             exchange.end(ctx, ws, report.exchange, wait_s=wait_s)
         if report.exchange is not None:
@@ -155,6 +176,32 @@ def preview(ctx: Context, ws: Workspace, *, run_arg: str | None = None) -> SyncR
     return report
 
 
+def _switched_from(repo: Plumbing, hook: str | None, hook_args: Sequence[str]) -> str | None:
+    """After a branch switch (post-checkout), the branch checked out before it: what agents
+    wrote until now was written there. None for any other run, or when the previous HEAD was
+    no branch (detached) or was this same branch."""
+    if hook != "post-checkout" or len(hook_args) < 2:
+        return None
+    previous = repo.previous_branch(hook_args[0])
+    return previous if previous is not None and f"refs/heads/{previous}" != repo.head_branch() else None
+
+
+def _doctor_errors(ctx: Context, ws: Workspace, was: Mapping[str, state.TierInput],
+                   now: Mapping[str, state.TierInput]) -> dict[str, int]:
+    """The errors ``doctor`` finds in each tier whose knowledge base changed since the last
+    projection read it (its tree differs), from doctor's cache: said once per change, never
+    again while the tree stays (nor on the no-op path, which does not get here)."""
+    changed = [t for t in ws.active() if t.label in now and (t.label not in was or was[t.label].tree
+                                                             != now[t.label].tree)]
+    if not changed:
+        return {}
+    try:
+        reports, _ = checks.check_tiers(ws, changed, lifecycle.instant_of(ctx.now()))
+    except OkfError:
+        return {}  # doctor itself says what it cannot read; a sync does not fail for it
+    return {r.tier.label: r.count(ERROR) for r in reports if r.count(ERROR)}
+
+
 def _sweep(memory: Path | None, proj: projection.Report, since_ns: int, seen: syncstamp.Scan | None = None) -> None:
     """Temp files a killed sync left where projection writes: the memory folder (all of it)
     and the folders of the other target files. Only okfgit's own pattern, only files older
@@ -199,14 +246,19 @@ def summary_line(report: SyncReport) -> str:
     cap = report.capture
     if report.capture_error:
         parts.append(f"capture failed: {report.capture_error}")
+    elif report.in_progress:
+        parts.append(f"{report.in_progress} in progress: finish it, then okfgit sync")
     elif report.capture_deferred:
         parts.append("capture deferred (repository busy)")
     elif cap is not None and not cap.enabled:
         parts.append("capture off")
     elif cap is not None and cap.captured:
         parts.append(f"{'would capture' if report.dry_run else 'captured'} {len(cap.captured)}")
-        if cap.conflicts:
-            parts.append(f"{len(cap.conflicts)} need a merge")
+        merges = len(cap.conflicts) - len(cap.proposals)
+        if merges:
+            parts.append(f"{merges} need a merge")
+        if cap.proposals:
+            parts.append(f"{len(cap.proposals)} agent proposal(s) for a person to accept or drop")
     if cap is not None and cap.skipped:
         parts.append(f"{len(cap.skipped)} memory file(s) unreadable")
     if cap is not None and cap.held:
@@ -220,5 +272,8 @@ def summary_line(report: SyncReport) -> str:
             parts.append(f"{'would project' if report.dry_run else 'projected'} {written} file(s)")
         if proj.failed:
             parts.append(f"{proj.count('failed')} target(s) failed")
+    if report.doctor_errors:
+        where = ", ".join(f"{n} error(s) in {label}" for label, n in sorted(report.doctor_errors.items()))
+        parts.append(f"doctor: {where} (`okfgit doctor` lists them)")
     head = "okfgit sync (dry run): " if report.dry_run else "okfgit sync: "
     return head + (", ".join(parts) if parts else "up to date")

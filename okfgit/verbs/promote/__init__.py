@@ -32,7 +32,7 @@ from okfgit.knowledge.merged import Merged
 from okfgit.knowledge.refs import resolve_concept
 from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
 from okfgit.plan import Plan, TierCommit, apply, render, writing
-from okfgit.flows.concepts import root_index
+from okfgit.flows.concepts import actor, root_index
 from okfgit.knowledge.tiers import Tier, Workspace
 
 ROUTES = (("job", "project"), ("project", "global"))
@@ -134,6 +134,7 @@ def plan_promotion(
             ("Okf-Id", i.okf_id), ("Okf-Promoted-From", f"{source.label}@{src_snap.commit}:{i.source_path}"))),
         branch=branch, new_branch=branch is not None,
         old={p: (dst_snap.blob(p) if p in dst_snap.entries else None) for p in changes},
+        actor=actor(ctx, source, ws.project_repo),
     )
     pp = PromotionPlan(source, destination, src_snap.commit, items, branch, dest_commit, src_snap)
     pp.warnings.extend(_backlink_warnings(pp))
@@ -289,7 +290,7 @@ def _source_commit(pp: PromotionPlan, destination_oid: str, today: str) -> TierC
     removed = {i.source_path for i in pp.items}
     changes: dict[str, bytes | None] = {p: None for p in removed}
     changes.update(index.regenerate(snap, changes, index.affected_folders(removed)))
-    changes.update(_emptied_indexes(snap, changes))
+    changes.update(index.emptied(snap, changes, index.folders_of(removed)))
     if pp.source.name == "job":
         where = f"{pp.destination.label}" + (f" branch {pp.branch}" if pp.branch else "")
         old_log = snap.blob(runs.LOG) if runs.LOG in snap.entries else None
@@ -303,29 +304,8 @@ def _source_commit(pp: PromotionPlan, destination_oid: str, today: str) -> TierC
         pp.source, "promote", _subject(pp.items, f"to {pp.destination.label}"), changes,
         trailers=tuple(trailer_list),
         old={p: (snap.blob(p) if p in snap.entries else None) for p in changes},
+        actor=pp.destination_commit.actor,
     )
-
-
-def _emptied_indexes(snap: Snapshot, changes: dict[str, bytes | None]) -> dict[str, bytes | None]:
-    """Index files of folders the promotion leaves without concepts.
-
-    An index holding nothing but okfgit's own heading goes with its folder; one with a
-    person's intro or outro keeps them and loses its entries.
-    """
-    remaining = {p for p in snap.entries if changes.get(p, b"") is not None and okf.is_concept_path(p)}
-    live = index.folders_of(remaining)
-    removed = [p for p, d in changes.items() if d is None]
-    out: dict[str, bytes | None] = {}
-    for folder in sorted(index.folders_of(removed) - live):
-        idx = index.index_path(folder)
-        if idx in changes or idx not in snap.entries:
-            continue
-        page = index.read_page(snap.blob(idx), idx, index.folders_of(snap.entries))
-        if not page.outro and index.render(folder, page.intro, {}, {}) == index.render(folder, "", {}, {}):
-            out[idx] = None
-        elif (text := index.rebuild(folder, page, {}, {})) != snap.blob(idx):
-            out[idx] = text
-    return out
 
 
 def _kept_indexes(pp: PromotionPlan, changes: dict[str, bytes | None]) -> list[str]:

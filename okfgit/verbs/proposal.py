@@ -1,0 +1,175 @@
+"""``okfgit proposal accept|drop SIBLING``: a person decides what an agent proposed.
+
+Capture never changes a protected concept in place (``lifecycle.protected_by``: verified by a
+person, or a Decision); the agent's version is committed beside it as a needs-merge sibling
+(spec/okf-capture-sync.md §4). These are the two acts that settle one, each one commit in the
+sibling's tier, saying who acted (``Okf-Actor``):
+
+- **drop**: the sibling goes; the concept stays as it is (the agent's words stay in history);
+- **accept**: the agent's words replace the concept, keeping its path and ``okf_id``. A
+  ``verified`` copied from the old version is replaced by the accepting person's (they read
+  these words; the earlier verifier did not). A **Decision** is never rewritten: the agent's
+  version becomes a new Decision beside it that ``supersedes`` it, and the old one gets
+  ``status: deprecated`` and ``superseded_by`` (review's supersession rules, satisfied).
+
+A protected concept's proposal is settled only by a person (a ``human:`` actor): an agent
+running this in its shell is refused. A plain conflict sibling (an unprotected concept
+changed on both sides) may be settled by anyone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from okfgit.context import Context
+from okfgit.errors import UsageError
+from okfgit.flows.concepts import actor
+from okfgit.format import concept as okf
+from okfgit.format import index_md as index
+from okfgit.format import lifecycle, names
+from okfgit.format.trailers import path_field
+from okfgit.knowledge.snapshot import Snapshot, snapshot
+from okfgit.knowledge.tiers import Tier, Workspace
+from okfgit.plan import Plan, TierCommit, apply, writing
+from okfgit.records import field, record
+
+ACCEPT = "accept"
+DROP = "drop"
+
+
+@record
+class Settled:
+    """What ``proposal accept|drop`` did (or, before ``apply``, will do)."""
+
+    tier: Tier
+    sibling: str  # the needs-merge sibling's KB path
+    master: str  # the concept it proposes a version of
+    outcome: str  # "dropped" | "accepted" | "superseded"
+    actor: str
+    protected: str  # why the master is protected ("" when it is not)
+    new_path: str | None = None  # the superseding Decision, for "superseded"
+    plan: Plan = field(default_factory=Plan)
+    commit: str | None = None
+
+    def message(self) -> str:
+        where = self.tier.label
+        done = f" ({self.commit[:7]})" if self.commit else ""
+        if self.outcome == "dropped":
+            return f"dropped {where}:{self.sibling}; {where}:{self.master} stays as it was{done}"
+        if self.outcome == "superseded":
+            return (f"{where}:{self.new_path} now supersedes {where}:{self.master} (deprecated), with the agent's "
+                    f"words, verified by {self.actor}{done}")
+        return f"{where}:{self.master} now holds the agent's version, accepted by {self.actor}{done}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tier": self.tier.label, "sibling": self.sibling, "master": self.master, "outcome": self.outcome,
+                "actor": self.actor, "protected": self.protected or None, "new_path": self.new_path,
+                "commit": self.commit}
+
+
+def settle(ctx: Context, ws: Workspace, ref: str, how: str, *, dry_run: bool = False) -> Settled:
+    """Accept or drop the needs-merge sibling ``ref`` (``[tier:]path``) as one commit."""
+    tier = _tier_of(ws, ref)
+    if dry_run:
+        return plan_settle(ctx, ws, ref, how)
+    with writing(ctx, tier):
+        done = plan_settle(ctx, ws, ref, how)
+        done.commit = apply(ctx, done.plan).commits[-1][1]
+    return done
+
+
+def plan_settle(ctx: Context, ws: Workspace, ref: str, how: str) -> Settled:
+    """Plan ``settle``: check the sibling and who acts, and build the commit."""
+    tier = _tier_of(ws, ref)
+    path = ref.rpartition(":")[2]
+    snap = snapshot(tier)
+    siblings = sorted(p for p in snap.entries if names.is_needs_merge(p))
+    if path not in siblings:
+        listed = ", ".join(f"{tier.label}:{p}" for p in siblings) or "none"
+        raise UsageError(f"{tier.label}:{path} is not a needs-merge sibling at HEAD (there: {listed})")
+    master = names.needs_merge_master(path)
+    if master not in snap.entries:
+        raise UsageError(f"{tier.label}:{path} proposes a version of {master}, which {tier.label} no longer has; "
+                         f"delete the sibling, or move it to {master} yourself")
+    old = snap.concept(master)
+    guarded = lifecycle.protected_by(old.meta)
+    by = actor(ctx, tier, ws.project_repo)
+    if guarded and not lifecycle.is_human(by):
+        raise UsageError(f"{tier.label}:{master} is {guarded}: only a person settles an agent's proposal for it, "
+                         f"and this command runs as {by}; run it yourself in a terminal (or say who you are with "
+                         "OKF_ACTOR=human:<you>)")
+    done = Settled(tier, path, master, "dropped", by, guarded)
+    changes: dict[str, bytes | None] = {path: None}
+    if how == ACCEPT:
+        proposed = snap.blob(path)
+        if lifecycle.lifecycle(old.meta).deprecated:
+            raise UsageError(f"{tier.label}:{master} is deprecated: a superseded concept keeps its words; "
+                             "write the change as a new concept")
+        if (okf.one_line(old.meta.get("type")).casefold() == lifecycle.DECISION):
+            done.outcome = "superseded"
+            done.new_path = index.free_path(master, snap.entries)
+            changes.update(_supersede(ctx, snap, master, old.meta, done.new_path, proposed, path, by))
+        else:
+            done.outcome = "accepted"
+            changes[master] = _accepted(ctx, tier, master, old.meta, proposed, path, by, bool(guarded))
+    elif how != DROP:
+        raise UsageError(f"settle a proposal with {ACCEPT} or {DROP}, not {how!r}")
+    changes.update(index.regenerate(snap, changes, index.affected_folders(list(changes))))
+    okf_id = old.okf_id or ""
+    verb = {"dropped": "drop", "accepted": "accept", "superseded": "accept"}[done.outcome]
+    subject = f"okf: {verb} the agent's version of {master}"
+    body = {"dropped": f"The agent's version ({path}) is dropped; {master} stays as it was.",
+            "accepted": f"{master} takes the agent's version from {path}.",
+            "superseded": f"{done.new_path} takes the agent's version from {path} and supersedes {master}."}
+    trailers = [("Okf-Id", okf_id)] if okf_id else []
+    trailers.append(("Okf-Proposal", f"{verb} {path_field(path)}"))
+    done.plan.commits.append(TierCommit(
+        tier, "proposal", subject, changes, tuple(trailers), body[done.outcome],
+        old={p: (snap.blob(p) if p in snap.entries else None) for p in changes}, base=snap.commit, actor=by,
+    ))
+    return done
+
+
+def _accepted(ctx: Context, tier: Tier, master: str, meta: dict[str, Any], proposed: bytes, sibling: str,
+              by: str, guarded: bool) -> bytes:
+    """The agent's bytes as the concept: its path's identity and tier, and (for a verified
+    concept) the accepting person as the one who verified these words."""
+    updates: dict[str, Any] = {"scope": tier.name}
+    if okf.is_valid_okf_id(meta.get("okf_id")):
+        updates["okf_id"] = meta["okf_id"]
+    remove: tuple[str, ...] = ()
+    if guarded:
+        updates["verified"] = [{"by": by, "at": ctx.iso_now()}]
+    elif "verified" in meta:
+        updates["verified"] = meta["verified"]  # what the concept claimed, not what the agent wrote
+    elif "verified" in okf.split(proposed, sibling).meta:
+        remove = ("verified",)
+    return okf.set_keys(proposed, sibling, updates, remove)
+
+
+def _supersede(ctx: Context, snap: Snapshot, master: str, meta: dict[str, Any], new_path: str, proposed: bytes,
+               sibling: str, by: str) -> dict[str, bytes | None]:
+    """A Decision is superseded, never rewritten: the agent's words as a new Decision that
+    ``supersedes`` it, verified by the person accepting it; the old one deprecated."""
+    new_id = okf.new_okf_id()
+    old_ref = meta["okf_id"] if okf.is_valid_okf_id(meta.get("okf_id")) else master
+    new = okf.set_keys(proposed, sibling, {
+        "type": meta.get("type") or "Decision", "scope": snap.tier.name, "okf_id": new_id, "supersedes": old_ref,
+        "verified": [{"by": by, "at": ctx.iso_now()}],
+    }, remove=tuple(k for k in ("okf_origin", "status", "superseded_by") if k in okf.split(proposed, sibling).meta))
+    old = okf.set_keys(snap.blob(master), master, {"status": lifecycle.DEPRECATED, "superseded_by": new_id})
+    return {new_path: new, master: old}
+
+
+def _tier_of(ws: Workspace, ref: str) -> Tier:
+    label = ref.rpartition(":")[0]
+    if not label:
+        return ws.tier("project") if ws.project_repo is not None else ws.tier("global")
+    if label in ("global", "project", "job"):
+        return ws.require(label) if label == "job" else ws.tier(label)
+    if label.startswith("job/"):
+        found = ws.require("job")
+        if found.label != label:
+            raise UsageError(f"{label} is not the active run ({found.label}); pass --run {label[4:]}")
+        return found
+    raise UsageError(f"unknown tier {label!r} in {ref!r}: use global:, project: or job/<run>: before the path")

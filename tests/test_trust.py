@@ -1,0 +1,217 @@
+"""Human-verified knowledge stays human: no agent changes it in place, on any write path.
+
+A team's Decision, verified by alice, is projected into Claude Code's memory; Claude then
+rewrites the memory file, in its own format or as a plain text edit. Whichever way okfgit
+captures it (a person's `okfgit sync`, the post-checkout git hook, Claude's SessionEnd hook
+command), the concept at HEAD stays byte for byte, the agent's words are committed as a
+proposal beside it, a person is told and `okfgit status` exits 2; only a person's
+`okfgit proposal accept|drop` settles it. Real repositories, the real CLI and real hooks.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from okfgit.flows.agent_hooks import COMMANDS
+from okfgit.format import concept as okf
+from tests.conftest import Runner, fsck, trailers_by_git
+from tests.test_capture import blob, memory, split
+from tests.test_hooks_e2e import BIN
+
+DECISION = ".okf/decisions/cache-policy.md"
+SIBLING = ".okf/decisions/cache-policy.needs-merge.md"
+PROPOSAL = "project:decisions/cache-policy.needs-merge.md"
+ALICE = "human:alice@example.com"
+VERIFIED = [{"by": ALICE, "at": "2026-01-05T10:00:00Z"}]
+
+# What Claude Code 2.1.x writes when it rewrites a memory file okfgit projected: its own keys,
+# okfgit's folded away, the body replaced.
+NATIVE_REWRITE = (
+    b"---\n"
+    b"name: cache-policy\n"
+    b"description: Responses are cached for two days.\n"
+    b"metadata:\n"
+    b"  node_type: memory\n"
+    b"  type: project\n"
+    b"  originSessionId: 0b6c2f4e-7d1a-4c55-9e0b-3f1f2a9d8c11\n"
+    b"---\n"
+    b"Responses are cached for two days.\n"
+)
+
+
+def _verified_decision(project: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> Path:
+    """alice's Decision, verified by her and committed by her, projected into Claude's memory."""
+    okfgit("new", "cache-policy", "--type", "Decision", "--title", "Cache policy", "--description",
+           "Responses are cached for one day.", "--tag", "perf", "--dir", "decisions", "--no-edit", cwd=project)
+    path = project / DECISION
+    path.write_bytes(okf.set_keys(path.read_bytes(), DECISION, {"verified": VERIFIED}))
+    git("commit", "-q", "-am", "Verify the cache policy", cwd=project)
+    okfgit("sync", cwd=project)
+    return memory(project, env, project.parent / "home")
+
+
+def _rewrite(mem: Path, how: str) -> bytes:
+    """Claude edits the projected memory file: natively (the issue's case) or as plain text."""
+    path = mem / "cache-policy.md"
+    if how == "native":
+        path.write_bytes(NATIVE_REWRITE)
+    else:
+        path.write_bytes(path.read_bytes().replace(b"cached for one day.\n", b"cached for two days.\n"))
+    return path.read_bytes()
+
+
+def _hook_env(env: dict[str, str]) -> dict[str, str]:
+    if not os.access(os.path.join(BIN, "okfgit"), os.X_OK):
+        pytest.skip(f"no okfgit script next to {BIN}")
+    return {**env, "PATH": BIN + os.pathsep + env.get("PATH", os.defpath)}
+
+
+def _capture_by(path: str, project: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> str:
+    """Let okfgit see the edit the way ``path`` does; what it printed on stderr."""
+    if path == "sync":
+        result = okfgit("sync", cwd=project)
+        assert result.code == 0
+        return result.err
+    hook_env = _hook_env(env)
+    if path == "post-checkout":
+        other = git("rev-parse", "other", cwd=project).out
+        git("checkout", "-q", "other", cwd=project, extra_env=hook_env)  # the hook fires here
+        # ... and commits onto main, the branch the agent wrote on (spec/okf-merge.md §5): back there to look
+        assert git("rev-parse", "other", cwd=project).out == other
+        git("checkout", "-q", "main", cwd=project, extra_env=hook_env)
+        return ""
+    # Claude Code's SessionEnd: its settings run this very command string in a shell
+    ran = subprocess.run(["sh", "-c", COMMANDS["SessionEnd"]], cwd=project, env=hook_env, capture_output=True,
+                         text=True)
+    assert ran.returncode == 0, ran.stderr
+    return ran.stderr
+
+
+@pytest.mark.parametrize("edit", ["native", "plain"])
+@pytest.mark.parametrize("path", ["sync", "post-checkout", "session-end"])
+def test_an_agents_rewrite_of_a_verified_decision_becomes_a_proposal(
+        project: Path, okfgit: Runner, git: Runner, env: dict[str, str], path: str, edit: str) -> None:
+    mem = _verified_decision(project, okfgit, git, env)
+    if path == "post-checkout":  # a branch with other work to check out once Claude is done
+        okfgit("hooks", "install", cwd=project)
+        git("checkout", "-q", "-b", "other", cwd=project, extra_env=_hook_env(env))
+        (project / "code.txt").write_text("work\n")
+        git("add", "code.txt", cwd=project)
+        git("commit", "-q", "-m", "work on other", cwd=project, extra_env=_hook_env(env))
+        git("checkout", "-q", "main", cwd=project, extra_env=_hook_env(env))
+    master = blob(git, project, f"HEAD:{DECISION}")
+    agent_bytes = _rewrite(mem, edit)
+
+    err = _capture_by(path, project, okfgit, git, env)
+
+    # the Decision at HEAD is byte for byte what alice verified
+    assert blob(git, project, f"HEAD:{DECISION}") == master
+    # the agent's words are kept, as the agent's, with alice's name taken off them
+    meta, body = split(blob(git, project, f"HEAD:{SIBLING}"))
+    assert body == split(agent_bytes)[1] and b"two days" in body
+    assert "verified" not in meta and meta["generated"]["by"] == "agent:claude-code"
+    assert ("Okf-Actor", "agent:claude-code") in trailers_by_git(git, project)
+    assert git("show", "--name-only", "--format=", "HEAD", cwd=project).out.split() == [SIBLING]
+    # the memory file shows alice's Decision again
+    assert (mem / "cache-policy.md").read_bytes() == master
+    if path == "sync":
+        assert (f"is verified by {ALICE} and a Decision, so no agent changes it in place" in err
+                and f"`okfgit proposal accept {PROPOSAL}`" in err and f"`okfgit proposal drop {PROPOSAL}`" in err)
+    status = okfgit("status", cwd=project, expect=None)
+    assert status.code == 2
+    assert (f"  {PROPOSAL}: an agent's version of decisions/cache-policy.md, which is verified by {ALICE} and a "
+            f"Decision; accept it: `okfgit proposal accept {PROPOSAL}`; drop it: `okfgit proposal drop {PROPOSAL}`"
+            in status.out)
+    fsck(git, project)
+
+
+def test_only_a_person_settles_it_and_accepting_a_decision_supersedes_it(
+        project: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:
+    mem = _verified_decision(project, okfgit, git, env)
+    _rewrite(mem, "native")
+    okfgit("sync", cwd=project)
+    base = git("rev-parse", "HEAD~1", cwd=project).out.strip()
+    master = blob(git, project, f"HEAD:{DECISION}")
+
+    refused = okfgit("proposal", "accept", PROPOSAL, cwd=project, expect=None, extra_env={"CLAUDECODE": "1"})
+    assert refused.code == 2 and "runs as agent:claude-code" in refused.err
+    assert blob(git, project, f"HEAD:{DECISION}") == master
+
+    done = okfgit("proposal", "accept", PROPOSAL, cwd=project, extra_env={"OKF_ACTOR": "human:bob@example.com"})
+    assert done.out.startswith("project:decisions/cache-policy-2.md now supersedes project:decisions/cache-policy.md")
+    trailers = trailers_by_git(git, project)
+    assert trailers[:3] == [("Okf-Operation", "proposal"), ("Okf-Tool", trailers[1][1]),
+                            ("Okf-Actor", "human:bob@example.com")]
+    new, body = split(blob(git, project, "HEAD:.okf/decisions/cache-policy-2.md"))
+    old, old_body = split(blob(git, project, f"HEAD:{DECISION}"))
+    assert body == b"Responses are cached for two days.\n"
+    assert new["type"] == "Decision" and new["supersedes"] == old["okf_id"]
+    assert new["verified"][0]["by"] == "human:bob@example.com" and new["generated"]["by"] == "agent:claude-code"
+    assert old["status"] == "deprecated" and old["superseded_by"] == new["okf_id"] and old["verified"] == VERIFIED
+    assert old_body == split(master)[1]
+    assert not (project / SIBLING).exists()
+    # a team reviewing it sees a person's approval is needed, and nothing else wrong
+    review = okfgit("review", f"{base}..HEAD", "--format", "json", cwd=project, expect=None)
+    import json
+
+    verdict = json.loads(review.out)
+    assert verdict["verdict"] == "needs-human", verdict["findings"]
+    assert {f["code"] for f in verdict["findings"]} >= {"human-reviewed-changed"}
+    assert okfgit("status", cwd=project, expect=None).code == 0
+    fsck(git, project)
+
+
+def test_dropping_keeps_the_concept_and_a_plain_verified_note_is_accepted_in_place(
+        project: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:
+    okfgit("new", "flaky-dns", "--title", "Flaky DNS", "--description", "Retry DNS twice.", "--no-edit",
+           cwd=project)
+    path = project / ".okf" / "flaky-dns.md"
+    path.write_bytes(okf.set_keys(path.read_bytes(), "x", {"verified": VERIFIED}))
+    git("commit", "-q", "-am", "Verify", cwd=project)
+    okfgit("sync", cwd=project)
+    mem = memory(project, env, project.parent / "home")
+    edited = (mem / "flaky-dns.md").read_bytes().replace(b"Retry DNS twice.\n", b"Retry DNS three times.\n")
+    (mem / "flaky-dns.md").write_bytes(edited)
+    okfgit("sync", cwd=project)
+    master = blob(git, project, "HEAD:.okf/flaky-dns.md")
+    assert b"three" not in master and b"three" in blob(git, project, "HEAD:.okf/flaky-dns.needs-merge.md")
+
+    dropped = okfgit("proposal", "drop", "project:flaky-dns.needs-merge.md", cwd=project)
+    assert "dropped project:flaky-dns.needs-merge.md" in dropped.out
+    assert blob(git, project, "HEAD:.okf/flaky-dns.md") == master and not (project / ".okf/flaky-dns.needs-merge.md").exists()
+    assert git("show", "--name-only", "--format=", "HEAD", cwd=project).out.split() == [".okf/flaky-dns.needs-merge.md"]
+
+    (mem / "flaky-dns.md").write_bytes(edited)  # the agent insists; this time a person takes it
+    okfgit("sync", cwd=project)
+    okfgit("proposal", "accept", "flaky-dns.needs-merge.md", cwd=project)
+    meta, body = split(blob(git, project, "HEAD:.okf/flaky-dns.md"))
+    assert b"three times" in body and meta["okf_id"] == split(master)[0]["okf_id"]
+    assert [v["by"] for v in meta["verified"]] == ["human:author@example.com"]  # the one who read these words
+    fsck(git, project)
+
+
+def test_actors_are_truthful(project: Path, okfgit: Runner, git: Runner) -> None:
+    okfgit("new", "typed", "--description", "A person typed this.", "--no-edit", cwd=project)
+    assert split(blob(git, project, "HEAD:.okf/typed.md"))[0]["generated"]["by"] == "human:author@example.com"
+    assert ("Okf-Actor", "human:author@example.com") in trailers_by_git(git, project)
+
+    # a command an agent ran in its shell is the agent's, however its author is configured
+    okfgit("new", "by-claude", "--description", "Claude ran this.", "--no-edit", cwd=project,
+           extra_env={"CLAUDECODE": "1"})
+    assert split(blob(git, project, "HEAD:.okf/by-claude.md"))[0]["generated"]["by"] == "agent:claude-code"
+    assert ("Okf-Actor", "agent:claude-code") in trailers_by_git(git, project)
+    okfgit("new", "by-gemini", "--description", "Gemini ran this.", "--no-edit", cwd=project,
+           extra_env={"GEMINI_CLI": "1"})
+    assert ("Okf-Actor", "agent:gemini-cli") in trailers_by_git(git, project)
+
+    # the override, and a bad one
+    okfgit("new", "by-ci", "--description", "CI wrote this.", "--no-edit", cwd=project,
+           extra_env={"OKF_ACTOR": "process:nightly"})
+    assert split(blob(git, project, "HEAD:.okf/by-ci.md"))[0]["generated"]["by"] == "process:nightly"
+    bad = okfgit("new", "bad", "--description", "x.", "--no-edit", cwd=project, expect=None,
+                 extra_env={"OKF_ACTOR": "alice"})
+    assert bad.code == 2 and "OKF_ACTOR must be an OKF actor" in bad.err
