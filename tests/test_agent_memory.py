@@ -11,7 +11,7 @@ from okfgit.format import agent_memory
 from okfgit.format import concept as okf
 
 CASES = Path(__file__).resolve().parent.parent / "fixtures" / "agents" / "claude-code-2.1.332" / "memory"
-STAMPED = ["native-feedback", "older-type", "okfgit-concept", "okfgit-captured-legacy", "inline-comment",
+STAMPED = ["native-feedback", "older-type", "okfgit-concept", "okfgit-decision", "okfgit-captured-legacy", "inline-comment",
            "okfgit-concept-comment", "okfgit-concept-edited"]
 
 
@@ -35,7 +35,7 @@ def test_the_folded_shape_puts_every_key_once_at_the_top() -> None:
     out = agent_memory.unfold(read("okfgit-concept.md").meta)
     assert out.folded
     assert out.meta == {
-        "description": "Caches are invalidated by domain events, never by TTL alone", "type": "Decision",
+        "description": "Caches are invalidated by domain events, never by TTL alone", "type": "Pattern",
         "title": "Cache invalidation by event", "tags": ["cache", "architecture"], "scope": "project",
         "okf_id": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b", "okf_source": "authored", "status": "stable"}
     assert out.stamps == {"node_type": "memory", "originSessionId": "5f0c9a43-8d2e-4b71-9a36-2c1e7d4b8f10",

@@ -593,7 +593,7 @@ def test_native_rewrite_of_a_projected_authored_concept_updates_it(project: Path
     changed = git("show", "--name-only", "--format=", "HEAD", cwd=project).out.split()
     assert changed == [".okf/cache-policy.md", ".okf/index.md"]  # updated in place: no second concept
     meta, body = split(blob(git, project, "HEAD:.okf/cache-policy.md"))
-    assert meta["okf_id"] == okf_id and meta["description"] == "We cache for an hour now." and body == b"\nAn hour.\n"
+    assert meta["okf_id"] == okf_id and meta["description"] == "We cache for an hour now." and body == b"An hour.\n"
     assert sorted(p.name for p in mem.glob("*.md")) == ["MEMORY.md", "cache-policy.md"]
 
 

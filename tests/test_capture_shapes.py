@@ -35,7 +35,7 @@ def projected_concept(project: Path, git: Runner, okfgit: Runner, env: dict[str,
 
 def concept_files(git: Runner, project: Path) -> list[str]:
     return sorted(p for p in git("ls-tree", "-r", "--name-only", "HEAD", ".okf", cwd=project).out.split()
-                  if not p.endswith(("index.md", "log.md")))
+                  if p.endswith(".md") and not p.endswith(("index.md", "log.md")))
 
 
 def test_a_concept_claude_rewrote_is_captured_onto_the_same_concept(
@@ -109,3 +109,23 @@ def test_an_older_okfgit_capture_is_unfolded_once(
     meta, body = split(committed)
     assert "metadata" not in meta and committed.count(b"type: feedback") == 1
     assert body.strip() == b"Integration tests must hit a real database, always."
+
+
+def test_a_decision_claude_rewrote_becomes_a_proposal_not_an_edit(
+        project: Path, git: Runner, okfgit: Runner, env: dict[str, str], home: Path) -> None:
+    decision = (CASES / "okfgit-decision.input.md").read_bytes()
+    (project / ".okf" / "decisions").mkdir(parents=True, exist_ok=True)
+    (project / KB_PATH).write_bytes(decision)
+    git("add", KB_PATH, cwd=project)
+    git("commit", "-q", "-m", "a decision", cwd=project)
+    okfgit("project", cwd=project)
+    mem = memory(project, env, home)
+    write_memory(mem, "cache-invalidation.md", (CASES / "okfgit-decision-edited.md").read_bytes())
+    err = okfgit("sync", cwd=project).err
+    assert "a Decision, so no agent changes it in place" in err
+    assert blob(git, project, f"HEAD:{KB_PATH}") == decision  # the Decision unchanged
+    sibling = blob(git, project, "HEAD:.okf/decisions/cache-invalidation.needs-merge.md")
+    meta, body = split(sibling)
+    # the agent's version, unfolded once, said to be the agent's: no metadata, no stamp
+    assert "metadata" not in meta and "originSessionId" not in meta and meta["okf_id"] == OKF_ID
+    assert meta["generated"]["by"] == "agent:claude-code" and b"never the rule" in body

@@ -103,7 +103,8 @@ def same_body(mine: bytes, theirs: bytes) -> bool:
 def edit(data: bytes, name: str, meta: Mapping[str, Any], body: bytes, *,
          keep: tuple[str, ...] = ()) -> tuple[bytes, okf.Parsed]:
     """The concept file ``data`` saying what the unfolded ``meta`` and ``body`` say, with
-    every unchanged key's lines and the body's leading blank lines as they were: a key that
+    every unchanged key's lines as they were (and the body's bytes, when only the blank lines
+    before it differ): a key that
     changed is rewritten where it stands, a new one goes last, one the agent removed goes
     (``keep``'d keys and keys whose value was null stay: Claude Code drops nulls itself),
     and a ``metadata`` mapping an older okfgit committed is unfolded once. ``name`` stays as
@@ -125,10 +126,8 @@ def edit(data: bytes, name: str, meta: Mapping[str, Any], body: bytes, *,
     else:
         out, check = okf.set_keys_split(data, name, updates, remove, parsed=parsed)
     if same_body(check.body, body):
-        return out, check
-    lead = check.body[: len(check.body) - len(check.body.lstrip(b"\r\n"))]
-    head = out[: len(out) - len(check.body)]
-    new = head + lead + body.lstrip(b"\r\n")
+        return out, check  # the blank lines before it are not a change
+    new = out[: len(out) - len(check.body)] + body  # the agent's body, byte for byte
     return new, okf.split(new, name)
 
 
