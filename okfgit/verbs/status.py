@@ -98,6 +98,7 @@ class Status:
                 "blocked": self.blocked,
                 "memory_dir": str(cap.memory_dir) if cap.memory_dir else None,
                 "memory_source": cap.memory_source,
+                "gemini_dir": str(cap.gemini_dir) if cap.gemini_dir else None,
                 "pending": [{"origin": c.origin, "action": c.action, "tier": c.tier.label, "path": c.kb_path}
                             for c in cap.captured],
                 "unreadable": [{"origin": o, "reason": r} for o, r in cap.skipped],
@@ -251,6 +252,8 @@ def render(st: Status) -> str:
     lines.append(cap.reason)
     if cap.memory_dir:
         lines.append(f"memory folder: {cap.memory_dir} (from {cap.memory_source})")
+    if cap.gemini_dir:
+        lines.append(f"gemini memory folder: {cap.gemini_dir}")
     pending = [c for c in cap.captured if c.action != "conflict"]
     lines.append(f"captures pending: {len(pending)}" + ("" if cap.enabled else " (capture is off: sync will not take them)"))
     lines += [f"  {c.action}: {c.origin} -> {c.tier.label}:{c.kb_path}" for c in pending]
