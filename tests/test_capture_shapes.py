@@ -129,3 +129,24 @@ def test_a_decision_claude_rewrote_becomes_a_proposal_not_an_edit(
     # the agent's version, unfolded once, said to be the agent's: no metadata, no stamp
     assert "metadata" not in meta and "originSessionId" not in meta and meta["okf_id"] == OKF_ID
     assert meta["generated"]["by"] == "agent:claude-code" and b"never the rule" in body
+
+
+def test_claudes_own_memory_index_backfill_loses_and_doubles_nothing(
+        project: Path, git: Runner, okfgit: Runner, env: dict[str, str], home: Path) -> None:
+    """When MEMORY.md is missing, Claude Code 2.1.332 writes one itself ("memory index backfill",
+    its ``lQr``/``dQr``): one ``- [<file stem>](<file>) — <description>`` line per memory file (an
+    ASCII description is used as it is, cut at 150 characters). okfgit's next projection keeps
+    the line of a file it does not manage yet and writes its own for the rest: no line twice."""
+    mem = projected_concept(project, git, okfgit, env, home)
+    (mem / "MEMORY.md").unlink()
+    write_memory(mem, "tabs.md", b"---\nname: tabs\ndescription: The user indents with tabs\nmetadata:\n  type: user\n"
+                                 b"---\n\nTabs, always.\n")
+    backfill = ("- [cache-invalidation](cache-invalidation.md) \u2014 Caches are invalidated by domain events, never by "
+                "TTL alone\n- [tabs](tabs.md) \u2014 The user indents with tabs\n")
+    (mem / "MEMORY.md").write_text(backfill)
+    result = okfgit("project", cwd=project)
+    assert "was edited since okfgit wrote it" not in result.err  # an index, not a person's words
+    index = (mem / "MEMORY.md").read_text()
+    assert index.count("(cache-invalidation.md)") == 1 and index.count("(tabs.md)") == 1
+    assert index.startswith("- [tabs](tabs.md) \u2014 The user indents with tabs\n")  # kept: not captured yet
+    assert "- [Cache invalidation by event](cache-invalidation.md)" in index
