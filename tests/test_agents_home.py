@@ -97,12 +97,17 @@ def test_a_gemini_note_is_captured_and_projected_back(project: Path, okfgit: Run
     assert index.startswith("# Project Memory\n- The staging host is stage-3.\n\n<!-- okf:begin id=knowledge -->\n")
     assert "- [Deploy checklist](deploy.md) — Run the smoke tests before every deploy." in index
     assert okfgit("sync", cwd=project).out == "okfgit sync: up to date\n"
+    hook = okfgit("sync", "--repo", str(project), "--hook", "post-commit", cwd=project)
+    assert (hook.out, hook.err) == ("", "")  # a git hook's no-op, Gemini's files in its stamp
+    (memory / "release.md").write_bytes(b"# Release\n\nTag from main only.\n")
+    okfgit("sync", "--repo", str(project), "--hook", "post-commit", cwd=project)  # a new note: not a no-op
+    assert git("show", "HEAD:memory/release.md", cwd=global_repo).out.endswith("Tag from main only.\n")
     # the agent edits its note in place: captured as an update of the same concept
     (memory / "deploy.md").write_bytes(committed.replace(b"Then tag the release.", b"Then tag and sign the release."))
     okfgit("sync", cwd=project)
     assert b"Then tag and sign the release." in git("show", f"HEAD:{kb_path}", cwd=global_repo).out.encode()
     assert git("ls-tree", "-r", "--name-only", "HEAD", "memory", cwd=global_repo).out.split() == [
-        "memory/deploy.md", "memory/index.md"]
+        "memory/deploy.md", "memory/index.md", "memory/release.md"]
     fsck(git, global_repo)
 
 

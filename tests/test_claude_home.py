@@ -148,7 +148,7 @@ def default_dir(home: Path) -> Path:
 def test_memory_dir_default(tmp_path):
     choice = memory_dir(REPO, {}, tmp_path)
     assert (choice.path, choice.warnings, choice.shared_by) == (default_dir(tmp_path), (), None)
-    assert choice.source == "the default (~/.claude)"
+    assert choice.source == "the default, ~/.claude"
 
 
 def test_memory_dir_follows_claude_config_dir(tmp_path):

@@ -69,7 +69,7 @@ class MemoryDirChoice:
     path: Path
     warnings: tuple[str, ...] = ()
     shared_by: Path | None = None  # the settings file whose autoMemoryDirectory every project shares
-    source: str = "the default (~/.claude)"  # what decided the folder, as `status` says it
+    source: str = "the default, ~/.claude"  # what decided the folder, as `status` says it
     watched: tuple[str, ...] = ()  # every file whose change could move the folder (the fast path's stamp)
 
 
@@ -173,7 +173,7 @@ def _default(repo_root: Path, project_root: Path, environ: Mapping[str, str], ho
         root, source = Path(remote), f"${REMOTE_ROOT}"
     else:
         root = config if config.is_absolute() else project_root / config  # "": where Claude Code runs
-        source = "$CLAUDE_CONFIG_DIR" if environ.get("CLAUDE_CONFIG_DIR") is not None else "the default (~/.claude)"
+        source = "$CLAUDE_CONFIG_DIR" if environ.get("CLAUDE_CONFIG_DIR") is not None else "the default, ~/.claude"
     name = environ.get(DIR_NAME, "")
     if not remote and environ.get("CLAUDE_CONFIG_DIR") and _DIR_NAME_OK.fullmatch(name) \
             and not _RESERVED_NAME.fullmatch(name):
