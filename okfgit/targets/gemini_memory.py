@@ -46,9 +46,7 @@ class GeminiMemory:
         watched = [str(found.registry)] if found.registry is not None else []
         if found.path is None or found.short_id is None:
             return TargetPlan(watched=watched)
-        folder = Path(os.path.abspath(found.path))
-        if not folder.is_dir() and not _recorded_in(view, folder):
-            return TargetPlan(watched=[*watched, str(folder)])  # Gemini CLI made no memory folder here yet
+        folder = Path(os.path.abspath(found.path))  # made on demand, as Claude Code's: Gemini CLI runs here
         problem = folder_problem(folder)
         if problem is not None:
             return TargetPlan(items=[Item(folder, "fail", f"{problem} (nothing was changed there)")], watched=watched)
