@@ -13,8 +13,7 @@ warm-up), so a noisy machine moves both sides of a ratio alike. Workloads and fl
 | index --check, warm (10,000) | the same | <= 3x |
 | first projection (10,000) | ``git archive HEAD:.okf \\| tar -x`` | <= 2.5x |
 | project / sync, one concept changed (10,000) | the same verb's no-op | <= 2x |
-| status (10,000) | ``import pygit2`` | <= 1.5x |
-| cat / search, warm (10,000) | ``import pygit2`` | <= 1.3x |
+| status, cat / search warm (10,000): they load pygit2 | ``import pygit2`` | <= 2x |
 | cat, cold nav cache (10,000) | (seconds) | <= 1 s |
 
 Run from a checkout: ``python bench/bench_cost.py [--n 10000] [--repeat 3] [--checkout DIR] [--only capture|big|read|change|doctor]``.

@@ -49,6 +49,11 @@ class BusyError(IntegrityError):
     """Another writer (an okfgit write, a git process holding index.lock) is in the way: nothing was changed."""
 
 
+class RefMoved(BusyError):
+    """The branch moved while okfgit was planning or writing (its compare-and-swap lost):
+    nothing was changed, and a plan made again on the new head may well succeed."""
+
+
 class RecoveryPending(IntegrityError):
     """The commit landed (the ref moved) but updating the working tree or index did not finish.
 

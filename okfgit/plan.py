@@ -13,18 +13,15 @@ import os
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from okfgit.records import field, record
 from okfgit import TOOL, fsutil
 from okfgit.context import Context
 from okfgit.errors import BusyError, OkfError, UnwritableError
 from okfgit.knowledge.tiers import Tier
-from okfgit.local import index_stamp, journal, lock
+from okfgit.local import index_stamp, journal
 from okfgit.local.noop import Operation, operation
-
-if TYPE_CHECKING:  # libgit2 loads only for a write: a process that reads never pays for it
-    from okfgit.git import Repo
+from okfgit.git.repository import Repo
 from okfgit.format.names import MERGE_DRIVER
 from okfgit.format.trailers import Trailer, format_message
 
@@ -187,8 +184,6 @@ def apply(ctx: Context, plan: Plan) -> Applied:
 
 
 def _configure(ctx: Context, setting: ConfigWrite) -> None:
-    from okfgit.git import Repo  # only when a config key changes
-
     repo = Repo.open(setting.repo)
     if setting.value is None:
         repo.config_unset(setting.key)
@@ -210,8 +205,7 @@ def writing(ctx: Context, *tiers: Tier) -> Iterator[None]:
         for tier in sorted(tiers, key=lambda t: order.get(t.name, 3)):
             if tier.exists() and tier.repo_path not in seen:
                 seen.add(tier.repo_path)
-                repo = tier.reader()  # a lock needs no libgit2: only the commit does
-                stack.enter_context(lock.write_lock(repo.common_dir, repo.workdir, now=ctx.clock))
+                stack.enter_context(tier.open().write_lock(ctx))
         yield
 
 
@@ -253,7 +247,7 @@ def index_behind(tier: Tier) -> IndexBehind | None:
     would throw away (``in_progress`` says what to do instead)."""
     if not tier.exists():
         return None
-    repo = tier.reader()
+    repo = tier.open()
     if operation(repo.gitdir) is not None:
         return None
     head = repo.head_commit()
@@ -301,11 +295,11 @@ class InProgress:
 
 
 def in_progress(tier: Tier) -> InProgress | None:
-    """What the tier's repository is in the middle of (``plumbing.operation``), with the
+    """What the tier's repository is in the middle of (``noop.operation``), with the
     tier's unmerged paths; None when git is idle there (the usual case: a few file checks)."""
     if not tier.exists():
         return None
-    repo = tier.reader()
+    repo = tier.open()
     found = operation(repo.gitdir)
     if found is None:
         return None
@@ -318,8 +312,6 @@ def ensure_repo(ctx: Context, tier: Tier) -> Repo:
     """The tier's repository; the global and job tiers' repos are created on first use."""
     if tier.exists():
         return tier.open()
-    from okfgit.git import Repo
-
     return Repo.init(tier.repo_path)
 
 

@@ -1,11 +1,15 @@
 """Talking to a tier's git remote: the ``git`` command line, bounded in time, never prompting.
 
+libgit2 would speak the protocols itself, but not with the user's credential helpers, ssh
+configuration and agent: this is where okfgit's git layer uses git itself (the remotes'
+configuration and the remote-tracking refs are read and written through ``Repo``).
+
 okfgit builds no protocol of its own: fetch and push are ``git fetch`` and ``git push``,
 so every transport git knows (a path, ssh, https) and every credential helper or SSH agent
 works unchanged. Credentials are git's business: okfgit never stores or prints one, refuses
 a URL that carries a password, and shows URLs without their user part.
 
-Every call runs with the hook variables stripped (``git.clean_git_env``), no terminal
+Every call runs through ``git.command.run`` (its environment rule), no terminal
 prompt (``GIT_TERMINAL_PROMPT=0``), HTTP's low-speed abort, an SSH connect timeout (unless
 the person configured their own SSH command) and a hard deadline: on timeout the whole
 process group (git and its ssh or https helper) is killed.
@@ -13,22 +17,16 @@ process group (git and its ssh or https helper) is killed.
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from okfgit.records import record
 from okfgit.errors import UsageError
-from okfgit.plumbing import clean_git_env
+from okfgit.git import command
 
 DEFAULT_TIMEOUT_S = 10.0
-# Local configuration only: these never need the network.
-_CONFIG_TIMEOUT_S = 30.0
 _REJECTED = re.compile(r"\[rejected\]|\[remote rejected\]|non-fast-forward|fetch first|stale info", re.I)
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -72,7 +70,7 @@ def public_url(url: str) -> str:
 
 def environment(environ: Mapping[str, str], timeout_s: float, *, own_ssh_command: bool) -> dict[str, str]:
     """The environment for a network git command (see the module docstring)."""
-    env = clean_git_env(environ)
+    env = command.environment(environ)
     env["GIT_TERMINAL_PROMPT"] = "0"
     env["OKFGIT_IN_HOOK"] = "1"  # a hook git might run never starts okfgit again
     if not own_ssh_command and not env.get("GIT_SSH_COMMAND") and not env.get("GIT_SSH"):
@@ -87,27 +85,9 @@ def _network_args(timeout_s: float) -> list[str]:
 
 
 def _run(args: Sequence[str], cwd: Path, env: Mapping[str, str], timeout_s: float) -> tuple[int, str, str]:
-    """Run git; (exit code, stdout, stderr). Exit code 124 and a message on timeout.
-
-    Output goes to temporary files, not pipes: a helper git started that outlives it (an
-    SSH connection master) may keep a pipe open, and waiting for its end would wait on it.
-    Only git itself is waited for; on the deadline its whole process group is killed.
-    """
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(["git", *args], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=err, start_new_session=True)
-        try:
-            code = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            proc.wait()
-            return 124, "", f"no answer within {timeout_s:g} s"
-        out.seek(0)
-        err.seek(0)
-        return code, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
+    """Run git with a deadline (``command.run``); (exit code, stdout, stderr)."""
+    done = command.run(["git", *args], env, cwd=cwd, timeout_s=timeout_s)
+    return done.code, done.out, done.err
 
 
 def fetch(path: Path, remote: str, env: Mapping[str, str], timeout_s: float) -> Outcome:
@@ -128,40 +108,6 @@ def push(path: Path, remote: str, local_branch: str, remote_branch: str, env: Ma
         return Outcome(True)
     text = err + "\n" + out
     return Outcome(False, _last_line(text), rejected=bool(_REJECTED.search(text)))
-
-
-def set_tracking(path: Path, ref: str, commit: str, environ: Mapping[str, str]) -> None:
-    """Point the remote-tracking ref ``ref`` at ``commit`` (after a push git did not record)."""
-    _local(["update-ref", "-m", "okfgit: pushed", ref, commit], path, environ)
-
-
-def remote_branches(path: Path, remote: str, environ: Mapping[str, str]) -> list[str]:
-    """The branch names fetched from ``remote`` (``refs/remotes/<remote>/<name>``)."""
-    prefix = f"refs/remotes/{remote}/"
-    text = _local(["for-each-ref", "--format=%(refname)", prefix], path, environ)
-    return sorted(line[len(prefix):] for line in text.splitlines() if line.startswith(prefix)
-                  and line != prefix + "HEAD")
-
-
-def add_remote(path: Path, name: str, url: str, environ: Mapping[str, str]) -> None:
-    _local(["remote", "add", name, url], path, environ)
-
-
-def set_url(path: Path, name: str, url: str, environ: Mapping[str, str]) -> None:
-    _local(["remote", "set-url", name, url], path, environ)
-
-
-def remove_remote(path: Path, name: str, environ: Mapping[str, str]) -> None:
-    _local(["remote", "remove", name], path, environ)
-
-
-def _local(args: Sequence[str], path: Path, environ: Mapping[str, str]) -> str:
-    env = clean_git_env(environ)
-    env["OKFGIT_IN_HOOK"] = "1"
-    code, out, err = _run(args, path, env, _CONFIG_TIMEOUT_S)
-    if code != 0:
-        raise UsageError(f"{path}: git {args[0]} failed: {_last_line(err)}")
-    return out
 
 
 def _last_line(text: str) -> str:

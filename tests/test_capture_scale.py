@@ -31,7 +31,7 @@ def test_a_capture_beyond_the_per_file_fsync_bound_commits_every_file_exactly(pr
     """More files than FSYNC_EACH_UP_TO: the working tree is written without a per-file fsync,
     and still every file has its trailer, its exact bytes (the agent's keys unfolded, the
     profile keys added, its body) in the commit, the working tree and the index."""
-    from okfgit.git import FSYNC_EACH_UP_TO
+    from okfgit.git.commit import FSYNC_EACH_UP_TO
 
     count = FSYNC_EACH_UP_TO + 8
     folder = Path(memory_dir(project.resolve(), os.environ, home).path)
@@ -70,7 +70,7 @@ def test_a_big_capture_killed_while_writing_the_working_tree_is_finished_by_the_
         project: Path, okfgit_proc: Runner, okfgit: Runner, git: Runner, home: Path) -> None:
     """Beyond FSYNC_EACH_UP_TO the files are written without a per-file fsync: a kill -9 after
     the ref moved still leaves a journal that the next command finishes, every file exact."""
-    from okfgit.git import FSYNC_EACH_UP_TO
+    from okfgit.git.commit import FSYNC_EACH_UP_TO
 
     folder = Path(memory_dir(project.resolve(), os.environ, home).path)
     folder.mkdir(parents=True, exist_ok=True)

@@ -487,14 +487,14 @@ def test_the_cache_never_hides_an_index_finding(repo: Path, okfgit: Runner, git:
 def test_a_full_read_takes_the_snapshots_listing_and_no_other(repo: Path, git: Runner) -> None:
     """A cold cache is built from the snapshot's own listing (the tree is not listed twice);
     any other listing the catalog asks for (an older tree's, to diff) is still git's."""
-    from okfgit.plumbing import Plumbing
+    from okfgit.git.repository import Repo
     from okfgit.knowledge import checks
 
     kb_repo(repo, git, FIXTURES / "kb-clean")
     old = git("rev-parse", "HEAD", cwd=repo).out.strip()
     kb_repo(repo, git, files={"extra/new.md": concept("New", "A new concept.", UID.format(6))})
     new = git("rev-parse", "HEAD", cwd=repo).out.strip()
-    plain = Plumbing.open(repo)
+    plain = Repo.open(repo)
     listed = plain.tree_entries(new, ".okf")
     reader = checks._Listed(plain, new, ".okf", listed)
     assert reader.tree_entries(new, ".okf") is listed

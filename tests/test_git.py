@@ -1,4 +1,4 @@
-"""git.py against real repositories: CAS commits, working tree and index updates."""
+"""The git layer's writes against real repositories: CAS commits, working tree and index updates."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from okfgit.context import Context
-from okfgit.errors import IntegrityError, RepoStateError
-from okfgit.git import Repo, blob_oid
+from okfgit.errors import RefMoved, RepoStateError
+from okfgit.git import commit
+from okfgit.git.objects import blob_oid
+from okfgit.git.repository import Repo
 from tests.conftest import Runner, fsck
 
 
@@ -70,9 +72,24 @@ def test_cas_refuses_when_branch_moved_underneath(repo: Path, env: dict[str, str
     git("add", "other.txt", cwd=repo)
     git("commit", "-q", "-m", "concurrent", cwd=repo)
     moved = git("rev-parse", "HEAD", cwd=repo).out.strip()
-    with pytest.raises(IntegrityError, match="moved while okfgit was writing"):
-        r._cas_ref(ctx, "refs/heads/main", old or "", old or "", "okf: x\n")
+    with pytest.raises(RefMoved, match="moved while okfgit was writing"):
+        commit.move_ref(r, ctx, "refs/heads/main", old or "", old, "okf: x\n")
     assert git("rev-parse", "HEAD", cwd=repo).out.strip() == moved
+
+
+def test_a_plan_from_a_head_that_moved_is_ref_moved_and_changes_nothing(repo: Path, env: dict[str, str],
+                                                                        git: Runner) -> None:
+    """One error type for "the branch moved" (a stale base, a lost compare-and-swap): a caller
+    may plan again on the new head."""
+    r = Repo.open(repo)
+    planned_on = r.head_commit()
+    git("commit", "-q", "--allow-empty", "-m", "someone else", cwd=repo)
+    moved = git("rev-parse", "HEAD", cwd=repo).out.strip()
+    for branch in (None, "main"):
+        with pytest.raises(RefMoved, match="moved while okfgit was preparing"):
+            r.commit_paths(ctx_for(env, repo), {"x.md": b"x\n"}, "okf: x\n", base=planned_on, branch=branch)
+    assert git("rev-parse", "HEAD", cwd=repo).out.strip() == moved and not (repo / "x.md").exists()
+    assert not (repo / ".git" / "okf" / "journal" / "main.json").exists()
 
 
 @pytest.mark.parametrize("marker, words", [

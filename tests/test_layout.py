@@ -14,19 +14,17 @@ SHARED = {"errors", "context", "fsutil", "progress", "records", "__init__", "TOO
 ALLOWED: dict[str, set[str]] = {
     "format": {"errors", "records"},
     "local": {"errors", "fsutil", "records", "__init__", "TOOL"},
-    "plumbing": {"errors", "local"},
-    "git": SHARED | {"local", "plumbing"},
-    "transport": SHARED | {"git", "plumbing"},
-    "knowledge": SHARED | {"format", "git", "local", "plumbing"},
-    "plan": SHARED | {"format", "git", "knowledge", "local", "plumbing"},
-    "targets": SHARED | {"format", "git", "knowledge", "local", "plumbing"},
-    "flows": SHARED | {"format", "git", "transport", "knowledge", "local", "plan", "plumbing", "targets"},
-    "verbs": SHARED | {"format", "git", "transport", "knowledge", "local", "plan", "plumbing", "targets", "flows"},
+    "git": SHARED | {"local"},
+    "transport": SHARED | {"git"},
+    "knowledge": SHARED | {"format", "git", "local"},
+    "plan": SHARED | {"format", "git", "knowledge", "local"},
+    "targets": SHARED | {"format", "git", "knowledge", "local"},
+    "flows": SHARED | {"format", "git", "transport", "knowledge", "local", "plan", "targets"},
+    "verbs": SHARED | {"format", "git", "transport", "knowledge", "local", "plan", "targets", "flows"},
     "render": SHARED | {"format", "knowledge", "targets", "flows", "verbs"},
-    "mcp": SHARED | {"format", "git", "knowledge", "local", "plan", "plumbing", "targets", "flows", "verbs",
-                     "render"},
-    "commands": SHARED | {"cli", "format", "git", "knowledge", "local", "plan", "plumbing", "targets", "flows",
-                          "verbs", "render", "mcp"},
+    "mcp": SHARED | {"format", "git", "knowledge", "local", "plan", "targets", "flows", "verbs", "render"},
+    "commands": SHARED | {"cli", "format", "git", "knowledge", "local", "plan", "targets", "flows", "verbs",
+                          "render", "mcp"},
     "cli": {"errors", "__version__"},
     "errors": set(),
     "records": set(),
@@ -82,8 +80,63 @@ def test_every_folder_has_its_paragraph_in_the_spec() -> None:
     folders = sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists())
     for name in folders:
         assert f"**`{name}/`**" in spec, name
-    for module in ("cli.py", "errors.py", "context.py", "git.py", "plan.py"):
+    for module in ("cli.py", "errors.py", "context.py", "plan.py"):
         assert f"`{module}`" in spec, module
+
+
+GIT = PACKAGE / "git"
+# the git layer's modules that the no-op paths and local/ may load: standard library only
+STDLIB_ONLY = {"objects.py", "command.py", "config.py", "__init__.py"}
+
+
+@pytest.mark.parametrize("path", sorted(GIT.glob("*.py")), ids=lambda p: p.name)
+def test_the_git_layers_light_modules_load_no_libgit2(path: Path) -> None:
+    """``objects``, ``command`` and ``config`` are what a run that reads no object needs:
+    importing them loads neither pygit2 nor a module that does."""
+    if path.name not in STDLIB_ONLY:
+        return
+    heavy = {f"okfgit.git.{p.stem}" for p in GIT.glob("*.py") if p.name not in STDLIB_ONLY}
+    bad = [n for n in imports(path) if n.split(".")[0] == "pygit2" or n in heavy]
+    assert bad == [], f"{path.name} imports {bad}"
+
+
+def _attributes(path: Path) -> list[tuple[str, str]]:
+    """(the expression's source, the attribute) of every attribute read in ``path``."""
+    tree = ast.parse(path.read_text())
+    return [(ast.unparse(node.value), node.attr) for node in ast.walk(tree) if isinstance(node, ast.Attribute)]
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_no_code_touches_pygit2s_private_parts(path: Path) -> None:
+    """pygit2's public API only: no cffi (``pygit2.ffi``, ``C``), no private module, and in the
+    git layer no private attribute of anything but the module's own objects (``self``,
+    ``cls``); outside it, no reach into the layer's pygit2 repository (``Repo.raw``)."""
+    names = imports(path)
+    tree = ast.parse(path.read_text())
+    names += [f"{node.module}.{a.name}" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+              and node.module and node.module.split(".")[0] == "pygit2" for a in node.names]
+    bad = [n for n in names if n.split(".")[0] == "pygit2" and any(
+        part.startswith("_") or part in ("ffi", "C") for part in n.split(".")[1:])]
+    inside = path.is_relative_to(GIT)
+    for owner, attr in _attributes(path):
+        if inside and attr.startswith("_") and not attr.startswith("__") and owner not in ("self", "cls"):
+            bad.append(f"{owner}.{attr}")
+        if not inside and attr == "raw":
+            bad.append(f"{owner}.raw")
+    assert bad == [], f"{path.relative_to(ROOT)} touches {bad}"
+
+
+def test_one_place_starts_processes() -> None:
+    """``git.command.run`` is the one function that starts a process (git, or gh): one
+    environment rule for all of them."""
+    starts = ("subprocess", "posix_spawn", "posix_spawnp", "fork", "forkpty", "system", "popen", "execv",
+              "execvp", "execvpe", "execve", "spawnv", "spawnvp")
+    found = []
+    for path in MODULES:
+        names = imports(path) + [attr for _, attr in _attributes(path)]
+        if any(n.split(".")[0] in starts or n in starts for n in names):
+            found.append(path.relative_to(PACKAGE).as_posix())
+    assert found == ["git/command.py"]
 
 
 VERBS = sorted(p for p in (PACKAGE / "verbs").rglob("*.py") if p != PACKAGE / "verbs" / "__init__.py")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from okfgit.git.repository import Repo
 from okfgit.local import fastpath
 from tests.conftest import Runner
 from tests.test_projection import RUN, Kit, build_kit, project
@@ -27,21 +28,37 @@ def rev(git: Runner, cwd: Path, what: str = "HEAD") -> str:
     return git("rev-parse", what, cwd=cwd).out.strip()
 
 
-def test_read_head_agrees_with_git(repo: Path, git: Runner, tmp_path: Path) -> None:
-    gitdir = str(repo / ".git")
-    assert fastpath.read_head(gitdir) == rev(git, repo)  # loose ref
+def agrees_with_the_git_layer(git: Runner, worktree: Path) -> str | None:
+    """The hook path's reader of refs (``local/fastpath``) gives the git layer's answers (and
+    git's): the repository, its common dir, HEAD's commit and the branch it names."""
+    layer = Repo.open(worktree)
+    root, gitdir = fastpath.find_repo(str(worktree))  # type: ignore[misc]
+    assert (Path(root), Path(gitdir)) == (layer.workdir, layer.gitdir)
+    assert Path(fastpath.common_dir(gitdir)) == layer.common_dir
+    assert fastpath.head_ref(gitdir) == layer.head_branch()
+    head = fastpath.read_head(gitdir)
+    assert head == layer.head_commit()
+    if head is not None:
+        assert head == rev(git, worktree)
+    return head
+
+
+def test_the_hook_paths_reader_of_refs_agrees_with_the_git_layer(repo: Path, git: Runner, tmp_path: Path) -> None:
+    """``local/fastpath`` is the one second reader of refs (spec/okf-layout.md, kept fast
+    paths): held here to the git layer's answer in every shape of refs it reads."""
+    agrees_with_the_git_layer(git, repo)  # loose ref
     git("pack-refs", "--all", "--prune", cwd=repo)
     assert not (repo / ".git" / "refs" / "heads" / "main").exists()
-    assert fastpath.read_head(gitdir) == rev(git, repo)  # packed-refs
+    agrees_with_the_git_layer(git, repo)  # packed-refs
     git("commit", "-q", "--allow-empty", "-m", "two", cwd=repo)
-    assert fastpath.read_head(gitdir) == rev(git, repo)  # loose beside a stale packed one
+    agrees_with_the_git_layer(git, repo)  # loose beside a stale packed one
     git("symbolic-ref", "refs/heads/alias", "refs/heads/main", cwd=repo)
     git("symbolic-ref", "HEAD", "refs/heads/alias", cwd=repo)
-    assert fastpath.read_head(gitdir) == rev(git, repo)  # a chain of symbolic refs
+    assert fastpath.read_head(str(repo / ".git")) == rev(git, repo)  # a chain of symbolic refs
     git("checkout", "-q", "--detach", "HEAD~1", cwd=repo)
-    assert fastpath.read_head(gitdir) == rev(git, repo)  # detached
+    agrees_with_the_git_layer(git, repo)  # detached
     git("checkout", "-q", "--orphan", "fresh", cwd=repo)
-    assert fastpath.read_head(gitdir) is None  # unborn
+    assert agrees_with_the_git_layer(git, repo) is None  # unborn
     assert fastpath.head_token(str(tmp_path / "nowhere" / ".git")) == fastpath.ABSENT
 
 
@@ -54,14 +71,14 @@ def test_find_repo_in_a_linked_worktree(repo: Path, git: Runner, tmp_path: Path)
     assert root == str(worktree.resolve())
     assert gitdir == str((repo / ".git" / "worktrees" / "wt").resolve())
     assert fastpath.common_dir(gitdir) == str((repo / ".git").resolve())
-    assert fastpath.read_head(gitdir) == rev(git, worktree) != rev(git, repo)
+    assert agrees_with_the_git_layer(git, worktree) != rev(git, repo)
     assert fastpath.head_token(str(worktree / ".git")) == rev(git, worktree)
     assert fastpath.find_repo("/") is None or fastpath.find_repo("/")[0] != str(repo)  # type: ignore[index]
 
 
 def test_the_command_module_loads_neither_pygit2_nor_yaml(env: dict[str, str]) -> None:
     code = ("import sys, okfgit.cli, okfgit.commands.project\n"
-            "print(sorted(m for m in ('pygit2', 'yaml', 'okfgit.git') if m in sys.modules))")
+            "print(sorted(m for m in ('pygit2', 'yaml', 'okfgit.git.repository') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]"
 
@@ -72,7 +89,7 @@ def test_a_no_op_run_imports_neither_pygit2_nor_yaml(kit: Kit, okfgit: Runner, o
     assert result.out.startswith(FAST)
     imported = {line.rsplit("|", 1)[-1].strip() for line in result.err.splitlines() if "|" in line}
     assert "okfgit.local.fastpath" in imported
-    assert not {"pygit2", "yaml", "okfgit.flows.projection", "okfgit.git"} & imported
+    assert not {"pygit2", "yaml", "okfgit.flows.projection", "okfgit.git.repository"} & imported
 
 
 @pytest.mark.parametrize("change", [

@@ -549,7 +549,7 @@ def test_doctor_on_what_a_change_reaches_finds_what_the_whole_tree_would(tmp_pat
     import datetime as dt
 
     from okfgit.format import markdown as links
-    from okfgit.git import Repo
+    from okfgit.git.repository import Repo
     from okfgit.knowledge.snapshot import snapshot
     from okfgit.knowledge.tiers import Tier
     from okfgit.verbs import review
@@ -646,7 +646,7 @@ def test_a_first_review_in_a_clone_tells_of_its_progress(tmp_path: Path, git: Ru
 
 
 def test_a_tree_looked_up_path_by_path_answers_as_the_walked_tree(tmp_path: Path, git: Runner) -> None:
-    from okfgit.git import Repo
+    from okfgit.git.repository import Repo
     from okfgit.verbs.review import Tree
 
     repo = _tricky_kb(tmp_path, git)

@@ -90,11 +90,15 @@ def test_status_and_doctor_name_an_index_behind_head_with_the_repair(project: Pa
     assert "index-behind" not in okfgit("doctor", "--scope", "project", cwd=project, expect=None).out
 
 
-def test_status_asks_git_about_the_index_only_when_the_index_or_head_changed(project: Path, okfgit: Runner,
-                                                                            git: Runner, tmp_path: Path) -> None:
+def test_status_reads_the_index_only_when_the_index_or_head_changed(project: Path, okfgit: Runner, git: Runner,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """``index.json`` records an index found in step with HEAD (local/index_stamp.py): the
-    next status does not run ``git diff-index``, and an index git changes in the same clock
-    tick as the record, or a new HEAD, is checked again."""
+    next check takes that answer without reading the index, and an index git changes in the
+    same clock tick as the record, or a new HEAD, is checked again."""
+    from okfgit import plan
+    from okfgit.git.repository import Repo
+    from okfgit.knowledge.tiers import Tier
+
     okfgit("new", "fact", "--description", "A fact.", cwd=project)
     stamp = project / ".git" / "okf" / "index.json"
     index = project / ".git" / "index"
@@ -102,19 +106,25 @@ def test_status_asks_git_about_the_index_only_when_the_index_or_head_changed(pro
     os.utime(index, ns=(old, old))
     okfgit("status", cwd=project)
     assert json.loads(stamp.read_text())["head"] == head(git, project)
-    trace = tmp_path / "trace"
-    okfgit("status", cwd=project, extra_env={"GIT_TRACE": str(trace)})
-    assert "diff-index" not in (trace.read_text() if trace.exists() else "")  # the record answered
+    asked: list[str] = []
+    real = Repo.index_behind
+
+    def counted(self: Repo, prefix: str, depth: int = 50) -> list[str]:
+        asked.append(prefix)
+        return real(self, prefix, depth)
+
+    monkeypatch.setattr(Repo, "index_behind", counted)
+    tier = Tier("project", project, ".okf")
+    assert plan.index_behind(tier) is None and asked == []  # the record answered
     git("rm", "-q", "--cached", ".okf/fact.md", cwd=project)  # the next index, at once
-    status = okfgit("status", cwd=project, expect=2)
-    assert "git reset -q HEAD -- .okf/fact.md" in status.out
+    behind = plan.index_behind(tier)
+    assert behind is not None and behind.paths == [".okf/fact.md"] and asked == [".okf"]
     git("reset", "-q", "HEAD", "--", ".okf/fact.md", cwd=project)
     okfgit("status", cwd=project)
     written = stamp.stat().st_mtime_ns
     os.utime(index, ns=(written, written))  # an index as new as the record: racy, not trusted
-    trace.unlink(missing_ok=True)
-    okfgit("status", cwd=project, extra_env={"GIT_TRACE": str(trace)})
-    assert "diff-index" in trace.read_text()
+    asked.clear()
+    assert plan.index_behind(tier) is None and asked == [".okf"]
 
 
 def test_index_lock_present_is_exit_3_and_changes_nothing(project: Path, okfgit: Runner, git: Runner) -> None:
@@ -157,20 +167,45 @@ def test_a_read_only_kb_folder_is_exit_3_before_the_commit(project: Path, okfgit
     assert porcelain(git, project) == ""
 
 
-def test_git_missing_from_path_is_a_clear_exit_3(project: Path, okfgit_proc: Runner, git: Runner,
-                                                 tmp_path: Path) -> None:
-    top = head(git, project)
+def test_without_git_on_path_okfgit_asks_git_only_where_it_must(project: Path, okfgit_proc: Runner, git: Runner,
+                                                                tmp_path: Path) -> None:
+    """libgit2 reads and commits; git itself is asked only where its answer may differ (here: a
+    config file that includes another), and then its absence is a clear exit 3."""
     empty = tmp_path / "nogit"
     empty.mkdir()
-    for args in (["new", "fact", "--description", "A fact."], ["init", "--scope", "global"], ["run", "start", "r1"],
-                 ["status"]):
-        result = okfgit_proc(*args, cwd=project, extra_env={"PATH": str(empty)}, expect=3)
-        assert "cannot run git" in result.err and "internal error" not in result.err, result
-    assert head(git, project) == top
+    nogit = {"PATH": str(empty)}
+    okfgit_proc("new", "fact", "--description", "A fact.", cwd=project, extra_env=nogit)
+    assert porcelain(git, project, ".okf") == "" and (project / ".okf" / "fact.md").is_file()
+    okfgit_proc("status", cwd=project, extra_env=nogit)
     # installing the git hooks writes files into the hooks folder only: with no core.hooksPath
     # in any config, git is not asked where that folder is
-    okfgit_proc("hooks", "install", cwd=project, extra_env={"PATH": str(empty)})
+    okfgit_proc("hooks", "install", cwd=project, extra_env=nogit)
     assert (project / ".git" / "hooks" / "post-merge").is_file()
+    included = tmp_path / "more.gitconfig"
+    included.write_text("[okf]\n\tcapture = on\n")
+    git("config", "include.path", str(included), cwd=project)
+    top = head(git, project)
+    for args in (["new", "other", "--description", "Another fact."], ["status"]):
+        result = okfgit_proc(*args, cwd=project, extra_env=nogit, expect=3)
+        assert "cannot run git" in result.err and "internal error" not in result.err, result
+    assert head(git, project) == top
+
+
+def test_a_write_killed_in_a_tier_the_next_commands_only_read_leaves_no_temp_object(
+        project: Path, okfgit: Runner, git: Runner) -> None:
+    """What a promote killed while libgit2 wrote an object into the job tier leaves: the journal
+    record its index lock made, then a half-written temp object. The next command that only
+    reads the job tier recovers the record and sweeps the object (CI once found it left)."""
+    okfgit("run", "start", "r1", cwd=project)
+    job = project / "runstate" / "r1" / "okf"
+    record = job / ".git" / "okf" / "journal" / "main.json"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps({"pid": 0, "since": 0.0, "index_lock": None, "intent": None}) + "\n")
+    stray = job / ".git" / "objects" / "tmp_object_git2_Ab12Cd"
+    stray.write_bytes(b"x\x01half an object")
+    okfgit("ls", "--run", "r1", cwd=project)
+    assert not stray.exists() and not record.exists()
+    fsck(git, job)
 
 
 @pytest.mark.slow

@@ -29,14 +29,14 @@ from okfgit.records import field, record
 from okfgit.format import actors, agent_memory, lifecycle, names
 from okfgit.format.trailers import path_field
 from okfgit.format import concept as okf
-from okfgit.local import state
+from okfgit.local import journal, state
 from okfgit.knowledge import capture_policy as switch
 from okfgit.knowledge.cards import TierCard, TierCards
 from okfgit.targets import gemini_home
 from okfgit.targets.claude_home import memory_dir
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
-from okfgit.plumbing import blob_oid
+from okfgit.git.objects import blob_oid
 from okfgit.plan import Plan, TierCommit, apply, writing
 from okfgit.knowledge.tiers import Tier, Workspace, check_scope
 
@@ -215,7 +215,7 @@ class Routes:
         if global_.exists():
             from okfgit.flows import exchange
 
-            reader = global_.reader()
+            reader = global_.open()
             remote = exchange.target(reader)
             if remote is not None and not exchange.shares_user_memories(reader):
                 pushed_to = remote.shown
@@ -288,7 +288,7 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
     decision = switch.capture_decision(ctx, ws)
     report = Report(enabled=decision.enabled, reason=decision.reason, switch=decision)
     project_tier = ws.tier("project")
-    project_repo = project_tier.reader()
+    project_repo = project_tier.open()
     choice = memory_dir(project_repo.main_workdir, ctx.environ, ctx.home, project_root=project_repo.workdir)
     report.memory_dir = choice.path
     report.memory_source = choice.source
@@ -478,15 +478,13 @@ def _capture_locked(ctx: Context, ws: Workspace, to: str | None, owned: state.St
                     unchanged: str | None = None, branch: str | None = None) -> Report:
     loaded_here = owned is None
     if owned is None:
-        owned = state.load(ws.tier("project").reader().common_dir)
+        owned = state.load(ws.tier("project").open().common_dir)
     report = plan_capture(ctx, ws, to=to, owned=owned, unchanged=unchanged, branch=branch)
     if not report.plan.empty:
         with writing(ctx, *{c.tier for c in report.plan.commits}):
             done = apply(ctx, report.plan)
         report.commits = [(c.tier.label, oid) for c, oid in done.commits]
-        from okfgit.git import crash_point  # loaded by the commit already; a capture with nothing to commit never is
-
-        crash_point(ctx, "captured")
+        journal.crash_point(ctx.environ, "captured")
     # The agent's bytes are now in a commit (or the KB already says the same): the next
     # projection may replace the file with the concept.
     taken = dict(report.copies)

@@ -14,7 +14,7 @@ from okfgit.format import merge as merging
 from okfgit.format import concept as okf
 from okfgit.context import Context
 from okfgit.errors import BusyError, UsageError, ValidationError
-from okfgit.git import Repo
+from okfgit.git.repository import Repo
 from okfgit.knowledge.snapshot import snapshot
 from okfgit.plan import FileWrite, Plan, TierCommit, apply, ensure_repo, writing
 from okfgit.knowledge.tiers import RUNSTATE, Tier, Workspace

@@ -17,19 +17,16 @@ from __future__ import annotations
 
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from okfgit.records import field, record
 from okfgit.context import Context
 from okfgit.errors import OkfError, RepoStateError, UsageError
-from okfgit.plumbing import Reader
+from okfgit.git.repository import Repo
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.local import exchange as exchange_record
 from okfgit.local import lock, paths
 from okfgit.plan import Plan, TierCommit, apply
-
-if TYPE_CHECKING:  # libgit2 loads only where a remote is exchanged with
-    from okfgit.git import Repo
 
 FETCH_INTERVAL_S = 600.0
 UNREACHABLE = "global remote unreachable, will retry"
@@ -101,7 +98,7 @@ class Report:
         return out
 
 
-def target(repo: Reader) -> Target | None:
+def target(repo: Repo) -> Target | None:
     """The remote the global tier exchanges with: the branch's upstream remote, else
     ``origin``, else the only remote; None without one (or on a detached HEAD)."""
     head = repo.head_branch()
@@ -174,7 +171,7 @@ def begin(ctx: Context, ws: Workspace, *, force: bool, wait_s: float) -> Report 
     if not tier.exists():
         return None
     try:
-        reader = tier.reader()
+        reader = tier.open()
     except OkfError:
         return None  # a damaged global tier: projection says so; there is nothing to exchange
     tg = target(reader)
@@ -208,7 +205,7 @@ def end(ctx: Context, ws: Workspace, report: Report | None, *, wait_s: float) ->
     if report is None or report.stopped:
         return
     tier = ws.tier("global")
-    tg = target(tier.reader())
+    tg = target(tier.open())
     if tg is None:
         return
     repo = tier.open()
@@ -297,7 +294,7 @@ def integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report) 
 SHARE_USER_MEMORIES = "okf.pushUserMemories"  # git config in the global tier: "true" opts in
 
 
-def shares_user_memories(repo: Reader) -> bool:
+def shares_user_memories(repo: Repo) -> bool:
     """The person opted in to pushing facts about themselves (Claude Code's ``user`` memories)
     to the global remote: ``git config okf.pushUserMemories true`` in the global tier."""
     return (repo.config_get(SHARE_USER_MEMORIES) or "").strip().lower() in ("true", "yes", "on", "1")
@@ -339,7 +336,7 @@ def push(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report, timeo
         if out.ok:
             head = repo.head_commit()
             if head:
-                transport.set_tracking(repo.workdir, tg.tracking, head, ctx.environ)
+                repo.set_ref(tg.tracking, head, "okfgit: pushed")
             report.pushed = True
             report.pending = 0
             return
@@ -356,7 +353,7 @@ def push(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report, timeo
     report.pending = counts(repo, tg)[0]
 
 
-def forget(repo: Reader) -> None:
+def forget(repo: Repo) -> None:
     """Remove the exchange record (the tier has no remote any more)."""
     exchange_record.remove(repo.common_dir)
 
@@ -427,7 +424,7 @@ def show(ws: Workspace) -> RemoteInfo:
     info = RemoteInfo(str(tier.root))
     if not tier.exists():
         return info
-    tg = target(tier.reader())
+    tg = target(tier.open())
     if tg is None:
         return info  # no remote: libgit2 is not loaded
     repo = tier.open()

@@ -20,8 +20,7 @@ from okfgit.context import Context
 from okfgit.errors import IntegrityError, UsageError
 from okfgit.format.names import MERGE_DRIVER
 from okfgit.plan import ConfigWrite, FileMove, FileWrite, Plan
-from okfgit import plumbing
-from okfgit.plumbing import clean_git_env
+from okfgit.git import command, config
 from okfgit.local import fastpath, hooklog, paths
 from okfgit.local.noop import HOOK_NAMES
 
@@ -79,30 +78,30 @@ def hooks_dir(repo_root: Path, environ: Mapping[str, str]) -> HooksDir:
     which honours ``core.hooksPath``), asked of git itself so the answer is git's. When no
     config file can set ``core.hooksPath``, git's answer is the common dir's ``hooks``: it is
     not asked."""
-    located = plumbing.locate(repo_root)
-    if located is not None and not plumbing.config_may_set(environ, located[1], "core.hooksPath"):
-        common_dir = Path(fastpath.common_dir(str(located[1])))
+    gitdir = _gitdir(repo_root)
+    if gitdir is not None and not config.may_set(environ, gitdir, "core.hooksPath"):
+        common_dir = Path(fastpath.common_dir(str(gitdir)))
         return HooksDir(common_dir / "hooks", None, False, common_dir)
-    env = clean_git_env(environ)
-    hooks, _, common = _git(repo_root, env, "rev-parse", "--git-path", "hooks", "--git-common-dir").partition("\n")
-    configured = _git(repo_root, env, "config", "--get", "core.hooksPath", check=False) or None
+    done = command.run(["git", "rev-parse", "--git-path", "hooks", "--git-common-dir"], environ, cwd=repo_root)
+    if done.code != 0:
+        raise UsageError(f"{repo_root}: git rev-parse --git-path hooks failed: {done.err.strip()}")
+    hooks, _, common = done.out.rstrip("\n").partition("\n")
+    try:
+        configured = config.get(environ, "core.hooksPath", cwd=repo_root)
+    except UsageError:
+        configured = None
     path = Path(os.path.abspath(repo_root / hooks))
     inside = fsutil.is_inside(path, repo_root) and not fsutil.is_inside(path, repo_root / common)
     return HooksDir(path, configured, inside, Path(os.path.abspath(repo_root / common)))
 
 
-def _git(cwd: Path, env: Mapping[str, str], *args: str, check: bool = True) -> str:
+def _gitdir(repo_root: Path) -> Path | None:
+    """The git dir of the repository whose working tree root is exactly ``repo_root``, or None."""
     try:
-        import subprocess  # a status with nothing to ask of git does not load it
-
-        proc = subprocess.run(["git", *args], cwd=cwd, env=dict(env), capture_output=True, text=True)
-    except OSError as exc:
-        raise IntegrityError(f"cannot run git ({exc.strerror or exc}): install git or put it on PATH") from exc
-    if proc.returncode != 0:
-        if not check:
-            return ""
-        raise UsageError(f"{cwd}: git {' '.join(args)} failed: {proc.stderr.strip()}")
-    return proc.stdout.rstrip("\n")
+        found = fastpath.find_repo(str(repo_root))
+    except (fastpath.Unsure, OSError, UnicodeDecodeError):
+        return None
+    return Path(found[1]) if found is not None and os.path.realpath(repo_root) == found[0] else None
 
 
 # -- status ---------------------------------------------------------------------------
@@ -158,10 +157,10 @@ def driver_state(repo_root: Path, environ: Mapping[str, str]) -> str:
 
 
 def _driver_config(repo_root: Path, environ: Mapping[str, str]) -> str | None:
-    located = plumbing.locate(repo_root)
-    if located is not None and not plumbing.config_may_set(environ, located[1], DRIVER_KEY):
-        return None  # no config git reads can name it: git need not be asked
-    return _git(repo_root, clean_git_env(environ), "config", "--get", DRIVER_KEY, check=False) or None
+    try:
+        return config.get(environ, DRIVER_KEY, cwd=repo_root, gitdir=_gitdir(repo_root)) or None
+    except UsageError:
+        return None
 
 
 def _state(folder: Path, name: str) -> HookState:

@@ -25,7 +25,7 @@ from okfgit.local import fastpath, state
 from okfgit.targets.claude_home import claude_home
 from okfgit.context import Context
 from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, UsageError
-from okfgit.plumbing import Plumbing, Reader
+from okfgit.git.repository import Repo
 from okfgit.format import lifecycle
 from okfgit.format.names import is_needs_merge
 from okfgit.plan import FileWrite, Plan, apply, render
@@ -141,7 +141,7 @@ class _Inputs:
     """The tiers taking part, with their open repositories."""
 
     infos: list[TierInfo]
-    repos: dict[str, Reader]
+    repos: dict[str, Repo]
     dotgits: list[str]
 
 
@@ -159,7 +159,7 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
     report = Report(dry_run=dry_run)
     inputs = _select(ws, scope, report.warnings)
     report.tiers = inputs.infos
-    repo = Plumbing.open(ws.project_repo, ctx.environ) if ws.project_repo is not None else None
+    repo = Repo.open(ws.project_repo, ctx.environ) if ws.project_repo is not None else None
     loaded_here = owned is None and repo is not None
     if owned is None:
         owned = state.load(repo.gitdir) if repo is not None else state.State(Path(os.devnull))
@@ -266,12 +266,12 @@ def _select(ws: Workspace, scope: str, warnings: list[str]) -> _Inputs:
     return out
 
 
-def _tier_info(tier: Tier, warnings: list[str], explicit: bool) -> tuple[TierInfo, Reader] | None:
+def _tier_info(tier: Tier, warnings: list[str], explicit: bool) -> tuple[TierInfo, Repo] | None:
     if not tier.exists():
         if explicit:
             warnings.append(f"the {tier.label} tier does not exist yet at {tier.root}; skipped")
         return None
-    repo = tier.reader()
+    repo = tier.open()
     commit = repo.head_commit()
     if commit is None:
         warnings.append(f"the {tier.label} tier's repository {tier.repo_path} has no commits yet; skipped")
@@ -372,7 +372,7 @@ def unprojected(ws: Workspace, owned: state.State | None = None) -> tuple[list[s
     return merged.skipped, [w for w in merged.warnings if w.startswith("skipped ")]
 
 
-def _stored(repo: Reader | None, oid: str) -> bytes | None:
+def _stored(repo: Repo | None, oid: str) -> bytes | None:
     """A blob okfgit stored in the project repository (``store_blob``), or None (pruned by gc)."""
     if repo is None:
         return None
@@ -382,7 +382,7 @@ def _stored(repo: Reader | None, oid: str) -> bytes | None:
         return None
 
 
-def _read(oid: str, cache: dict[str, bytes], repos: dict[str, Reader]) -> bytes:
+def _read(oid: str, cache: dict[str, bytes], repos: dict[str, Repo]) -> bytes:
     data = cache.get(oid)
     if data is not None:
         return data
@@ -416,7 +416,7 @@ def _outcome(target: str, item: Item, failure: str | None) -> Outcome:
 # -- state and stamp ----------------------------------------------------------------------------
 
 
-def _record(ctx: Context, old: state.State, repo: Plumbing, planned: list[tuple[str, Item]], failures: dict[Path, str],
+def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str, Item]], failures: dict[Path, str],
             memory_dir: Path | None, inputs: _Inputs, report: Report, *, scope: str, target: str,
             run_arg: str | None, expires: int | None = None, settings: list[str] | None = None) -> None:
     """The new state and (when all went well) the fast-path stamp, into ``report``; ``save`` writes them."""

@@ -22,7 +22,7 @@ from okfgit.format import cites as cite_format
 from okfgit.format import log_md, trailers
 from okfgit.context import Context
 from okfgit.errors import UsageError, ValidationError
-from okfgit.git import Repo
+from okfgit.git.repository import Repo
 from okfgit.knowledge import refs
 from okfgit.knowledge.cards import TierCard, TierCards
 from okfgit.knowledge.merged import Merged

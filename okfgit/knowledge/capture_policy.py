@@ -22,8 +22,10 @@ from pathlib import Path
 
 from okfgit.records import record
 from okfgit.context import Context
-from okfgit.plumbing import Plumbing, Reader
-from okfgit.plumbing import Entry, blob_oid, clean_git_env, config_may_set, locate
+from okfgit.errors import OkfError, UsageError
+from okfgit.git import config
+from okfgit.git.objects import Entry, blob_oid
+from okfgit.git.repository import Repo
 from okfgit.knowledge.tiers import PROJECT_PREFIX, Workspace
 
 CONFIG_KEY = "okf.capture"
@@ -68,27 +70,17 @@ def capture_decision(ctx: Context, ws: Workspace) -> Decision:
 
 def machine_setting(ctx: Context, repo_root: Path | None) -> tuple[str, str]:
     """(``on``|``off``|``unset``|``invalid``, why) from ``git config --type=bool okf.capture``."""
-    cwd = repo_root if repo_root is not None else ctx.cwd
-    located = locate(repo_root) if repo_root is not None else None
-    if located is not None and not config_may_set(ctx.environ, located[1], CONFIG_KEY):
-        return "unset", f"git config {CONFIG_KEY} is not set (default on)"  # no config file names it
-    import subprocess
-
     try:
-        proc = subprocess.run(
-            ["git", "config", "--type=bool", "--get", CONFIG_KEY], cwd=cwd,
-            env=clean_git_env(ctx.environ), capture_output=True, text=True,
-        )
-    except OSError as exc:
-        return "invalid", f"cannot run git to read {CONFIG_KEY} ({exc.strerror or exc}), so off"
-    value = proc.stdout.strip()
-    if proc.returncode == 1 and not value:
+        gitdir = Repo.open(repo_root).gitdir if repo_root is not None else None
+        value = config.get(ctx.environ, CONFIG_KEY, cwd=repo_root or ctx.cwd, gitdir=gitdir, as_bool=True)
+    except UsageError as exc:
+        return "invalid", f"git config {CONFIG_KEY} is not a boolean ({exc}), so off"
+    except OkfError as exc:
+        return "invalid", f"cannot run git to read {CONFIG_KEY} ({exc}), so off"
+    if value is None:
         return "unset", f"git config {CONFIG_KEY} is not set (default on)"
-    if proc.returncode == 0 and value in ("true", "false"):
-        word = "on" if value == "true" else "off"
-        return word, f"git config {CONFIG_KEY} is {word}"
-    detail = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
-    return "invalid", f"git config {CONFIG_KEY} is not a boolean ({detail}), so off"
+    word = "on" if value == "true" else "off"
+    return word, f"git config {CONFIG_KEY} is {word}"
 
 
 def project_setting(repo_root: Path | None) -> tuple[str, str]:
@@ -109,7 +101,7 @@ def _settings(repo_root: Path | None) -> tuple[str, str, dict[str, object]]:
     """(capture word, why, the parsed settings) from ``.okf/okfgit.toml`` at HEAD."""
     if repo_root is None:
         return "unset", "no project repository", {}
-    repo = Plumbing.open(repo_root)
+    repo = Repo.open(repo_root)
     head = repo.head_commit()
     okf_dir = repo.entry_at(head, PROJECT_PREFIX)
     if okf_dir is not None and not okf_dir.is_tree:
@@ -125,7 +117,7 @@ def _settings(repo_root: Path | None) -> tuple[str, str, dict[str, object]]:
     return _parse(repo.read_blob(entry.oid))
 
 
-def _uncommitted(repo: Reader, entry: Entry | None) -> bool:
+def _uncommitted(repo: Repo, entry: Entry | None) -> bool:
     """The working tree's settings file differs from HEAD's (added, edited or removed).
 
     Someone who just wrote ``capture = "off"`` means it now; until the edit is committed

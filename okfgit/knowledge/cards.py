@@ -27,7 +27,8 @@ from okfgit.format import agent_memory
 from okfgit.format import concept as okf
 from okfgit.format.names import is_needs_merge
 from okfgit.format import lifecycle
-from okfgit.plumbing import Entry, Reader
+from okfgit.git.objects import Entry
+from okfgit.git.repository import Repo
 from okfgit.knowledge import catalog
 from okfgit.knowledge.catalog import TierCatalog
 from okfgit.knowledge.tiers import Tier
@@ -140,7 +141,7 @@ def card_of(label: str, path: str, entry: Entry, data: bytes) -> Card:
     )
 
 
-def modified(repo: Reader, tier: Tier, old_tree: str, new_tree: str, limit: int) -> list[tuple[str, Card, Card]] | None:
+def modified(repo: Repo, tier: Tier, old_tree: str, new_tree: str, limit: int) -> list[tuple[str, Card, Card]] | None:
     """The concepts changed in place between two KB trees of ``tier``: (path, old card, new
     card) each, in path order. None when anything else happened to a concept path (added,
     removed, renamed, its mode changed, a side unreadable), when more than ``limit`` changed,
@@ -292,13 +293,13 @@ class TierCards:
 
     _CARRIED = ("cards", "folded", "by_okf_id", "by_name", "entries")  # what a refresh of the same tree keeps
 
-    def __init__(self, tier: Tier, *, repo: Reader | None = None, commit: str | None = None, tree: str | None = None,
+    def __init__(self, tier: Tier, *, repo: Repo | None = None, commit: str | None = None, tree: str | None = None,
                  blobs: dict[str, bytes] | None = None, progress: Progress = silent,
                  previous: TierCards | None = None) -> None:
         self.tier = tier
         self.label = tier.label
         if repo is None and tier.exists():
-            repo = tier.reader()
+            repo = tier.open()
         self.repo = repo
         if commit is None and repo is not None:
             commit = repo.head_commit()
@@ -452,7 +453,7 @@ def _carried(label: str, before: dict[str, TierCard], updated: TierCatalog[Card]
     return dict(sorted(out.items())) if added else out
 
 
-def _catalog(kind: catalog.Kind[F], repo: Reader | None, tier: Tier, commit: str | None, tree: str | None,
+def _catalog(kind: catalog.Kind[F], repo: Repo | None, tier: Tier, commit: str | None, tree: str | None,
              blobs: dict[str, bytes] | None, progress: Progress = silent,
              known: TierCatalog[F] | None = None) -> TierCatalog[F]:
     """The tier's ``kind`` catalog (its cards, or their links) at ``tree`` (default: the KB tree

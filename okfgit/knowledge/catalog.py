@@ -29,7 +29,8 @@ from typing import Any, Generic, NamedTuple, TypeVar
 from okfgit import TOOL, fsutil
 from okfgit.format import concept as okf
 from okfgit.errors import OkfError
-from okfgit.plumbing import Entry, Reader
+from okfgit.git.objects import Entry
+from okfgit.git.repository import Repo
 from okfgit.knowledge.tiers import Tier
 from okfgit.local import journal, paths
 from okfgit.progress import Progress, silent
@@ -83,7 +84,7 @@ class Kind(NamedTuple, Generic[F]):
     wants: Callable[[str], bool] = okf.is_concept_path  # the paths it keeps a fact for
 
 
-def build_kind(kind: Kind[F], repo: Reader, tier: Tier, commit: str, tree: str, cached: TierCatalog[F] | None,
+def build_kind(kind: Kind[F], repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog[F] | None,
                blobs: dict[str, bytes] | None = None, progress: Progress = silent) -> TierCatalog[F]:
     """The ``kind`` catalog of ``tier`` at ``commit`` (whose KB tree is ``tree``).
 
@@ -107,7 +108,7 @@ def build_kind(kind: Kind[F], repo: Reader, tier: Tier, commit: str, tree: str, 
     return _full(repo, tier, commit, tree, blobs, kind, progress)
 
 
-def _full(repo: Reader, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes], kind: Kind[F],
+def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes], kind: Kind[F],
           progress: Progress = silent) -> TierCatalog[F]:
     entries = repo.tree_entries(commit, tier.prefix)
     out: TierCatalog[F] = TierCatalog(tree, commit=commit, reread=len(entries))
@@ -133,7 +134,7 @@ def _full(repo: Reader, tier: Tier, commit: str, tree: str, blobs: dict[str, byt
     return out
 
 
-def _updated(repo: Reader, tier: Tier, commit: str, tree: str, cached: TierCatalog[F], paths: list[str],
+def _updated(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog[F], paths: list[str],
              blobs: dict[str, bytes], kind: Kind[F], progress: Progress = silent) -> TierCatalog[F]:
     out = TierCatalog(tree, dict(cached.facts), dict(cached.problems), commit, cached.base,
                       cached.delta | frozenset(paths), reread=len(paths), changed=paths)
@@ -151,7 +152,7 @@ def _updated(repo: Reader, tier: Tier, commit: str, tree: str, cached: TierCatal
     return out
 
 
-def _add(out: TierCatalog[F], repo: Reader, tier: Tier, path: str, entry: Entry, blobs: dict[str, bytes],
+def _add(out: TierCatalog[F], repo: Repo, tier: Tier, path: str, entry: Entry, blobs: dict[str, bytes],
          kind: Kind[F]) -> None:
     try:
         data = b"" if entry.is_link else blobs[entry.oid] if entry.oid in blobs else repo.read_blob(entry.oid)

@@ -31,7 +31,8 @@ from okfgit.format import concept as okf
 from okfgit.format.findings import ERROR, WARNING, Finding
 from okfgit.errors import OkfError, ValidationError
 from okfgit.records import field, record
-from okfgit.plumbing import FILE_MODE, Entry, Plumbing, blob_oid
+from okfgit.git.objects import FILE_MODE, Entry, blob_oid
+from okfgit.git.repository import Repo
 from okfgit.knowledge import catalog
 from okfgit.knowledge.snapshot import Snapshot, snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
@@ -316,7 +317,7 @@ def cached_catalog(kind: catalog.Kind[F], snap: Snapshot, progress: Progress = s
     tier's cache and brought up to date by a tree diff, saved back when worth it; None when
     the commit has no KB tree. Raises OkfError or OSError when the repository cannot be read."""
     tier = snap.tier
-    repo = tier.reader()
+    repo = tier.open()
     assert snap.commit is not None
     if type(snap.entries) is dict:  # the whole listing, as snapshot() read it (review's lazy tree is not)
         repo = _Listed(repo, snap.commit, tier.prefix, snap.entries)
@@ -329,13 +330,12 @@ def cached_catalog(kind: catalog.Kind[F], snap: Snapshot, progress: Progress = s
     return built
 
 
-class _Listed(Plumbing):
+class _Listed(Repo):
     """``repo`` that answers the listing of ``prefix`` at ``commit`` with the snapshot's own
     ``entries`` (a full catalog read lists the tree again otherwise: 50 ms at 10,000 concepts)."""
 
-    def __init__(self, repo: Plumbing, commit: str, prefix: str, entries: dict[str, Entry]) -> None:
-        super().__init__(repo.workdir, repo.gitdir)
-        self.__dict__.update(repo.__dict__)  # the same reader in every other respect
+    def __init__(self, repo: Repo, commit: str, prefix: str, entries: dict[str, Entry]) -> None:
+        self.__dict__.update(repo.__dict__)  # the same repository in every other respect
         self._listed = (commit, prefix, entries)
 
     def tree_entries(self, commit: str | None, prefix: str = "") -> dict[str, Entry]:

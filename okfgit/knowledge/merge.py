@@ -28,7 +28,7 @@ from okfgit.errors import OkfError
 from okfgit.format import concept as okf
 from okfgit.format import index_md as index
 from okfgit.format import merge as by_meaning
-from okfgit.plumbing import Entry, blob_oid
+from okfgit.git.objects import Entry, blob_oid
 from okfgit.knowledge.snapshot import Snapshot
 
 

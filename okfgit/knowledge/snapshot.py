@@ -14,7 +14,7 @@ from typing import Any
 from okfgit.records import field, record
 from okfgit.format import concept as okf
 from okfgit.errors import OkfError, UsageError, ValidationError
-from okfgit.plumbing import FILE_MODE, LINK_MODE, Entry, blob_oid
+from okfgit.git.objects import FILE_MODE, LINK_MODE, Entry, blob_oid
 from okfgit.knowledge import cards
 from okfgit.knowledge.tiers import Tier
 
@@ -123,7 +123,7 @@ def snapshot(tier: Tier, rev: str | None = None) -> Snapshot:
     """The tier's KB at ``rev`` (default HEAD); empty when the repo or its commits are missing."""
     if not tier.exists():
         return Snapshot(tier, None, {}, _no_read)
-    repo = tier.reader()
+    repo = tier.open()
     commit = repo.resolve(rev) if rev else repo.head_commit()
     entries = repo.tree_entries(commit, tier.prefix)
     return Snapshot(tier, commit, entries, repo.read_blob)

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from okfgit.context import Context
 from okfgit.errors import UsageError
-from okfgit.plumbing import Plumbing
-
-if TYPE_CHECKING:
-    from okfgit.git import Repo
+from okfgit.git import config
+from okfgit.git.repository import Repo
+from okfgit.local import fastpath
 
 TIER_NAMES = ("global", "project", "job")
 PRECEDENCE = ("job", "project", "global")  # most specific first
@@ -67,14 +66,8 @@ class Tier(NamedTuple):
         return (self.repo_path / ".git").exists()
 
     def open(self) -> Repo:
-        """The repository to write a commit to (libgit2: ``okfgit.git``)."""
-        from okfgit.git import Repo
-
+        """The tier's repository (``okfgit.git``), to read or to commit to."""
         return Repo.open(self.repo_path)
-
-    def reader(self) -> Plumbing:
-        """The repository to read from (git's plumbing: no libgit2 load, ``okfgit.plumbing``)."""
-        return Plumbing.open(self.repo_path)
 
     def has_kb(self) -> bool:
         """The tier holds a knowledge base at HEAD: its repository exists and, for the
@@ -82,7 +75,7 @@ class Tier(NamedTuple):
         repo; only ``okfgit init --scope project`` gives it a tier)."""
         if not self.exists():
             return False
-        repo = self.reader()
+        repo = self.open()
         head = repo.head_commit()
         if head is None:
             return False
@@ -176,24 +169,37 @@ def check_known_run(ws: Workspace, run: str | None) -> None:
 
 
 def open_workspace(ctx: Context, repo: Path | None = None, run: str | None = None) -> Workspace:
-    """Find the project repository and the active run (``--run`` > ``$OKF_RUN`` > ``okf.run``)."""
-    project: Plumbing | None
-    if repo is not None:
-        project = Plumbing.discover(repo, ctx.environ)
-        if project is None:
-            raise UsageError(f"{repo}: not inside a git repository")
-    else:
-        project = Plumbing.discover(ctx.cwd, ctx.environ)
-    if project is not None and _is_inner_tier(project.workdir):
+    """Find the project repository and the active run (``--run`` > ``$OKF_RUN`` > ``okf.run``).
+
+    Only paths and one config value: the repository is found as git finds it, walking up from
+    the folder (``local/fastpath``, as the hook's no-op path does), and not opened, so a read
+    that stops here (an MCP call answered from memory) loads no object."""
+    project = _find(repo if repo is not None else ctx.cwd)
+    if repo is not None and project is None:
+        raise UsageError(f"{repo}: not inside a git repository")
+    if project is not None and _is_inner_tier(project[0]):
         # Inside a job or global tier repo: the project is the repo around it.
-        outer = Plumbing.discover(project.workdir.parent, ctx.environ)
-        project = outer
-    if project is not None and project.workdir == ctx.global_dir.resolve():
+        project = _find(project[0].parent)
+    if project is not None and project[0] == ctx.global_dir.resolve():
         project = None
-    active = run or ctx.environ.get("OKF_RUN") or (project.config_get("okf.run") if project else None)
+    active = run or ctx.environ.get("OKF_RUN")
+    if not active and project is not None:
+        try:
+            active = config.get(ctx.environ, "okf.run", cwd=project[0], gitdir=project[1])
+        except UsageError:
+            active = None
     if active:
         check_run(active)
-    return Workspace(ctx, project.workdir if project else None, active or None)
+    return Workspace(ctx, project[0] if project else None, active or None)
+
+
+def _find(start: Path) -> tuple[Path, Path] | None:
+    """(working tree root, git dir) of the repository containing ``start``, or None."""
+    try:
+        found = fastpath.find_repo(str(start))
+    except (fastpath.Unsure, OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{start}: the git repository here cannot be opened ({exc})") from exc
+    return (Path(found[0]), Path(found[1])) if found is not None else None
 
 
 def _is_inner_tier(path: Path) -> bool:

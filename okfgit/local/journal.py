@@ -17,14 +17,14 @@ tree, since each has its own index and HEAD):
 
 The record is removed when the write is complete. Any later write (under the same
 per-repository write lock, so the writer is known to be gone) reads it first and
-finishes the job: ``Repo.recover`` in ``git.py``. Pure Python and JSON, like ``state``.
+finishes the job: ``git/recovery.py``. Pure Python and JSON, like ``state``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -34,6 +34,7 @@ from okfgit.local import fastpath, paths
 
 INDEX_SCRATCH = "okf-index.okftmp"  # where libgit2 writes the new index before it goes into index.lock
 INDEX_LOCK_SCRATCH = "okf-index-lock.okftmp"  # index.lock's bytes before they are linked to that name
+CRASH_ENV = "OKFGIT_TEST_CRASH_AT"  # tests only: die by SIGKILL at a named step of a write
 
 
 class Intent(NamedTuple):
@@ -125,17 +126,14 @@ def needs_recovery(file: Path) -> bool:
 
 def left_behind(repo_path: Path) -> bool:
     """Whether a killed okfgit write in the repository at ``repo_path`` (a working tree root)
-    waits to be finished; libgit2's temp objects a killed writer left are swept on the way.
-    Standard library only: every command asks this of every tier before it reads them."""
+    waits to be finished. Standard library only: every command asks this of every tier
+    before it reads them."""
     dotgit = os.path.join(repo_path, ".git")
     try:
         gitdir = dotgit if os.path.isdir(dotgit) else fastpath.gitfile_target(dotgit)
     except (fastpath.Unsure, OSError, UnicodeDecodeError):
         return False
-    common = fastpath.common_dir(gitdir)
-    file = paths.journal(common, gitdir)
-    sweep_objects(file, Path(common) / "objects")
-    return needs_recovery(file)
+    return needs_recovery(paths.journal(fastpath.common_dir(gitdir), gitdir))
 
 
 def sweep(common_dir: Path, gitdir: Path, workdir: Path, since_ns: int, folders: Iterable[Path] = ()) -> list[Path]:
@@ -155,7 +153,7 @@ def sweep(common_dir: Path, gitdir: Path, workdir: Path, since_ns: int, folders:
                 removed.append(scratch)
         except OSError:
             pass
-    return removed + sweep_objects(file, common_dir / "objects")
+    return removed + sweep_objects(common_dir / "objects", since_ns)
 
 
 _SWEPT: set[str] = set()  # okf folders this process has looked at (``sweep_okf_dir``)
@@ -186,13 +184,11 @@ def sweep_okf_dir(common_dir: Path) -> list[Path]:
         return fsutil.sweep_temp([folder], held.since_ns)
 
 
-def sweep_objects(file: Path, objects: Path) -> list[Path]:
-    """Remove libgit2's ``tmp_object_git2_*`` files in ``objects`` older than the last
-    completed okfgit write in the repository whose journal is ``file`` (when its journal
-    folder last changed): a live writer's are younger, because every write changes the
-    journal folder before it creates objects."""
+def sweep_objects(objects: Path, since_ns: int) -> list[Path]:
+    """Remove libgit2's ``tmp_object_git2_*`` files in ``objects`` older than ``since_ns``, when
+    the caller took the repository's write lock: okfgit writes objects only holding that
+    lock, and a write killed while libgit2 wrote one left it (a live writer's is younger)."""
     try:
-        done_ns = file.parent.stat().st_mtime_ns
         entries = list(os.scandir(objects))
     except OSError:
         return []
@@ -200,12 +196,21 @@ def sweep_objects(file: Path, objects: Path) -> list[Path]:
     for entry in entries:
         try:
             if (entry.name.startswith("tmp_object_git2_") and entry.is_file(follow_symlinks=False)
-                    and entry.stat(follow_symlinks=False).st_mtime_ns < done_ns):
+                    and entry.stat(follow_symlinks=False).st_mtime_ns < since_ns):
                 os.unlink(entry.path)
                 removed.append(Path(entry.path))
         except OSError:
             continue
     return removed
+
+
+def crash_point(environ: Mapping[str, str], name: str) -> None:
+    """For the crash tests only (``OKFGIT_TEST_CRASH_AT=<name>``): die at a named step of a
+    write, as a kill -9 would. Nothing else reads the variable."""
+    if environ.get(CRASH_ENV) == name:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def clear(file: Path) -> None:

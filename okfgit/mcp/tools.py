@@ -27,7 +27,7 @@ from okfgit.errors import IntegrityError, OkfError, UsageError
 from okfgit.format import actors
 from okfgit.format import cites as cites_format
 from okfgit.format import index_md as index
-from okfgit.git import Repo
+from okfgit.git.repository import Repo
 from okfgit.knowledge import refs
 from okfgit.knowledge.cards import TierCards
 from okfgit.knowledge.merged import Merged

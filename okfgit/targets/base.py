@@ -20,7 +20,7 @@ from okfgit.format import blocks
 from okfgit.knowledge.cards import TierCard
 from okfgit.context import Context
 from okfgit import fsutil
-from okfgit.plumbing import blob_oid
+from okfgit.git.objects import blob_oid
 from okfgit.local.state import MemoryFiles, State
 from okfgit.knowledge.tiers import Tier
 

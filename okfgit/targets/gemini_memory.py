@@ -26,7 +26,7 @@ from pathlib import Path
 
 from okfgit.format import agent_memory, lifecycle
 from okfgit.knowledge.cards import TierCard
-from okfgit.plumbing import blob_oid
+from okfgit.git.objects import blob_oid
 from okfgit.targets import gemini_home, memory_index
 from okfgit.targets.base import REMOVE, SKIP, UNCHANGED, WRITE, Item, TargetPlan, View, folder_problem, plan_block
 

@@ -15,7 +15,7 @@ from okfgit.flows.concepts import actor
 from okfgit.context import Context
 from okfgit.errors import EXIT_OK, EXIT_USAGE, OkfError, RepoStateError
 from okfgit.records import field, record
-from okfgit.git import Entry
+from okfgit.git.objects import Entry
 from okfgit.knowledge import catalog
 from okfgit.knowledge.snapshot import Snapshot, snapshot
 from okfgit.local import paths

@@ -27,7 +27,7 @@ from okfgit.context import Context
 from okfgit.errors import IntegrityError, UsageError
 from okfgit.format import mcp_config
 from okfgit.format.mcp_config import Splice
-from okfgit.plumbing import blob_oid
+from okfgit.git.objects import blob_oid
 from okfgit.targets import gemini_home
 from okfgit.targets.claude_home import claude_home, codex_home
 

@@ -108,9 +108,9 @@ def _text_merge(environ: Mapping[str, str], marker_size: int) -> merging.TextMer
 
 
 def _git(environ: Mapping[str, str], args: list[str], output: list[bytes] | None = None) -> int:
-    from okfgit.plumbing import run_git  # only when git's text merge is needed
+    from okfgit.git import command  # only when git's text merge is needed
 
-    proc = run_git(environ, args)
+    done = command.run(["git", *args], environ)
     if output is not None:
-        output.append(proc.stdout)
-    return proc.returncode
+        output.append(done.stdout)
+    return done.code

@@ -7,17 +7,13 @@ respects what it finds. The exchange itself is ``flows/exchange.py``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from okfgit.records import field, record
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, UsageError
 from okfgit.knowledge.tiers import Workspace
 from okfgit.plan import ensure_repo
 from okfgit.flows import exchange
-
-if TYPE_CHECKING:  # libgit2 loads only where a remote is exchanged with
-    from okfgit.git import Repo
+from okfgit.git.repository import Repo
 
 DEFAULT_NAME = "origin"
 INIT_TIMEOUT_S = 60.0  # init is a person at a terminal, and may download a whole KB
@@ -47,23 +43,21 @@ def set_url(ctx: Context, ws: Workspace, url: str) -> exchange.RemoteInfo:
     tg = exchange.target(repo)
     name = tg.name if tg else DEFAULT_NAME
     if repo.config_get(f"remote.{name}.url") is None:
-        transport.add_remote(repo.workdir, name, url, ctx.environ)
+        repo.add_remote(name, url)
     else:
-        transport.set_url(repo.workdir, name, url, ctx.environ)
+        repo.set_remote_url(name, url)
     _track(repo, name, None)
     return exchange.show(ws)
 
 
 def remove(ctx: Context, ws: Workspace) -> str:
     """Forget the global tier's remote (nothing on the remote or in the tier changes)."""
-    from okfgit import transport
-
     tier = ws.tier("global")
     tg = exchange.target(tier.open()) if tier.exists() else None
     if tg is None:
         return "the global tier has no remote"
     repo = tier.open()
-    transport.remove_remote(repo.workdir, tg.name, ctx.environ)
+    repo.remove_remote(tg.name)
     exchange.forget(repo)
     return f"removed the global tier's remote {tg.name} ({tg.shown}); the tier and the remote are unchanged"
 
@@ -84,15 +78,16 @@ def attach(ctx: Context, ws: Workspace, url: str) -> Attached:
         raise UsageError(f"the global tier already has remote {name} at {transport.public_url(current)}; "
                          "change it with `okfgit remote set URL`")
     if current is None:
-        transport.add_remote(repo.workdir, name, url, ctx.environ)
+        repo.add_remote(name, url)
     env = transport.environment(ctx.environ, INIT_TIMEOUT_S, own_ssh_command=bool(repo.config_get("core.sshCommand")))
     fetched = transport.fetch(repo.workdir, name, env, INIT_TIMEOUT_S)
     if not fetched.ok:
         if current is None:
-            transport.remove_remote(repo.workdir, name, ctx.environ)
+            repo.remove_remote(name)
         raise IntegrityError(f"cannot fetch from {transport.public_url(url)}: {fetched.message} "
                              "(nothing was changed)")
-    _track(repo, name, transport.remote_branches(repo.workdir, name, ctx.environ))
+    _track(repo, name, [r.removeprefix(f"refs/remotes/{name}/") for r in repo.refs_under(f"refs/remotes/{name}/")
+                        if r != f"refs/remotes/{name}/HEAD"])
     tg = exchange.target(repo)
     assert tg is not None
     report = exchange.Report(tg.shown, fetched=True)

@@ -38,7 +38,8 @@ from okfgit.format import trailers
 from okfgit.format.findings import ERROR, WARNING, Finding
 from okfgit.context import Context
 from okfgit.errors import UsageError, ValidationError
-from okfgit.git import Entry, Repo
+from okfgit.git.objects import Entry
+from okfgit.git.repository import Repo
 from okfgit.knowledge import cards, catalog
 from okfgit.knowledge.catalog import TierCatalog
 from okfgit.knowledge.snapshot import Concept, Snapshot

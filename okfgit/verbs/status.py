@@ -127,7 +127,7 @@ def status(ctx: Context, ws: Workspace) -> Status:
     shows what is waiting), projection dry-run, hooks, lock. Writes nothing but caches."""
     if ws.project_repo is None:
         raise UsageError("status needs a project repository: run it inside one or pass --repo")
-    repo = ws.tier("project").reader()
+    repo = ws.tier("project").open()
     owned = state.load(repo.common_dir)
     # The memory folder as the last sync left it, with nothing waiting: one walk of it, for
     # both what capture would take (nothing) and what Claude can recall.
@@ -187,7 +187,7 @@ def _needs_merge(tiers: list[Tier], owned: state.State) -> list[str]:
     projection recorded takes the list recorded with it; another tier's tree is walked."""
     out: list[str] = []
     for tier in tiers:
-        repo = tier.reader()
+        repo = tier.open()
         head = repo.head_commit()
         if head is None:
             continue

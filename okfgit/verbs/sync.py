@@ -32,7 +32,7 @@ from okfgit.format.findings import ERROR
 from okfgit.knowledge import checks
 from okfgit.knowledge.tiers import Workspace
 from okfgit.plan import in_progress
-from okfgit.plumbing import Plumbing
+from okfgit.git.repository import Repo
 
 if TYPE_CHECKING:  # the global tier's exchange loads only when that tier exists
     from okfgit.flows import exchange
@@ -92,7 +92,7 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
     wrote onto the branch that was checked out while they wrote it."""
     if ws.project_repo is None:
         raise UsageError("sync needs a project repository: run it inside one or pass --repo")
-    repo = ws.tier("project").reader()
+    repo = ws.tier("project").open()
     report = SyncReport()
     held = lock.acquire(paths.lock(repo.common_dir), wait_s, now=ctx.clock)
     if held is None:
@@ -162,7 +162,7 @@ def preview(ctx: Context, ws: Workspace, *, run_arg: str | None = None) -> SyncR
     files capture would take are rewritten as their concepts by the sync itself."""
     if ws.project_repo is None:
         raise UsageError("sync needs a project repository: run it inside one or pass --repo")
-    repo = ws.tier("project").reader()
+    repo = ws.tier("project").open()
     report = SyncReport(dry_run=True)
     owned = state.load(repo.common_dir)
     try:
@@ -176,7 +176,7 @@ def preview(ctx: Context, ws: Workspace, *, run_arg: str | None = None) -> SyncR
     return report
 
 
-def _switched_from(repo: Plumbing, hook: str | None, hook_args: Sequence[str]) -> str | None:
+def _switched_from(repo: Repo, hook: str | None, hook_args: Sequence[str]) -> str | None:
     """After a branch switch (post-checkout), the branch checked out before it: what agents
     wrote until now was written there. None for any other run, or when the previous HEAD was
     no branch (detached) or was this same branch."""

@@ -25,8 +25,8 @@ from okfgit.flows import runs
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, OkfError, RepoStateError, UsageError, ValidationError
 from okfgit.fsutil import safe_relpath
-from okfgit.git import Repo
-from okfgit.plumbing import blob_oid
+from okfgit.git.repository import Repo
+from okfgit.git.objects import blob_oid
 from okfgit.knowledge.cards import TierCards
 from okfgit.knowledge.merged import Merged
 from okfgit.knowledge.refs import resolve_concept

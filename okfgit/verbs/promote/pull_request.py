@@ -6,16 +6,15 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from okfgit import TOOL
 from okfgit.context import Context
-from okfgit.errors import OkfError, UnwritableError, UsageError
+from okfgit.errors import IntegrityError, OkfError, UnwritableError, UsageError
 from okfgit.flows.harvest import BODY_LIMIT, CONTINUED, LABEL, VERSION
 from okfgit.local import pr_bodies
-from okfgit.plumbing import clean_git_env
+from okfgit.git import command
 from okfgit.records import record
 from okfgit.verbs.promote import Item, Promotion, PromotionPlan
 
@@ -178,7 +177,7 @@ class PullRequest:
 def check_remote(pp: PromotionPlan, remote: str) -> None:
     """Before anything is committed: ``--open-pr`` needs ``remote`` in the destination repository."""
     repo = pp.destination.open() if pp.destination.exists() else None
-    remotes = repo.remotes() if repo is not None else []
+    remotes = repo.remote_names() if repo is not None else []
     if remote not in remotes:
         known = f" (it has: {', '.join(remotes)})" if remotes else " (it has none)"
         raise UsageError(f"--open-pr pushes to the remote {remote!r}, which {pp.destination.repo_path} does not "
@@ -257,16 +256,15 @@ def open_pr(ctx: Context, p: Promotion, remote: str = "origin") -> PullRequest:
                        notes=tuple(notes))
 
 
-def _run(ctx: Context, p: Promotion, command: list[str]) -> tuple[bool, str]:
-    """Run ``command`` in the destination repository: (succeeded, its output or why it failed)."""
+def _run(ctx: Context, p: Promotion, argv: list[str]) -> tuple[bool, str]:
+    """Run ``argv`` in the destination repository: (succeeded, its output or why it failed)."""
     try:
-        proc = subprocess.run(command, cwd=p.plan.destination.repo_path, env=clean_git_env(ctx.environ),
-                              capture_output=True, text=True)
-    except OSError as exc:
-        return False, f"{command[0]}: {exc.strerror or exc}"
-    if proc.returncode != 0:
-        return False, proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}"
-    return True, proc.stdout.strip()
+        done = command.run(argv, ctx.environ, cwd=p.plan.destination.repo_path)
+    except IntegrityError as exc:
+        return False, str(exc)
+    if done.code != 0:
+        return False, done.err.strip() or done.out.strip() or f"exit status {done.code}"
+    return True, done.out.strip()
 
 
 def to_json(done: Promotion, pr: PullRequest | None) -> dict[str, object]:
