@@ -176,6 +176,7 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
     )
     planned: list[tuple[str, Item]] = []
     watched: list[str] = []
+    rendered: list[str] = []
     memory_dir: Path | None = None  # set only when the memory target could project
     for tgt in TARGETS:
         if target not in ("all", tgt.group):
@@ -183,6 +184,7 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
         tp = tgt.plan(view)
         report.warnings.extend(tp.warnings)
         watched.extend(tp.watched)
+        rendered.extend(tp.rendered)
         planned.extend((tgt.name, item) for item in tp.items)
         report.kept.extend(tp.kept)
         if tp.kept_rest is not None:
@@ -214,7 +216,7 @@ def project(ctx: Context, ws: Workspace, *, scope: str = "all", target: str = "a
                 repo.store_blob(item.data)
     if repo is not None:
         _record(ctx, st, repo, planned, failures, memory_dir, inputs, report, scope=scope, target=target,
-                run_arg=run_arg, expires=_next_stale(ctx, view), settings=watched)
+                run_arg=run_arg, expires=_next_stale(ctx, view), settings=watched, rendered=rendered)
     if loaded_here:
         save(report)
     if explain:
@@ -418,7 +420,8 @@ def _outcome(target: str, item: Item, failure: str | None) -> Outcome:
 
 def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str, Item]], failures: dict[Path, str],
             memory_dir: Path | None, inputs: _Inputs, report: Report, *, scope: str, target: str,
-            run_arg: str | None, expires: int | None = None, settings: list[str] | None = None) -> None:
+            run_arg: str | None, expires: int | None = None, settings: list[str] | None = None,
+            rendered: list[str] | None = None) -> None:
     """The new state and (when all went well) the fast-path stamp, into ``report``; ``save`` writes them."""
     new = old.derive()
     memory_failed = False
@@ -447,6 +450,13 @@ def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str,
         new.inputs = {} if memory_failed or report.failed else {
             t.label: state.TierInput(str(t.tier.repo_path), t.commit, t.tree) for t in inputs.infos
         }
+    now = {t.label: state.TierInput(str(t.tier.repo_path), t.commit, t.tree) for t in inputs.infos}
+    for path in rendered or []:
+        key = os.path.abspath(path)
+        if key in new.targets and Path(path) not in failures:
+            new.rendered[key] = now  # rendered from these inputs (what the target's next run compares)
+        else:
+            new.rendered.pop(key, None)
     report.owned = new
     if report.failed:
         return

@@ -331,8 +331,11 @@ class State:
     every needs-merge sibling in those inputs as ``<tier>:<path>``). A run where only
     concepts' bodies changed repeats these without reading every concept again (None: not
     recorded, such a run reads them all). ``stale_at``: epoch seconds when a projected
-    concept goes stale (MEMORY.md changes then). (A plain class: a dataclass costs every
-    command that loads the record its generated code at import.)
+    concept goes stale (MEMORY.md changes then). ``rendered``: for an index file a target
+    renders from every concept (Gemini CLI's ``MEMORY.md``), the tier inputs it was last
+    rendered from, so that a run with the same inputs need not read every concept for it.
+    (A plain class: a dataclass costs every command that loads the record its generated code
+    at import.)
     """
 
     def __init__(self, common_dir: Path, memory_dir: Path | None = None, memory_dir_mtime_ns: int | None = None,
@@ -357,6 +360,7 @@ class State:
         self.tool = tool
         self.warnings: list[str] = [] if warnings is None else warnings
         self.stale_at = stale_at
+        self.rendered: dict[str, dict[str, TierInput]] = {}
         self._store: _Store | None = None  # the database this was read from (rows read lazily)
         self._stored: dict[str, Any] = {}  # meta and targets as read, so that save writes what changed
 
@@ -386,6 +390,7 @@ class State:
                     dict(self.targets), self._memory.copy(), self.recall_top_s, self.generation,
                     recall_fresh=self.recall_fresh, skipped=self.skipped, notes=self.notes,
                     needs_merge=self.needs_merge, tool=self.tool, stale_at=self.stale_at)
+        out.rendered = dict(self.rendered)
         out._store, out._stored = self._store, self._stored
         return out
 
@@ -478,6 +483,8 @@ class State:
             "merged": ({"skipped": self.skipped, "warnings": self.notes, "needs_merge": self.needs_merge}
                        if self.skipped is not None and self.notes is not None and self.needs_merge is not None
                        else None),
+            "rendered": {path: {k: list(v) for k, v in sorted(inputs.items())}
+                         for path, inputs in sorted(self.rendered.items())},
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -556,6 +563,13 @@ def _from_meta(common: Path, meta: Mapping[str, Any], targets: dict[str, FileRec
         state.generation = int(recall[1]) if isinstance(recall[1], int) else 0
         if len(recall) == 3 and isinstance(recall[2], int):
             state.recall_fresh = recall[2]
+    rendered = meta.get("rendered")
+    if isinstance(rendered, dict):
+        try:
+            state.rendered = {str(path): {str(k): TierInput(*v) for k, v in dict(inputs).items()}
+                              for path, inputs in rendered.items()}
+        except (TypeError, ValueError):
+            state.rendered = {}  # of another shape: every index is rendered again
     merged = meta.get("merged")
     if isinstance(merged, dict) and all(isinstance(merged.get(k), list) for k in ("skipped", "warnings", "needs_merge")):
         state.skipped = [str(s) for s in merged["skipped"]]

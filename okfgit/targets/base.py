@@ -118,6 +118,7 @@ class TargetPlan:
     warnings: list[str] = field(default_factory=list)
     memory_dir: Path | None = None  # set by the memory target: the folder it projected into
     watched: list[str] = field(default_factory=list)  # files whose change may change this plan (the fast path)
+    rendered: list[str] = field(default_factory=list)  # index files rendered from every concept (State.rendered)
     # Memory files (names in memory_dir) left exactly as recorded: no item each, since a
     # one-change run over 10,000 concepts must not build 10,000 objects.
     kept: list[str] = field(default_factory=list)

@@ -132,7 +132,7 @@ def _as_left(view: View, folder: Path) -> bool:
 _NS = 1_000_000_000
 # What a memory file's name, its MEMORY.md line, its rank for recall and the merge depend on:
 # a change that keeps all of these moves nothing but the file's bytes and its recall time.
-_SAME = ("okf_id", "origin", "title", "description", "summary", "type", "status", "stale_after", "source",
+SAME = ("okf_id", "origin", "title", "description", "summary", "type", "status", "stale_after", "source",
          "verified", "flaw")
 
 
@@ -142,7 +142,7 @@ def _changed_in_place(view: View, folder: Path, out: TargetPlan) -> bool:
 
     It applies when the folder and MEMORY.md are as okfgit left them, the previous run
     recorded what the full plan needs to repeat (its warnings, the recall order's fresh
-    count), and every changed concept kept everything but its bytes (``_SAME``) and is
+    count), and every changed concept kept everything but its bytes (``SAME``) and is
     projected to a file okfgit wrote. Then the names, MEMORY.md and the merge are unchanged;
     each changed file is rewritten, and the recall order moves the changed concepts to the
     front of what changed last (the rest keeps its order; ``_moved_first``), which the
@@ -185,7 +185,7 @@ def _changed_in_place(view: View, folder: Path, out: TargetPlan) -> bool:
             return False
         name, rec = found, state.memory_files[found]
         if rec.oid != old.card.oid or rec.okf_id != old.card.okf_id or \
-                any(getattr(old.card, k) != getattr(new.card, k) for k in _SAME):
+                any(getattr(old.card, k) != getattr(new.card, k) for k in SAME):
             return False
         kind, data = _current(folder / name)
         if kind != "file" or data is None or blob_oid(data) != rec.file_oid:

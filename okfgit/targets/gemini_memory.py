@@ -27,10 +27,12 @@ from pathlib import Path
 from okfgit.format import agent_memory, lifecycle
 from okfgit.knowledge.cards import TierCard
 from okfgit.git.objects import blob_oid
-from okfgit.targets import gemini_home, memory_index
+from okfgit.local.state import TierInput
+from okfgit.targets import claude_memory, gemini_home, memory_index
 from okfgit.targets.base import REMOVE, SKIP, UNCHANGED, WRITE, Item, TargetPlan, View, folder_problem, plan_block
 
 SCOPE = "knowledge"
+INDEX = gemini_home.MEMORY_INDEX
 MAX_LINES = memory_index.MAX_LINES // 2
 MAX_BYTES = memory_index.MAX_BYTES // 2
 
@@ -50,19 +52,57 @@ class GeminiMemory:
         problem = folder_problem(folder)
         if problem is not None:
             return TargetPlan(items=[Item(folder, "fail", f"{problem} (nothing was changed there)")], watched=watched)
+        kept = _as_left(view, folder)
+        if kept is not None:
+            return TargetPlan(items=kept, watched=[*watched, str(folder)], rendered=[str(folder / INDEX)])
         merged = view.merged()
         notes = _notes(merged.concepts, found.short_id)
         out = TargetPlan(watched=[*watched, str(folder)])
         for name, concept in sorted(notes.items()):
             out.items.append(_note(view, folder / name, concept))
         for path in _recorded_in(view, folder):
-            if os.path.relpath(path, folder) not in notes and os.path.basename(path) != gemini_home.MEMORY_INDEX:
+            if os.path.relpath(path, folder) not in notes and os.path.basename(path) != INDEX:
                 out.items.extend(_removal(view, Path(path)))
-        index = plan_block(folder / gemini_home.MEMORY_INDEX, SCOPE, _index(view, folder, notes, merged.concepts),
+        index = plan_block(folder / INDEX, SCOPE, _index(view, folder, notes, merged.concepts),
                            "index of the knowledge for Gemini CLI", owned=view.state, wrote=view.wrote)
         out.items.extend(index.items)
         out.warnings.extend(index.warnings)
+        out.rendered.append(str(folder / INDEX))
         return out
+
+
+def _as_left(view: View, folder: Path) -> list[Item] | None:
+    """Every file of the folder unchanged, without reading every concept: the index was
+    rendered from these very tier inputs, or from the ones the last projection recorded when
+    only concepts' bodies changed since, none of them a Gemini CLI note and none in what an
+    index line shows (``claude_memory.SAME``); no concept went stale since; and the index and
+    every note are as okfgit left them. None when the full plan must decide."""
+    state = view.state
+    index = folder / INDEX
+    now = {t.label: TierInput(str(t.tier.repo_path), t.commit, t.tree) for t in view.tiers}
+    rendered = state.rendered.get(str(index))
+    if rendered is None or (state.stale_at is not None and view.ctx.now() >= state.stale_at):
+        return None
+    if rendered != now:
+        changed = view.changed() if rendered == state.inputs else None
+        if changed is None or any(
+                agent_memory.GEMINI in (old.card.source, new.card.source)
+                or any(getattr(old.card, k) != getattr(new.card, k) for k in claude_memory.SAME)
+                for old, new in changed):
+            return None
+    items: list[Item] = []
+    for path in [str(index), *(p for p in _recorded_in(view, folder) if p != str(index))]:
+        record = state.targets.get(path)
+        try:
+            unchanged = record is not None and record.matches(os.lstat(path))
+        except OSError:
+            unchanged = False
+        if not unchanged:
+            return None
+        assert record is not None
+        why = "index of the knowledge for Gemini CLI" if path == str(index) else "a note okfgit wrote, as it left it"
+        items.append(Item(Path(path), UNCHANGED, why, oid=record.oid))
+    return items
 
 
 def _notes(concepts: list[TierCard], short_id: str) -> dict[str, TierCard]:
@@ -75,7 +115,7 @@ def _notes(concepts: list[TierCard], short_id: str) -> dict[str, TierCard]:
             continue
         name = origin[len(prefix):]
         parts = name.split("/")
-        if not name.endswith(".md") or parts[-1] == gemini_home.MEMORY_INDEX or parts[0] == "skills" \
+        if not name.endswith(".md") or parts[-1] == INDEX or parts[0] == "skills" \
                 or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
             continue
         out.setdefault(name, concept)
