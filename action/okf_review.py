@@ -20,8 +20,12 @@ runs this file as it is, with the GitHub variables set and a recording ``gh`` on
 5. The ``okf-needs-human`` label is added while the verdict is needs-human, and never removed
    here: it is a hard stop only a person takes off (the check turns green on its own once a
    valid approval of this head exists).
-6. Outputs ``verdict`` and ``report`` go to ``$GITHUB_OUTPUT``; the gate step of ``action.yml``
-   fails the check on request-changes (and on needs-human, unless told otherwise).
+6. With ``OKF_MERGE=true`` (the ``merge`` input), a verdict of merge for exactly the pull
+   request's current head merges it: ``gh pr merge --match-head-commit <that head>``, so a push
+   after the review is never merged unreviewed. Any other verdict, a review of another head, or
+   the ``okf-needs-human`` label still on the pull request merges nothing and says why.
+7. Outputs ``verdict``, ``report`` and ``merged`` go to ``$GITHUB_OUTPUT``; the gate step of
+   ``action.yml`` fails the check on request-changes (and on needs-human, unless told otherwise).
 
 Exit 0 when the review ran (whatever its verdict), 1 when it could not (a broken checkout, no
 base branch, okfgit failing): then nothing is posted and the message says why.
@@ -38,7 +42,8 @@ from typing import Any
 
 MARKER = "<!-- okfgit-review -->"
 LABEL = "okf-needs-human"
-VERDICTS = ("merge", "request-changes", "needs-human")
+VERDICTS = ("merge", "request-changes", "needs-human", "amend", "close")  # amend, close: a maintainer's
+METHODS = ("merge", "squash", "rebase")
 
 
 def main() -> int:
@@ -94,9 +99,33 @@ def main() -> int:
     changed = bool(block.get("concepts") or block.get("findings") or (block.get("omitted") or {}).get("concepts"))
     post_comment(repo, number, comment, changed, comments, out_dir, gh_env)
     set_label(number, verdict == "needs-human", gh_env)
+    merged = env.get("OKF_MERGE") == "true" and merge(number, block, pr, env.get("OKF_MERGE_METHOD", ""), gh_env)
     with open(env.get("GITHUB_OUTPUT") or os.devnull, "a", encoding="utf-8") as fh:
-        fh.write(f"verdict={verdict}\nreport={out_dir / 'okf-review-full.md'}\n")
+        fh.write(f"verdict={verdict}\nreport={out_dir / 'okf-review-full.md'}\nmerged={str(merged).lower()}\n")
     return 0
+
+
+def merge(number: int, block: dict[str, Any], pr: dict[str, Any], method: str, env: dict[str, str]) -> bool:
+    """Merge the pull request when the verdict is merge for its current head, and only that head:
+    GitHub refuses ``--match-head-commit`` once the branch moved, so what merges is what was reviewed."""
+    head = (pr.get("head") or {}).get("sha")
+    if block.get("verdict") != "merge":
+        print(f"not merged: the verdict is {block.get('verdict')}")
+        return False
+    if any(isinstance(label, dict) and label.get("name") == LABEL for label in pr.get("labels") or []):
+        print(f"not merged: the {LABEL} label is on the pull request; a person takes it off")
+        return False
+    if not head or block.get("head") != head:
+        print(f"not merged: okfgit reviewed {str(block.get('head'))[:12]}, but the pull request's head is "
+              f"{str(head)[:12]} (check out the pull request's head, not its merge commit)")
+        return False
+    if method not in METHODS:
+        print(f"::warning::not merged: merge-method {method!r} is not one of {', '.join(METHODS)}")
+        return False
+    if gh(["pr", "merge", str(number), f"--{method}", "--match-head-commit", head], env) is None:
+        return False
+    print(f"merged {head[:12]}, the head okfgit reviewed")
+    return True
 
 
 def approvals(reviews: Any, head_sha: str, author: str) -> tuple[list[str], list[str]]:

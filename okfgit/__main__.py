@@ -1,4 +1,4 @@
-from okfgit.cli import run
+from okfgit.cli import main
 
 if __name__ == "__main__":
-    run()
+    main()

@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "Start, inspect and end runs (the job tier)."),
     "note": ("run", "Write a note into the active run."),
     "log": ("run", "Add a dated entry to the active run's log.md."),
+    "state": ("run", "Rewrite the active run's STATE.md (its task, where it stands, next steps) as a commit."),
     "remote": ("remote", "Show, set or remove the global tier's git remote (sync exchanges with it)."),
     "promote": ("promote", "Promote a concept job -> project or project -> global."),
     "review": ("review", "Review a branch's knowledge changes; verdict for a pull request."),
@@ -117,27 +118,3 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(invocation.exit_code(EXIT_INTEGRITY))
     sys.exit(invocation.exit_code(result if isinstance(result, int) else EXIT_OK))
 
-
-def run() -> None:
-    """The process's entry point (the ``okfgit`` script, ``python -m okfgit``): ``main``, then,
-    with stdout and stderr flushed, the process ends without the interpreter's teardown,
-    which frees every object and module one by one (15 ms of a warm ``status`` at 10,000
-    concepts; every write is complete and durable before ``main`` returns, and okfgit keeps
-    no other open state). It exits as Python usually does with another thread still running
-    (``okfgit mcp``'s), output that cannot be flushed, ``OKFGIT_DEBUG`` set, or a tracer or
-    profiler attached (``coverage``, ``python -m cProfile``: they report at exit)."""
-    try:
-        main()
-        code: str | int | None = EXIT_OK
-    except SystemExit as exc:
-        code = EXIT_OK if exc.code is None else exc.code
-    threads = sys.modules.get("threading")
-    if not isinstance(code, int) or (threads is not None and threads.active_count() > 1) \
-            or os.environ.get("OKFGIT_DEBUG") or sys.gettrace() is not None or sys.getprofile() is not None:
-        sys.exit(code)
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):  # a closed pipe (``okfgit ls | head``): Python's own exit reports it
-        sys.exit(code)
-    os._exit(code)

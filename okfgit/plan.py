@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from okfgit.records import field, record
 from okfgit import TOOL, fsutil
 from okfgit.context import Context
 from okfgit.errors import BusyError, OkfError, UnwritableError
@@ -29,7 +29,7 @@ from okfgit.format.trailers import Trailer, format_message
 RECOVER_WAIT_S = 2.0
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TierCommit:
     """One commit to make in a tier's repository."""
 
@@ -59,7 +59,7 @@ class TierCommit:
         return format_message(self.subject, trailers, self.body)
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileWrite:
     """One file to write (``data``) or remove (None) outside any tier; with ``touch``, only
     its modification time is set (to ``mtime_ns``), its bytes stay as they are."""
@@ -74,7 +74,7 @@ class FileWrite:
     mode: int | None = None  # the file's permission bits (None: the default, 0644 less the umask)
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileMove:
     """One file to rename, keeping its bytes, mode and inode: ``src`` becomes ``dst``
     (replacing what is there). Moves happen before the writes; when the write to ``src``
@@ -85,7 +85,7 @@ class FileMove:
     reason: str
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ConfigWrite:
     """One key of a repository's own git config (``git config --local``) to set, or to remove
     (None): the merge driver ``hooks install`` sets up."""
@@ -96,7 +96,7 @@ class ConfigWrite:
     reason: str
 
 
-@record
+@dataclass(slots=True)
 class Plan:
     commits: list[TierCommit] = field(default_factory=list)
     writes: list[FileWrite] = field(default_factory=list)
@@ -109,7 +109,7 @@ class Plan:
         return not any(c.wanted for c in self.commits) and not self.writes and not self.moves and not self.config
 
 
-@record
+@dataclass(slots=True)
 class Applied:
     commits: list[tuple[TierCommit, str]] = field(default_factory=list)
     written: list[FileWrite] = field(default_factory=list)
@@ -226,7 +226,7 @@ def recover(ctx: Context, tiers: list[Tier]) -> list[str]:
     return notes
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class IndexBehind:
     """Paths okfgit committed in a tier whose index entry differs from HEAD: the next
     ``git commit`` there would revert them. ``repair`` restages HEAD's version."""
@@ -267,7 +267,7 @@ def index_behind(tier: Tier) -> IndexBehind | None:
     return IndexBehind(tier, found, repair)
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InProgress:
     """A merge, rebase, cherry-pick, revert or bisect under way in a tier's repository: the
     tier's HEAD does not hold its result yet, and okfgit writes nothing there until it ends."""

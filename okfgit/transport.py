@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from okfgit.records import record
 from okfgit.errors import UsageError
 from okfgit.git import command
 
@@ -31,7 +31,7 @@ _REJECTED = re.compile(r"\[rejected\]|\[remote rejected\]|non-fast-forward|fetch
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """What one network call did: ``ok``; else ``rejected`` (a push the remote refused
     because it moved) or unreachable/failed with git's own words in ``message``."""

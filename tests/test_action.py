@@ -50,14 +50,16 @@ def _pull_request(tmp_path: Path, git: Runner, env: dict[str, str], edit: tuple[
     return work
 
 
-def _run_action(work: Path, tmp_path: Path, env: dict[str, str], tools: Path) -> tuple[dict[str, int], dict[str, str]]:
+def _run_action(work: Path, tmp_path: Path, env: dict[str, str], tools: Path, head_sha: str | None = None,
+                **given: str) -> tuple[dict[str, int], dict[str, str]]:
     """Run action.yml's steps that have a ``run:`` (but the pip install: okfgit is importable here)
-    with ``${{ }}`` resolved as GitHub would; return each step's exit code and the outputs."""
+    with ``${{ }}`` resolved as GitHub would (``given``: inputs other than their defaults, with
+    ``_`` for ``-``); return each step's exit code and the outputs."""
     event = tmp_path / "event.json"
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, capture_output=True, text=True).stdout.strip()
     event.write_text(json.dumps({"pull_request": {
-        "number": 7, "body": "Edits the deploy guide.", "base": {"ref": "main"}, "head": {"ref": "feature", "sha": head},
-        "user": {"login": AUTHOR, "type": "User"}}}))
+        "number": 7, "body": "Edits the deploy guide.", "base": {"ref": "main"},
+        "head": {"ref": "feature", "sha": head_sha or head}, "user": {"login": AUTHOR, "type": "User"}}}))
     output = tmp_path / "github-output"
     output.write_text("")
     (tools / "python3").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')  # the runner's python, with okfgit
@@ -66,7 +68,7 @@ def _run_action(work: Path, tmp_path: Path, env: dict[str, str], tools: Path) ->
                   GITHUB_REPOSITORY=REPO, GITHUB_BASE_REF="main", GITHUB_HEAD_REF="feature",
                   GITHUB_WORKSPACE=str(work), GITHUB_OUTPUT=str(output), RUNNER_TEMP=str(tmp_path / "runner"),
                   GITHUB_ACTION_PATH=str(ROOT))
-    inputs = {k: v.get("default", "") for k, v in ACTION["inputs"].items()}
+    inputs = {k: given.get(k.replace("-", "_"), v.get("default", "")) for k, v in ACTION["inputs"].items()}
     codes: dict[str, int] = {}
     outputs: dict[str, str] = {}
     for step in ACTION["runs"]["steps"]:
@@ -196,3 +198,30 @@ def test_the_readme_pins_revisions_that_exist(git: Runner) -> None:
     found = git("cat-file", "-e", f"{rev}:.pre-commit-hooks.yaml", cwd=ROOT, expect=None)
     assert found.code == 0, f"the README's pre-commit rev {rev} is not a commit of this repository with the hook"
     assert "fetch-depth: 0" in readme.split("### Review every pull request", 1)[1]
+
+
+def test_merge_only_the_head_whose_verdict_is_merge(tmp_path: Path, git: Runner, env: dict[str, str]) -> None:
+    work = _pull_request(tmp_path, git, env, ("guides/local-setup.md", "run `make dev`.", "run `make dev` once."))
+    head = git("rev-parse", "HEAD", cwd=work).out.strip()
+    tools = fake_gh.install(tmp_path / "bin")
+    # not asked to merge: nothing is merged, whatever the verdict
+    codes, outputs = _run_action(work, tmp_path, env, tools, head_sha=head)
+    assert outputs["verdict"] == "merge" and outputs["merged"] == "false" and not _calls(tools, "pr", "merge")
+    # asked, and the pull request's head is the head okfgit reviewed: merged, pinned to that head
+    codes, outputs = _run_action(work, tmp_path, env, tools, head_sha=head, merge="true", merge_method="squash")
+    assert codes == {"review": 0, "gate": 0} and outputs["merged"] == "true"
+    [merged] = _calls(tools, "pr", "merge")
+    assert merged["args"] == ["pr", "merge", "7", "--squash", "--match-head-commit", head]
+    # the author pushed after the checkout the action reviewed: that head is not merged
+    (tools / "gh-calls.jsonl").unlink()
+    codes, outputs = _run_action(work, tmp_path, env, tools, head_sha="f" * 40, merge="true")
+    assert outputs["verdict"] == "merge" and outputs["merged"] == "false" and not _calls(tools, "pr", "merge")
+
+
+def test_merge_never_follows_another_verdict(tmp_path: Path, git: Runner, env: dict[str, str]) -> None:
+    work = _pull_request(tmp_path, git, env, ("guides/deploy.md", "ten minutes", "five minutes"))
+    head = git("rev-parse", "HEAD", cwd=work).out.strip()
+    tools = fake_gh.install(tmp_path / "bin")
+    codes, outputs = _run_action(work, tmp_path, env, tools, head_sha=head, merge="true")
+    assert outputs["verdict"] == "needs-human" and outputs["merged"] == "false" and codes["gate"] == 1
+    assert not _calls(tools, "pr", "merge")

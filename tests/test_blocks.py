@@ -1,11 +1,11 @@
 from __future__ import annotations
 
+import dataclasses
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from okfgit import records
 from okfgit.format.blocks import (
     BlockResult,
     read_block,
@@ -64,7 +64,7 @@ def test_bad_scope_is_a_usage_error(scope):
 def test_block_result_is_frozen():
     result = upsert_block(None, "project", "x", "F.md")
     assert isinstance(result, BlockResult)
-    with pytest.raises(records.FrozenInstanceError):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         result.text = ""  # type: ignore[misc]
 
 

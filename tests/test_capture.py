@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from okfgit.format import concept as okf
 from okfgit.targets.claude_home import memory_dir
 from tests.conftest import Runner, fsck, trailers_by_git
 
@@ -402,22 +403,77 @@ def test_a_native_rewrite_against_a_changed_concept_is_a_conformant_sibling(
 # -- deletions ------------------------------------------------------------------------------
 
 
-def test_a_projected_file_the_agent_deleted_is_reported_restored_and_not_captured(
+def test_a_projected_file_the_agent_deleted_becomes_a_deprecation_proposal(
         project: Path, mem: Path, okfgit: Runner, git: Runner) -> None:
     file, kb_path = captured_once(project, mem, okfgit, git)
     before = head(git, project)
-    file.unlink()
-    report = json.loads(okfgit("capture", "--json", cwd=project).out)
-    assert report["deleted"] == ["feedback_testing.md"] and report["captured"] == []
-    text = okfgit("capture", cwd=project).out
-    assert "1 deleted by an agent (projection restores them)" in text
-    assert "  deleted: feedback_testing.md\n" in text
-    status = okfgit("status", cwd=project).out
-    assert "projected files an agent deleted (sync re-projects them): 1\n  feedback_testing.md\n" in status
+    other = write_memory(mem, "other.md", OLDER)  # the folder is not emptied: one file of it was deleted
     okfgit("sync", cwd=project)
-    assert head(git, project) == before  # the deletion is not knowledge
-    assert file.read_bytes() == blob(git, project, f"HEAD:{kb_path}")
+    before = head(git, project)
+    file.unlink()
+    report = json.loads(okfgit("capture", "--dry-run", "--json", cwd=project).out)
+    assert report["deleted"] == ["feedback_testing.md"]
+    assert [(c["action"], c["path"]) for c in report["captured"]] == [("deprecate", kb_path[len(".okf/"):])]
+    status = okfgit("status", cwd=project).out
+    assert "  deprecate: feedback_testing.md -> project:memory/feedback-testing.md\n" in status
+    assert ("projected files an agent deleted (not written back; sync proposes deprecating them): 1\n"
+            "  feedback_testing.md\n") in status
+    result = okfgit("sync", cwd=project)
+    assert "feedback_testing.md: the agent deleted its memory file, saying project:memory/feedback-testing.md is " \
+           "stale; proposed deprecated in the commit" in result.err
+    # one commit, the agent's: the concept deprecated in place, the deletion named in a trailer
+    assert git("rev-parse", "HEAD~1", cwd=project).out.strip() == before
+    concept = okf.split(blob(git, project, f"HEAD:{kb_path}"), "c").meta
+    assert concept["status"] == "deprecated"
+    trailers = trailers_by_git(git, project)
+    assert ("Okf-Actor", "agent:claude-code") in trailers
+    assert [v for k, v in trailers if k == "Okf-Deleted"] == [f"{concept['okf_id']} feedback_testing.md"]
+    # the agent's judgement holds: the file is not written back, now or by the next projection
+    assert not file.exists() and other.exists()
+    okfgit("project", cwd=project)
+    okfgit("sync", cwd=project)
+    assert not file.exists() and "feedback_testing" not in (mem / "MEMORY.md").read_text()
     assert json.loads(okfgit("status", "--json", cwd=project).out)["capture"]["deleted_by_agent"] == []
+    # review sees it as any change: a modified concept, status added
+    data = json.loads(okfgit("review", f"{before}..HEAD", "--format", "json", cwd=project).out)
+    [change] = data["concepts"]
+    assert change["change"] == "modified" and [f["key"] for f in change["fields"]] == ["status"]
+
+
+def test_an_emptied_memory_folder_is_written_again_not_deprecated(project: Path, mem: Path, okfgit: Runner,
+                                                                   git: Runner) -> None:
+    file, kb_path = captured_once(project, mem, okfgit, git)
+    before = head(git, project)
+    for path in mem.iterdir():
+        path.unlink()
+    okfgit("sync", cwd=project)
+    assert head(git, project) == before  # a new machine or a person's rm: no agent judged each fact
+    assert file.read_bytes() == blob(git, project, f"HEAD:{kb_path}")
+
+
+def test_a_deleted_file_of_a_verified_concept_is_a_proposal_a_person_settles(
+        project: Path, mem: Path, okfgit: Runner, git: Runner) -> None:
+    file, kb_path = captured_once(project, mem, okfgit, git)
+    path = project / kb_path
+    path.write_bytes(okf.set_keys(path.read_bytes(), "c", {"verified": [{"by": "human:alice", "at": "2026-01-01"}]}))
+    git("commit", "-qam", "alice verified it", cwd=project)
+    write_memory(mem, "other.md", OLDER)
+    okfgit("sync", cwd=project)
+    before = head(git, project)
+    (mem / "feedback_testing.md").unlink()
+    result = okfgit("sync", cwd=project)
+    sibling = kb_path[len(".okf/"):].replace(".md", ".needs-merge.md")
+    assert f"so no agent deprecates it; the KB keeps it unchanged and the agent's version is committed as " \
+           f"project:{sibling}" in result.err
+    assert blob(git, project, f"HEAD:{kb_path}") == path.read_bytes() and "status" not in okf.split(
+        path.read_bytes(), "c").meta
+    assert not (mem / "feedback_testing.md").exists()  # not written back while a person decides
+    assert "needs-merge siblings waiting for a person: 1" in okfgit("status", cwd=project, expect=2).out
+    okfgit("proposal", "accept", f"project:{sibling}", cwd=project)
+    meta = okf.split(path.read_bytes(), "c").meta
+    assert meta["status"] == "deprecated" and meta["verified"] == [{"by": "human:alice", "at": "2026-01-01"}]
+    assert not (project / ".okf" / sibling).exists()
+    assert git("rev-list", "--count", f"{before}..HEAD", cwd=project).out.strip() == "2"
 
 
 # -- bad input ------------------------------------------------------------------------------

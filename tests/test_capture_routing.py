@@ -169,7 +169,8 @@ def test_a_memorys_own_scope_narrows_but_never_widens(tmp_path: Path, project: P
     assert ".okf/memory/prefers-tabs.md" in tree(git, project, ".okf")
     # during a run, a project fact saying scope: project stays in the run (widening is promote's)
     okfgit("run", "start", "r1", cwd=project)
-    write_memory(mem, "size.md", PROJECT_FACT.replace(b"name: dev-server-port\n", b"name: editor-size\nscope: project\n"))
+    write_memory(mem, "size.md", PROJECT_FACT.replace(b"name: dev-server-port\n", b"name: editor-size\nscope: project\n")
+                 .replace(b"dev server listens on 8443", b"editor font is 14 points"))  # another fact
     okfgit("sync", cwd=project)
     assert "memory/editor-size.md" in tree(git, project / "runstate" / "r1" / "okf")
     assert ".okf/memory/editor-size.md" not in tree(git, project, ".okf")

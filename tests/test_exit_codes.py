@@ -59,29 +59,3 @@ def test_only_cli_main_chooses_an_exit_code() -> None:
         if rel.startswith("okfgit/commands/"):
             offenders += [f"{rel}: {m.group(0).strip()}" for m in chosen.finditer(text)]
     assert offenders == []
-
-
-def test_the_process_exit_skips_teardown_but_keeps_every_byte_and_code(project: Path, okfgit: Runner,
-                                                                       okfgit_proc: Runner) -> None:
-    """``python -m okfgit`` (and the ``okfgit`` script) ends with ``os._exit`` after flushing
-    (cli.run): output longer than a pipe's buffer arrives whole, exit codes are kept, and a
-    write made just before it is on disk."""
-    for n in range(40):
-        okfgit("new", f"fact-{n:02d}", "--description", f"Fact {n} " + "word " * 40 + ".", "--no-edit",
-               cwd=project)
-    listed = okfgit_proc("search", "fact", "--json", cwd=project)
-    assert len(listed.out) > 8192 and listed.out == okfgit("search", "fact", "--json", cwd=project).out
-    assert okfgit_proc("sync", "--run", "no/such run", cwd=project, expect=2).err.startswith("okfgit: error: ")
-    okfgit_proc("sync", cwd=project)
-    assert (project / "AGENTS.md").is_file() and (project / ".git" / "okf" / "sync.json").is_file()
-    assert okfgit_proc("status", cwd=project).out.rstrip().endswith("in sync")
-
-
-def test_a_profiler_still_reports_at_exit(env: dict[str, str], tmp_path: Path) -> None:
-    """With a profiler attached the process exits as Python usually does, so it reports."""
-    import subprocess
-    import sys
-
-    proc = subprocess.run([sys.executable, "-m", "cProfile", "-m", "okfgit", "--version"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, check=True)
-    assert proc.stdout.startswith("okfgit, version ") and "function calls" in proc.stdout

@@ -447,6 +447,15 @@ def test_regeneration_is_stable_and_keeps_every_line_it_does_not_own(lines: list
     assert all(any(line == out for out in written) for line in kept), (text, once)
 
 
+def test_the_root_index_frontmatter_is_read_by_the_one_fence_rule() -> None:
+    """A closing fence with a trailing space (okf.fences): the heading goes after the
+    frontmatter, which keeps its bytes, and no second frontmatter is added."""
+    text = b'---\r\nokf_version: "0.2"\r\n--- \r\n\r\nIntro.\r\n'
+    once = index.rebuild("", index.read_page(text, "index.md", set()), {"a.md": index.Item("A", "x")}, {})
+    assert once == f'---\r\nokf_version: "0.2"\r\n--- \r\n\r\n# Knowledge base\r\n\r\nIntro.\r\n\r\n' \
+                   f"- [A](a.md) {DASH} x\r\n".encode()
+
+
 def test_an_unclosed_fence_is_code_to_the_end_and_regeneration_closes_it() -> None:
     """Every reader takes a fence never closed as code to the end (CommonMark): the list after
     it is not an entry list. Regeneration closes the fence after the intro, so the entries it

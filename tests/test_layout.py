@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "okfgit"
-SHARED = {"errors", "context", "fsutil", "progress", "records", "__init__", "TOOL", "__version__"}
+SHARED = {"errors", "context", "fsutil", "progress", "__init__", "TOOL", "__version__"}
 # layer -> okfgit layers it may import (besides itself); anything else is a violation
 ALLOWED: dict[str, set[str]] = {
-    "format": {"errors", "records"},
-    "local": {"errors", "fsutil", "records", "__init__", "TOOL"},
+    "format": {"errors"},
+    "local": {"errors", "fsutil", "__init__", "TOOL"},
     "git": SHARED | {"local"},
     "transport": SHARED | {"git"},
     "knowledge": SHARED | {"format", "git", "local"},
@@ -27,7 +28,6 @@ ALLOWED: dict[str, set[str]] = {
                           "render", "mcp"},
     "cli": {"errors", "__version__"},
     "errors": set(),
-    "records": set(),
     "context": {"progress"},
     "progress": set(),
     "fsutil": {"errors"},
@@ -35,9 +35,8 @@ ALLOWED: dict[str, set[str]] = {
     "__init__": set(),
 }
 # third-party packages each layer may import
-# (and dataclasses nowhere: records.py is okfgit's one way to make a record class)
 THIRD_PARTY = {"pygit2": {"git"}, "click": {"cli", "commands"}, "yaml": {"format", "verbs"},
-               "frontmatter": {"format"}, "dataclasses": set(), "mcp": {"mcp"}}
+               "frontmatter": {"format"}, "mcp": {"mcp"}}
 
 
 def layer_of(path: Path) -> str:
@@ -73,6 +72,21 @@ def test_a_module_imports_only_what_its_layer_may(path: Path) -> None:
         elif top in THIRD_PARTY and layer not in THIRD_PARTY[top]:
             bad.append(name)
     assert bad == [], f"{path.relative_to(ROOT)} ({layer}/) may not import {bad}"
+
+
+def test_record_classes_are_dataclasses() -> None:
+    """A record class is a ``dataclasses.dataclass``: no module makes code from source text
+    (``exec``, ``eval``, ``compile``) or declares a ``dataclass_transform`` of its own, the
+    marks of a hand-made ``dataclasses``."""
+    made = {}
+    for path in MODULES:
+        tree = ast.parse(path.read_text())
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}  # exec(...), not re.compile(...)
+        names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "dataclass_transform"}
+        found = sorted(names & {"exec", "eval", "compile", "dataclass_transform"})
+        if found:
+            made[path.relative_to(PACKAGE).as_posix()] = found
+    assert made == {}
 
 
 def test_every_folder_has_its_paragraph_in_the_spec() -> None:
@@ -162,3 +176,14 @@ def _from_verbs(path: Path) -> list[str]:
     """Names imported as ``from okfgit.verbs import x``."""
     return [a.name for node in ast.walk(ast.parse(path.read_text()))
             if isinstance(node, ast.ImportFrom) and node.module == "okfgit.verbs" for a in node.names]
+
+
+def test_every_fast_path_we_keep_names_tests_that_exist() -> None:
+    """spec/okf-layout.md lists each fast path with the tests that hold it to its general
+    path: each one named there is a test of the suite."""
+    spec = (ROOT / "spec" / "okf-layout.md").read_text()
+    section = spec.split("## Fast paths we keep", 1)[1]
+    named = re.findall(r"`(test_\w+\.py)::(test_\w+)`", section)
+    assert len(named) >= 6
+    for module, test in named:
+        assert f"def {test}(" in (ROOT / "tests" / module).read_text(), f"{module}::{test}"

@@ -163,17 +163,17 @@ def test_rebasing_changes_exactly_the_bundle_absolute_link_targets(text: str) ->
     assert new.replace("](/r/", "](/") == text  # every other character stays
 
 
-# The link pattern as it was before its quantifiers were made possessive and the image's "!"
-# left out: the reference for what the faster one must find.
+# The link pattern written without possessive quantifiers and with the image's "!": what
+# the one okfgit uses (possessive, so it never backtracks) must find.
 _PLAIN_MD_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
 BRACKETY = st.text(alphabet="[]()!<>ab/.: \n`'\"\t\r~x", max_size=60)  # ":": reference definitions
 
 
 @settings(max_examples=examples(500), deadline=None)
 @given(st.one_of(BRACKETY, DOCUMENT))
-def test_the_fast_link_scan_finds_what_a_line_by_line_scan_finds(text: str) -> None:
-    """``extract`` visits only the lines with a "[" when it can: it finds exactly what the
-    plain pattern finds on every line outside code, with the same line numbers."""
+def test_the_link_pattern_finds_what_the_plain_pattern_finds(text: str) -> None:
+    """On every line outside code, ``extract`` finds exactly the links the plain pattern
+    finds, with the same line numbers."""
     expected: list[markdown.Link] = []
     for number, line in markdown.outside_code(text):
         if "[" not in line or (line.startswith(("    ", "\t")) and not line.lstrip().startswith(("-", "*", "+"))):
@@ -185,21 +185,6 @@ def test_the_fast_link_scan_finds_what_a_line_by_line_scan_finds(text: str) -> N
             expected.append(markdown.Link("md", ref.group(1), number))
         expected += [markdown.Link("wiki", m.group(1).strip(), number) for m in markdown._WIKI.finditer(plain)]
     assert markdown.extract(text) == expected
-
-
-PATH_PART = st.sampled_from(["a", "b-c", "d.md", "e_f.md", "..", ".", ""])
-
-
-@settings(max_examples=examples(500), deadline=None)
-@given(st.lists(st.sampled_from(["a", "b-c", "d.md", "e_f.md"]), min_size=1, max_size=4).map("/".join),
-       st.tuples(st.sampled_from(["", "/", "../", "../../", "../../../"]),
-                 st.lists(PATH_PART, min_size=1, max_size=3).map("/".join)).map("".join))
-def test_a_plain_link_resolves_as_the_general_rule_resolves_it(source: str, target: str) -> None:
-    """The shortcut for targets of plain names (beside the source, bundle-absolute, a few
-    ``../``) gives what the general rule gives."""
-    general = markdown._resolve_any(source, target)
-    assert markdown.resolve(source, target) == general
-    assert markdown.leads_to(source, target) == ("/" if general.escapes else general.path)
 
 
 def test_leads_to_is_resolve_as_one_string() -> None:

@@ -68,9 +68,11 @@ def test_tools_resources_search_cat_and_note(project: Path, okfgit: Runner, git:
                                   cites="cache-policy", relation="refines")
         seen["found"] = await call(session, "search", words=["warm"])
         seen["log"] = await call(session, "log", text="Measured the cold start.")
+        seen["state"] = await call(session, "state", where="Cold start measured; warming next.",
+                                   next=["Warm the cache in CI", "Measure again"])
 
     serve(project, env, body)
-    assert seen["tools"] == {"search", "cat", "ls", "links", "status", "note", "log"}
+    assert seen["tools"] == {"search", "cat", "ls", "links", "status", "note", "log", "state"}
     assert {"okf://project/index.md", "okf://project/decisions/index.md", "okf://job/r1/index.md",
             "okf://job/r1/notes/index.md"} <= seen["resources"]
     assert seen["index"] == git("cat-file", "blob", "HEAD:.okf/decisions/index.md", cwd=project).out
@@ -87,12 +89,20 @@ def test_tools_resources_search_cat_and_note(project: Path, okfgit: Runner, git:
     assert not error and data is not None
     assert data["path"] == "notes/warm-the-cache-first.md" and data["citation"].startswith("job/r1:notes/warm")
     assert "relation: refines" in (job / data["path"]).read_text()
-    assert ("Okf-Operation", "note") in trailers_by_git(git, job, "HEAD~1")
-    assert any(key == "Okf-Tool" for key, _ in trailers_by_git(git, job, "HEAD~1"))
-    assert ("Okf-Operation", "log") in trailers_by_git(git, job)
+    assert ("Okf-Operation", "note") in trailers_by_git(git, job, "HEAD~2")
+    assert any(key == "Okf-Tool" for key, _ in trailers_by_git(git, job, "HEAD~2"))
+    assert ("Okf-Operation", "log") in trailers_by_git(git, job, "HEAD~1")
     assert git("rev-parse", "HEAD", cwd=project).out == project_head  # the project tier is never written
     assert seen["found"][2]["results"][0]["citation"] == data["citation"]  # the next call sees the new commit
     assert "Measured the cold start." in (job / "log.md").read_text()
+    error, texts, data = seen["state"]  # STATE.md rewritten as one commit; the task it had stays
+    assert not error and data is not None and data["commit"] == git("rev-parse", "HEAD", cwd=job).out.strip()
+    assert texts == [f"rewrote {data['citation']} ({data['commit'][:7]})"]
+    state = (job / "STATE.md").read_text()
+    assert "## Task\n\nMake the cache faster.\n\n## Where it stands\n\nCold start measured; warming next.\n" in state
+    assert "## Next steps\n\n- Warm the cache in CI\n- Measure again\n" in state
+    assert ("Okf-Operation", "state") in trailers_by_git(git, job)
+    assert git("status", "--porcelain", cwd=job).out == ""
 
 
 def test_errors_are_tool_errors_and_the_server_lives_on(project: Path, okfgit: Runner, git: Runner,

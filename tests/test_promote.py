@@ -92,7 +92,7 @@ def test_promote_on_a_branch_leaves_the_checkout_alone(project: Path, okfgit: Ru
     assert "\nPR title: okf-harvest: r1\n" in result.out
     body = result.out.split("PR body:\n\n", 1)[1]
     harvest = _harvest(body)
-    assert harvest["version"] == 1 and harvest["run"] == "r1" and harvest["tool"] == "okfgit 0.1.0"
+    assert harvest["version"] == 2 and harvest["run"] == "r1" and harvest["tool"] == "okfgit 0.1.0"
     assert harvest["source"] == {"tier": "job", "run": "r1", "commit": harvest["source"]["commit"]}
     assert harvest["destination"] == {"tier": "project", "branch": "okf/harvest-r1", "commit": tip}
     [concept] = harvest["concepts"]
@@ -412,3 +412,40 @@ def test_a_contradiction_is_proposed_as_a_supersession_and_flagged(project: Path
     git("commit", "-q", "-am", "supersede", cwd=project)
     data = json.loads(okfgit("review", "--format", "json", cwd=project).out)
     assert data["verdict"] == "merge", data["findings"]
+
+
+def test_the_harvest_block_says_what_was_read_for_which_work_by_whom(project: Path, okfgit: Runner, git: Runner,
+                                                                     tmp_path: Path) -> None:
+    okfgit("new", "use-redis", "--title", "Use Redis", "--type", "Decision", "--description", "The cache is Redis.",
+           "--no-edit", cwd=project)
+    cited = okfgit("ls", "--json", cwd=project).out
+    okfgit("run", "start", "r1", "--task", "Fix the flaky deploys of acme/web#42 (https://ci.example.com/runs/9).",
+           cwd=project)
+    okfgit("note", "--type", "Lesson", "Warm the cache", "--claim", "Benchmarks warm the cache first.",
+           "--evidence", "Timings in #57.", "--cites", "use-redis", "--relation", "refines", cwd=project)
+    result = okfgit("promote", NOTE, "--branch", "okf/harvest-r1", cwd=project)
+    body = result.out.split("PR body:\n\n", 1)[1]
+    harvest = _harvest(body)
+    source = _head(git, _job(project), "HEAD~1")  # the run as the promotion read it
+    [decision] = [c for c in json.loads(cited)["concepts"] if c["title"] == "Use Redis"]
+    assert harvest["input"] == [
+        {"kind": "run", "run": "r1", "commit": source},
+        {"kind": "citation", "ref": decision["citation"], "okf_id": decision["okf_id"], "relation": "refines",
+         "by": NOTE},
+    ]
+    assert harvest["tasks"] == {"provider": "mixed", "refs": ["acme/web#42", "https://ci.example.com/runs/9", "#57"]}
+    assert harvest["harvester"] == {"instance": "human:author@example.com", "alias": "Test Author"}
+    assert "For: acme/web#42, https://ci.example.com/runs/9, #57." in body
+    # review checks the new fields' shapes, and still takes a block an earlier okfgit wrote (version 1)
+    git("checkout", "-q", "okf/harvest-r1", cwd=project)
+    (tmp_path / "body.md").write_text(body)
+    okfgit("review", "--pr-body", str(tmp_path / "body.md"), cwd=project)
+    old = {k: v for k, v in harvest.items() if k not in ("input", "tasks", "harvester")}
+    (tmp_path / "old.md").write_text("```okf-harvest\n" + json.dumps({**old, "version": 1}) + "\n```\n")
+    okfgit("review", "--pr-body", str(tmp_path / "old.md"), cwd=project)
+    (tmp_path / "bad.md").write_text("```okf-harvest\n" + json.dumps({**harvest, "tasks": ["#42"]}) + "\n```\n")
+    bad = json.loads(okfgit("review", "--format", "json", "--pr-body", str(tmp_path / "bad.md"), cwd=project,
+                            expect=2).out)
+    assert [(f["code"], f["message"]) for f in bad["findings"]] == [
+        ("harvest-block", "okf-harvest tasks must be an object with a provider (a string or null) and a refs list "
+                          "of strings")]

@@ -427,7 +427,9 @@ def test_user_memories_stay_on_the_machine_unless_the_person_shares_them(a: Mach
     assert "config okf.pushUserMemories true" in synced.err
     assert remote_log(bare) == []
     # a new user memory is now held rather than put where it would travel
-    (a.memory / "user_vim.md").write_bytes(USER_FACT.replace(b"prefers-tabs", b"uses-vim"))
+    (a.memory / "user_vim.md").write_bytes(USER_FACT.replace(b"prefers-tabs", b"uses-vim")  # another fact
+                                           .replace(b"prefers tabs over spaces", b"edits code in vim")
+                                           .replace(b"Use tabs when writing code", b"Show vim key bindings"))
     held = a.okfgit("status", cwd=a.proj, expect=2)
     assert "user_vim.md: a user memory (about you, not the project) goes to the global tier, which is pushed" in held.out
 

@@ -682,3 +682,20 @@ def test_a_log_is_append_only(tmp_path: Path, okfgit: Runner, git: Runner, env: 
     _commit(repo, git, {"log.md": None}, "Drop the log")
     removed = _review_range(okfgit, repo, f"{start}..HEAD", expect=2)
     assert [f["code"] for f in removed["findings"] if f["severity"] == "error"] == ["log-rewritten"]
+
+
+def test_a_maintainers_amend_or_close_is_recorded_over_the_checks(tmp_path: Path, okfgit: Runner,
+                                                                  env: dict[str, str]) -> None:
+    repo = build.build("clean-addition", tmp_path / "r", env)
+    for outcome in ("amend", "close"):
+        out = okfgit("review", "main...feature", "--format", "markdown", "--verdict", outcome, cwd=repo, expect=2).out
+        assert out.startswith(f"## okfgit review: {outcome}\n")
+        data = json.loads(out.rsplit("```okf-review\n", 1)[1][: -len("```\n")])
+        assert data["verdict"] == outcome and data["outcome"] == {"verdict": outcome, "checks": "merge"}
+        assert "(The checks alone say merge.)" in out
+    text = okfgit("review", "main...feature", "--verdict", "close", cwd=repo, expect=2).out
+    assert text.rstrip().endswith("Verdict: close. The maintainer closes this pull request: its knowledge changes are "
+                                  "not merged. (The checks alone say merge.)")
+    # merge, request-changes and needs-human come from the checks, never from a flag
+    assert "Invalid value for '--verdict'" in okfgit("review", "--verdict", "merge", cwd=repo, expect=2).err
+    assert "outcome" not in json.loads(okfgit("review", "main...feature", "--format", "json", cwd=repo).out)

@@ -60,6 +60,10 @@ def test_a_thousand_changes_fit_one_comment(repo: Path, okfgit: Runner, git: Run
     assert block["verdict"] == "merge" and block["findings"] == []
     assert block["counts"] == {"added": 500, "modified": 500, "removed": 0, "renamed": 0}
     assert len(block["concepts"]) + block["omitted"]["concepts"] == 1000
+    # as many concepts as fit are named, one line each, and the comment says how to see the rest
+    named = int(re.search(r"^(\d+) of 1000 concepts, those with findings first:$", out, re.M).group(1))
+    assert named >= 300 and out.count("\n- added `") + out.count("\n- modified `") == named
+    assert f"… and {1000 - named} more concepts: `okfgit review --full`" in out
     # the unbounded report, for the artifact: every concept's detail and the whole block
     full = full_file.read_text()
     assert len(full) > LIMIT and full == okfgit("review", "--format", "markdown", "--full", cwd=repo).out
@@ -135,3 +139,40 @@ def test_an_output_file_that_cannot_be_written_is_exit_3_and_nothing_else_change
     result = okfgit("review", "--output", str(blocker / "full.md"), cwd=repo, expect=3)
     assert f"cannot write {blocker / 'full.md'}" in result.err
     assert blocker.read_text() == "# proj\n"
+
+
+def _harvest_of(project: Path, okfgit: Runner, git: Runner, n: int) -> list[tuple[str, str, str]]:
+    """A run with ``n`` notes (one commit), promoted with --branch okf/harvest: (path, title, description) each."""
+    okfgit("run", "start", "r1", cwd=project)
+    job = project / "runstate" / "r1" / "okf"
+    notes = []
+    for i in range(n):
+        title = f"Warm the build cache before timing run {i:04d}"
+        claim = f"Timing run {i:04d} varied threefold until its build cache was warmed by one untimed pass first."
+        path = f"notes/warm-cache-{i:04d}.md"
+        (job / path).write_text(
+            f"---\ntype: Lesson\ntitle: {title}\ndescription: {claim}\nscope: job\n"
+            f"okf_id: 00000000-0000-4000-8000-{i:012d}\nokf_source: authored\ngeneralizes: 'yes'\n"
+            f"---\n\n# {title}\n\n{claim}\n\n## Why\n\n" + "Cold caches read every page from disk. " * 20 + "\n")
+        notes.append((path, title, claim))
+    git("add", "-A", cwd=job)
+    git("commit", "-q", "-m", "many notes", cwd=job)
+    okfgit("index", "--scope", "job", cwd=project)
+    okfgit("promote", *[p for p, _, _ in notes], "--branch", "okf/harvest", cwd=project)
+    git("checkout", "-q", "okf/harvest", cwd=project)
+    return notes
+
+
+def test_a_300_concept_harvest_names_every_concept(project: Path, okfgit: Runner, git: Runner) -> None:
+    notes = _harvest_of(project, okfgit, git, 300)
+    out = okfgit("review", "--format", "markdown", cwd=project).out
+    assert len(out) <= LIMIT, len(out)
+    assert "one line per concept" in out
+    # every concept a reviewer must approve is there: its path, type, title and claim
+    for path, title, claim in notes:
+        assert f"- added `{path}` · Lesson: **{title}** — {claim}" in out
+    block = _block(out)  # last, and complete JSON
+    assert block["verdict"] == "merge" and block["head"] == git("rev-parse", "HEAD", cwd=project).out.strip()
+    assert block["counts"] == {"added": 300, "modified": 0, "removed": 0, "renamed": 0}
+    assert len(block["concepts"]) + block.get("omitted", {}).get("concepts", 0) == 300
+    assert block["concepts"][:2] == ["00000000-0000-4000-8000-000000000000", "00000000-0000-4000-8000-000000000001"]

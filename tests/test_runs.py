@@ -192,3 +192,79 @@ def test_a_note_cites_what_it_bears_on(project: Path, okfgit: Runner, git: Runne
         "note", "--type", "Lesson", "X", "--cites", "use-postgres", "--relation", "agrees", cwd=project, expect=2).err
     assert "--cites 'nothing-here' names no concept" in okfgit(
         "note", "--type", "Lesson", "X", "--cites", "nothing-here", "--relation", "refines", cwd=project, expect=2).err
+
+
+def test_state_rewrites_state_md_as_one_commit(project: Path, okfgit: Runner, git: Runner, tmp_path: Path) -> None:
+    okfgit("run", "start", "r1", "--task", "Make the cache faster.", cwd=project)
+    job = _job(project)
+    before = (job / "STATE.md").read_text()
+    head = git("rev-parse", "HEAD", cwd=job).out.strip()
+    out = okfgit("state", "--where", "Cold start measured.", "--next", "Warm it in CI", "--next", "Measure again",
+                 "--question", "Does CI cache survive?", cwd=project).out
+    assert out.startswith("rewrote job/r1:STATE.md (")
+    assert git("rev-parse", "HEAD~1", cwd=job).out.strip() == head
+    assert git("diff", "--name-only", "HEAD~1", "HEAD", cwd=job).out == "STATE.md\n"
+    assert trailers_by_git(git, job) == [("Okf-Operation", "state"), ("Okf-Tool", "okfgit 0.1.0"),
+                                         ("Okf-Actor", "human:author@example.com"), ("Okf-Run", "r1")]
+    after = (job / "STATE.md").read_text()
+    # the frontmatter and the title stay byte for byte; the sections given are replaced, the task kept
+    assert after.split("## Task", 1)[0] == before.split("## Task", 1)[0]
+    assert after.split("## Task", 1)[1] == (
+        "\n\nMake the cache faster.\n\n## Where it stands\n\nCold start measured.\n\n"
+        "## Next steps\n\n- Warm it in CI\n- Measure again\n\n## Open questions\n\n- Does CI cache survive?\n")
+    # a new task moves the description with it; a section a person added is kept
+    (tmp_path / "extra.md").write_text("x")
+    okfgit("state", "--task", "Make the cache twice as fast. Then document it.", cwd=project)
+    state = okf.split((job / "STATE.md").read_bytes(), "STATE.md")
+    assert state.meta["description"] == "Make the cache twice as fast."
+    # saying the same again commits nothing; saying nothing is a usage error
+    again = okfgit("state", "--task", "Make the cache twice as fast. Then document it.", cwd=project).out
+    assert "already says that; nothing to commit" in again
+    assert "nothing to write" in okfgit("state", cwd=project, expect=2).err
+    body = tmp_path / "body.md"
+    body.write_text("# Run r1 state\n\n## Task\n\nShip it.\n\n## Notes from the pairing session\n\nKeep this.\n")
+    okfgit("state", "--body", str(body), cwd=project)
+    assert (job / "STATE.md").read_text().endswith("\n\n# Run r1 state\n\n## Task\n\nShip it.\n\n"
+                                                    "## Notes from the pairing session\n\nKeep this.\n")
+    okfgit("state", "--where", "Shipped.", cwd=project)
+    assert "## Notes from the pairing session\n\nKeep this.\n" in (job / "STATE.md").read_text()
+    assert okfgit("doctor", "--scope", "job", cwd=project).code == 0
+    fsck(git, job)
+
+
+def test_an_edit_in_the_run_is_shown_then_committed_by_sync_as_the_agents(project: Path, okfgit: Runner,
+                                                                          git: Runner) -> None:
+    okfgit("run", "start", "r1", "--task", "Make the cache faster.", cwd=project)
+    job = _job(project)
+    okfgit("sync", cwd=project)
+    assert okfgit("sync", cwd=project).out == "okfgit sync: up to date\n"
+    head = git("rev-parse", "HEAD", cwd=job).out.strip()
+    # an agent edits STATE.md in place and writes a note by hand; a person edits the log
+    state = job / "STATE.md"
+    state.write_text(state.read_text().replace("Started on", "Cache warmed; started on"))
+    note = ("---\ntype: Lesson\ntitle: Warm first\ndescription: Warm the cache before timing.\nscope: job\n"
+            "okf_id: 12345678-1234-4123-8123-123456789abc\nokf_source: authored\n---\n\nWarm it.\n")
+    (job / "notes" / "warm-first.md").write_text(note)
+    (job / "log.md").write_text((job / "log.md").read_text().replace("started.", "began."))
+    status = okfgit("status", cwd=project, expect=2)
+    assert "run r1: edits sync commits (as agent:claude-code): 2\n  modified: STATE.md\n  added: notes/warm-first.md\n" \
+        in status.out
+    assert "run r1: edits waiting for a person: 1\n  modified: log.md: log.md is append-only" in status.out
+    data = json.loads(okfgit("status", "--json", cwd=project, expect=2).out)["run_edits"]
+    assert data["commit"] == [{"path": "STATE.md", "change": "modified"}, {"path": "notes/warm-first.md",
+                                                                            "change": "added"}]
+    # the next `okfgit sync` commits the two, as the agent's, with the note's index; the log waits
+    out = okfgit("sync", cwd=project)
+    assert "committed 2 edited run file(s), 1 run file(s) waiting for a person" in out.out
+    assert "job/r1:log.md (modified) waits for a person" in out.err
+    assert git("rev-parse", "HEAD~1", cwd=job).out.strip() == head
+    assert git("diff", "--name-only", "HEAD~1", "HEAD", cwd=job).out.split() == [
+        "STATE.md", "index.md", "notes/index.md", "notes/warm-first.md"]
+    assert ("Okf-Actor", "agent:claude-code") in trailers_by_git(git, job)
+    assert git("status", "--porcelain", cwd=job).out == " M log.md\n"  # still the person's to decide
+    okfgit("sync", cwd=project)
+    assert okfgit("sync", cwd=project).out == "okfgit sync: up to date\n"
+    # an in-place edit after that is seen by the next sync, not stamped away as up to date
+    state.write_text(state.read_text().replace("Cache warmed", "Cache warmed twice"))
+    assert "committed 1 edited run file(s)" in okfgit("sync", cwd=project).out
+    fsck(git, job)

@@ -62,7 +62,8 @@ run `okfgit sync` to bring everything in line
 def test_everything_sync_would_do_is_listed_and_nothing_written(project: Path, mem: Path, home: Path,
                                                                 okfgit: Runner, git: Runner) -> None:
     conflict_setup(project, mem, okfgit, git)
-    write_memory(mem, "gone.md", CURRENT.replace(b"feedback-testing", b"gone"))
+    write_memory(mem, "gone.md", CURRENT.replace(b"feedback-testing", b"gone").replace(b"real database", b"staging "
+                 b"cluster").replace(b"a mocked test hid a broken migration", b"the nightly job reads its logs"))
     okfgit("sync", cwd=project)  # captures gone.md ... and the conflict; set the scene again
     conflict_setup_again(project, mem, git)
     write_memory(mem, "project_freeze.md", OLDER)
@@ -76,8 +77,9 @@ def test_everything_sync_would_do_is_listed_and_nothing_written(project: Path, m
 tiers: project
 {ON}
 memory folder: @MEM@ (from $CLAUDE_CONFIG_DIR)
-captures pending: 1
+captures pending: 2
   new: project_freeze.md -> project:memory/release-freeze.md
+  deprecate: gone.md -> project:memory/gone.md
 conflicts: 1
   feedback_testing.md: the concept changed on both sides: in the KB (project:memory/feedback-testing.md is no \
 longer what okfgit projected here) and in Claude memory; sync keeps the KB's and commits the agent's as \
@@ -86,10 +88,10 @@ unreadable memory files (left untouched): 1
   bad.md: invalid YAML frontmatter (line 2): did not find expected ',' or ']'
 needs-merge siblings waiting for a person: 1
   project:memory/feedback-testing.needs-merge.md: merge what matters into memory/feedback-testing.md, then delete it
-projected files an agent deleted (sync re-projects them): 1
+projected files an agent deleted (not written back; sync proposes deprecating them): 1
   gone.md
 projections stale: 1
-  written: @MEM@/gone.md
+  written: @MEM@/MEMORY.md
 git hooks: 4 of 4 installed in @REPO@/.git/hooks
 claude code hooks: absent (@HOME@/.claude/settings.json)
 run `okfgit sync` to bring everything in line
@@ -101,12 +103,13 @@ needs a person: 2 needs-merge sibling(s) to merge; 1 memory file(s) okfgit canno
     assert cap["pending"] == [
         {"origin": "feedback_testing.md", "action": "conflict", "tier": "project",
          "path": "memory/feedback-testing.needs-merge-2.md"},
-        {"origin": "project_freeze.md", "action": "new", "tier": "project", "path": "memory/release-freeze.md"}]
+        {"origin": "project_freeze.md", "action": "new", "tier": "project", "path": "memory/release-freeze.md"},
+        {"origin": "gone.md", "action": "deprecate", "tier": "project", "path": "memory/gone.md"}]
     assert cap["unreadable"] == [{"origin": "bad.md",
                                   "reason": "invalid YAML frontmatter (line 2): did not find expected ',' or ']'"}]
     assert cap["deleted_by_agent"] == ["gone.md"] and cap["blocked"] == []
     assert st["needs_merge"] == ["project:memory/feedback-testing.needs-merge.md"]
-    assert [s["path"] for s in st["projection"]["skipped"]] == [str(mem / "feedback_testing.md")]
+    assert [s["path"] for s in st["projection"]["skipped"]] == [str(mem / "feedback_testing.md"), str(mem / "gone.md")]
     assert [h["state"] for h in st["hooks"]["hooks"]] == ["ours"] * 4
     assert st["in_sync"] is False and st["sync_lock"] is None
     # status wrote nothing a user or sync relies on

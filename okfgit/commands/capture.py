@@ -55,7 +55,7 @@ def summary(report: object, dry_run: bool) -> str:
     if report.held:
         parts.append(f"{len(report.held)} waiting for a tier")
     if report.deleted:
-        parts.append(f"{len(report.deleted)} deleted by an agent (projection restores them)")
+        parts.append(f"{len(report.deleted)} deleted by an agent (not written back; proposed deprecated)")
     lines = [", ".join(parts) + f" in {report.memory_dir}"]
     for item in report.captured:
         lines.append(f"  {item.action}: {item.origin} -> {item.tier.label}:{item.kb_path}")

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, scope_option, warn, workspace
+from okfgit.errors import UsageError
 from okfgit.knowledge import merged, refs
 from okfgit.verbs import nav
 from okfgit.render import nav as nav_render
@@ -99,6 +100,9 @@ def links_cmd(ref: str, scope: str, repo: Path | None, run: str | None, as_json:
 
 @click.command("search")
 @click.argument("words", nargs=-1)
+@click.option("--similar", "like", default=None, metavar="REF",
+              help="List the concepts most alike REF by their words instead (near-duplicates marked), most alike "
+                   "first; --type and --tag still narrow.")
 @click.option("--type", "type_", default=None, help="Only concepts of this OKF type (case-insensitive).")
 @click.option("--tag", "tags", multiple=True, help="Only concepts carrying this tag; repeat to require several.")
 @click.option("--include-deprecated/--no-deprecated", "include_deprecated", default=True, show_default=True,
@@ -106,14 +110,22 @@ def links_cmd(ref: str, scope: str, repo: Path | None, run: str | None, as_json:
 @click.option("--limit", type=click.IntRange(min=0), default=nav.LIMIT, show_default=True,
               help="Show at most this many hits (0: all); how many more matched is said on stderr.")
 @_reading
-def search_cmd(words: tuple[str, ...], type_: str | None, tags: tuple[str, ...], include_deprecated: bool,
-               limit: int, scope: str, repo: Path | None, run: str | None, as_json: bool) -> None:
+def search_cmd(words: tuple[str, ...], like: str | None, type_: str | None, tags: tuple[str, ...],
+               include_deprecated: bool, limit: int, scope: str, repo: Path | None, run: str | None,
+               as_json: bool) -> None:
     """Find concepts by frontmatter (--type, --tag) and WORDS, each of which must
     appear (case-insensitive) in the title or the description. No full-text body
     search. Hits are cited and ranked: current concepts first, deprecated ones last
     (marked with their successor), then title matches first, then by path. Stale
-    concepts (past their stale_after) are marked. The first --limit hits are shown."""
+    concepts (past their stale_after) are marked. The first --limit hits are shown.
+
+    --similar REF lists instead the concepts whose words (title, description and
+    body) are most like REF's, with how alike (0 to 1); at 0.85 or more they are
+    near-duplicates: one fact said twice."""
     view = _view(repo, run, scope)
+    if like is not None:
+        _similar(view, like, words, type_, tags, limit, as_json)
+        return
     found = nav.search(view, words, type_, tags, include_deprecated, limit)
     if as_json:
         emit_json([nav.concept_json(view, c) for c in found.hits])
@@ -124,3 +136,17 @@ def search_cmd(words: tuple[str, ...], type_: str | None, tags: tuple[str, ...],
             click.echo("no matching concepts", err=True)
     if found.more_note:
         click.echo(found.more_note, err=True)
+
+
+def _similar(view: merged.Merged, ref: str, words: tuple[str, ...], type_: str | None, tags: tuple[str, ...],
+             limit: int, as_json: bool) -> None:
+    if words:
+        raise UsageError("--similar REF takes no WORDS: it compares REF's own words")
+    found = refs.resolve_concept(view, ref)
+    if found.stale:
+        warn([found.stale])
+    alike = nav.similar(view, found.concept, type_, tags, limit)
+    if as_json:
+        emit_json(nav_render.similar_json(view, alike))
+    else:
+        click.echo("\n".join(nav_render.similar_lines(view, found.concept, alike)))

@@ -30,13 +30,17 @@ _FORMATS = ("json", "markdown", "text")
 @click.option("--approvals-checked", "approvals_checked", default="", metavar="TEXT",
               help="What verified the --approved-by approvals (the Action: 'approving reviews of <head> on "
                    "GitHub'); without it they are reported as asserted, not verified.")
+@click.option("--verdict", "outcome", type=click.Choice(review.OUTCOMES), default=None,
+              help="A maintainer's outcome, recorded in the okf-review block over the checks' verdict: amend (this "
+                   "head is not merged as it stands; the amended head is reviewed again) or close.")
 @click.option("--full", is_flag=True, help="Markdown without the size bound (every concept's detail).")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
               help="Also write the full, unbounded report in the chosen format to FILE (for a CI artifact).")
 @click.option("--verbose", "-v", is_flag=True, help="Text: show the content of each added concept.")
 @repo_option
 def review_cmd(range_: str | None, base: str | None, fmt: str, pr_body: IO[str] | None,
-               approved_by: tuple[str, ...], approvals_checked: str, full: bool, output: Path | None, verbose: bool,
+               approved_by: tuple[str, ...], approvals_checked: str, outcome: str | None, full: bool,
+               output: Path | None, verbose: bool,
                repo: Path | None) -> int:
     """Review the project tier's (.okf/) changes between BASE and HEAD: concepts
     added (with their content), modified (field by field, body as a diff), removed
@@ -49,12 +53,13 @@ def review_cmd(range_: str | None, base: str | None, fmt: str, pr_body: IO[str] 
     single BASE means BASE...HEAD). Default: the pull request's base (--base, else
     $GITHUB_BASE_REF, else origin/HEAD's branch, else main or master), never the
     branch's own upstream; an empty range is exit 2. Exit 0 when the verdict is
-    merge, 2 for request-changes or needs-human, so CI can gate on it.
+    merge, 2 for request-changes or needs-human (or a maintainer's --verdict amend
+    or close), so CI can gate on it.
     """
     ctx, ws = workspace(repo)
     body = pr_body.read() if pr_body is not None else None
     result = review.review(with_progress(ctx, quiet=fmt == "json"), ws, range_, body, base_ref=base,
-                           approved_by=approved_by, approvals_checked=approvals_checked)
+                           approved_by=approved_by, approvals_checked=approvals_checked, outcome=outcome)
     if output is not None:
         from okfgit import plan as plan_mod  # only here: a review that writes no file never loads the writer
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from okfgit.records import record
 from okfgit import plan as plan_mod
 from okfgit.targets import gemini_home
 from okfgit.targets.claude_home import claude_home, empty_config_home
@@ -68,7 +68,7 @@ def settings_path(ctx: Context, agent: str = "claude") -> Path:
     return claude_home(ctx.environ, ctx.home) / "settings.json"
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AgentChange:
     """What install or uninstall does to settings.json: the events touched and the bytes."""
 
@@ -176,7 +176,7 @@ def apply(ctx: Context, change: AgentChange) -> None:
         raise IntegrityError(done.failed[0][1])
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AgentStatus:
     path: Path
     installed: dict[str, bool]  # event -> okfgit's entry present (this okfgit's or an older one's)

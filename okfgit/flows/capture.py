@@ -1,6 +1,9 @@
-"""Capture: facts agents wrote into Claude Code's memory folder become commits.
+"""Capture: facts agents wrote into their memory folders become commits.
 
-Per memory file (recursively; ``MEMORY.md`` excluded):
+The folders are Claude Code's memory folder and Gemini CLI's private memory folder of the
+project (``Source``). Per memory file (recursively; ``MEMORY.md`` excluded), its frontmatter
+read as Claude Code reads it (``format/agent_memory.py``: keys under ``metadata`` unfolded,
+Claude's stamps out):
 - its blob OID is one okfgit wrote (projection state) -> skipped: the loop guard;
 - a native Claude memory (``name``/``description``/``metadata.type`` or older top-level
   ``type``) -> migrated into OKF by *adding* keys (type, title, scope, okf_id, okf_source,
@@ -22,10 +25,10 @@ import posixpath
 import re
 import stat
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from okfgit.records import field, record
 from okfgit.format import actors, agent_memory, lifecycle, names
 from okfgit.format.trailers import path_field
 from okfgit.format import concept as okf
@@ -42,6 +45,7 @@ from okfgit.knowledge.tiers import Tier, Workspace, check_scope
 
 if TYPE_CHECKING:  # index_md is read where a capture writes an index (sync's usual run writes none)
     from okfgit.format import index_md as index
+    from okfgit.knowledge import similar
     from okfgit.knowledge.snapshot import Concept, Snapshot  # and these where a capture takes a file
 
 MAX_BYTES = 1024 * 1024
@@ -49,11 +53,11 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 CAPTURE_FOLDER = "memory"
 AGENT_ACTOR = actors.CLAUDE_CODE  # whoever runs sync, the words captured are the agent's
 GEMINI_ACTOR = actors.GEMINI_CLI
-SIBLINGS = ("conflict", "proposal")  # actions committed as a needs-merge sibling
+SIBLINGS = ("conflict", "proposal", "duplicate")  # actions committed as a needs-merge sibling
 CAPTURING = "capturing memory files"  # what a person watching a long capture is told
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Source:
     """One agent's memory folder that capture reads, and how its files become concepts."""
 
@@ -97,19 +101,21 @@ def gemini_source(folder: Path, short_id: str) -> Source:
     return Source(agent_memory.GEMINI, "Gemini CLI", folder, GEMINI_ACTOR, f"{short_id}/", personal=True)
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Captured:
     """One memory file that becomes (part of) a commit."""
 
-    action: str  # "new" | "update" | "conflict" | "proposal" (a protected concept's: a sibling too)
+    action: str  # "new" | "update" | "conflict" | "deprecate" | "proposal" (a protected concept's) | "duplicate"
     origin: str  # path relative to the memory folder
     file_oid: str
     okf_id: str
     tier: Tier
     kb_path: str
     data: bytes
-    why: str = ""  # for a conflict: which side changed
+    why: str = ""  # for a conflict: which side changed; for a duplicate: which concept it repeats
     parsed: okf.Parsed | None = field(default=None, repr=False, compare=False)  # ``data`` split
+    repeats: tuple[str, float] | None = None  # a duplicate's: "<tier>:<path>" of the concept, and the similarity
+    declines: str = ""  # a deleted file's: the concept's blob okfgit no longer writes back once committed
     source: Source | None = field(default=None, repr=False, compare=False)  # None: Claude Code's folder
 
     @property
@@ -121,14 +127,14 @@ class Captured:
         return self.source.label(self.origin) if self.source is not None else self.origin
 
 
-@record
+@dataclass(slots=True)
 class Report:
     enabled: bool
     reason: str
     switch: switch.Decision | None = None
     memory_dir: Path | None = None
     memory_source: str = ""  # what decided the memory folder (claude_home.MemoryDirChoice.source)
-    gemini_dir: Path | None = None  # Gemini CLI's private memory folder of this project, when it has one
+    gemini_dir: Path | None = None  # Gemini CLI's private memory folder of the project, when it has one
     captured: list[Captured] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (origin, why): bad input
     held: list[tuple[str, str]] = field(default_factory=list)  # (origin, why): a new fact with no tier yet
@@ -137,6 +143,7 @@ class Report:
     unchanged_all: state.MemoryFiles | None = field(default=None, repr=False)
     deleted: list[str] = field(default_factory=list)  # projected files an agent removed
     copies: dict[str, str] = field(default_factory=dict)  # origin -> oid: saying what the KB says
+    declined: dict[str, str] = field(default_factory=dict)  # okf_id -> blob: deleted by an agent, kept out
     warnings: list[str] = field(default_factory=list)
     plan: Plan = field(default_factory=Plan)
     commits: list[tuple[str, str]] = field(default_factory=list)  # (tier label, commit)
@@ -179,6 +186,11 @@ class Report:
         """An agent's version of a protected concept (``lifecycle.protected_by``)."""
         return [c for c in self.captured if c.action == "proposal"]
 
+    @property
+    def duplicates(self) -> list[Captured]:
+        """New memories that nearly duplicate a concept, committed as proposals beside it."""
+        return [c for c in self.captured if c.action == "duplicate"]
+
 
 NO_PROJECT_TIER = (
     "capture takes nothing here: this repository has no project tier (no .okf/ at HEAD), so its "
@@ -194,7 +206,7 @@ class Held(Exception):
     """A new fact with nowhere to go yet: left in the memory folder, untouched (the reason)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Routes:
     """Where new facts may land, decided once per capture (spec/okf-capture-sync.md §5).
 
@@ -326,14 +338,18 @@ def plan_capture(ctx: Context, ws: Workspace, *, to: str | None = None, force: b
         present = _read_folder(claude, st, report, candidates)
     if gemini is not None:
         _read_folder(gemini, st, report, candidates)
-    if candidates:
-        _classify_all(ctx, ws, to, st, candidates, report, present, _At(at, branch))
+    kb = _classify_all(ctx, ws, to, st, candidates, report, present, _At(at, branch)) if candidates else None
     if report.unchanged_all is None:
         skipped = {o for o, _ in report.skipped}
         renamed = {n for c in report.captured if c.action == "update" and c.source is claude
                    for n, _ in st.projected(c.okf_id) if n != c.origin} if report.captured else set()
         report.deleted = [o for o in sorted(st.memory_files)
                           if o not in present and o not in skipped and o not in renamed]
+        if report.deleted and present:  # every file gone is a folder emptied, not an agent's judgement
+            kb = kb or _known(ws, to, _At(at, branch))
+            _classify_deletions(ctx, st, report, kb)
+    if kb is not None and report.captured:
+        report.plan = _build_plan(report.captured, kb)
     for origin, why in report.skipped:
         report.warnings.append(f"skipped {_where(origin, claude, gemini)}: {why}")
     for origin, why in report.held:
@@ -393,14 +409,20 @@ class _At(NamedTuple):
     branch: str | None
 
 
-def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State,
-                  candidates: list[tuple[Source, str, bytes, str]], report: Report, present: frozenset[str],
-                  at: _At = _At({}, None)) -> None:
-    """Decide each file okfgit did not write (new, update, conflict, a copy) and plan the commits."""
-    routes = Routes.of(ws, to)
+def _known(ws: Workspace, to: str | None, at: _At, routes: Routes | None = None) -> _Known:
+    """The tiers a capture reads: the active ones and every one a new fact may land in."""
+    routes = routes or Routes.of(ws, to)
     tiers = ws.active()
     tiers += [t for t in routes.tiers() if t.label not in {k.label for k in tiers}]
-    kb = _Known(tiers, at)
+    return _Known(tiers, at)
+
+
+def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State,
+                  candidates: list[tuple[Source, str, bytes, str]], report: Report, present: frozenset[str],
+                  at: _At = _At({}, None)) -> _Known:
+    """Decide each file okfgit did not write (new, update, conflict, a copy); the tiers read."""
+    routes = Routes.of(ws, to)
+    kb = _known(ws, to, at, routes)
     for done, (source, origin, data, oid) in enumerate(candidates):
         if done and not done % 100:
             ctx.progress(CAPTURING, done, len(candidates))
@@ -425,8 +447,51 @@ def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State,
                 f"{label}: {item.why}; kept the KB's version and committed the agent's as "
                 f"{item.tier.label}:{item.kb_path} (needs a person to merge)"
             )
+        elif item.action == "duplicate":
+            report.warnings.append(duplicate_warning(label, item))
     ctx.progress(CAPTURING, len(candidates), len(candidates))
-    report.plan = _build_plan(report.captured, kb)
+    return kb
+
+
+def _classify_deletions(ctx: Context, st: state.State, report: Report, kb: _Known) -> None:
+    """A memory file okfgit projected that an agent deleted: the agent's judgement that the fact
+    is stale (Claude's memory protocol deletes what it finds wrong). Its concept, when the KB still
+    holds exactly what was projected there, is proposed deprecated: ``status: deprecated`` in
+    place (``deprecate``), or, for a concept no agent changes in place (``lifecycle.protected_by``),
+    as a needs-merge sibling a person accepts or drops (``proposal``). The concept is not written
+    back meanwhile (``State.declined``, set once the commit landed)."""
+    for origin in report.deleted:
+        record = st.memory_files.get(origin)
+        at = kb.by_id(record.okf_id) if record is not None and record.okf_id else None
+        if record is None or at is None:
+            continue  # the concept went: so does the record
+        tier, kb_path, head_oid = at
+        concept = kb.concept(tier, kb_path)
+        okf_id = record.okf_id or ""
+        if lifecycle.lifecycle(concept.meta).deprecated:
+            report.declined[okf_id] = head_oid  # history already (or deprecated by a capture killed since)
+            continue
+        if head_oid != record.oid:
+            continue  # the concept changed since it was projected: its new version is written
+        blob = kb.snapshot(tier).blob(kb_path)
+        data, split = okf.set_keys_split(blob, f"{tier.label}:{kb_path}", {"status": lifecycle.DEPRECATED})
+        guarded = lifecycle.protected_by(concept.meta)
+        why = f"the agent deleted its memory file, saying {tier.label}:{kb_path} is stale"
+        if not guarded:
+            report.captured.append(Captured("deprecate", origin, record.file_oid, okf_id, tier, kb_path, data, why,
+                                            split, declines=blob_oid(data)))
+            report.warnings.append(f"{origin}: {why}; proposed deprecated in the commit (`status: deprecated`), "
+                                   "for review like any change; it is not written back to the memory folder")
+            continue
+        first = names.needs_merge_path(kb_path)
+        if _sibling_has(kb.snapshot(tier), first, data, origin):
+            report.declined[okf_id] = head_oid  # proposed already (a sync killed before it recorded that)
+            continue
+        item = Captured("proposal", origin, record.file_oid, okf_id, tier, kb.free_path(tier, first), data,
+                        f"{why}; {tier.label}:{kb_path} is {guarded}, so no agent deprecates it", split,
+                        declines=head_oid)
+        report.captured.append(item)
+        report.warnings.append(proposal_warning(origin, item))
 
 
 def proposal_warning(origin: str, item: Captured) -> str:
@@ -436,6 +501,16 @@ def proposal_warning(origin: str, item: Captured) -> str:
     return (f"{origin}: {item.why}; the KB keeps it unchanged and the agent's version is committed as {where} "
             f"for a person to decide: accept it with `okfgit proposal accept {where}`, or drop it with "
             f"`okfgit proposal drop {where}`")
+
+
+def duplicate_warning(origin: str, item: Captured) -> str:
+    """What a person is told when a new memory repeats a concept: which, how alike, where the
+    agent's words went and the commands that decide."""
+    where = f"{item.tier.label}:{item.kb_path}"
+    return (f"{origin}: {item.why}; not captured as a new concept (one fact in one place): the agent's words are "
+            f"committed as {where}, a proposal: `okfgit proposal drop {where}` when it adds nothing, or merge "
+            f"what it adds into {item.repeats[0] if item.repeats else 'the concept'} "
+            f"(`okfgit proposal accept {where}` takes its words)")
 
 
 def _why(exc: OkfError, origin: str) -> str:
@@ -488,16 +563,19 @@ def _capture_locked(ctx: Context, ws: Workspace, to: str | None, owned: state.St
     # The agent's bytes are now in a commit (or the KB already says the same): the next
     # projection may replace the file with the concept.
     taken = dict(report.copies)
-    taken.update({c.label: c.file_oid for c in report.captured})
+    taken.update({c.label: c.file_oid for c in report.captured if not c.declines})
+    declined = {**report.declined, **{c.okf_id: c.declines for c in report.captured if c.declines}}
+    if report.plan.empty or report.commits:  # what was deleted is declined once its commit is in
+        owned.declined.update(declined)
     prefix = f"{agent_memory.GEMINI}:"
-    others = {label: oid for label, oid in taken.items() if label.startswith(prefix)}
-    if report.gemini_dir is not None:
-        for label, oid in others.items():
+    notes = {label: oid for label, oid in taken.items() if label.startswith(prefix)}
+    if report.gemini_dir is not None:  # Gemini CLI's notes are recorded as files okfgit wrote
+        for label, oid in notes.items():
             owned.adopt_file(report.gemini_dir / label[len(prefix):], oid)
-    taken = {label: oid for label, oid in taken.items() if label not in others}
+    taken = {label: oid for label, oid in taken.items() if label not in notes}
     if taken:
         owned.adopt(taken, report.memory_dir)
-    if (taken or others) and loaded_here:
+    if (taken or notes or declined) and loaded_here:
         state.save(owned)
     return report
 
@@ -515,6 +593,7 @@ class _Known:
         self.view = Merged(list(self.cards.values()))
         self._snaps: dict[str, Snapshot] = {}
         self._taken: dict[str, set[str]] = {}
+        self._similar: similar.Index | None = None  # the concepts a new memory may repeat (built when asked)
 
     def by_id(self, okf_id: str) -> tuple[Tier, str, str] | None:
         """(tier, KB path, blob OID) of the concept that answers for ``okf_id``."""
@@ -525,6 +604,23 @@ class _Known:
 
     def _where(self, card: TierCard | None) -> tuple[Tier, str, str] | None:
         return (self.tiers[card.tier], card.path, card.oid) if card is not None else None
+
+    def repeats(self, parsed: okf.Parsed) -> tuple[TierCard, float] | None:
+        """The concept a new memory (``parsed``: split as it would be committed) nearly
+        duplicates, and how alike they are: the most alike visible one at or above
+        ``similar.THRESHOLD``; None when there is none. The concepts' signatures are read once."""
+        from okfgit.knowledge import similar
+
+        query = similar.features_of(f"{CAPTURE_FOLDER}/new.md", parsed)
+        if self._similar is None:
+            self._similar = similar.Index(((label, path), sig) for label, cards in self.cards.items()
+                                          for path, sig in cards.signatures.items())
+        for near in self._similar.near(query):
+            label, path = near.key
+            card = self.cards[label].card_at(path)
+            if card is not None and self.view.is_visible(card):  # a shadowed concept is not what agents read
+                return card, near.score
+        return None
 
     def snapshot(self, tier: Tier) -> Snapshot:
         if tier.label not in self._snaps:
@@ -612,13 +708,12 @@ def _memory_files(source: Source, report: Report) -> list[tuple[str, str, os.sta
 
 
 def _okfgit_wrote(record: state.MemoryFile | state.FileRecord | None, lst: os.stat_result) -> bool:
-    """The file still has the size and mtime it had right after okfgit wrote it.
-
-    Projection trusts the same record; a file an agent rewrote has another mtime (or
-    size), and then its bytes are read and its OID decides.
-    """
-    return (record is not None and stat.S_ISREG(lst.st_mode) and lst.st_size == record.size
-            and lst.st_mtime_ns == record.mtime_ns)
+    """The file still has the size and mtime it had right after okfgit wrote it (git's stat
+    rule, as projection reads it); a file an agent rewrote has another mtime (or size), and
+    then its bytes are read and its OID decides."""
+    if record is None or not stat.S_ISREG(lst.st_mode):
+        return False
+    return (record.record if isinstance(record, state.MemoryFile) else record).matches(lst)
 
 
 def _read(file: str, st: os.stat_result, root: Path) -> bytes:
@@ -713,9 +808,31 @@ def _decide(ctx: Context, source: Source, origin: str, data: bytes, oid: str, ro
         return _edit(ctx, source, origin, oid, known.okf_id, tier, kb_path, head_oid, kb, st, new, split)
     dest = routes.route(meta, source.personal)
     new_id, migrated, split = _migrate(ctx, source, origin, data, parsed, dest, stamped=stamped, unfolded=meta)
+    repeated = kb.repeats(split)
+    if repeated is not None:
+        return _duplicate(ctx, source, origin, oid, data, parsed, dest, kb, *repeated, stamped=stamped,
+                          unfolded=meta)
     name = okf.one_line(meta.get("name")) or posixpath.basename(origin)[:-3]
     kb_path = kb.free_path(dest, f"{CAPTURE_FOLDER}/{okf.slugify(name)}.md")
     return Captured("new", origin, oid, new_id, dest, kb_path, migrated, parsed=split, source=source)
+
+
+def _duplicate(ctx: Context, source: Source, origin: str, oid: str, data: bytes, parsed: okf.Parsed, dest: Tier,
+               kb: _Known, concept: TierCard, score: float, *, stamped: bool = False,
+               unfolded: dict[str, Any] | None = None) -> Captured | None:
+    """A new memory that says what ``concept`` says: committed beside it as a needs-merge
+    sibling with its ``okf_id`` (in the tier the memory goes to: a project's fact never lands
+    in another tier), so nothing is lost and nothing is said twice (None when that very
+    proposal is committed already)."""
+    okf_id = concept.okf_id or okf.new_okf_id()
+    _, migrated, split = _migrate(ctx, source, origin, data, parsed, dest, okf_id, stamped=stamped, unfolded=unfolded)
+    first = names.needs_merge_path(concept.path)
+    if first in kb.snapshot(dest).entries and _sibling_has(kb.snapshot(dest), first, migrated, origin):
+        return None  # a sync killed after its commit and before recording the file
+    where = f"{concept.tier}:{concept.path}"
+    why = f"nearly duplicates {where} ({concept.title}, similarity {score:.2f})"
+    return Captured("duplicate", origin, oid, okf_id, dest, kb.free_path(dest, first), migrated, why, split,
+                    repeats=(where, score), source=source)
 
 
 def _edit(ctx: Context, source: Source, origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str,
@@ -915,14 +1032,21 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
             changes["index.md"] = root_index(tier)
         # Each captured file was split when its keys were checked: its entry needs no new parse.
         known = {c.kb_path: index.item_from(c.parsed.meta, c.kb_path) for c in group if c.parsed is not None}
-        changes.update(index.regenerate(snap, changes, index.affected_folders(list(changes)),
+        # A sibling is never listed: beside an index already there, it changes no index.
+        listed = [p for p in changes
+                  if not (names.is_needs_merge(p) and index.index_path(index.parent(p)) in snap.entries)]
+        changes.update(index.regenerate(snap, changes, index.affected_folders(listed),
                                         items=kb.index_items(tier), changed_items=known))
         agents = {c.agent: c.source.actor if c.source is not None else AGENT_ACTOR for c in group}
         sources = sorted(agents, key=agent_memory.SOURCES.index)
         # One commit per tier: when two agents' files land in it, each agent is an actor of it.
         trailers = [("Okf-Actor", agents[name]) for name in sources[1:]]
         trailers += [("Okf-Source", name) for name in sources]
-        trailers += [("Okf-Captured", f"{c.okf_id} {path_field(c.label)} {c.file_oid}") for c in group]
+        trailers += [("Okf-Captured", f"{c.okf_id} {path_field(c.label)} {c.file_oid}") for c in group
+                     if not c.declines]
+        trailers += [("Okf-Deleted", f"{c.okf_id} {path_field(c.label)}") for c in group if c.declines]
+        trailers += [("Okf-Near-Duplicate", f"{path_field(c.label)} {c.repeats[0]} {c.repeats[1]:.2f}")
+                     for c in group if c.repeats is not None]
         count = len(group)
         whose = {agent_memory.CLAUDE: "Claude Code memory", agent_memory.GEMINI: "Gemini CLI memory"}
         subject = f"okf: capture {count} fact{'s' if count != 1 else ''} from " + (
@@ -938,3 +1062,6 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
 
 
 _BODY_LINES = 20  # files named in a capture commit's body; the trailers list all
+
+
+

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from okfgit.records import record
 from okfgit import fsutil
 from okfgit.format import actors, index_md
 from okfgit.format import merge as merging
@@ -36,7 +36,7 @@ def root_index(tier: Tier) -> bytes:
     return f'{index_md.ROOT_FRONTMATTER}# {title}\n\n{TIER_INTROS[tier.name]}\n'.encode()
 
 
-@record
+@dataclass(slots=True)
 class NewConcept:
     """What ``new_plan`` planned (the commit adding ``path``) and, once ``write`` applied
     it, the commit and the concept's citation."""
@@ -196,7 +196,7 @@ def keep_draft(ctx: Context, tier: Tier, slug: str, data: bytes) -> Path:
 # -- init: a tier's first commit ----------------------------------------------------
 
 
-@record
+@dataclass(slots=True)
 class Initialised:
     """What ``init`` planned and (once applied) did."""
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
-from okfgit.records import field, record
 from okfgit.context import Context
 from okfgit.errors import OkfError, RepoStateError, UsageError
 from okfgit.git.repository import Repo
@@ -34,7 +34,7 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Target:
     """Where the global tier exchanges: a remote and the branch pair."""
 
@@ -54,7 +54,7 @@ class Target:
         return transport.public_url(self.url)
 
 
-@record
+@dataclass(slots=True)
 class Report:
     """What one exchange did (``sync`` prints it)."""
 
@@ -383,7 +383,7 @@ def describe_time(when: float | None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when)) if when else "never"
 
 
-@record
+@dataclass(slots=True)
 class RemoteInfo:
     """What ``remote show`` and ``status`` say about the global tier's remote."""
 

@@ -9,7 +9,8 @@ The names and the version of the format are here, for both sides.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from okfgit.format import markdown, trailers
@@ -17,11 +18,46 @@ from okfgit.format.findings import ERROR, WARNING, Finding
 from okfgit.errors import ValidationError
 from okfgit.knowledge.snapshot import Snapshot
 
-VERSION = 1
+VERSION = 2  # 2: input, tasks and harvester (the operations design's provenance)
+READS = (1, 2)  # the versions review accepts: a block an earlier okfgit wrote still checks
 LABEL = "okf-harvest"
 CONTINUED = "okf-harvest-continued"  # the fence of a block's continuation, in a pull request comment
 # GitHub refuses a pull request body or comment over 65,536 characters; keep a margin.
 BODY_LIMIT = 60_000
+
+
+# -- the work a harvest came from -------------------------------------------------------------
+
+# Where a run's task text and notes name the work they serve: GitHub issue or pull request
+# references (#12, owner/repo#12, GH-12) and links. Nothing else is guessed at: a word such as
+# UTF-8 or SHA-1 looks like a ticket key and is not one.
+_ISSUE = re.compile(r"(?<![\w/&#])((?:[A-Za-z0-9][\w.-]*/[\w.-]+)?#\d+|GH-\d+)\b")
+_URL = re.compile(r"https?://[^\s<>()\[\]`'\"]+[^\s<>()\[\]`'\".,;:!?]")
+MAX_TASK_REFS = 50
+
+
+def task_refs(texts: Iterable[str]) -> list[str]:
+    """The issue references and links in ``texts``, each once, in the order found (at most
+    ``MAX_TASK_REFS``): what a harvest block's ``tasks.refs`` lists."""
+    out: list[str] = []
+    for text in texts:
+        for found in sorted([*_ISSUE.finditer(text), *_URL.finditer(text)], key=lambda m: m.start()):
+            ref = found.group(0)
+            if ref not in out:
+                out.append(ref)
+    return out[:MAX_TASK_REFS]
+
+
+def provider_of(refs: Sequence[str]) -> str | None:
+    """Who tracks the referenced work: ``github`` for issue references and github.com links,
+    else the host of the links (``mixed`` when they disagree); None without a reference."""
+    found = []
+    for ref in refs:
+        host = ref.split("://", 1)[1].split("/", 1)[0].lower() if "://" in ref else "github.com"
+        name = "github" if host in ("github.com", "www.github.com") else host
+        if name not in found:
+            found.append(name)
+    return None if not found else found[0] if len(found) == 1 else "mixed"
 
 
 # -- checking a pull request body ----------------------------------------------------------
@@ -63,9 +99,10 @@ def check(text: str, tree: Snapshot, changed: set[str] | None = None,
     if not isinstance(data, dict) or not isinstance(data.get("concepts"), list):
         return None, out + [Finding("harvest-block", ERROR, WHERE, f"{LABEL} block must be an object with a "
                                     "concepts list")]
-    if data.get("version") != VERSION:
+    if data.get("version") not in READS:
         out.append(Finding("harvest-block", ERROR, WHERE, f"{LABEL} version {data.get('version')!r} is not "
-                           f"{VERSION}"))
+                           f"{' or '.join(map(str, READS))}"))
+    out += _check_provenance(data)
     if "continued" in data:
         more, problems = _continuation(text, data)
         data = {**data, "concepts": data["concepts"] + more}
@@ -81,6 +118,26 @@ def check(text: str, tree: Snapshot, changed: set[str] | None = None,
         out += _check_commits(data, commits)
     out += _check_branch(data, head_branch)
     return data, out
+
+
+def _check_provenance(data: dict[str, Any]) -> list[Finding]:
+    """``input``, ``tasks`` and ``harvester`` have their shapes when present (a version 1 block
+    has none of them)."""
+    bad = []
+    given = data.get("input")
+    if given is not None and not (isinstance(given, list) and all(
+            isinstance(i, dict) and isinstance(i.get("kind"), str) for i in given)):
+        bad.append("input must be a list of objects, each with a kind")
+    tasks = data.get("tasks")
+    if tasks is not None and not (isinstance(tasks, dict) and isinstance(tasks.get("refs"), list)
+                                  and all(isinstance(r, str) for r in tasks["refs"])
+                                  and (tasks.get("provider") is None or isinstance(tasks.get("provider"), str))):
+        bad.append("tasks must be an object with a provider (a string or null) and a refs list of strings")
+    who = data.get("harvester")
+    if who is not None and not (isinstance(who, dict) and isinstance(who.get("instance"), str)
+                                and (who.get("alias") is None or isinstance(who.get("alias"), str))):
+        bad.append("harvester must be an object with an instance string and an alias (a string or null)")
+    return [Finding("harvest-block", ERROR, WHERE, f"{LABEL} {why}") for why in bad]
 
 
 def _continuation(text: str, data: dict[str, Any]) -> tuple[list[Any], list[Finding]]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from okfgit.records import record
 from okfgit import fsutil
 from okfgit import plan as plan_mod
 from okfgit.context import Context
@@ -58,7 +58,7 @@ def is_ours(data: bytes) -> bool:
 # -- where git looks ------------------------------------------------------------------
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HooksDir:
     """The folder git runs hooks from, and why it is that one."""
 
@@ -107,7 +107,7 @@ def _gitdir(repo_root: Path) -> Path | None:
 # -- status ---------------------------------------------------------------------------
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HookState:
     """One hook: ``ours``, ``chained`` (ours + a ``.legacy`` it runs), ``foreign`` or ``absent``."""
 
@@ -122,7 +122,7 @@ class HookState:
                 "legacy": self.legacy}
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Status:
     where: HooksDir
     hooks: tuple[HookState, ...]
@@ -197,7 +197,7 @@ def _executable(path: Path) -> bool:
 # -- install and uninstall ------------------------------------------------------------
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Action:
     """What install or uninstall does (or, with --dry-run, would do) to one hook."""
 
@@ -209,7 +209,7 @@ class Action:
         return {"hook": self.hook, "action": self.action, "detail": self.detail}
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HookChange:
     """What ``install`` or ``uninstall`` plans: the folder, one action per hook (the report),
     and the plan that carries them out (``--dry-run`` renders it; ``apply`` performs it)."""

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from okfgit.records import field, record
 from okfgit.progress import Progress, silent
 from okfgit.knowledge import cards
 from okfgit.knowledge.cards import TierCard, TierCards
@@ -47,7 +47,7 @@ def nav_protocol() -> str:
         return fh.read()
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """What happened (or, in a dry run, would happen) to one file."""
 
@@ -57,7 +57,7 @@ class Outcome:
     reason: str
 
 
-@record
+@dataclass(slots=True)
 class Report:
     tiers: list[TierInfo] = field(default_factory=list)
     memory_dir: Path | None = None
@@ -126,7 +126,7 @@ class Report:
         return found
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Stamp:
     """The fast-path stamp's arguments (``fastpath.make_stamp``): it is made only once the
     state file is saved, because it records that file's stat."""
@@ -136,7 +136,7 @@ class _Stamp:
     watched: list[str]
 
 
-@record
+@dataclass(slots=True)
 class _Inputs:
     """The tiers taking part, with their open repositories."""
 
@@ -446,7 +446,10 @@ def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str,
             new.recall_fresh, new.skipped, new.notes = report.fresh, list(report.skipped_concepts), report.notes
             new.needs_merge = report.needs_merge
         stat = fastpath.stat_token(str(memory_dir))
-        new.memory_dir_mtime_ns = stat[1] if stat else None
+        # A file held back (an agent deleted it) is missing where a record says okfgit wrote it:
+        # the folder is not vouched for, so the next run looks at it again rather than keep it.
+        held = any(item.held for _, item in planned)
+        new.memory_dir_mtime_ns = stat[1] if stat and not held else None
         new.inputs = {} if memory_failed or report.failed else {
             t.label: state.TierInput(str(t.tier.repo_path), t.commit, t.tree) for t in inputs.infos
         }

@@ -10,23 +10,25 @@ run learned and what has not been promoted yet.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections.abc import Callable
-from okfgit.records import field, record
-from okfgit import records
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from okfgit.format import index_md as index
 from okfgit.format import concept as okf
 from okfgit.flows import concepts as store
 from okfgit.format import cites as cite_format
-from okfgit.format import log_md, trailers
+from okfgit.format import actors, log_md, trailers
 from okfgit.context import Context
 from okfgit.errors import UsageError, ValidationError
 from okfgit.git.repository import Repo
 from okfgit.knowledge import refs
 from okfgit.knowledge.cards import TierCard, TierCards
 from okfgit.knowledge.merged import Merged
-from okfgit.knowledge.snapshot import Concept, snapshot
+from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
 from okfgit.plan import Plan, TierCommit, apply, writing
 from okfgit.knowledge.tiers import Tier, Workspace
 
@@ -45,7 +47,7 @@ NOTES_INTRO = (
 )
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunChange:
     """What a run verb did: the tier, the concept or file it wrote, the commit."""
 
@@ -56,7 +58,7 @@ class RunChange:
     okf_id: str | None = None
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunConcept:
     """A concept of the run and whether it is a candidate for promotion."""
 
@@ -65,7 +67,7 @@ class RunConcept:
     promotable: bool
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Promoted:
     """A promotion already made out of the run, read back from the job repo's trailers."""
 
@@ -74,7 +76,7 @@ class Promoted:
     commit: str
 
 
-@record
+@dataclass(slots=True)
 class RunStatus:
     tier: Tier
     active: bool
@@ -202,6 +204,256 @@ def state_file(ctx: Context, tier: Tier, task: str | None, project_repo: Path | 
     return okf.serialize(meta, body)
 
 
+STATE_SECTIONS = ("Task", "Where it stands", "Next steps", "Open questions")
+
+
+def sections(body: str) -> dict[str, str]:
+    """The ``## `` sections of a STATE.md body by heading, each its text without the heading."""
+    out: dict[str, str] = {}
+    current: str | None = None
+    lines: list[str] = []
+    for line in body.splitlines():
+        if line.startswith("## "):
+            if current is not None:
+                out[current] = "\n".join(lines).strip("\n")
+            current, lines = line[3:].strip(), []
+        elif current is not None:
+            lines.append(line)
+    if current is not None:
+        out[current] = "\n".join(lines).strip("\n")
+    return out
+
+
+def task_of(tier_snap: Snapshot) -> str:
+    """The run's task as its STATE.md says it (the *Task* section), "" when it has none."""
+    if STATE not in tier_snap.entries:
+        return ""
+    try:
+        body = tier_snap.concept(STATE).body.decode("utf-8", errors="replace")
+    except ValidationError:
+        return ""
+    return sections(body).get("Task", "")
+
+
+def state_plan(ctx: Context, ws: Workspace, *, task: str | None = None, where: str | None = None,
+               next_steps: list[str] | None = None, questions: list[str] | None = None,
+               body: str | None = None) -> tuple[Tier, Plan]:
+    """Plan the one commit that rewrites the active run's STATE.md, and its index entry when its
+    description changed (an empty plan when nothing would change).
+
+    Each section given replaces that section's text (``next_steps`` and ``questions`` as
+    bullet lists); the others, the title line and any section a person added stay as they
+    are. ``body`` replaces the whole body instead. The frontmatter is kept byte for byte but
+    for ``description``, which follows the first sentence of a new *Task*.
+    """
+    tier = ws.require("job")
+    if body is None and task is None and where is None and next_steps is None and questions is None:
+        raise UsageError("nothing to write: give the task, where it stands, next steps, open questions, or a "
+                         "whole new body")
+    snap = snapshot(tier)
+    if STATE not in snap.entries:
+        raise UsageError(f"run {tier.run} has no {STATE}; `okfgit run start {tier.run}` writes one")
+    old = snap.blob(STATE)
+    parsed = okf.split(old, f"{tier.label}:{STATE}")
+    text = parsed.body.decode("utf-8")
+    if body is None:
+        given = {"Task": _one_block(task), "Where it stands": _one_block(where),
+                 "Next steps": _bullets(next_steps), "Open questions": _bullets(questions)}
+        body = _state_body(text, {k: v for k, v in given.items() if v is not None})
+    elif not body.startswith("\n"):
+        body = "\n" + body
+    updates: dict[str, object] = {}
+    new_task = sections(body).get("Task")
+    if new_task is not None and new_task != sections(text).get("Task"):
+        sentence = okf.first_sentence(" ".join(new_task.split()))
+        if sentence and not sentence.startswith("_"):
+            updates["description"] = sentence
+    data, kept = okf.set_keys_split(old, f"{tier.label}:{STATE}", updates, parsed=parsed) if updates else (old, parsed)
+    new = data[: len(data) - len(kept.body)] + body.replace("\n", parsed.newline).encode("utf-8")
+    plan = Plan()
+    if new != old:
+        changes: dict[str, bytes | None] = {STATE: new}
+        changes.update(index.regenerate(snap, changes, index.affected_folders([STATE])))  # its entry says the task
+        plan.commits.append(TierCommit(tier, "state", f"okf: state of run {tier.run}", changes,
+                                       trailers=(("Okf-Run", tier.run or ""),),
+                                       old={p: snap.blob(p) if p in snap.entries else None for p in changes},
+                                       base=snap.commit, actor=store.actor(ctx, tier)))
+    return tier, plan
+
+
+def _one_block(text: str | None) -> str | None:
+    return None if text is None else (text.strip() or "_Not recorded._")
+
+
+def _bullets(items: list[str] | None) -> str | None:
+    if items is None:
+        return None
+    kept = [" ".join(i.split()) for i in items if i.strip()]
+    return "\n".join(f"- {i}" for i in kept) if kept else "- _None yet._"
+
+
+def _state_body(text: str, given: dict[str, str]) -> str:
+    """``text`` (a STATE.md body) with the sections in ``given`` replaced, the four known ones
+    in their order (a missing one added), every other section kept after them."""
+    have = sections(text)
+    first = text.split("\n## ", 1)[0] if not text.startswith("## ") else ""
+    out = [first.rstrip("\n")] if first.strip() else []
+    for name in STATE_SECTIONS:
+        out.append(f"## {name}\n\n{given.get(name, have.get(name, '')).strip()}")
+    out += [f"## {name}\n\n{value}" for name, value in have.items() if name not in STATE_SECTIONS]
+    return ("\n" if not first.startswith("\n") and first.strip() else "") + "\n\n".join(out) + "\n"
+
+
+def write_state(ctx: Context, ws: Workspace, make: Callable[[], tuple[Tier, Plan]]) -> RunChange:
+    """Rewrite the active run's STATE.md as one commit, planned (``make``: a call of
+    ``state_plan``) and made under the job tier's write lock."""
+    with writing(ctx, ws.require("job")):
+        tier, plan = make()
+        if not plan.commits:
+            return RunChange(tier, STATE, None, f"{tier.label}:{STATE} already says that; nothing to commit")
+        commit = apply(ctx, plan).raise_failed().commits[-1][1]
+    return RunChange(tier, STATE, commit, f"rewrote {tier.label}:{STATE}")
+
+
+# -- edits in the run's working tree --------------------------------------------------
+
+
+EDITS_ACTOR = actors.CLAUDE_CODE  # who edits a run's files between commits: the agent working in it
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """One file of the run's working tree that differs from its HEAD: ``why`` says why sync
+    leaves it for a person ("" when sync commits it)."""
+
+    path: str
+    change: str  # modified | added | deleted
+    why: str = ""
+    data: bytes | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass(slots=True)
+class WorkingEdits:
+    """The active run's uncommitted edits: what the next sync commits, what waits for a person."""
+
+    tier: Tier
+    edits: list[Edit] = field(default_factory=list)
+    actor: str = EDITS_ACTOR  # who sync commits them as
+
+    @property
+    def committable(self) -> list[Edit]:
+        return [e for e in self.edits if not e.why]
+
+    @property
+    def waiting(self) -> list[Edit]:
+        return [e for e in self.edits if e.why]
+
+    def to_json(self) -> dict[str, object]:
+        return {"run": self.tier.run, "commit": [{"path": e.path, "change": e.change} for e in self.committable],
+                "waiting": [{"path": e.path, "change": e.change, "reason": e.why} for e in self.waiting]}
+
+
+def working_edits(ctx: Context, ws: Workspace) -> WorkingEdits | None:
+    """The active run's files whose working-tree bytes differ from HEAD (None without an
+    active run that has commits). Sync commits a concept (STATE.md, a note) an agent edited or
+    added when doctor finds nothing wrong with it on its own; an index, log.md, a removal or a
+    file that is no concept waits for a person (``okfgit index``, ``okfgit log``, git)."""
+    tier = ws.tier("job") if ws.run else None
+    if tier is None or not tier.exists():
+        return None
+    repo = tier.open()
+    head = repo.head_commit()
+    if head is None:
+        return None
+    from okfgit.git.objects import blob_oid
+    from okfgit.knowledge.checks import frontmatter_errors
+
+    at_head = repo.tree_entries(head, tier.prefix)
+    out = WorkingEdits(tier)
+    on_disk = _working_files(tier.root)
+    for path in sorted(set(on_disk) | set(at_head)):
+        file = on_disk.get(path)
+        entry = at_head.get(path)
+        if file is None:
+            out.edits.append(Edit(path, "deleted", "removed from the working tree; removing knowledge is a "
+                                  "person's commit (commit the removal, or `git checkout` it back)"))
+            continue
+        try:
+            data = file.read_bytes()
+        except OSError as exc:
+            out.edits.append(Edit(path, "modified", f"cannot be read ({exc.strerror or exc})"))
+            continue
+        if entry is not None and entry.oid == blob_oid(data):
+            continue
+        change = "added" if entry is None else "modified"
+        why = _why_waiting(tier, path, data, frontmatter_errors)
+        out.edits.append(Edit(path, change, why, data if not why else None))
+    return out
+
+
+def _why_waiting(tier: Tier, path: str, data: bytes, errors: Callable[..., list[Any]]) -> str:
+    name = path.rsplit("/", 1)[-1]
+    if name == "index.md":
+        return "an index: okfgit writes the entries (`okfgit index`); commit a hand-written intro yourself"
+    if name == LOG:
+        return "log.md is append-only and `okfgit log` adds to it; commit or revert this edit yourself"
+    if not okf.is_concept_path(path):
+        return "not a concept (.md); commit it yourself if it belongs in the run"
+    found = [f.message for f in errors(tier, path, data)]
+    return ("not a valid concept: " + "; ".join(found)) if found else ""
+
+
+def _working_files(root: Path) -> dict[str, Path]:
+    """Every file under ``root`` by KB path, leaving out ``.git`` and other dot-names."""
+    out: dict[str, Path] = {}
+    stack = [("", root)]
+    while stack:
+        rel, folder = stack.pop()
+        try:
+            found = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in found:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((f"{rel}{entry.name}/", Path(entry.path)))
+            elif entry.is_file(follow_symlinks=False):
+                out[rel + entry.name] = Path(entry.path)
+    return out
+
+
+def commit_plan(edits: WorkingEdits) -> Plan:
+    """The one commit of the edits sync takes (with the indexes of their folders), made as the
+    agent's (empty when there is none)."""
+    taken = edits.committable
+    if not taken:
+        return Plan()
+    tier = edits.tier
+    snap = snapshot(tier)
+    changes: dict[str, bytes | None] = {e.path: e.data for e in taken}
+    changes.update(index.regenerate(snap, changes, index.affected_folders(list(changes))))
+    count = len(taken)
+    body = "\n".join(f"- {e.change}: {e.path}" for e in taken)
+    return Plan(commits=[TierCommit(
+        tier, "sync", f"okf: commit {count} edited file{'s' if count != 1 else ''} of run {tier.run}", changes,
+        trailers=(("Okf-Run", tier.run or ""),), body=body,
+        old={p: snap.blob(p) if p in snap.entries else None for p in changes}, base=snap.commit, actor=edits.actor)])
+
+
+def commit_edits(ctx: Context, ws: Workspace) -> WorkingEdits | None:
+    """Commit the active run's edits sync takes (``working_edits``), under the job tier's write
+    lock; the report says what was committed and what waits."""
+    tier = ws.tier("job") if ws.run else None
+    if tier is None or not tier.exists():
+        return None
+    with writing(ctx, tier):
+        edits = working_edits(ctx, ws)
+        if edits is not None and edits.committable:
+            apply(ctx, commit_plan(edits)).raise_failed()
+    return edits
+
+
 def log_title(tier: Tier) -> str:
     return f"# Run {tier.run} log"
 
@@ -304,7 +556,7 @@ def note_plan(
     changes[LOG] = log_md.add_entry(old_log, ctx.today(), entry, log_title(tier))
     old = dict(commit.old)
     old[LOG] = old_log
-    plan.commits[0] = records.replace(
+    plan.commits[0] = dataclasses.replace(
         commit, operation="note", subject=f"okf: note {type_.lower()} {path}", changes=changes, old=old,
     )
     return planned
@@ -367,7 +619,7 @@ def promotions(tier: Tier) -> list[Promoted]:
     return list(reversed(found))
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Ended:
     tier: Tier
     cleared: bool

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
-from okfgit.records import field, record
 from okfgit.errors import UsageError, ValidationError
 
 END_MARKER = "<!-- okf:end -->"
@@ -35,7 +35,7 @@ def begin_marker(scope: str) -> str:
     return f"<!-- okf:begin id={scope} -->"
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BlockResult:
     """New file text, whether it differs from the old text, and what had to be repaired."""
 
@@ -144,7 +144,7 @@ def remove_block(existing: str, scope: str, filename: str) -> BlockResult:
     return BlockResult(text, changed=text != existing, warnings=plan.warnings)
 
 
-@record
+@dataclass(slots=True)
 class _Scan:
     """Every marker in a file, paired in order: a begin closes at the next end."""
 
@@ -160,7 +160,7 @@ class _Scan:
         return [(i, by) for s, i, by in self.orphans if s == scope]
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Plan:
     """Which lines go, where the new block goes (None: append), and the repair notes."""
 
@@ -170,7 +170,7 @@ class _Plan:
     warnings: tuple[str, ...]
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Recognise:
     """How to tell okfgit's own text after a begin marker that lost its end marker."""
 

@@ -16,15 +16,15 @@ person).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from okfgit.records import record
 
 RELATIONS = ("confirms", "refines", "contradicts")
 CONTRADICTS = "contradicts"
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Cite:
     ref: str
     okf_id: str | None

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from okfgit.format.names import RESERVED, is_concept_path, is_reserved, nfc  # noqa: F401
 from okfgit.errors import IntegrityError, OkfError, ValidationError
 
 BOM = b"\xef\xbb\xbf"
+TIMESTAMP = "tag:yaml.org,2002:timestamp"
 MAX_CONCEPT_BYTES = 1024 * 1024
 
 # Canonical key order for files okfgit writes from scratch; other keys follow in
@@ -40,11 +41,8 @@ class _Yaml(NamedTuple):
 
 @functools.lru_cache(maxsize=1)
 def _yaml() -> _Yaml:
-    """PyYAML's loader and dumper, set up the first time YAML is really read or written.
-
-    Importing PyYAML costs about 20 ms; a read verb that finds every concept's card cached
-    parses no YAML at all, so it never pays it.
-    """
+    """PyYAML's loader and dumper, set up the first time YAML is really read or written (a
+    read verb that finds every concept's card cached never imports PyYAML)."""
     import yaml
 
     base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -52,60 +50,17 @@ def _yaml() -> _Yaml:
     class Loader(base):  # type: ignore[misc, valid-type]
         pass
 
-    Loader.yaml_implicit_resolvers = implicit_resolvers(timestamps=False)
+    # Dates and times stay the strings the author wrote: no timestamp resolver.
+    Loader.yaml_implicit_resolvers = {
+        first: [(tag, pattern) for tag, pattern in resolvers if tag != TIMESTAMP]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
 
     class Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
         pass
 
     Dumper.add_representer(str, _str_presenter)
     return _Yaml(Loader, base, Dumper)
-
-
-# PyYAML's implicit resolvers (yaml/resolver.py, YAML 1.1), as its SafeLoader and SafeDumper
-# hold them: which plain scalars are not strings. yamlfast asks them of every scalar it
-# reads or writes; having them here means a run that reads or writes only the plain subset
-# never imports PyYAML (a test holds this table equal to PyYAML's own).
-_IMPLICIT = (
-    ("tag:yaml.org,2002:bool", r"""^(?:yes|Yes|YES|no|No|NO
-                    |true|True|TRUE|false|False|FALSE
-                    |on|On|ON|off|Off|OFF)$""", re.X, "yYnNtTfFoO"),
-    ("tag:yaml.org,2002:float", r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
-                    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
-                    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
-                    |[-+]?\.(?:inf|Inf|INF)
-                    |\.(?:nan|NaN|NAN))$""", re.X, "-+0123456789."),
-    ("tag:yaml.org,2002:int", r"""^(?:[-+]?0b[0-1_]+
-                    |[-+]?0[0-7_]+
-                    |[-+]?(?:0|[1-9][0-9_]*)
-                    |[-+]?0x[0-9a-fA-F_]+
-                    |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$""", re.X, "-+0123456789"),
-    ("tag:yaml.org,2002:merge", r"^(?:<<)$", 0, "<"),
-    ("tag:yaml.org,2002:null", r"""^(?: ~
-                    |null|Null|NULL
-                    | )$""", re.X, ("~", "n", "N", "")),
-    ("tag:yaml.org,2002:timestamp", r"""^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
-                    |[0-9][0-9][0-9][0-9] -[0-9][0-9]? -[0-9][0-9]?
-                     (?:[Tt]|[ \t]+)[0-9][0-9]?
-                     :[0-9][0-9] :[0-9][0-9] (?:\.[0-9]*)?
-                     (?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$""", re.X, "0123456789"),
-    ("tag:yaml.org,2002:value", r"^(?:=)$", 0, "="),
-    ("tag:yaml.org,2002:yaml", r"^(?:!|&|\*)$", 0, "!&*"),
-)
-TIMESTAMP = "tag:yaml.org,2002:timestamp"
-
-
-@functools.lru_cache(maxsize=2)
-def implicit_resolvers(timestamps: bool) -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
-    """PyYAML's implicit resolvers by a scalar's first character: the dumper's (``timestamps``)
-    or okfgit's loader's, which keeps timestamps as the strings the author wrote."""
-    out: dict[Any, list[tuple[str, re.Pattern[str]]]] = {}
-    for tag, pattern, flags, firsts in _IMPLICIT:
-        if tag == TIMESTAMP and not timestamps:
-            continue
-        compiled = re.compile(pattern, flags)
-        for first in firsts:
-            out.setdefault(first, []).append((tag, compiled))
-    return out
 
 
 _BREAKS = ("\x85", "\u2028", "\u2029", "\r")
@@ -141,20 +96,40 @@ class Parsed(NamedTuple):
     fm_end: int  # byte offset of the closing fence line
 
 
-_FENCE_OPEN = re.compile(rb"---[ \t]*\r?\n")  # used with .match(data, pos)
-_LONE_CR_FENCE = re.compile(rb"---[ \t]*\r(?!\n)")
+class Fences(NamedTuple):
+    """Where a file's frontmatter lies, as byte offsets into the file."""
+
+    start: int  # the YAML text's first byte: the line after the opening fence
+    end: int  # the closing fence line's first byte (the YAML text ends here)
+    body: int  # the body's first byte: the line after the closing fence
+
+
+_FENCE_OPEN = re.compile(rb"---[ \t]*\r?\n")  # used with .match at the file's start
 _FENCE_CLOSE = re.compile(rb"---[ \t]*(?:\r?\n|\Z)")  # used with .match at a line start
+_LONE_CR_FENCE = re.compile(rb"---[ \t]*\r(?!\n)")
 
 
-def _closing_fence(data: bytes, pos: int) -> re.Match[bytes] | None:
-    """The first line from ``pos`` (a line start) on that is a closing ``---`` fence: each
-    candidate found by a plain search for a line starting "---" (a regex tried at every
-    position costs as much as the rest of the split)."""
-    at = pos if data.startswith(b"---", pos) else data.find(b"\n---", pos - 1) + 1
+def fences(data: bytes) -> Fences | None:
+    """Where ``data``'s frontmatter starts and ends: the one rule every reader of a concept,
+    an ``index.md`` or a memory file applies (spec/okf-format.md §2), or None when it has none.
+
+    The first line (after an optional UTF-8 BOM) is ``---``, and the frontmatter ends at the
+    next line that is ``---``: three dashes, then nothing but spaces or tabs. A line ends
+    with LF or CRLF (a lone CR does not end one); the closing fence may end the file.
+    ``...`` and ``----`` are not fences. Whether the text between is a YAML mapping is
+    ``split``'s question, not this one's.
+    """
+    opened = _FENCE_OPEN.match(data, len(BOM) if data.startswith(BOM) else 0)
+    if opened is None:
+        return None
+    start = opened.end()
+    # Each candidate line is found by a plain search for a line starting "---" (a regex tried
+    # at every position costs as much as the rest of a split).
+    at = start if data.startswith(b"---", start) else data.find(b"\n---", start - 1) + 1
     while at:
         close = _FENCE_CLOSE.match(data, at)
         if close is not None:
-            return close
+            return Fences(start, at, close.end())
         at = data.find(b"\n---", at) + 1
     return None
 
@@ -172,25 +147,14 @@ def check_text(data: bytes, name: str) -> str:
 
 
 def load_yaml(text: str, name: str) -> Any:
-    fast = _fast_yaml(text)
-    if fast is not None:
-        return fast  # the plain subset, parsed exactly as PyYAML would (yamlfast.py)
-    return _pyyaml(text, name)
-
-
-def _fast_yaml(text: str) -> dict[str, Any] | None:
-    """``yamlfast.parse`` with okfgit's loader's resolvers (its keys are strings)."""
-    return _fast_parser()(text)
-
-
-@functools.cache
-def _fast_parser() -> Callable[[str], dict[str, Any] | None]:
-    """``yamlfast.parse`` bound to the loader's resolvers, imported once: an import statement
-    and the resolvers' cache asked in every call cost 2.5 µs a file (4% of a cold doctor)."""
+    """The value of the YAML text ``text`` (a frontmatter's), loaded safely; a ValidationError
+    naming ``name`` when it is not valid YAML okfgit reads. Every YAML read goes through here:
+    the plain subset most frontmatter is written in by ``yamlfast`` (PyYAML's answer, faster),
+    the rest by PyYAML."""
     from okfgit.format import yamlfast  # only where YAML is read
 
-    parse, resolvers = yamlfast.parse, implicit_resolvers(timestamps=False)
-    return lambda text: parse(text, resolvers)
+    fast = yamlfast.parse(text)
+    return fast if fast is not None else _pyyaml(text, name)
 
 
 def _pyyaml(text: str, name: str) -> Any:
@@ -224,38 +188,28 @@ def _refuse_aliases(text: str) -> None:
 
 
 def split(data: bytes, name: str) -> Parsed:
-    """Split a markdown file into frontmatter and body. Raises ValidationError on bad input."""
+    """Split a markdown file into frontmatter and body (``fences`` says where the frontmatter
+    lies; it is frontmatter when its YAML is a mapping or empty). Raises ValidationError on
+    bad input."""
     if len(data) > MAX_CONCEPT_BYTES or b"\x00" in data or not data.isascii():
         check_text(data, name)  # ASCII is UTF-8 as it is: only other text is decoded to check it
     bom = data.startswith(BOM)
     start = len(BOM) if bom else 0
     first_end = data.find(b"\n")
     newline = "\r\n" if first_end > 0 and data[first_end - 1] == 13 else "\n"  # the first line ends in CRLF
-    opened = _FENCE_OPEN.match(data, start)
-    if not opened:
+    found = fences(data)
+    if found is None:
         return Parsed({}, data[start:], False, bom, newline, start, start)
-    close = _closing_fence(data, opened.end())
-    if not close:
-        return Parsed({}, data[start:], False, bom, newline, start, start)
-    fm_text = data[opened.end():close.start()].decode("utf-8")
-    meta: Any = _fast_parser()(fm_text) if fm_text and not fm_text.isspace() else {}
+    fm_text = data[found.start:found.end].decode("utf-8")
+    meta = load_yaml(fm_text, name) if fm_text and not fm_text.isspace() else {}
     if meta is None:
-        meta = _pyyaml(fm_text, name)
-        if meta is None:
-            meta = {}
-        if not isinstance(meta, dict):
-            # A leading horizontal rule, not frontmatter: the whole file is body.
-            return Parsed({}, data[start:], False, bom, newline, start, start)
+        meta = {}  # only comments
+    if not isinstance(meta, dict):
+        # A leading horizontal rule, not frontmatter: the whole file is body.
+        return Parsed({}, data[start:], False, bom, newline, start, start)
+    if not all(type(key) is str for key in meta):
         meta = {str(k): v for k, v in meta.items()}
-    return Parsed(
-        meta=meta,
-        body=data[close.end():],
-        has_frontmatter=True,
-        bom=bom,
-        newline=newline,
-        fm_start=opened.end(),
-        fm_end=close.start(),
-    )
+    return Parsed(meta, data[found.body:], True, bom, newline, found.start, found.end)
 
 
 def parse_concept(data: bytes, name: str, *, is_link: bool = False) -> Parsed:
@@ -278,11 +232,6 @@ def ordered(meta: Mapping[str, Any]) -> dict[str, Any]:
 def dump_yaml(meta: Mapping[str, Any]) -> str:
     if not meta:
         return ""
-    from okfgit.format import yamlfast  # only where YAML is written
-
-    fast = yamlfast.dump(meta, implicit_resolvers(timestamps=True))
-    if fast is not None:
-        return fast  # the simple subset, written exactly as PyYAML writes it (yamlfast.py)
     import yaml
 
     dumper = _yaml().dumper
@@ -355,20 +304,14 @@ def set_keys_split(data: bytes, name: str, updates: Mapping[str, Any], remove: t
         chunks = dict(zip(updates, _entries(dump_yaml(dict(updates)))))
         if len(chunks) != len(updates):
             raise IntegrityError(f"{name}: could not write frontmatter keys {sorted(updates)}")
-        present = _any_key_pattern(tuple(updates) + tuple(remove))
-        if not any(present.match(line) for line in lines):
-            # None of the keys is there (a migration's usual case): they all go last, as the
-            # loop below would put them, without a pass over the lines per key.
-            appended = [chunks[key].replace("\n", nl) for key in updates]
-        else:
-            for key in updates:
-                # An existing key is rewritten where it stands; a new one goes last.
-                dumped = chunks[key].replace("\n", nl)
-                lines = _drop_key(lines, key, replace_with=dumped)
-                if dumped not in lines:
-                    appended.append(dumped)
-            for key in remove:
-                lines = _drop_key(lines, key, replace_with=None)
+        for key in updates:
+            # An existing key is rewritten where it stands; a new one goes last.
+            dumped = chunks[key].replace("\n", nl)
+            lines = _drop_key(lines, key, replace_with=dumped)
+            if dumped not in lines:
+                appended.append(dumped)
+        for key in remove:
+            lines = _drop_key(lines, key, replace_with=None)
         new_fm = "".join(lines) + "".join(appended)
         out = data[: parsed.fm_start] + new_fm.encode("utf-8") + data[parsed.fm_end:]
     check = split(out, name)
@@ -391,16 +334,16 @@ def _entries(dumped: str) -> list[str]:
     return out
 
 
+def _key_line(keys: tuple[str, ...]) -> str:
+    """The pattern of a line that starts the entry of one of ``keys`` (a top-level key, plain,
+    single- or double-quoted): ``set_keys`` edits such lines, ``key_lines`` points at them."""
+    names = "|".join(re.escape(key) for key in keys)
+    return rf"^(['\"]?)({names})\1[ \t]*:"
+
+
 @functools.lru_cache(maxsize=256)
 def _key_pattern(key: str) -> re.Pattern[str]:
-    return _any_key_pattern((key,))
-
-
-@functools.lru_cache(maxsize=256)
-def _any_key_pattern(keys: tuple[str, ...]) -> re.Pattern[str]:
-    """A line that starts one of ``keys``' entries (plain, single- or double-quoted key)."""
-    names = "|".join(f"{re.escape(k)}|'{re.escape(k)}'|\"{re.escape(k)}\"" for k in keys)
-    return re.compile(rf"^(?:{names})[ \t]*:")
+    return re.compile(_key_line((key,)))
 
 
 def _drop_key(lines: list[str], key: str, replace_with: str | None) -> list[str]:
@@ -506,44 +449,27 @@ SUMMARY_KEYS = ("name", "description", "type")  # what a reader needs to summari
 _KEY_LINE = re.compile(rb"^([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*:")
 
 
+@functools.lru_cache(maxsize=64)
+def _key_lines_pattern(keys: tuple[str, ...]) -> re.Pattern[bytes]:
+    return re.compile(_key_line(keys).encode("utf-8"), re.M)
+
+
 def key_lines(data: bytes, keys: tuple[str, ...] = SUMMARY_KEYS) -> dict[str, int]:
     """1-based line numbers (in the file) of the top-level frontmatter ``keys`` present, in
-    line order: the first line that starts with each (as ``_KEY_LINE`` reads a key), between
-    the opening ``---`` and the first ``---`` or ``...`` line (lines split at ``\n``, trailing
-    ``\r`` ignored). Every card asks this of its concept, so it is found by plain searches for
-    each key at a line start, not a match per line (a fifth of a card's cost)."""
-    first = data.find(b"\n")
-    if first < 0 or data[:first].rstrip(b"\r") != b"---":
+    line order: the first line of the frontmatter (as ``fences`` bounds it) that starts
+    each key's entry. Lines are counted by LF."""
+    found = fences(data)
+    if found is None:
         return {}
-    end = _frontmatter_end(data, first)
     out: dict[str, int] = {}
-    for key in keys:
-        needle = b"\n" + key.encode("ascii")
-        at = data.find(needle, first, end)
-        while at >= 0:
-            after = at + len(needle)
-            while after < end and data[after] in b" \t":
-                after += 1
-            if after < end and data[after] == 58:  # ":": this line is the key's
-                out[key] = data.count(b"\n", 0, at) + 2
-                break
-            at = data.find(needle, at + 1, end)
-    return dict(sorted(out.items(), key=lambda item: item[1])) if len(out) > 1 else out
-
-
-def _frontmatter_end(data: bytes, first: int) -> int:
-    """Where the line that closes the frontmatter starts (its ``\n``), searched from the end
-    of the first line; ``len(data)`` when no ``---`` or ``...`` line closes it."""
-    end = len(data)
-    for fence in (b"\n---", b"\n..."):
-        at = data.find(fence, first, end)
-        while at >= 0:
-            line_end = data.find(b"\n", at + 4)
-            if not data[at + 4: line_end if line_end >= 0 else len(data)].rstrip(b"\r"):
-                end = at
-                break
-            at = data.find(fence, at + 1, end)
-    return end
+    line, counted = 1, 0
+    for match in _key_lines_pattern(keys).finditer(data, found.start, found.end):
+        key = match.group(2).decode("utf-8")
+        if key not in out:
+            line += data.count(b"\n", counted, match.start())
+            counted = match.start()
+            out[key] = line
+    return out
 
 
 def keys_first(data: bytes, keys: tuple[str, ...], within: int) -> bytes | None:
@@ -557,13 +483,12 @@ def keys_first(data: bytes, keys: tuple[str, ...], within: int) -> bytes | None:
     found = key_lines(data, keys)
     if not found or max(found.values()) <= within:
         return None
-    lines = data.split(b"\n")
-    end = next((i for i in range(1, len(lines)) if lines[i].rstrip(b"\r") in (b"---", b"...")), None)
-    if end is None:
-        return None
+    bounds = fences(data)
+    assert bounds is not None  # key_lines found keys in it
     entries: list[list[bytes]] = []
     lead: list[bytes] = []  # comments or blank lines before the first key stay first
-    for raw in lines[1:end]:
+    for raw in data[bounds.start:bounds.end].split(b"\n")[:-1]:  # the text ends with the fence line's start
+        raw += b"\n"
         if _KEY_LINE.match(raw):
             entries.append([raw])
         elif entries:
@@ -577,7 +502,8 @@ def keys_first(data: bytes, keys: tuple[str, ...], within: int) -> bytes | None:
 
     first = [e for key in keys for e in entries if key_of(e) == key]
     others = [e for e in entries if all(e is not f for f in first)]
-    out = b"\n".join([lines[0], *lead, *(x for e in first + others for x in e), *lines[end:]])
+    moved = b"".join([*lead, *(x for e in first + others for x in e)])
+    out = data[:bounds.start] + moved + data[bounds.end:]
     if max(key_lines(out, keys).values()) > within:
         return None  # the entries themselves are longer than that: nothing to gain
     try:

@@ -8,15 +8,14 @@ request text), the 1-based ``line`` when there is one, and a ``message``. One JS
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
-
-from okfgit.records import record, replace
 
 ERROR = "error"
 WARNING = "warning"
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One problem in one file. ``line`` is 1-based in the file, None when not known;
     ``group`` is doctor's (``okf`` or ``profile``), empty elsewhere."""

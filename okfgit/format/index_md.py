@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from okfgit.format import markdown as links
@@ -24,7 +25,6 @@ from okfgit.format import concept as okf
 from okfgit.format.names import (NEEDS_MERGE_SUFFIX, index_path, is_needs_merge, needs_merge_master,  # noqa: F401
                                  needs_merge_path, parent)
 from okfgit.errors import OkfError
-from okfgit.records import record
 
 ENTRY = re.compile(r"^\s*[-*+]\s+\[([^\]]*)\]\(([^)\s]*)\)(.*)$")
 HEADING = re.compile(r"^#{1,6}\s+\S")
@@ -103,12 +103,9 @@ def entry_lines(text: str) -> list[Line]:
     out: list[Line] = []
     started = False
     for number, line in links.outside_code(text):
-        if not line.startswith("- ["):  # okfgit's own entries are items that start with a link
-            item = _ITEM.match(line)
-            if item is None:
-                continue
-            if not started and not item.group(1).startswith("["):
-                continue
+        item = _ITEM.match(line)
+        if item is None or (not started and not item.group(1).startswith("[")):
+            continue
         started = True
         out.append(_line(number, line))
     return out
@@ -175,7 +172,7 @@ def escape_title(title: str) -> str:
     return title.replace("[", "(").replace("]", ")")
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Page:
     """An index file in its three parts; ``intro`` and ``outro`` hold the file's own
     characters (undecodable bytes as surrogate escapes, line endings as written)."""
@@ -327,7 +324,7 @@ def layout(folder: str, intro: str, entries: list[str], *, outro: str = "", newl
     if not any(HEADING.match(line) for line in _body_lines(head)):
         heading = f"# {okf.title_from_path(folder.rsplit('/', 1)[-1]) if folder else 'Knowledge base'}"
         head = _insert_heading(head, heading, newline)
-    if folder == "" and not _has_frontmatter(head):
+    if folder == "" and not _frontmatter_end(head):
         head = ROOT_FRONTMATTER.replace("\n", newline) + head
     head += ending
     left_open = links.open_fence(head)
@@ -351,29 +348,27 @@ def _without_final_breaks(text: str) -> str:
     return text
 
 
-def _has_frontmatter(text: str) -> bool:
-    return text.startswith(("---\n", "---\r\n"))
+def _frontmatter_end(text: str) -> int:
+    """Where the body of an index's text starts: after its frontmatter's closing fence line
+    (``okf.fences``, the rule every reader applies), 0 when it has none."""
+    data = text.encode("utf-8", errors="surrogateescape")
+    found = okf.fences(data)
+    return len(data[:found.body].decode("utf-8", errors="surrogateescape")) if found is not None else 0
 
 
 def _body_lines(text: str) -> list[str]:
-    text = text.replace("\r\n", "\n")
-    if text.startswith("---\n"):
-        end = text.find("\n---", 4)
-        if end != -1:
-            return text[end + 4:].splitlines()
-    return text.splitlines()
+    return text[_frontmatter_end(text):].replace("\r\n", "\n").splitlines()
 
 
 def _insert_heading(head: str, heading: str, newline: str = "\n") -> str:
     blank = newline + newline
-    if _has_frontmatter(head):
-        end = head.find(newline + "---", 4)
-        if end != -1:
-            fm = head[: end + len(newline) + 3]
-            rest = _without_final_breaks(head[end + len(newline) + 3:])
-            while rest.startswith(("\r\n", "\n")):  # line breaks only: a lone CR is the line's own byte
-                rest = rest[2:] if rest.startswith("\r\n") else rest[1:]
-            return fm + blank + heading + (blank + rest if rest else "")
+    end = _frontmatter_end(head)
+    if end:
+        fm = _without_final_breaks(head[:end])  # through the closing fence, without its line break
+        rest = _without_final_breaks(head[end:])
+        while rest.startswith(("\r\n", "\n")):  # line breaks only: a lone CR is the line's own byte
+            rest = rest[2:] if rest.startswith("\r\n") else rest[1:]
+        return fm + blank + heading + (blank + rest if rest else "")
     return heading + (blank + head if head.strip() else "")
 
 
@@ -384,7 +379,7 @@ def _entry(title: str, target: str, description: str) -> str:
 # -- an index in another form: kept as it is written ---------------------------------------
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Form:
     """How a folder's index writes its entries: the bullet and the separator."""
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import NamedTuple
 from urllib.parse import unquote
 
-from okfgit.records import record
 
 # An opening fence: indent, the run, the info string (CommonMark: a backtick fence's info string has no backtick)
 FENCE = re.compile(r"^( {0,3})(`{3,}(?!.*`)|~{3,})(.*)$")
@@ -48,20 +48,6 @@ def extract(body: bytes | str) -> list[Link]:
     out: list[Link] = []
     if "[" not in text:
         return out  # every link form starts with "["
-    if _no_fence(text) and not _other_breaks(text):
-        # No fences and only "\n" line breaks: visit just the lines that hold a "[",
-        # numbered as splitlines() would number them.
-        number, counted = 1, 0
-        at = text.find("[")
-        while at != -1:
-            start = text.rfind("\n", 0, at) + 1
-            end = text.find("\n", at)
-            end = len(text) if end == -1 else end
-            number += text.count("\n", counted, start)
-            counted = start
-            _line_links(text[start:end], number, out)
-            at = text.find("[", end)
-        return out
     for number, line in outside_code(text):
         if "[" in line:
             _line_links(line, number, out)
@@ -92,7 +78,7 @@ def open_fence(text: str) -> str | None:
     return found[-1].fence if found and not found[-1].closed else None
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fenced:
     """One fenced code block: its ``info`` string (stripped), the 1-based line numbers of its
     opening fence and of its closing fence (of the last line when it is never closed), and its
@@ -151,20 +137,11 @@ def _dedent(line: str, indent: int) -> str:
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
-_OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")  # splitlines() splits at these too
 
 
 def _no_fence(text: str) -> bool:
     """No line of ``text`` can open a fence (searched for a backtick or tilde first: most texts have none)."""
     return ("`" not in text or "```" not in text) and ("~" not in text or "~~~" not in text)
-
-
-def _other_breaks(text: str) -> bool:
-    """``text`` has a line break other than ``\n`` (the ASCII ones found by a plain search)."""
-    if text.isascii():
-        return ("\r" in text or "\x0b" in text or "\x0c" in text or "\x1c" in text or "\x1d" in text
-                or "\x1e" in text)
-    return _OTHER_BREAKS.search(text) is not None
 
 
 def _line_links(line: str, number: int, out: list[Link]) -> None:
@@ -183,50 +160,10 @@ def _line_links(line: str, number: int, out: list[Link]) -> None:
             out.append(Link("wiki", match.group(1).strip(), number))
 
 
-# Most links in a KB are plain ASCII names, after "/" or some "../" at most (no "." or ".."
-# inside, no scheme, escape, query or fragment): they resolve by joining, without
-# normalising. Anything else (a name in another script too) takes the general path below.
-_PLAIN_PATH = re.compile(r"(/|(?:\.\./)*+)([A-Za-z0-9_-][A-Za-z0-9_.-]*+(?:/[A-Za-z0-9_-][A-Za-z0-9_.-]*+)*+)")
-
-
 def resolve(source: str, target: str) -> Target:
-    """Resolve a markdown link target written in ``source`` (both KB-relative)."""
-    plain = _plain(source, target)
-    if plain is not None:
-        return Target(None, escapes=True) if plain == "/" else Target(plain)
-    return _resolve_any(source, target)
-
-
-def leads_to(source: str, target: str) -> str | None:
-    """``resolve`` as one string: the tier path the target leads to, "/" when it leaves the
-    knowledge base, None when it is external (no ``Target`` made: doctor asks it of every link)."""
-    plain = _plain(source, target)
-    if plain is not None:
-        return plain
-    found = _resolve_any(source, target)
-    return "/" if found.escapes else found.path
-
-
-def _plain(source: str, target: str) -> str | None:
-    """Where a plain target (see ``_PLAIN_PATH``) leads ("/": out of the knowledge base);
-    None for any other target."""
-    plain = _PLAIN_PATH.fullmatch(target)
-    if plain is None:
-        return None
-    lead = plain.group(1)
-    if not lead:  # beside the source
-        return source[: source.rfind("/") + 1] + target
-    if lead == "/":
-        return target[1:]
-    parts = source.split("/")[:-1]
-    ups = len(lead) // 3
-    if ups > len(parts):
-        return "/"
-    return "/".join(parts[: len(parts) - ups] + [plain.group(2)])
-
-
-def _resolve_any(source: str, target: str) -> Target:
-    """``resolve`` for any target: schemes, anchors, escapes, ``.`` and ``..`` anywhere."""
+    """Resolve a markdown link target written in ``source`` (both KB-relative): schemes and
+    anchors are external; a query, a fragment and ``%xx`` escapes are read as a browser reads
+    them; ``/`` starts at the bundle root; ``.`` and ``..`` anywhere."""
     if _SCHEME.match(target) or target.startswith(("#", "//")):
         return Target(None, external=True)
     target = unquote(target.split("#", 1)[0].split("?", 1)[0])
@@ -243,6 +180,13 @@ def _resolve_any(source: str, target: str) -> Target:
     if normal == ".." or normal.startswith("../") or normal.startswith("/"):
         return Target(None, escapes=True)
     return Target("" if normal == "." else normal)
+
+
+def leads_to(source: str, target: str) -> str | None:
+    """``resolve`` as one string: the tier path the target leads to, "/" when it leaves the
+    knowledge base, None when it is external."""
+    found = resolve(source, target)
+    return "/" if found.escapes else found.path
 
 
 def exists(path: str, entries: Iterable[str] | Mapping[str, object]) -> bool:
@@ -267,7 +211,7 @@ def wiki_names(paths_and_names: Iterable[tuple[str, str | None]]) -> dict[str, s
     return out
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Rewrite:
     """One link target rewritten in place: ``line`` is 1-based in the text given."""
 

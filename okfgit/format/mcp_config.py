@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from dataclasses import dataclass
 from typing import Any
 
-from okfgit.records import record
 from okfgit.format import json_object
 from okfgit.errors import IntegrityError
 
@@ -26,7 +26,7 @@ JSON_KEY = "mcpServers"
 TOML_KEY = "mcp_servers"
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Splice:
     """``text[offset:offset+len(removed)]`` became ``inserted``."""
 
@@ -49,7 +49,7 @@ class Splice:
 # -- JSON ------------------------------------------------------------------------------
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Member:
     key: str
     key_start: int
@@ -57,7 +57,7 @@ class _Member:
     value_end: int
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Object:
     open: int  # index of "{"
     close: int  # index of "}"

@@ -1,27 +1,23 @@
-"""A fast path for the plain frontmatter most concepts have; PyYAML does the rest.
+"""The plain frontmatter most concepts have, read without PyYAML: a fast path that first
+projection and a cold doctor at 10,000 concepts need (spec/okf-layout.md, "Fast paths we
+keep"). PyYAML's constructor is pure Python even with libyaml, and reading every concept's
+frontmatter with it makes those runs half again as long.
 
-PyYAML's constructor is pure Python even with libyaml, about 90 µs for a typical
-concept's frontmatter: at 10,000 concepts that is most of what ``doctor`` and
-``index --check`` cost. Frontmatter written by okfgit (and most written by people) is a
-flat mapping of plain or simply quoted strings, flow or block lists of them, and
-one-level mappings such as ``generated: {by, at}`` written as a block.
-
-``parse`` handles exactly that subset and returns None for anything else (comments,
-anchors, tags, block scalars, multi-line scalars, flow mappings, lists of mappings,
-tabs, CR, escapes...), so the caller falls back to PyYAML. Within the subset the result
-equals ``yaml.load`` with the caller's resolvers (tests compare them on every file we
-have and on generated input): a plain scalar that any implicit resolver claims (a
-number, a boolean, null, ``=``, ``<<``) is never guessed at here; it falls back too.
+Frontmatter written by okfgit (and most written by people) is a flat mapping of plain or
+simply quoted strings, flow or block lists of them, and one-level mappings such as
+``generated: {by, at}`` written as a block. ``parse`` handles exactly that subset and returns
+None for anything else (comments, anchors, tags, block scalars, multi-line scalars, flow
+mappings, lists of mappings, tabs, CR, escapes...), so ``concept.load_yaml`` falls back to
+PyYAML. Within the subset the result equals what okfgit's PyYAML loader gives (tests compare
+them on every file we have and on generated input): a plain scalar that any implicit resolver
+claims (a number, a boolean, null, ``=``, ``<<``) is never guessed at here; it falls back too.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
 from typing import Any
-
-Resolvers = Mapping[Any, Sequence[tuple[str, re.Pattern[str]]]]
 
 # Values keep their trailing spaces here (greedy, no backtracking); callers strip them.
 _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: +(.*))?$")
@@ -48,7 +44,43 @@ class _Fallback(Exception):
     pass
 
 
-def parse(text: str, resolvers: Resolvers) -> dict[str, Any] | None:
+# PyYAML's implicit resolvers (yaml/resolver.py, YAML 1.1) as okfgit's loader holds them, that
+# is without the timestamp resolver: which plain scalars are not strings, by first character.
+# A copy, so that a run reading only the plain subset never imports PyYAML; a test holds it
+# equal to the loader's own.
+_IMPLICIT = (
+    ("tag:yaml.org,2002:bool", r"""^(?:yes|Yes|YES|no|No|NO
+                    |true|True|TRUE|false|False|FALSE
+                    |on|On|ON|off|Off|OFF)$""", re.X, "yYnNtTfFoO"),
+    ("tag:yaml.org,2002:float", r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+                    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+                    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+                    |[-+]?\.(?:inf|Inf|INF)
+                    |\.(?:nan|NaN|NAN))$""", re.X, "-+0123456789."),
+    ("tag:yaml.org,2002:int", r"""^(?:[-+]?0b[0-1_]+
+                    |[-+]?0[0-7_]+
+                    |[-+]?(?:0|[1-9][0-9_]*)
+                    |[-+]?0x[0-9a-fA-F_]+
+                    |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$""", re.X, "-+0123456789"),
+    ("tag:yaml.org,2002:merge", r"^(?:<<)$", 0, "<"),
+    ("tag:yaml.org,2002:null", r"""^(?: ~
+                    |null|Null|NULL
+                    | )$""", re.X, ("~", "n", "N", "")),
+    ("tag:yaml.org,2002:value", r"^(?:=)$", 0, "="),
+    ("tag:yaml.org,2002:yaml", r"^(?:!|&|\*)$", 0, "!&*"),
+)
+
+
+def _resolvers() -> dict[str, tuple[re.Pattern[str], ...]]:
+    out: dict[str, list[re.Pattern[str]]] = {}
+    for _, pattern, flags, firsts in _IMPLICIT:
+        compiled = re.compile(pattern, flags)
+        for first in firsts:
+            out.setdefault(first, []).append(compiled)
+    return {first: tuple(patterns) for first, patterns in out.items()}
+
+
+def parse(text: str) -> dict[str, Any] | None:
     """The mapping ``text`` holds, or None when it is outside the simple subset."""
     if text.isascii():
         if text.encode().translate(None, _ASCII_PRINTABLE):  # a character left is a control character
@@ -58,7 +90,7 @@ def parse(text: str, resolvers: Resolvers) -> dict[str, Any] | None:
     if not text or text.isspace():  # (what ``not text.strip()`` says, without a copy)
         return None  # PyYAML says None for an empty document; let it
     lines = list(filter(None, text.split("\n")))  # a line of spaces ends the fast path in a block
-    claims = _claims(resolvers)
+    claims = _claims()
     known = claims.lines
     keys = claims.line_keys
     out: dict[str, Any] = {}
@@ -94,7 +126,7 @@ def parse(text: str, resolvers: Resolvers) -> dict[str, Any] | None:
                 first = value[0]
                 if (first not in _INDICATORS and not first.isspace() and ": " not in value and " #" not in value
                         and "\t" not in value and value[-1] != ":" and not value[-1].isspace()):
-                    for pattern in claims.by_first.get(first, claims.wildcard):  # a plain scalar: _resolved
+                    for pattern in claims.by_first.get(first, ()):  # a plain scalar: _resolved
                         if pattern.match(value):
                             raise _Fallback
                     parsed: Any = value
@@ -195,7 +227,7 @@ def _plain(text: str, claims: Claims) -> str:
 
 def _resolved(text: str, claims: Claims) -> str:
     """A plain scalar is a string only when no implicit resolver claims it (as PyYAML decides)."""
-    for pattern in claims.by_first.get(text[0], claims.wildcard):
+    for pattern in claims.by_first.get(text[0], ()):
         if pattern.match(text):
             raise _Fallback
     return text
@@ -205,85 +237,18 @@ _MEMO_LIMIT = 50_000
 
 
 class Claims:
-    """The resolvers' patterns by a scalar's first character (PyYAML's lookup, wildcard
-    patterns appended), and the short strings already found to be plain strings."""
+    """The resolvers' patterns by a scalar's first character (PyYAML's lookup), and what
+    earlier files showed: the short strings found to be plain strings, the top-level lines
+    and keys read before."""
 
-    def __init__(self, resolvers: Resolvers) -> None:
-        self.resolvers = resolvers
-        self.wildcard = tuple(p for _, p in resolvers.get(None, ()))
-        self.by_first = {k: tuple(p for _, p in v) + self.wildcard for k, v in resolvers.items() if k}
+    def __init__(self) -> None:
+        self.by_first = _resolvers()
         self.plain: set[str] = set()
-        self.dumped: dict[str, str] = {}  # dump: short strings as written, when simple
-        self.keys: set[str] = set()  # dump: keys written as they are
         self.lines: dict[str, tuple[str, Any]] = {}  # a top-level "key: value" line -> its key and value
         self.line_keys: set[str] = set()  # top-level keys _KEY matched and _plain took
 
 
-_CACHE: dict[int, Claims] = {}
-
-
-def _claims(resolvers: Resolvers) -> Claims:
-    cached = _CACHE.get(id(resolvers))
-    if cached is None or cached.resolvers is not resolvers:
-        cached = _CACHE[id(resolvers)] = Claims(resolvers)
-    return cached
-
-
-# -- writing ------------------------------------------------------------------------------
-
-# A string PyYAML writes as it is (plain) or in single quotes, without escapes: printable
-# ASCII, starting with a letter or digit, no quote, ``: `` or other indicator that could change its style.
-_SIMPLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _./:@+=-]*[A-Za-z0-9_./@+=-]$|[A-Za-z0-9]$")
-_DUMP_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def dump(mapping: Mapping[str, Any], resolvers: Resolvers) -> str | None:
-    """``mapping`` as PyYAML's block style writes it (``default_flow_style=False``, no
-    sorting, no line folding), or None when it holds anything beyond the simple subset:
-    strings of ``_SIMPLE``, and one-level mappings of them. ``resolvers`` are the dumper's:
-    a string one of them claims (a timestamp, a number, a boolean) is single-quoted, as
-    PyYAML quotes it. Tests compare the two on generated input."""
-    claims = _claims(resolvers)
-    out: list[str] = []
-    try:
-        for key, value in mapping.items():
-            out.append(f"{_dump_key(key, claims)}:")
-            if isinstance(value, str):
-                out.append(f" {_dump_str(value, claims)}\n")
-            elif isinstance(value, dict) and value:
-                out.append("\n")
-                for sub, text in value.items():
-                    if not isinstance(text, str):
-                        return None
-                    out.append(f"  {_dump_key(sub, claims)}: {_dump_str(text, claims)}\n")
-            else:
-                return None
-    except _Fallback:
-        return None
-    return "".join(out)
-
-
-def _dump_key(key: Any, claims: Claims) -> str:
-    if key in claims.keys:
-        return str(key)
-    if not isinstance(key, str) or not _DUMP_KEY.match(key):
-        raise _Fallback
-    _resolved(key, claims)
-    if len(claims.keys) < _MEMO_LIMIT:
-        claims.keys.add(key)
-    return key
-
-
-def _dump_str(text: str, claims: Claims) -> str:
-    known = claims.dumped.get(text)  # keys, types, scopes, actors repeat from file to file
-    if known is not None:
-        return known
-    if not _SIMPLE.match(text) or "  " in text or ": " in text:
-        raise _Fallback
-    try:
-        out = _resolved(text, claims)
-    except _Fallback:
-        out = f"'{text}'"
-    if len(text) < 40 and len(claims.dumped) < _MEMO_LIMIT:
-        claims.dumped[text] = out
-    return out
+@functools.cache
+def _claims() -> Claims:
+    """The one ``Claims``, made on the first parse (compiling the patterns is not free)."""
+    return Claims()

@@ -18,9 +18,9 @@ is off: okfgit does not guess in the direction of sharing. ``spec/okf-hooks.md``
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-from okfgit.records import record
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
 from okfgit.git import config
@@ -37,7 +37,7 @@ _VALUES = {"on": "on", "off": "off", True: "on", False: "off"}
 _MAX_BYTES = 64 * 1024
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Decision:
     """Effective capture, and both parties' say.
 

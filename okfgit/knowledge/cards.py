@@ -37,6 +37,7 @@ from okfgit.progress import Progress, silent
 
 if TYPE_CHECKING:
     from okfgit.format.markdown import Link
+    from okfgit.format.similar import Signature
 
 F = TypeVar("F")
 _SEP = "\0"  # never in a parsed concept body (okf.split refuses NUL), so it can join link fields
@@ -377,6 +378,14 @@ class TierCards:
         known = self._previous_links
         self._previous_links = None
         return _catalog(LINKS, self.repo, self.tier, self.commit, self.tree, None, known=known)
+
+    @cached_property
+    def signatures(self) -> dict[str, Signature]:
+        """Each concept's near-duplicate signature (``knowledge.similar.SIGNATURES``, cached by
+        tree like the cards; read only by what compares concepts)."""
+        from okfgit.knowledge import similar
+
+        return _catalog(similar.SIGNATURES, self.repo, self.tier, self.commit, self.tree, None).facts
 
     def links_of(self, path: str) -> tuple[int, list[Link]]:
         """(lines before the body, the body's links) of the concept at ``path`` (none when unreadable)."""

@@ -22,6 +22,7 @@ import datetime as dt
 import functools
 import re
 from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
 from okfgit.format import index_md as index
@@ -29,8 +30,8 @@ from okfgit.format import lifecycle
 from okfgit.format import markdown as links
 from okfgit.format import concept as okf
 from okfgit.format.findings import ERROR, WARNING, Finding
+from okfgit.format.similar import Signature
 from okfgit.errors import OkfError, ValidationError
-from okfgit.records import field, record
 from okfgit.git.objects import FILE_MODE, Entry, blob_oid
 from okfgit.git.repository import Repo
 from okfgit.knowledge import catalog
@@ -45,7 +46,7 @@ RECALL_BYTES = 4096  # Claude Code's recall shows only the first 4 KB of a memor
 PROFILE_KEYS = ("title", "description", "okf_id", "scope", "okf_source")
 _CHECKED_KEYS = PROFILE_KEYS + ("name",)  # name: optional, but a string when present
 NEEDS_MERGE_STATUS = "needs-merge"
-CACHE_VERSION = 5  # of doctor.json: bump when a check of one file changes what it finds (5: index and log pages)
+CACHE_VERSION = 6  # of doctor.json: bump when a check of one file changes what it finds (6: one fence rule)
 
 _LOG_GROUP = re.compile(r"^##[ \t]+(.*?)[ \t#]*$")
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -57,7 +58,7 @@ _MAYBE_TWO = re.compile(r"[.!?]\s")  # cheap test first: the full one below cost
 _SENTENCE_END = re.compile(r"(?<![A-Z])(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)(?<!\bcf)[.!?]\s+[A-Z0-9\"'(\[`]")
 
 
-@record
+@dataclass(slots=True)
 class TierReport:
     """Findings for one tier, at one commit (or its working tree)."""
 
@@ -93,7 +94,7 @@ class TierReport:
 # -- reading each file once ------------------------------------------------------------
 
 
-@record
+@dataclass(slots=True)
 class Doc:
     """A readable markdown file: its text split once into frontmatter and body."""
 
@@ -117,13 +118,7 @@ class Doc:
 
     def key_line(self, key: str) -> int | None:
         """The file line of a top-level frontmatter key, for pointing at it."""
-        pattern = re.compile(rf"^['\"]?{re.escape(key)}['\"]?[ \t]*:")
-        for number, line in enumerate(self.data.decode("utf-8").lstrip("\ufeff").splitlines()[1:], start=2):
-            if number >= self.body_line:
-                return None
-            if pattern.match(line):
-                return number
-        return None
+        return okf.key_lines(self.data, (key,)).get(key)
 
 
 class Checked(NamedTuple):
@@ -343,6 +338,36 @@ class _Listed(Repo):
         if commit == listed_commit and prefix == listed_prefix:
             return entries
         return super().tree_entries(commit, prefix)
+
+
+def signatures_of(snap: Snapshot) -> dict[str, Signature]:
+    """Each concept's ``similar.Signature`` in ``snap``: from the tier's cache at a commit; in a
+    working tree, from that cache for a file as HEAD has it, made from the bytes otherwise."""
+    from okfgit.knowledge import similar
+
+    head: dict[str, tuple[str, Signature]] = {}  # path -> (blob, signature) at HEAD, from the cache
+    if snap.tier.exists():
+        try:
+            at = snap if snap.commit is not None else snapshot(snap.tier)
+            built = cached_catalog(similar.SIGNATURES, at) if at.commit is not None else None
+            if built is not None and snap.commit is not None:
+                return dict(built.facts)
+            if built is not None:
+                head = {p: (at.entries[p].oid, sig) for p, sig in built.facts.items() if p in at.entries}
+        except (OkfError, OSError):
+            pass  # only a cache: read the files instead
+    out: dict[str, Signature] = {}
+    for path in snap.concept_paths():
+        entry = snap.entries[path]
+        known = head.get(path)
+        if known is not None and known[0] == entry.oid:  # a working-tree file as committed
+            out[path] = known[1]
+            continue
+        try:
+            out[path] = similar.signature_of(snap.tier.label, path, entry, b"" if entry.is_link else snap.blob(path))
+        except OkfError:
+            continue
+    return out
 
 
 def _cached_facts(snap: Snapshot, progress: Progress = silent) -> Facts:
@@ -624,8 +649,9 @@ class Checker:
     """Runs every check over one scanned tier and collects the findings."""
 
     def __init__(self, scan: Scan, now: dt.date | dt.datetime, wiki_elsewhere: Callable[[str], bool],
-                 only: set[str] | None = None) -> None:
+                 only: set[str] | None = None, similar: bool = True) -> None:
         self.scan = scan
+        self.similar = similar  # look for near-duplicates (warnings: a caller counting errors skips them)
         self.only = only  # report findings about these files only (None: every file)
         self.tier = scan.snap.tier
         self.entries = scan.snap.entries
@@ -652,6 +678,8 @@ class Checker:
                 self.check_links(path, fact)
         self.duplicate_ids(concepts)
         self.superseded_by(concepts)
+        if self.similar:
+            self.near_duplicates()
         for path, page in sorted(self.scan.pages.items()):
             if page.findings and (only is None or path in only):
                 self.findings.extend(Finding(code, severity, path, message, line, g)
@@ -684,6 +712,20 @@ class Checker:
                     continue
                 self.add(PROFILE, "superseded-by-dangling", path, f"superseded_by names {ref}, which is no "
                          "concept path or okf_id in this tier", fact.superseded_line, WARNING)
+
+    def near_duplicates(self) -> None:
+        """Two concepts that say one fact (``knowledge.similar``): a warning on one of them
+        (the one ``only`` asks about), naming the other and the score."""
+        from okfgit.knowledge import similar
+
+        label = self.tier.label
+        found = similar.Index(((label, p), sig) for p, sig in signatures_of(self.scan.snap).items())
+        among = None if self.only is None else [(label, p) for p in self.only if okf.is_concept_path(p)]
+        for score, (_, a), (_, b) in found.pairs(among):
+            if self.only is not None and a not in self.only:
+                a, b = b, a
+            self.add(PROFILE, "near-duplicate", a, f"nearly duplicates {b} (similarity {score:.2f}): one fact in "
+                     "one place: merge them, or supersede one by the other", None, WARNING)
 
     def duplicate_ids(self, concepts: list[tuple[str, Checked]]) -> None:
         owners: dict[str, list[tuple[str, Checked]]] = {}
@@ -911,11 +953,12 @@ def check_snapshot(snap: Snapshot, today: dt.date | dt.datetime, wiki_elsewhere:
 
 def check_tiers(ws: Workspace, tiers: list[Tier], today: dt.date | dt.datetime, *,
                 read: Callable[[Tier], Snapshot] = snapshot, worktree: bool = False,
-                progress: Progress = silent) -> tuple[list[TierReport], list[str]]:
+                progress: Progress = silent, similar: bool = True) -> tuple[list[TierReport], list[str]]:
     """Every finding for each of ``tiers`` (as ``read`` gives them: at HEAD, or the working
     tree), ``[[name]]`` links resolved across the workspace's other active tiers; and a note
     for each tier skipped because it holds no knowledge base. What ``doctor`` reports, and
-    what ``sync`` and ``status`` count."""
+    what ``sync`` and ``status`` count (their errors: without ``similar``, no near-duplicate,
+    which is a warning, is looked for)."""
     scans: dict[str, Scan] = {}
     skipped: list[str] = []
     for tier in tiers:
@@ -928,7 +971,7 @@ def check_tiers(ws: Workspace, tiers: list[Tier], today: dt.date | dt.datetime, 
     elsewhere = _Elsewhere(ws, scans, read)
     reports = []
     for label, scan in scans.items():
-        findings = Checker(scan, today, elsewhere.lookup(label)).run()
+        findings = Checker(scan, today, elsewhere.lookup(label), similar=similar).run()
         concepts = sum(1 for p in scan.snap.entries if okf.is_concept_path(p))
         reports.append(TierReport(scan.snap.tier, scan.snap.commit, worktree, concepts, findings))
     return reports, skipped

@@ -22,8 +22,8 @@ both did), then every index is regenerated from the merged tree (``index.regener
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
-from okfgit.records import field, record
 from okfgit.errors import OkfError
 from okfgit.format import concept as okf
 from okfgit.format import index_md as index
@@ -32,7 +32,7 @@ from okfgit.git.objects import Entry, blob_oid
 from okfgit.knowledge.snapshot import Snapshot
 
 
-@record
+@dataclass(slots=True)
 class Merged:
     """The merge as changes to ``here``'s tree, and what a person should know."""
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from okfgit.records import field, record
 from okfgit.format import concept as okf
 from okfgit.errors import OkfError, UsageError, ValidationError
 from okfgit.git.objects import FILE_MODE, LINK_MODE, Entry, blob_oid
@@ -19,7 +19,7 @@ from okfgit.knowledge import cards
 from okfgit.knowledge.tiers import Tier
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Concept:
     """One concept file parsed in full: where it is, its blob OID, its frontmatter and body.
 
@@ -62,7 +62,7 @@ class Concept:
         return f"{self.tier}:{self.path}@{self.oid[:7]}"
 
 
-@record
+@dataclass(slots=True)
 class Snapshot:
     """The blobs of one tier at one commit (or in its working tree)."""
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from okfgit.records import asdict, fields_of, record
 from okfgit.errors import OkfError
 from okfgit.local import paths
 
 
-@record
+@dataclass(slots=True)
 class Record:
     remote: str | None = None
     last_attempt: float | None = None
@@ -39,7 +39,7 @@ def load(common_dir: str | os.PathLike[str]) -> Record:
     """The record, or an empty one when missing or unreadable."""
     try:
         data = json.loads(path(common_dir).read_bytes())
-        return Record(**{k: data.get(k) for k in fields_of(Record)})
+        return Record(**{k: data.get(k) for k in (f.name for f in fields(Record))})
     except (OSError, ValueError, TypeError, AttributeError):
         return Record()
 

@@ -20,10 +20,10 @@ import fcntl
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from okfgit.records import record
 from okfgit.errors import BusyError, UnwritableError
 from okfgit.local import paths
 
@@ -31,7 +31,7 @@ _POLL_S = 0.05
 WRITE_WAIT_S = 30.0  # a write waits this long for another okfgit write (a sync) to finish
 
 
-@record
+@dataclass(slots=True)
 class Lock:
     """A held lock; release it with ``release()`` or by leaving the ``with`` block."""
 
@@ -118,7 +118,7 @@ def _record(fd: int, when: float) -> None:
         pass  # the record is for humans; the flock is what excludes
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Holder:
     """Who holds the lock now, as recorded in the lock file."""
 

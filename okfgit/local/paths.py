@@ -45,6 +45,8 @@ GRAPH = "graph.json"
 CARDS_DELTA = "cards.delta.json"
 LINKS = "links.json"
 LINKS_DELTA = "links.delta.json"
+SIMILAR = "similar.json"
+SIMILAR_DELTA = "similar.delta.json"
 DOCTOR_DELTA = "doctor.delta.json"
 GRAPH_DELTA = "graph.delta.json"
 INDEXES = "indexes.json"
@@ -60,7 +62,8 @@ EXCHANGE = "exchange.json"
 JOURNAL = "journal"
 
 # Every name above, in the order the README lists them (a test keeps the README complete).
-FILES = (STATE, STATE_JOURNAL, LEGACY_STATE, CARDS, CARDS_DELTA, LINKS, LINKS_DELTA, DOCTOR, DOCTOR_DELTA, GRAPH,
+FILES = (STATE, STATE_JOURNAL, LEGACY_STATE, CARDS, CARDS_DELTA, LINKS, LINKS_DELTA, SIMILAR, SIMILAR_DELTA, DOCTOR,
+         DOCTOR_DELTA, GRAPH,
          GRAPH_DELTA, INDEXES, INDEXES_DELTA, FASTPATH_STAMP, SYNC_STAMP, INDEX_STAMP, LOCK, HOOK_LOG, DRAFTS + "/",
          PR_BODIES + "/", EXCHANGE, JOURNAL + "/")
 
@@ -84,7 +87,8 @@ def legacy_state(common_dir: StrPath) -> Path:
     return okf_dir(common_dir) / LEGACY_STATE
 
 
-_DELTAS = {CARDS: CARDS_DELTA, LINKS: LINKS_DELTA, DOCTOR: DOCTOR_DELTA, GRAPH: GRAPH_DELTA, INDEXES: INDEXES_DELTA}
+_DELTAS = {CARDS: CARDS_DELTA, LINKS: LINKS_DELTA, SIMILAR: SIMILAR_DELTA, DOCTOR: DOCTOR_DELTA, GRAPH: GRAPH_DELTA,
+           INDEXES: INDEXES_DELTA}
 
 
 def cache(common_dir: StrPath, name: str) -> Path:

@@ -16,7 +16,9 @@ records after each successful sync:
 Two checks: **shallow** (the folders only: cost independent of the number of files; git
 hooks use it, since an in-place edit of a memory file does not change what git did) and
 **deep** (every entry: what ``okfgit sync`` itself and the agents' session hooks use, so an
-in-place edit is captured). Standard library only: this runs on every git checkout.
+in-place edit is captured). The deep check also compares the active run's working tree
+(``job``: its files, ``.git`` aside) with the stamp, so a STATE.md an agent edited is taken by
+the next ``okfgit sync``. Standard library only: this runs on every git checkout.
 """
 
 from __future__ import annotations
@@ -206,7 +208,7 @@ def matches(common_dir: str, *, deep: bool = True) -> bool:
         since = int(data["since"])
         memory_dir = str(data["memory_dir"])
         if deep:
-            return _as_left(data, scan(memory_dir))
+            return _as_left(data, scan(memory_dir)) and _job_as_left(data)
         dirs = data["dirs"]
         if not dirs:
             return not os.path.lexists(memory_dir)
@@ -234,6 +236,38 @@ def clean_scan(common_dir: str) -> tuple[str, Scan] | None:
         return None
 
 
+def _job_as_left(data: Any) -> bool:
+    """The active run's working tree is as the stamp recorded it (True when none was)."""
+    job = data.get("job")
+    if job is None:
+        return True
+    digest, newest = job_digest(str(job["root"]))
+    return bool(digest == job["digest"] and newest < int(data["since"]))
+
+
+def job_digest(root: str) -> tuple[str, int]:
+    """(digest, newest mtime) of every file and folder under a run's KB root, dot-names (its
+    ``.git``) left out: what the deep check compares."""
+    total, count, newest = 0, 0, 0
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            found = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in found:
+            if entry.name.startswith("."):
+                continue
+            st = entry.stat(follow_symlinks=False)
+            total += hash((st.st_ino, st.st_size, st.st_mtime_ns))
+            count += 1
+            newest = max(newest, st.st_mtime_ns)
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+    return f"{count}:{total & _MASK:016x}", newest
+
+
 def _load(common_dir: str) -> Any:
     with open(path(common_dir), encoding="utf-8") as fh:
         return json.load(fh)
@@ -247,26 +281,27 @@ def _as_left(data: Any, seen: Scan) -> bool:
 
 def save(common_dir: str, memory_dir: str, since: int,
          okfgit_wrote: Callable[[str, int, int], bool] | None = None, clean: bool = False,
-         seen: Scan | None = None) -> None:
+         seen: Scan | None = None, job: str | None = None) -> None:
     """Write the stamp for ``memory_dir`` as it is now (``record``); only a cache, so a
     failed write is ignored (the next sync does the full work). With ``okfgit_wrote`` the
     stamp's ``since`` moves past the files okfgit wrote while the sync ran (``record``);
     ``clean``: the capture took every file it could and left none skipped or waiting;
-    ``seen``: the folder as it is now (``after_writes``), when the caller knows it."""
+    ``seen``: the folder as it is now (``after_writes``), when the caller knows it; ``job``:
+    the active run's KB root, whose working tree the stamp records too."""
     from pathlib import Path
 
     from okfgit import fsutil  # not on the no-op path
     from okfgit.errors import OkfError
 
     try:
-        fsutil.atomic_write(Path(path(common_dir)), record(memory_dir, since, okfgit_wrote, clean, seen),
+        fsutil.atomic_write(Path(path(common_dir)), record(memory_dir, since, okfgit_wrote, clean, seen, job),
                             fsync=False)
     except (OkfError, OSError):
         pass
 
 
 def record(memory_dir: str, since: int, okfgit_wrote: Callable[[str, int, int], bool] | None = None,
-           clean: bool = False, seen: Scan | None = None) -> bytes:
+           clean: bool = False, seen: Scan | None = None, job: str | None = None) -> bytes:
     """The stamp bytes for ``memory_dir`` as it is now, for a sync that started at file-system
     time ``since`` (ns); the caller writes them atomically.
 
@@ -280,5 +315,8 @@ def record(memory_dir: str, since: int, okfgit_wrote: Callable[[str, int, int], 
         seen = scan(memory_dir, since, okfgit_wrote)
     if okfgit_wrote is not None and seen.vouched and seen.digest != ABSENT:
         since = max(since, seen.newest) + 1
-    data = {"memory_dir": memory_dir, "since": since, "digest": seen.digest, "dirs": seen.dirs, "clean": clean}
+    data: dict[str, Any] = {"memory_dir": memory_dir, "since": since, "digest": seen.digest, "dirs": seen.dirs,
+                            "clean": clean}
+    if job is not None:
+        data["job"] = {"root": job, "digest": job_digest(job)[0]}
     return json.dumps(data, separators=(",", ":")).encode("utf-8") + b"\n"

@@ -331,11 +331,13 @@ class State:
     every needs-merge sibling in those inputs as ``<tier>:<path>``). A run where only
     concepts' bodies changed repeats these without reading every concept again (None: not
     recorded, such a run reads them all). ``stale_at``: epoch seconds when a projected
-    concept goes stale (MEMORY.md changes then). ``rendered``: for an index file a target
-    renders from every concept (Gemini CLI's ``MEMORY.md``), the tier inputs it was last
-    rendered from, so that a run with the same inputs need not read every concept for it.
-    (A plain class: a dataclass costs every command that loads the record its generated code
-    at import.)
+    concept goes stale (MEMORY.md changes then). ``declined``: the concepts an agent deleted the
+    memory file of (``okf_id`` -> the blob capture left it at): projection does not write them
+    back while they are deprecated or still that blob (spec/okf-capture-sync.md §7).
+    ``rendered``: for an index file a target renders from every concept (Gemini CLI's
+    ``MEMORY.md``), the tier inputs it was last rendered from, so that a run with the same
+    inputs need not read every concept for it. (A plain class: a dataclass costs every
+    command that loads the record its generated code at import.)
     """
 
     def __init__(self, common_dir: Path, memory_dir: Path | None = None, memory_dir_mtime_ns: int | None = None,
@@ -344,7 +346,7 @@ class State:
                  recall_top_s: int | None = None, generation: int = 0, *, recall_fresh: int | None = None,
                  skipped: list[str] | None = None, notes: list[str] | None = None,
                  needs_merge: list[str] | None = None, tool: str = TOOL, warnings: list[str] | None = None,
-                 stale_at: int | None = None) -> None:
+                 stale_at: int | None = None, declined: dict[str, str] | None = None) -> None:
         self.common_dir = common_dir
         self.memory_dir = memory_dir
         self.memory_dir_mtime_ns = memory_dir_mtime_ns
@@ -360,6 +362,7 @@ class State:
         self.tool = tool
         self.warnings: list[str] = [] if warnings is None else warnings
         self.stale_at = stale_at
+        self.declined: dict[str, str] = {} if declined is None else declined
         self.rendered: dict[str, dict[str, TierInput]] = {}
         self._store: _Store | None = None  # the database this was read from (rows read lazily)
         self._stored: dict[str, Any] = {}  # meta and targets as read, so that save writes what changed
@@ -389,7 +392,8 @@ class State:
         out = State(self.common_dir, self.memory_dir, self.memory_dir_mtime_ns, dict(self.inputs),
                     dict(self.targets), self._memory.copy(), self.recall_top_s, self.generation,
                     recall_fresh=self.recall_fresh, skipped=self.skipped, notes=self.notes,
-                    needs_merge=self.needs_merge, tool=self.tool, stale_at=self.stale_at)
+                    needs_merge=self.needs_merge, tool=self.tool, stale_at=self.stale_at,
+                    declined=dict(self.declined))
         out.rendered = dict(self.rendered)
         out._store, out._stored = self._store, self._stored
         return out
@@ -477,6 +481,7 @@ class State:
             "memory_dir": str(self.memory_dir) if self.memory_dir is not None else None,
             "memory_dir_mtime_ns": self.memory_dir_mtime_ns,
             "stale_at": self.stale_at,
+            "declined": dict(sorted(self.declined.items())),
             "inputs": {k: list(v) for k, v in sorted(self.inputs.items())},
             "recall": [self.recall_top_s, self.generation,
                        *([self.recall_fresh] if self.recall_fresh is not None else [])],
@@ -553,6 +558,7 @@ def _from_meta(common: Path, meta: Mapping[str, Any], targets: dict[str, FileRec
         memory_dir=Path(memory_dir) if isinstance(memory_dir, str) else None,
         memory_dir_mtime_ns=int(mtime) if mtime is not None else None,
         stale_at=int(stale) if stale is not None else None,
+        declined={str(k): str(v) for k, v in dict(meta.get("declined") or {}).items()},
         inputs={str(k): TierInput(*v) for k, v in dict(meta.get("inputs") or {}).items()},
         targets=targets,
         tool=str(meta.get("tool", "")),

@@ -1,4 +1,4 @@
-"""``okfgit mcp``: the read verbs, ``status``, ``note`` and ``log`` as MCP tools.
+"""``okfgit mcp``: the read verbs, ``status``, ``note``, ``log`` and ``state`` as MCP tools.
 
 This module knows nothing of the MCP SDK (``mcp_stdio`` is the adapter): each tool is a
 function from its arguments to a ``ToolResult`` (the text the CLI prints, the JSON
@@ -8,8 +8,8 @@ function from its arguments to a ``ToolResult`` (the text the CLI prints, the JS
 A ``Reader`` keeps the read model warm between calls: each call re-reads which tiers
 are in view (the active run may change) and each tier's HEAD, and rebuilds only the
 tiers whose HEAD moved, so a commit made by anyone between two calls is seen by the
-next one. The write rule: ``note`` and ``log`` write to the active run's job tier and
-nowhere else; no tool writes to the project or global tier.
+next one. The write rule: ``note``, ``log`` and ``state`` write to the active run's job tier
+and nowhere else; no tool writes to the project or global tier.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 import urllib.parse
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from okfgit.records import field, record
 from okfgit import TOOL
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, OkfError, UsageError
@@ -40,7 +40,7 @@ from okfgit.flows import runs
 SCHEME = "okf"
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """What a tool returns: text for the agent to read, and the same as JSON."""
 
@@ -50,7 +50,7 @@ class ToolResult:
     blob: bytes | None = None  # ``cat`` of bytes that are not UTF-8: returned as a blob
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Resource:
     uri: str
     name: str
@@ -118,6 +118,15 @@ class Reader:
 
 def search(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
     view = reader.view(_scope(args))
+    like = _text(args, "similar")
+    if like is not None:
+        if _words(args, "words"):
+            raise UsageError("search: similar takes no words: it compares the concept's own words")
+        found_ref = refs.resolve_concept(view, like)
+        alike = nav.similar(view, found_ref.concept, _text(args, "type"), _strings(args, "tags"),
+                            limit=_count(args, "limit", nav.LIMIT))
+        return ToolResult("\n".join(nav_render.similar_lines(view, found_ref.concept, alike)),
+                          nav_render.similar_json(view, alike))
     found = nav.search(view, _words(args, "words"), _text(args, "type"), _strings(args, "tags"),
                        limit=_count(args, "limit", nav.LIMIT))
     # Lifecycle (deprecated last and marked, stale marked) comes with the line and the JSON.
@@ -197,6 +206,21 @@ def log(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
     return ToolResult(f"logged in {cited} ({commit[:7]})", data)
 
 
+def state(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
+    ws = reader.workspace()
+    tier, plan = runs.state_plan(reader.ctx, ws, task=_text(args, "task"), where=_text(args, "where"),
+                                 next_steps=_strings(args, "next") if "next" in args else None,
+                                 questions=_strings(args, "questions") if "questions" in args else None)
+    if not plan.commits:
+        return ToolResult(f"{tier.label}:{runs.STATE} already says that; nothing was committed",
+                          {"run": tier.run, "path": runs.STATE, "commit": None})
+    commit = _apply_to_job(reader.ctx, plan)
+    hit = reader.view("all", ws).hit(tier.label, runs.STATE)
+    cited = hit.citation if hit else f"{tier.label}:{runs.STATE}"
+    return ToolResult(f"rewrote {cited} ({commit[:7]})",
+                      {"run": tier.run, "path": runs.STATE, "commit": commit, "citation": cited})
+
+
 def _apply_to_job(ctx: Context, plan: Plan) -> str:
     """Carry out ``plan`` only if it commits to a job tier and writes nothing else."""
     if plan.writes or any(c.tier.name != "job" for c in plan.commits):
@@ -214,7 +238,7 @@ _REF = {"type": "string", "description": "A slug, frontmatter name, okf_id, KB p
 _WORDS = {"type": "array", "items": {"type": "string"}}
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolSpec:
     name: str
     description: str
@@ -237,8 +261,11 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Find concepts in every tier (job > project > global) whose type and tags match and whose title or "
         "description contains every word (case-insensitive). Each hit is cited tier:path@oid; deprecated "
         "and stale concepts are marked. Bodies are not searched: cat a hit to read it. The best `limit` hits "
-        "are shown and `more` says how many matched beyond them: narrow with more words, a type or tags.",
+        "are shown and `more` says how many matched beyond them: narrow with more words, a type or tags. "
+        "With `similar` (a REF) it lists instead the concepts whose words are most like that concept's, with how "
+        "alike (0 to 1; 0.85 or more: a near-duplicate, one fact said twice): check it before writing a note.",
         {"words": {**_WORDS, "description": "Words that must all appear in the title or description."},
+         "similar": {**_REF, "description": "A concept (any REF) to find the concepts most alike; no words then."},
          "type": {"type": "string", "description": "Only concepts of this OKF type (Decision, Lesson, ...)."},
          "tags": {**_WORDS, "description": "Only concepts carrying every one of these tags."},
          "limit": {"type": "integer", "minimum": 0,
@@ -291,6 +318,16 @@ TOOLS: tuple[ToolSpec, ...] = (
          "relation": {"type": "string", "enum": list(cites_format.RELATIONS),
                       "description": "How the note bears on cites; contradicts makes promote propose a supersession."}},
         note, required=("type", "title"), writes=True,
+    ),
+    ToolSpec(
+        "state",
+        "Rewrite the active run's STATE.md, the current picture of its task, as one commit (as `okfgit state` "
+        "does): each field given replaces that section, the others stay. Job tier only.",
+        {"task": {"type": "string", "description": "What the run is for; its first sentence becomes the description."},
+         "where": {"type": "string", "description": "Where the work stands now."},
+         "next": {**_WORDS, "description": "The next steps, in order (replaces the list)."},
+         "questions": {**_WORDS, "description": "The open questions (replaces the list)."}},
+        state, writes=True,
     ),
     ToolSpec(
         "log",

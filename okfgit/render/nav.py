@@ -88,3 +88,20 @@ def cat_json(view: Merged, hit: Hit, data: bytes) -> dict[str, Any]:
     except UnicodeDecodeError:
         out["content_base64"] = base64.b64encode(data).decode("ascii")
     return out
+
+
+def similar_lines(view: Merged, concept: TierCard, found: nav.AlikeFound) -> list[str]:
+    """``search --similar``: each concept alike ``concept``, most alike first, with the score."""
+    if not found.hits:
+        return [f"no concept is like {concept.citation}"]
+    lines = [f"{a.score:.2f}  " + concept_line(view, a.concept, ("near-duplicate",) if a.near_duplicate else ())
+             for a in found.hits]
+    if found.more:
+        lines.append(f"{found.more} more alike concept{'s' if found.more != 1 else ''} not shown: raise the limit "
+                     "(0 for all)")
+    return lines
+
+
+def similar_json(view: Merged, found: nav.AlikeFound) -> dict[str, object]:
+    return {"results": [{"score": a.score, "near_duplicate": a.near_duplicate, **nav.concept_json(view, a.concept)}
+                        for a in found.hits], "more": found.more}

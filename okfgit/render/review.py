@@ -3,8 +3,9 @@
 The markdown ends with a fenced ``okf-review`` JSON block (verdict, findings, concepts),
 so a bot or a person can read the verdict back from the posted comment. It is bounded:
 GitHub refuses a comment over 65,536 characters, so past ``LIMIT`` the per-concept detail
-collapses into one row per concept, then into counts per folder; the block is always
-complete, valid JSON at the end (what it had to leave out, it counts). ``full=True`` is
+collapses into one line per concept, then into counts per folder followed by the lines that
+fit; the block is always complete, valid JSON at the end (what it had to leave out, it
+counts). ``full=True`` is
 the unbounded report, for a CI artifact.
 
 Concept text is a contributor's words: in markdown it is escaped (HTML shown as text,
@@ -19,8 +20,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from okfgit.verbs.review import (APPROVED, HUMAN, MERGE, REQUEST_CHANGES, CommitInfo, ConceptChange, FieldChange,
-                                 Review)
+from okfgit.format.findings import ERROR
+from okfgit.verbs.review import (AMEND, APPROVED, CLOSE, HUMAN, MERGE, REQUEST_CHANGES, CommitInfo, ConceptChange,
+                                 FieldChange, Review)
 
 # GitHub's comment limit is 65,536 characters; keep a margin for what CI adds around it.
 LIMIT = 60_000
@@ -33,6 +35,9 @@ VERDICT_TEXT = {
     REQUEST_CHANGES: "Some findings are errors; fix them before merging.",
     HUMAN: "These changes need a person's approval (an approving review of the pull request, passed to "
            "`okfgit review --approved-by human:<id>`).",
+    AMEND: "The maintainer amends these changes before merging: this head is not merged as it stands; the amended "
+           "head gets a review of its own.",
+    CLOSE: "The maintainer closes this pull request: its knowledge changes are not merged.",
 }
 
 
@@ -96,45 +101,61 @@ def _field_text(item: FieldChange) -> str:
 
 # -- markdown ----------------------------------------------------------------------------
 
-# How much the markdown shows, most first; the first that fits LIMIT is used.
-DETAIL, ROWS, FOLDERS, MINIMAL = "detail", "rows", "folders", "minimal"
+# How much the markdown shows, most first: each concept in detail, each concept on one line,
+# counts per folder (with as many lines as still fit). The richest that fits LIMIT is used.
+DETAIL, LINES, FOLDERS = "detail", "lines", "folders"
+LINE_TEXT = 160  # a title or description on one concept's line
 
 
 def as_markdown(review: Review, full: bool = False) -> str:
-    """The pull request comment: under ``LIMIT`` characters unless ``full``."""
+    """The pull request comment: under ``LIMIT`` characters unless ``full``.
+
+    The ``okf-review`` block comes last and is always complete JSON; it takes the room the
+    prose leaves (at most ``BLOCK_BUDGET``), so it never crowds out what a person reads."""
     if full:
-        return _markdown(review, DETAIL, block(review, None), full=True)
-    the_block = block(review, BLOCK_BUDGET)
-    for level in (DETAIL, ROWS, FOLDERS):
-        text = _markdown(review, level, the_block)
-        if len(text) <= LIMIT:
-            return text
-    return _fit(_markdown(review, MINIMAL, the_block), the_block)
+        return _markdown(review, DETAIL, full=True) + block(review, None)
+    floor = len(block(review, 0))  # the block with its lists emptied: what it needs at least
+    for level in (DETAIL, LINES):
+        prose = _markdown(review, level)
+        if len(prose) + floor <= LIMIT:
+            return prose + block(review, min(BLOCK_BUDGET, LIMIT - len(prose)))
+    prose = _markdown(review, FOLDERS, room=LIMIT - floor)
+    return prose + block(review, min(BLOCK_BUDGET, LIMIT - len(prose)))
 
 
 def block(review: Review, budget: int | None) -> str:
-    """The fenced ``okf-review`` block; past ``budget`` characters its lists are cut and the cut counted."""
+    """The fenced ``okf-review`` block, one list item per line; past ``budget`` characters its
+    lists are cut (findings first: they decide the verdict) and the cut counted in ``omitted``."""
     data = review.block()
     text = _fenced_block(data)
     if budget is None or len(text) <= budget:
         return text
     findings, concepts = data["findings"], data["concepts"]
-    data["omitted"] = {"findings": 0, "concepts": 0}
-    data["counts"] = review.counts()
 
-    def with_counts(n_findings: int, n_concepts: int) -> str:
+    def cut(n_findings: int, n_concepts: int) -> str:
         data["findings"], data["concepts"] = findings[:n_findings], concepts[:n_concepts]
         data["omitted"] = {"findings": len(findings) - n_findings, "concepts": len(concepts) - n_concepts}
         return _fenced_block(data)
 
-    # Findings first (they decide the verdict), then as many concepts as still fit.
-    keep_f = _most(len(findings), lambda n: len(with_counts(n, 0)) <= budget)
-    keep_c = _most(len(concepts), lambda n: len(with_counts(keep_f, n)) <= budget)
-    return with_counts(keep_f, keep_c)
+    keep_f = _most(len(findings), lambda n: len(cut(n, 0)) <= budget)
+    keep_c = _most(len(concepts), lambda n: len(cut(keep_f, n)) <= budget)
+    return cut(keep_f, keep_c)
 
 
 def _fenced_block(data: dict[str, Any]) -> str:
-    return "```okf-review\n" + json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n```\n"
+    """Compact JSON that still reads: one key per line, one list item per line."""
+    lines = []
+    for key, value in data.items():
+        if isinstance(value, list) and value:
+            items = ",\n".join("    " + _compact(v) for v in value)
+            lines.append(f'  {json.dumps(key)}: [\n{items}\n  ]')
+        else:
+            lines.append(f"  {json.dumps(key)}: {_compact(value)}")
+    return "```okf-review\n{\n" + ",\n".join(lines) + "\n}\n```\n"
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str, separators=(", ", ": "))
 
 
 def _most(total: int, fits: Callable[[int], bool]) -> int:
@@ -149,45 +170,91 @@ def _most(total: int, fits: Callable[[int], bool]) -> int:
     return low
 
 
-def _markdown(review: Review, level: str, the_block: str, full: bool = False) -> str:
+def _markdown(review: Review, level: str, full: bool = False, room: int | None = None) -> str:
+    """The prose of the comment at ``level``; at ``FOLDERS``, as many concept lines as fit
+    ``room`` characters follow the counts per folder."""
     out = [f"## okfgit review: {review.verdict}", "",
            f"Knowledge changes in `.okf/` from `{review.base[:12]}` to `{review.head[:12]}` ({_code(review.range)}): "
            f"{_counts(review)}.", "", f"**{_verdict_text(review)}**", ""]
     if level != DETAIL:
         out += ["> This comment is shortened to stay within GitHub's size limit"
-                + (" (one row per concept)." if level == ROWS else " (counts per folder).")
+                + (" (one line per concept)." if level == LINES
+                   else " (counts per folder, then the concepts that fit).")
                 + " Run `okfgit review --full` (or open the review report artifact) for every concept's detail.", ""]
     if review.approved_by:
         out += [f"Approved by {', '.join(_text(a) for a in review.approved_by)} ({_text(review.approval_note)}).", ""]
     if review.harvest is not None:
         out += [_text(_harvest_line(review)), ""]
-    out += _md_findings(review, None if level in (DETAIL, ROWS) else (50 if level == FOLDERS else 20))
+    out += _md_findings(review, None if level == DETAIL else (50 if level == LINES else 20))
+    tail: list[str] = []
+    if review.files:
+        shown = review.files if level == DETAIL else review.files[:20]
+        more = len(review.files) - len(shown)
+        tail += ["Other files: " + ", ".join(f"{c} {_code(p)}" for c, p in shown)
+                 + (f", and {more} more" if more else "") + ".", ""]
+    tail += _md_commits(review, None if level == DETAIL else 30, trailers=None if level == DETAIL else 4)
     out += ["### Concepts", ""] + (["No concept changed.", ""] if not review.concepts else [])
     if review.concepts:
         if level == DETAIL:
             for change in review.concepts:
                 out += _md_concept(change, None if full else DETAIL_CAP)
-        elif level == ROWS:
-            out += _md_concept_rows(review.concepts)
+        elif level == LINES:
+            marks = _marks(review)
+            out += [_md_line(c, marks) for c in review.concepts] + [""]
         else:
-            out += _md_folders(review.concepts, None if level == FOLDERS else 40)
-    if review.files:
-        shown = review.files if level in (DETAIL, ROWS) else review.files[:20]
-        more = len(review.files) - len(shown)
-        out += ["Other files: " + ", ".join(f"{c} {_code(p)}" for c, p in shown)
-                + (f", and {more} more" if more else "") + ".", ""]
-    out += _md_commits(review, None if level in (DETAIL, ROWS) else (30 if level == FOLDERS else 0))
-    return "\n".join(out) + "\n" + the_block
+            out += _md_folders(review.concepts, 40)
+            used = len("\n".join(out + tail)) + 1
+            out += _md_some_lines(review, (room or LIMIT) - used)
+    return "\n".join(out + tail) + "\n"
 
 
-def _fit(text: str, the_block: str) -> str:
-    """Last resort (never expected): cut the prose at a line so the whole stays under LIMIT."""
-    if len(text) <= LIMIT:
-        return text
-    prose = text[: len(text) - len(the_block)]
-    note = "\n\n_(cut to fit; see the full report)_\n\n"
-    keep = prose[: LIMIT - len(the_block) - len(note)]
-    return keep[: keep.rfind("\n") + 1] + note + the_block
+def _md_some_lines(review: Review, room: int) -> list[str]:
+    """As many concept lines as fit ``room`` characters, and how to see the rest."""
+    marks = _marks(review)
+    total = len(review.concepts)
+    rest_note = ("… and {n} more concepts: `okfgit review --full` (or the review report artifact) lists every one, "
+                 "`okfgit review --format json` too.")
+    room -= len(rest_note) + 20
+    lines: list[str] = []
+    # What needs a decision first: concepts with errors, then with needs-human findings, then warnings.
+    rank = {ERROR: 0, HUMAN: 1}
+    first = sorted(review.concepts, key=lambda c: min(
+        (rank.get(f.severity, 2) for f in review.findings if f.file in (c.path, c.old_path)), default=3))
+    for change in first:
+        line = _md_line(change, marks)
+        if len(line) + 1 > room:
+            break
+        lines.append(line)
+        room -= len(line) + 1
+    out = [f"{len(lines)} of {total} concepts, those with findings first:", ""] if lines else []
+    out += lines
+    if len(lines) < total:
+        out += ["", rest_note.format(n=total - len(lines))]
+    return out + [""]
+
+
+def _marks(review: Review) -> dict[str, list[str]]:
+    """Each concept path's findings, as ``severity: code`` marks (each once, in the findings' order)."""
+    out: dict[str, list[str]] = {}
+    for f in review.findings:
+        mark = f"{f.severity}: {f.code}"
+        found = out.setdefault(f.file, [])
+        if mark not in found:
+            found.append(mark)
+    return out
+
+
+def _md_line(c: ConceptChange, marks: dict[str, list[str]]) -> str:
+    """One concept on one line: change, path, type, title, description, its findings' marks."""
+    where = f"{_code(c.old_path)} → {_code(c.path)}" if c.old_path else _code(c.path)
+    kind = _text(_short(c.type or "(no type)", 60))
+    text = f"- {c.change} {where} · {kind}: **{_text(_short(c.title, LINE_TEXT))}**"
+    if c.description and c.description != c.title:
+        text += f" — {_text(_short(c.description, LINE_TEXT))}"
+    found = marks.get(c.path, []) + [m for m in marks.get(c.old_path or "", []) if c.old_path]
+    if found:
+        text += " · " + ", ".join(f"`{m}`" for m in found)
+    return text
 
 
 def _md_findings(review: Review, cap: int | None) -> list[str]:
@@ -248,14 +315,6 @@ def _details(summary: str, lang: str, text: str, cap: int | None) -> list[str]:
             + ([note, ""] if note else []) + ["</details>", ""])
 
 
-def _md_concept_rows(changes: list[ConceptChange]) -> list[str]:
-    out = ["| change | path | type | title |", "|---|---|---|---|"]
-    for c in changes:
-        where = f"{_code(c.old_path)} → {_code(c.path)}" if c.old_path else _code(c.path)
-        out.append(f"| {c.change} | {where} | {_text(_short(c.type or '(no type)', 60))} | {_text(_short(c.title))} |")
-    return out + [""]
-
-
 def _md_folders(changes: list[ConceptChange], cap: int | None) -> list[str]:
     kinds = ("added", "modified", "removed", "renamed")
     by_folder: dict[str, dict[str, int]] = {}
@@ -272,7 +331,7 @@ def _md_folders(changes: list[ConceptChange], cap: int | None) -> list[str]:
     return out + [""]
 
 
-def _md_commits(review: Review, cap: int | None) -> list[str]:
+def _md_commits(review: Review, cap: int | None, trailers: int | None = None) -> list[str]:
     out = ["### Commits", ""]
     if not review.commits:
         return out + ["No commit in the range touches `.okf/`.", ""]
@@ -280,10 +339,10 @@ def _md_commits(review: Review, cap: int | None) -> list[str]:
     if shown:
         out += ["| commit | provenance | subject |", "|---|---|---|"]
     for commit in shown:
-        trailers = _okf_trailers(commit)
-        if cap is not None and len(trailers) > 4:
-            trailers = trailers[:4] + [("…", f"{len(trailers) - 4} more trailers")]
-        notes = "<br>".join(_code(f"{k}: {v}") for k, v in trailers)
+        found = _okf_trailers(commit)
+        if trailers is not None and len(found) > trailers:
+            found = found[:trailers] + [("…", f"{len(found) - trailers} more trailers")]
+        notes = "<br>".join(_code(f"{k}: {v}") for k, v in found)
         who = _text(_who(commit)) + (f"<br>{notes}" if notes else "")
         out.append(f"| `{commit.oid[:12]}` | {who} | {_text(_short(commit.subject))} |")
     if len(shown) < len(review.commits):
@@ -295,6 +354,8 @@ def _md_commits(review: Review, cap: int | None) -> list[str]:
 
 
 def _verdict_text(review: Review) -> str:
+    if review.outcome is not None:
+        return f"{VERDICT_TEXT[review.outcome]} (The checks alone say {review.checked}.)"
     if review.verdict == MERGE and any(f.severity == APPROVED for f in review.findings):
         return (f"A person approved what needed approval ({', '.join(review.approved_by)}; {review.approval_note}) "
                 "and nothing else blocks "

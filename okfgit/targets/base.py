@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
-from okfgit.records import field, record
 from okfgit.format import blocks
 from okfgit.knowledge.cards import TierCard
 from okfgit.context import Context
@@ -58,7 +58,7 @@ class Merged(NamedTuple):
     needs_merge: list[str] = []  # "<tier>:<path>" of every needs-merge sibling, tier by tier, by path
 
 
-@record
+@dataclass(slots=True)
 class View:
     """What targets are given: the tiers in precedence order, where the repo is, the state."""
 
@@ -110,9 +110,10 @@ class Item(NamedTuple):
     keep_record: bool = True
     via: Path | None = None  # the symlink ``path`` was reached through (a home-level block file)
     mtime_ns: int | None = None  # the modification time the file gets (write, touch)
+    held: bool = False  # a memory file an agent deleted, not written back (spec/okf-capture-sync.md §7)
 
 
-@record
+@dataclass(slots=True)
 class TargetPlan:
     items: list[Item] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

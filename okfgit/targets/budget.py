@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from okfgit.records import field, record
 from okfgit.format import blocks
 from okfgit.local.state import MemoryFile, MemoryFiles, State
 from okfgit.targets import claude_home, memory_index, recall
@@ -29,7 +29,7 @@ from okfgit.targets import claude_home, memory_index, recall
 CODEX_MAX_BYTES = 32 * 1024  # Codex's project_doc_max_bytes default
 
 
-@record
+@dataclass(slots=True)
 class FileBudget:
     """One instruction file an agent loads: its size and okfgit's block in it."""
 
@@ -45,7 +45,7 @@ class FileBudget:
                 "block_bytes": self.block, "scope": self.scope}
 
 
-@record
+@dataclass(slots=True)
 class Explanation:
     """Per agent, what it sees, what was cut and why."""
 

@@ -14,10 +14,10 @@ import os.path
 import re
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from okfgit.format.names import nfc
-from okfgit.records import record
 
 _MAX_ENCODED = 200
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -62,7 +62,7 @@ def encode_project_dir(path: str) -> str:
     return f"{encoded[:_MAX_ENCODED]}-{_base36(abs(_java_hash(units)))}"
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MemoryDirChoice:
     """The Claude Code memory folder for a repo, what decided it, and why a source was not used."""
 

@@ -34,7 +34,8 @@ from okfgit.format import lifecycle
 from okfgit.git.objects import FILE_MODE, Entry, blob_oid, sha1_hex
 from okfgit.errors import OkfError
 from okfgit.knowledge.cards import Card, TierCard, card_of
-from okfgit.local.state import MemoryFile, TierInput
+from okfgit.local.state import MemoryFile
+from okfgit.local.state import State as MemoryState
 from okfgit.targets import memory_index, recall
 from okfgit.targets.base import (FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, TargetPlan, View,
                                  folder_problem)
@@ -66,23 +67,18 @@ class ClaudeMemory:
             out.items.append(Item(folder, FAIL, f"{problem} (nothing was changed there)"))
             return out
         out.memory_dir = folder
-        if _untouched(view, folder):
-            out.kept_rest = view.state.memory_files
-            record = view.state.targets[str(folder / INDEX_NAME)]
-            out.items.append(Item(folder / INDEX_NAME, UNCHANGED, "index of the memory folder", oid=record.oid))
-            return out
         if _changed_in_place(view, folder, out):
             return out
         merged = view.merged()
-        names, warnings = assign_names(merged.concepts)
+        shown = [c for c in merged.concepts if not _declined(view.state, c)]
+        names, warnings = assign_names(shown)
         out.notes = [*merged.warnings, *warnings]
         out.skipped = list(merged.skipped)
         out.needs_merge = list(merged.needs_merge)
         out.warnings.extend(out.notes)
-        trust = _folder_unchanged(view, folder)
-        out.items.extend(_reconcile(view, folder, names, trust, out.kept))
+        out.items.extend(_reconcile(view, folder, names, out.kept))
         _recall_order(view, folder, names, out)
-        index = _index_item(view, folder, names, merged.concepts, out)
+        index = _index_item(view, folder, names, shown, out)
         if index is not None:
             out.items.append(index)
         old = view.state.memory_dir
@@ -91,7 +87,14 @@ class ClaudeMemory:
         return out
 
 
-# -- when nothing needs looking at ---------------------------------------------------------
+# -- the folder as okfgit left it ---------------------------------------------------------
+
+
+def _declined(st: MemoryState, concept: TierCard) -> bool:
+    """An agent deleted this concept's memory file and capture took that as its judgement: the
+    concept is deprecated now, or still the blob capture proposed deprecating."""
+    left = st.declined.get(concept.card.okf_id or "")
+    return left is not None and (left == concept.card.oid or concept.card.status == lifecycle.DEPRECATED)
 
 
 def _folder_unchanged(view: View, folder: Path) -> bool:
@@ -103,12 +106,6 @@ def _folder_unchanged(view: View, folder: Path) -> bool:
         return os.stat(folder).st_mtime_ns == state.memory_dir_mtime_ns
     except OSError:
         return False
-
-
-def _untouched(view: View, folder: Path) -> bool:
-    """Same inputs, same folder, same MEMORY.md as last time: no per-concept work at all."""
-    inputs = {t.label: TierInput(str(t.tier.repo_path), t.commit, t.tree) for t in view.tiers}
-    return view.state.inputs == inputs and _as_left(view, folder)
 
 
 def _as_left(view: View, folder: Path) -> bool:
@@ -137,8 +134,8 @@ SAME = ("okf_id", "origin", "title", "description", "summary", "type", "status",
 
 
 def _changed_in_place(view: View, folder: Path, out: TargetPlan) -> bool:
-    """Plan a run where only concepts' bytes changed, without reading every concept: True
-    when it did (``out`` is complete), False when the full plan must decide.
+    """Plan a run where only concepts' bytes changed (or nothing did), without reading every
+    concept: True when it did (``out`` is complete), False when the full plan must decide.
 
     It applies when the folder and MEMORY.md are as okfgit left them, the previous run
     recorded what the full plan needs to repeat (its warnings, the recall order's fresh
@@ -363,8 +360,7 @@ def _current(path: Path) -> tuple[str, bytes | None]:
 
 def _as_written(path: str, rec: MemoryFile | None) -> bool:
     """The regular file at ``path`` has the size and modification time okfgit recorded when
-    it wrote it (git's rule for an unchanged file), so it holds those bytes without a read:
-    when the folder changed (a memory came or went), the other 10,000 files are not read."""
+    it wrote it (git's rule for an unchanged file), so it holds those bytes without a read."""
     if rec is None:
         return False
     try:
@@ -415,13 +411,14 @@ def _listing(folder: Path) -> set[str] | None:
         return None
 
 
-def _reconcile(view: View, folder: Path, names: dict[str, TierCard], trust: bool,
-               kept: list[str]) -> Iterator[Item]:
+def _reconcile(view: View, folder: Path, names: dict[str, TierCard], kept: list[str]) -> Iterator[Item]:
     state = view.state
     same_folder = state.memory_dir == folder
     records = state.memory_files if same_folder else {}
-    # When most files must be looked at, list the folder once: absent names need no lstat.
-    present = None if trust else _listing(folder)
+    present = _listing(folder)  # listed once: an absent name needs no lstat
+    # Every file okfgit recorded there is gone (a new machine, the folder emptied by hand): that
+    # is no agent's judgement on each fact, and every file is written again.
+    wiped = bool(records) and (present is None or not any(n.split("/", 1)[0].casefold() in present for n in records))
     checked: dict[str, str | None] = {}
     where = str(folder)  # a Path per file only for the files that are not kept
     for name in sorted(names):
@@ -430,9 +427,6 @@ def _reconcile(view: View, folder: Path, names: dict[str, TierCard], trust: bool
         wanted = _Wanted(view, concept)
         as_recorded = rec is not None and rec.oid == concept.card.oid and rec.path == concept.path \
             and rec.tier == concept.tier and rec.okf_id == concept.card.okf_id and rec.file_oid == wanted.oid
-        if trust and as_recorded:
-            kept.append(name)
-            continue
         problem = _subfolder_problem(folder, name, checked)
         if problem is not None:
             yield Item(folder / name, SKIP, f"{problem}, so {concept.citation} is not projected there",
@@ -440,11 +434,17 @@ def _reconcile(view: View, folder: Path, names: dict[str, TierCard], trust: bool
             continue
         missing = present is not None and "/" not in name and name.casefold() not in present
         if as_recorded and not missing and _as_written(os.path.join(where, name), rec):
-            kept.append(name)  # a file came or went beside it; this one is as okfgit wrote it
+            kept.append(name)  # as okfgit wrote it (git's stat rule): not read
             continue
         path = folder / name
         why = f"holds {concept.citation}"
         kind, data = ("missing", None) if missing else _current(path)
+        if kind == "missing" and as_recorded and not wiped:
+            # An agent deleted the file okfgit wrote: its judgement that the fact is stale.
+            # Capture proposes deprecating the concept; until then the file is not written back.
+            yield Item(path, SKIP, f"was deleted by an agent; {concept.citation} is not written back (capture "
+                       "proposes deprecating it)", memory_name=name, concept=concept, held=True)
+            continue
         if kind == "missing":
             yield Item(path, WRITE, f"{why} (new){wanted.note}", data=wanted.data, oid=wanted.oid,
                        memory_name=name, concept=concept)

@@ -23,9 +23,8 @@ import json
 import os
 import shutil
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-
-from okfgit.records import record
 
 HOME_VAR = "GEMINI_CLI_HOME"
 DEFAULT_CONTEXT = "GEMINI.md"
@@ -71,7 +70,7 @@ def context_file_names(project_root: Path | None, environ: Mapping[str, str], us
     return [DEFAULT_CONTEXT]
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MemoryFolder:
     """A project's private memory folder in Gemini CLI, or why it has none yet."""
 

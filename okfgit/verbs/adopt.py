@@ -20,10 +20,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from okfgit.records import field, record
 from okfgit import fsutil
 from okfgit.format import index_md as index
 from okfgit.format import concept as okf
@@ -39,7 +39,7 @@ from okfgit.knowledge.tiers import Tier, Workspace
 TREE = "tree"
 
 
-@record
+@dataclass(slots=True)
 class Adoption:
     """What adopting would do (or did): the plan plus a report of it."""
 
@@ -57,7 +57,7 @@ class Adoption:
     commit: str | None = None
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LinkRewrite:
     """A link in an adopted file: ``new`` is its re-rooted target ("" when left as written)."""
 
@@ -73,7 +73,7 @@ class LinkRewrite:
         return f"{self.file}:{self.line}: {self.old}" + (f" -> {self.new}" if self.new else "")
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Source:
     """One file to adopt: where it lands in the tier, how to name it in messages, its bytes."""
 

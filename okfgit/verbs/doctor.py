@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from okfgit.context import Context
@@ -19,10 +20,9 @@ from okfgit.knowledge.snapshot import Snapshot, snapshot, worktree_snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.plan import InProgress, in_progress, index_behind
 from okfgit.targets import budget
-from okfgit.records import record
 
 
-@record
+@dataclass(slots=True)
 class Report:
     """Every checked tier, and the tiers skipped with the reason."""
 

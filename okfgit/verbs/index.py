@@ -8,13 +8,13 @@ plans the same work and writes nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from okfgit.format import index_md as index
 from okfgit.flows.concepts import actor
 from okfgit.context import Context
 from okfgit.errors import EXIT_OK, EXIT_USAGE, OkfError, RepoStateError
-from okfgit.records import field, record
 from okfgit.git.objects import Entry
 from okfgit.knowledge import catalog
 from okfgit.knowledge.snapshot import Snapshot, snapshot
@@ -24,7 +24,7 @@ from okfgit.knowledge import checks
 from okfgit.knowledge.tiers import Tier, Workspace
 
 
-@record
+@dataclass(slots=True)
 class TierIndex:
     """One tier's index work: which index files are stale, and the commit made (if any)."""
 
@@ -37,7 +37,7 @@ class TierIndex:
         return {"tier": self.tier.label, "base": self.base, "stale": self.stale, "commit": self.commit}
 
 
-@record
+@dataclass(slots=True)
 class IndexRun:
     tiers: list[TierIndex]
     skipped: list[str]
@@ -76,7 +76,7 @@ def _is_index(path: str) -> bool:
     return path.rsplit("/", 1)[-1] == "index.md"
 
 
-SUMMARIES: catalog.Kind[Summarised] = catalog.Kind(paths.INDEXES, 1, _summarised, _summarised_from_json, _is_index)
+SUMMARIES: catalog.Kind[Summarised] = catalog.Kind(paths.INDEXES, 2, _summarised, _summarised_from_json, _is_index)
 
 
 def summaries(snap: Snapshot) -> dict[str, Summarised]:

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from okfgit.records import record
 from okfgit import plan as plan_mod
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, UsageError
@@ -37,7 +37,7 @@ NAME = "okfgit"
 RECORD = ("okfgit", "mcp-installs.json")
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Target:
     """One agent's config file at one scope, and the entry okfgit puts there."""
 
@@ -92,7 +92,7 @@ def claude_user_config(ctx: Context) -> Path:
 # -- plans ------------------------------------------------------------------------------
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Change:
     """What install or uninstall does to one config file."""
 
@@ -196,7 +196,7 @@ def apply(ctx: Context, change: Change) -> None:
 # -- status -----------------------------------------------------------------------------
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Installed:
     target: Target
     state: str  # installed, outdated (an okfgit entry that differs), absent, unreadable
@@ -207,7 +207,7 @@ class Installed:
                 "state": self.state, "problem": self.problem}
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class McpStatus:
     entries: list[Installed]
     command: str | None  # where `okfgit` is found on PATH, as the agents will start it

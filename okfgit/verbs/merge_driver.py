@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from okfgit.context import Context
@@ -26,13 +27,12 @@ from okfgit.errors import IntegrityError
 from okfgit.format import merge as merging
 from okfgit.knowledge.tiers import PROJECT_PREFIX
 from okfgit.plan import FileWrite, Plan, apply
-from okfgit.records import record
 
 CONFLICTED = 1  # git's protocol: any non-zero exit is "conflicts left in %A"
 LABELS = ("ours", "base", "theirs")  # git merge-file -L, in its order: current, base, other
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DriverResult:
     """What the driver did with one file."""
 

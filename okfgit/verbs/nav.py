@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from okfgit.errors import UsageError
 from okfgit.format import concept as okf
 from okfgit.format import names
+from okfgit.format.similar import THRESHOLD
 from okfgit.knowledge import refs
 from okfgit.knowledge.cards import TierCard
 from okfgit.knowledge.merged import Hit, Merged, concept_hit
@@ -159,6 +160,63 @@ def search(view: Merged, words: Sequence[str] = (), type_: str | None = None, ta
     ranked.sort(key=lambda r: r[:4])
     shown = ranked if not limit else ranked[:limit]
     return Found([r[4] for r in shown], len(ranked) - len(shown))
+
+
+# -- similar ------------------------------------------------------------------------
+
+SIMILAR_FLOOR = 0.3  # the least similarity ``search --similar`` lists: below it, two concepts share little
+
+
+class Alike(NamedTuple):
+    """A concept like the one asked about, and how alike the two are (0 to 1)."""
+
+    score: float
+    concept: TierCard
+
+    @property
+    def near_duplicate(self) -> bool:
+        return self.score >= THRESHOLD
+
+
+class AlikeFound(NamedTuple):
+    """One ``search --similar``'s answer: the concepts shown, and how many more were alike."""
+
+    hits: list[Alike]
+    more: int
+
+
+def similar(view: Merged, concept: TierCard, type_: str | None = None, tags: Sequence[str] = (),
+            limit: int = LIMIT) -> AlikeFound:
+    """The visible concepts most alike ``concept`` by their words (``knowledge.similar``), most
+    alike first, at least ``SIMILAR_FLOOR``; those at ``THRESHOLD`` or above are near-duplicates.
+    Deprecated concepts are not compared; ``type_`` and ``tags`` narrow as ``search`` does."""
+    from okfgit.knowledge.similar import Index
+
+    wanted_type = okf.one_line(type_).lower() if type_ else None
+    wanted_tags = {t.lower() for t in tags}
+    signatures = []
+    cards: dict[tuple[str, str], TierCard] = {}
+    query = None
+    for label in view.labels:
+        tier = view.tier(label)
+        for path, sig in tier.signatures.items():
+            if (label, path) == (concept.tier, concept.path):
+                query = sig.features()
+                continue
+            card = tier.card_at(path)
+            if card is None or not view.is_visible(card):
+                continue
+            if wanted_type is not None and card.card.type.lower() != wanted_type:
+                continue
+            if wanted_tags and not wanted_tags <= {t.lower() for t in card.card.tags}:
+                continue
+            cards[(label, path)] = card
+            signatures.append(((label, path), sig))
+    if query is None:
+        return AlikeFound([], 0)
+    alike = [Alike(near.score, cards[near.key]) for near in Index(signatures).nearest(query, SIMILAR_FLOOR)]
+    shown = alike if not limit else alike[:limit]
+    return AlikeFound(shown, len(alike) - len(shown))
 
 
 # -- links --------------------------------------------------------------------------

@@ -19,6 +19,7 @@ changed on both sides) may be settled by anyone.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from okfgit.context import Context
@@ -31,20 +32,19 @@ from okfgit.format.trailers import path_field
 from okfgit.knowledge.snapshot import Snapshot, snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.plan import Plan, TierCommit, apply, writing
-from okfgit.records import field, record
 
 ACCEPT = "accept"
 DROP = "drop"
 
 
-@record
+@dataclass(slots=True)
 class Settled:
     """What ``proposal accept|drop`` did (or, before ``apply``, will do)."""
 
     tier: Tier
     sibling: str  # the needs-merge sibling's KB path
     master: str  # the concept it proposes a version of
-    outcome: str  # "dropped" | "accepted" | "superseded"
+    outcome: str  # "dropped" | "accepted" | "superseded" | "deprecated" (an agent deleted its memory file)
     actor: str
     protected: str  # why the master is protected ("" when it is not)
     new_path: str | None = None  # the superseding Decision, for "superseded"
@@ -59,6 +59,8 @@ class Settled:
         if self.outcome == "superseded":
             return (f"{where}:{self.new_path} now supersedes {where}:{self.master} (deprecated), with the agent's "
                     f"words, verified by {self.actor}{done}")
+        if self.outcome == "deprecated":
+            return f"{where}:{self.master} is deprecated, as the agent proposed, accepted by {self.actor}{done}"
         return f"{where}:{self.master} now holds the agent's version, accepted by {self.actor}{done}"
 
     def to_json(self) -> dict[str, Any]:
@@ -105,7 +107,11 @@ def plan_settle(ctx: Context, ws: Workspace, ref: str, how: str) -> Settled:
         if lifecycle.lifecycle(old.meta).deprecated:
             raise UsageError(f"{tier.label}:{master} is deprecated: a superseded concept keeps its words; "
                              "write the change as a new concept")
-        if (okf.one_line(old.meta.get("type")).casefold() == lifecycle.DECISION):
+        if proposed == okf.set_keys(snap.blob(master), master, {"status": lifecycle.DEPRECATED}):
+            # An agent deleted its memory file of the concept: it proposes nothing but the deprecation.
+            done.outcome = "deprecated"
+            changes[master] = proposed
+        elif (okf.one_line(old.meta.get("type")).casefold() == lifecycle.DECISION):
             done.outcome = "superseded"
             done.new_path = index.free_path(master, snap.entries)
             changes.update(_supersede(ctx, snap, master, old.meta, done.new_path, proposed, path, by))
@@ -116,11 +122,12 @@ def plan_settle(ctx: Context, ws: Workspace, ref: str, how: str) -> Settled:
         raise UsageError(f"settle a proposal with {ACCEPT} or {DROP}, not {how!r}")
     changes.update(index.regenerate(snap, changes, index.affected_folders(list(changes))))
     okf_id = old.okf_id or ""
-    verb = {"dropped": "drop", "accepted": "accept", "superseded": "accept"}[done.outcome]
+    verb = {"dropped": "drop", "accepted": "accept", "superseded": "accept", "deprecated": "accept"}[done.outcome]
     subject = f"okf: {verb} the agent's version of {master}"
     body = {"dropped": f"The agent's version ({path}) is dropped; {master} stays as it was.",
             "accepted": f"{master} takes the agent's version from {path}.",
-            "superseded": f"{done.new_path} takes the agent's version from {path} and supersedes {master}."}
+            "superseded": f"{done.new_path} takes the agent's version from {path} and supersedes {master}.",
+            "deprecated": f"{master} is deprecated, as the agent that deleted its memory file proposed in {path}."}
     trailers = [("Okf-Id", okf_id)] if okf_id else []
     trailers.append(("Okf-Proposal", f"{verb} {path_field(path)}"))
     done.plan.commits.append(TierCommit(

@@ -7,7 +7,8 @@ respects what it finds. The exchange itself is ``flows/exchange.py``.
 
 from __future__ import annotations
 
-from okfgit.records import field, record
+from dataclasses import dataclass, field
+
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, UsageError
 from okfgit.knowledge.tiers import Workspace
@@ -19,7 +20,7 @@ DEFAULT_NAME = "origin"
 INIT_TIMEOUT_S = 60.0  # init is a person at a terminal, and may download a whole KB
 
 
-@record
+@dataclass(slots=True)
 class Attached:
     """What ``init --scope global --remote`` did."""
 

@@ -17,12 +17,12 @@ Verdict: ``request-changes`` when any error, else ``needs-human`` when any, else
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import difflib
 import posixpath
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from okfgit.records import field, record
-from okfgit import records
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, overload
 
@@ -54,7 +54,12 @@ HUMAN = "needs-human"
 APPROVED = "approved"  # a needs-human finding a person approved (``--approved-by``)
 MERGE = "merge"
 REQUEST_CHANGES = "request-changes"
-REVIEW_VERSION = 2  # 2: findings in the one shape doctor prints too (code, file)
+# What a maintainer may decide instead of merging the head as it stands (``review --verdict``):
+# amend it, then merge the amended head once a review says merge; or close the pull request.
+AMEND = "amend"
+CLOSE = "close"
+OUTCOMES = (AMEND, CLOSE)
+REVIEW_VERSION = 3  # 2: findings in the one shape doctor prints too (code, file); 3: concepts by id, counts
 # Never ``@{upstream}``: a pushed pull request branch's upstream is the branch itself.
 FALLBACK_BASES = ("main", "origin/main", "master", "origin/master")
 # What a needs-human finding asks for: the one act that clears it.
@@ -77,7 +82,7 @@ _V = TypeVar("_V")
 _NOT_NAMES = ("", ".", "..")  # never a part of a path in a tree
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FieldChange:
     key: str
     change: str  # added | removed | changed
@@ -85,7 +90,7 @@ class FieldChange:
     new: Any = None
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ConceptChange:
     """One concept added, modified, removed or renamed (matched by ``okf_id``)."""
 
@@ -107,6 +112,11 @@ class ConceptChange:
         return {"change": self.change, "path": self.path, "old_path": self.old_path, "okf_id": self.okf_id,
                 "oid": self.oid}
 
+    @property
+    def ident(self) -> str:
+        """What the ``okf-review`` block names the concept by: its ``okf_id``, else its path."""
+        return self.okf_id or self.path
+
     def to_json(self) -> dict[str, Any]:
         out = self.summary()
         out.update(type=self.type, title=self.title, description=self.description, old_oid=self.old_oid,
@@ -115,7 +125,7 @@ class ConceptChange:
         return out
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CommitInfo:
     """A commit in the range that touched ``.okf/``, and who made it."""
 
@@ -135,7 +145,7 @@ class CommitInfo:
                 "trailers": [[k, v] for k, v in self.trailers if k.lower().startswith("okf-")]}
 
 
-@record
+@dataclass(slots=True)
 class Review:
     base: str
     head: str
@@ -155,9 +165,16 @@ class Review:
         if self.approvals_checked:
             return f"checked: {self.approvals_checked}"
         return "asserted with --approved-by; okfgit did not verify it"
+    outcome: str | None = None  # a maintainer's amend or close (``--verdict``), which decides over the checks
 
     @property
     def verdict(self) -> str:
+        """The maintainer's outcome when one was given, else what the checks say."""
+        return self.outcome or self.checked
+
+    @property
+    def checked(self) -> str:
+        """What the findings say: request-changes, needs-human or merge."""
         severities = {f.severity for f in self.findings}
         if ERROR in severities:
             return REQUEST_CHANGES
@@ -176,14 +193,17 @@ class Review:
         return out
 
     def block(self) -> dict[str, Any]:
-        """The ``okf-review`` block: verdict, findings and concepts, for a PR comment."""
-        return {"version": REVIEW_VERSION, "verdict": self.verdict, "base": self.base, "head": self.head,
-                "approved_by": list(self.approved_by), "findings": [f.to_json() for f in self.findings],
-                "concepts": [c.summary() for c in self.concepts], "tool": TOOL}
+        """The ``okf-review`` block of a PR comment, kept small: verdict, the reviewed head,
+        counts, findings and the ids of the concepts changed (``ConceptChange.ident``)."""
+        outcome = {"outcome": {"verdict": self.outcome, "checks": self.checked}} if self.outcome else {}
+        return {"version": REVIEW_VERSION, "verdict": self.verdict, **outcome, "base": self.base, "head": self.head,
+                "approved_by": list(self.approved_by), "counts": self.counts(),
+                "findings": [f.to_json() for f in self.findings], "concepts": [c.ident for c in self.concepts],
+                "tool": TOOL}
 
     def to_json(self) -> dict[str, Any]:
         out = self.block()
-        out.update(range=self.range, counts=self.counts(), concepts=[c.to_json() for c in self.concepts],
+        out.update(range=self.range, concepts=[c.to_json() for c in self.concepts],
                    files=[{"change": c, "path": p} for c, p in self.files],
                    commits=[c.to_json() for c in self.commits], preexisting_findings=self.preexisting,
                    harvest=self.harvest)
@@ -294,14 +314,20 @@ def approve(findings: list[Finding], approvers: tuple[str, ...], checked: str = 
 
 
 def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | None = None, *,
-           base_ref: str | None = None, approved_by: Iterable[str] = (), approvals_checked: str = "") -> Review:
+           base_ref: str | None = None, approved_by: Iterable[str] = (), approvals_checked: str = "",
+           outcome: str | None = None) -> Review:
     """Review the project tier's changes in ``spec`` (see ``resolve_range``).
 
     ``approved_by``: ``human:`` actors whose approval turns needs-human findings into
     approved ones; ``approvals_checked`` says what checked them (the Action: approving
     reviews of the head by people other than the author), else they are reported as asserted.
+    ``outcome``: a maintainer's ``amend`` or ``close``, recorded with the checks' own verdict
+    and deciding over it.
     """
     approvers = check_approvers(approved_by)
+    if outcome is not None and outcome not in OUTCOMES:
+        raise UsageError(f"--verdict takes a maintainer's outcome, {' or '.join(OUTCOMES)}, not {outcome!r} "
+                         "(merge, request-changes and needs-human come from the checks)")
     tier = ws.tier("project")
     repo = tier.open()
     base, head, label = resolve_range(repo, spec, base_ref, ctx.environ)
@@ -324,6 +350,7 @@ def review(ctx: Context, ws: Workspace, spec: str | None = None, pr_body: str | 
     out.findings = _sorted(approve(_dedupe(out.findings), approvers, approvals_checked))
     out.approved_by = approvers
     out.approvals_checked = approvals_checked
+    out.outcome = outcome
     return out
 
 
@@ -660,7 +687,7 @@ def diff_concepts(old: Side, new: Side, changed: list[tuple[str, Entry | None, E
             out.append(_change("removed", old, new, path, None))
     out = sorted(out, key=lambda c: (c.path or c.old_path or ""))
     linked = backlinks(new, {p for c in out for p in (c.path, c.old_path) if p})
-    return [records.replace(c, linked_from=tuple(sorted(set(linked.get(c.path, []) + linked.get(c.old_path or "", []))
+    return [dataclasses.replace(c, linked_from=tuple(sorted(set(linked.get(c.path, []) + linked.get(c.old_path or "", []))
                                                            - {c.path})))
             if c.path in linked or (c.old_path or "") in linked else c for c in out]
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
-from okfgit.records import field, record, replace
 from okfgit.flows import agent_hooks
 from okfgit.flows import capture, exchange
 from okfgit.flows import hooks
@@ -22,8 +22,11 @@ from okfgit.format.findings import ERROR, Finding
 from okfgit.knowledge import checks
 from okfgit.knowledge.tiers import Tier, Workspace
 
+if TYPE_CHECKING:  # runs (and the git layer under it) loads only when a run is active
+    from okfgit.flows import runs
 
-@record
+
+@dataclass(slots=True)
 class Status:
     capture: capture.Report
     projection: projection.Report
@@ -43,10 +46,12 @@ class Status:
     protected: dict[str, str] = field(default_factory=dict)  # sibling -> why its concept is protected
     in_progress: list[InProgress] = field(default_factory=list)  # merges (rebases...) under way in the tiers
     doctor: list[Finding] = field(default_factory=list)  # doctor's errors at HEAD, file named "<tier>:<path>"
+    run_edits: runs.WorkingEdits | None = None  # the active run's uncommitted edits
 
     @property
     def in_sync(self) -> bool:
-        return not self.capture.captured and not self.stale_targets and not self.attention
+        return (not self.capture.captured and not self.stale_targets and not self.attention
+                and not (self.run_edits and self.run_edits.committable))
 
     @property
     def attention(self) -> list[str]:
@@ -70,6 +75,8 @@ class Status:
         out += [f"{busy.operation.what} to finish in {busy.tier.repo_path}" for busy in self.in_progress]
         if self.doctor:
             out.append(f"{len(self.doctor)} doctor error(s)")
+        if self.run_edits and self.run_edits.waiting:
+            out.append(f"{len(self.run_edits.waiting)} edited run file(s) sync will not commit")
         return out
 
     @property
@@ -119,6 +126,7 @@ class Status:
             "in_progress": [{"tier": b.tier.label, "operation": b.kind, "finish": b.operation.finish,
                              "unmerged": b.unmerged} for b in self.in_progress],
             "doctor_errors": [f.to_json() for f in self.doctor],
+            "run_edits": self.run_edits.to_json() if self.run_edits is not None else None,
         }
 
 
@@ -159,6 +167,7 @@ def status(ctx: Context, ws: Workspace) -> Status:
         index_behind=[b for b in (index_behind(t) for t in ws.active()) if b is not None],
         in_progress=_in_progress(ws.active()),
         doctor=_doctor_errors(ctx, ws, tiers),
+        run_edits=_run_edits(ctx, ws),
     )
 
 
@@ -166,7 +175,7 @@ def _doctor_errors(ctx: Context, ws: Workspace, tiers: list[Tier]) -> list[Findi
     """Every error ``doctor`` reports for the tiers at HEAD (from its cache), each file named
     ``<tier>:<path>``: what needs a person before the knowledge base is whole. Needs-merge
     siblings are left to their own section."""
-    reports, _ = checks.check_tiers(ws, tiers, lifecycle.instant_of(ctx.now()))
+    reports, _ = checks.check_tiers(ws, tiers, lifecycle.instant_of(ctx.now()), similar=False)
     return [replace(f, file=f"{r.tier.label}:{f.file}") for r in reports
             for f in sorted(r.findings, key=Finding.sort_key) if f.severity == ERROR and f.code != "needs-merge"]
 
@@ -179,6 +188,14 @@ def _in_progress(tiers: list[Tier]) -> list[InProgress]:
         if busy is not None and all(b.tier.repo_path != tier.repo_path for b in out):
             out.append(busy)
     return out
+
+
+def _run_edits(ctx: Context, ws: Workspace) -> runs.WorkingEdits | None:
+    if not ws.run:
+        return None
+    from okfgit.flows import runs
+
+    return runs.working_edits(ctx, ws)
 
 
 def _needs_merge(tiers: list[Tier], owned: state.State) -> list[str]:
@@ -282,7 +299,8 @@ def render(st: Status) -> str:
         lines.append(f"concepts not projected: {len(st.unprojected)}")
         lines += [f"  {w}" for w in st.unprojected_why] or [f"  {p}" for p in st.unprojected]
     if cap.deleted:
-        lines.append(f"projected files an agent deleted (sync re-projects them): {len(cap.deleted)}")
+        lines.append(f"projected files an agent deleted (not written back; sync proposes deprecating them): "
+                     f"{len(cap.deleted)}")
         lines += [f"  {o}" for o in cap.deleted]
     lines.append(f"projections stale: {len(st.stale_targets)}")
     lines += [f"  {o.action}: {o.path}" for o in st.stale_targets[:20]]
@@ -304,15 +322,22 @@ def render(st: Status) -> str:
         lines += [f"  {f.where()}: {f.code}: {f.message}" for f in st.doctor[:20]]
         if len(st.doctor) > 20:
             lines.append(f"  ... and {len(st.doctor) - 20} more")
+    edits = st.run_edits
+    if edits is not None and edits.committable:
+        lines.append(f"run {edits.tier.run}: edits sync commits (as {edits.actor}): {len(edits.committable)}")
+        lines += [f"  {e.change}: {e.path}" for e in edits.committable]
+    if edits is not None and edits.waiting:
+        lines.append(f"run {edits.tier.run}: edits waiting for a person: {len(edits.waiting)}")
+        lines += [f"  {e.change}: {e.path}: {e.why}" for e in edits.waiting]
     if st.lock_holder:
         lines.append(f"sync running: {st.lock_holder.describe()}")
     lines += [f"over an agent's budget: {sentence} (`okfgit project --explain` lists it)" for sentence in st.over_budget
               if sentence not in st.hidden]
     lines += [f"hidden from an agent: {sentence}" for sentence in st.hidden]
-    if st.capture.captured or st.stale_targets:
+    if st.capture.captured or st.stale_targets or (edits is not None and edits.committable):
         lines.append("run `okfgit sync` to bring everything in line")
     if st.attention:
         lines.append(f"needs a person: {'; '.join(st.attention)}")
-    elif not st.capture.captured and not st.stale_targets:
+    elif st.in_sync:
         lines.append("in sync")
     return "\n".join(lines)

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from okfgit.records import field, record
 from okfgit import fsutil
-from okfgit.flows import capture
+from okfgit.flows import capture, runs
 from okfgit.local import journal, lock, paths
 from okfgit.flows import projection
 from okfgit.local import state
@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # the global tier's exchange loads only when that tier exists
 DEFAULT_WAIT_S = 30.0
 
 
-@record
+@dataclass(slots=True)
 class SyncReport:
     dry_run: bool = False
     skipped: str | None = None  # why nothing ran (lock held)
@@ -51,6 +51,7 @@ class SyncReport:
     doctor_errors: dict[str, int] = field(default_factory=dict)  # tier label -> errors, for tiers that changed
     projection: projection.Report | None = None
     exchange: exchange.Report | None = None
+    run_edits: runs.WorkingEdits | None = None  # the active run's uncommitted edits: committed, or waiting
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -75,6 +76,7 @@ class SyncReport:
             "doctor_errors": self.doctor_errors,
             "projection": self.projection.to_json() if self.projection is not None else None,
             "exchange": self.exchange.parts() if self.exchange is not None else [],
+            "run_edits": self.run_edits.to_json() if self.run_edits is not None else None,
             "failed": self.failed,
             "warnings": self.warnings,
         }
@@ -125,6 +127,7 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
             report.capture_deferred = str(exc)
         except OkfError as exc:
             report.capture_error = str(exc)
+        _commit_run_edits(ctx, ws, report)
         report.projection = projection.project(ctx, ws, scope="all", target="all", run_arg=run_arg, owned=owned)
         report.warnings.extend(report.projection.warnings)
         projection.save(report.projection)  # the one save of the state, then projection's stamp
@@ -151,8 +154,27 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
             # or touched: no second stat of every file (a full scan when something else came or went).
             seen = syncstamp.after_writes(str(memory), kept, _written_in(memory, report.projection), started,
                                           okfgit_wrote) if kept is not None else None
-            syncstamp.save(common, str(memory), started, okfgit_wrote, clean=clean, seen=seen)
+            job = ws.tier("job") if ws.run else None
+            syncstamp.save(common, str(memory), started, okfgit_wrote, clean=clean, seen=seen,
+                           job=str(job.root) if job is not None and job.exists() else None)
     return report
+
+
+def _commit_run_edits(ctx: Context, ws: Workspace, report: SyncReport) -> None:
+    """Commit what an agent edited in the active run's working tree (STATE.md, notes) before
+    projecting; name what waits for a person. A busy run repository defers it, like capture."""
+    try:
+        report.run_edits = runs.commit_edits(ctx, ws)
+    except RepoStateError as exc:
+        report.warnings.append(f"run edits deferred: {exc}")
+        return
+    except OkfError as exc:
+        report.warnings.append(f"run edits not committed: {exc}")
+        return
+    edits = report.run_edits
+    if edits is not None:
+        report.warnings += [f"{edits.tier.label}:{e.path} ({e.change}) waits for a person: {e.why}"
+                            for e in edits.waiting]
 
 
 def preview(ctx: Context, ws: Workspace, *, run_arg: str | None = None) -> SyncReport:
@@ -196,7 +218,7 @@ def _doctor_errors(ctx: Context, ws: Workspace, was: Mapping[str, state.TierInpu
     if not changed:
         return {}
     try:
-        reports, _ = checks.check_tiers(ws, changed, lifecycle.instant_of(ctx.now()))
+        reports, _ = checks.check_tiers(ws, changed, lifecycle.instant_of(ctx.now()), similar=False)
     except OkfError:
         return {}  # doctor itself says what it cannot read; a sync does not fail for it
     return {r.tier.label: r.count(ERROR) for r in reports if r.count(ERROR)}
@@ -263,6 +285,10 @@ def summary_line(report: SyncReport) -> str:
         parts.append(f"{len(cap.skipped)} memory file(s) unreadable")
     if cap is not None and cap.held:
         parts.append(f"{len(cap.held)} memory file(s) waiting for a tier")
+    if report.run_edits is not None and report.run_edits.committable:
+        parts.append(f"committed {len(report.run_edits.committable)} edited run file(s)")
+    if report.run_edits is not None and report.run_edits.waiting:
+        parts.append(f"{len(report.run_edits.waiting)} run file(s) waiting for a person")
     if report.exchange is not None:
         parts.extend(report.exchange.parts())
     proj = report.projection

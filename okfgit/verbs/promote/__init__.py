@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from okfgit.records import field, record
 from okfgit.format import index_md as index
 from okfgit.format import markdown as links
 from okfgit.format import concept as okf
@@ -39,7 +39,7 @@ ROUTES = (("job", "project"), ("project", "global"))
 PENDING = "<destination commit>"
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Item:
     """One concept being promoted: where it was, where it goes, its new bytes."""
 
@@ -59,7 +59,7 @@ class Item:
         return blob_oid(self.data)
 
 
-@record
+@dataclass(slots=True)
 class PromotionPlan:
     """A validated promotion: the destination commit and what the source commit will remove."""
 
@@ -72,13 +72,15 @@ class PromotionPlan:
     source_snapshot: Snapshot
     warnings: list[str] = field(default_factory=list)
     proposals: list[str] = field(default_factory=list)  # supersessions a ``contradicts`` citation asks for
+    task: str = ""  # the run's task text (its STATE.md *Task* section)
+    harvester: tuple[str, str | None] = ("", None)  # the promoting actor, and the name git knows them by
 
     def source_commit(self, destination_oid: str, today: str) -> TierCommit:
         """The source-side commit, once the destination commit's OID is known."""
         return _source_commit(self, destination_oid, today)
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Promotion:
     plan: PromotionPlan
     destination_oid: str
@@ -136,7 +138,10 @@ def plan_promotion(
         old={p: (dst_snap.blob(p) if p in dst_snap.entries else None) for p in changes},
         actor=actor(ctx, source, ws.project_repo),
     )
-    pp = PromotionPlan(source, destination, src_snap.commit, items, branch, dest_commit, src_snap)
+    pp = PromotionPlan(source, destination, src_snap.commit, items, branch, dest_commit, src_snap,
+                       task=runs.task_of(src_snap) if source.name == "job" else "",
+                       harvester=(dest_commit.actor,
+                                  ctx.environ.get("GIT_AUTHOR_NAME") or src_repo.config_get("user.name")))
     pp.warnings.extend(_backlink_warnings(pp))
     pp.proposals.extend(_proposed_supersessions(items, dst_snap))
     # The source commit is fully known except the destination OID: check its paths now.

@@ -6,30 +6,61 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from okfgit import TOOL
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, OkfError, UnwritableError, UsageError
-from okfgit.flows.harvest import BODY_LIMIT, CONTINUED, LABEL, VERSION
+from okfgit.flows.harvest import BODY_LIMIT, CONTINUED, LABEL, VERSION, provider_of, task_refs
 from okfgit.local import pr_bodies
 from okfgit.git import command
-from okfgit.records import record
 from okfgit.verbs.promote import Item, Promotion, PromotionPlan
 
 
 def block(p: Promotion) -> dict[str, object]:
-    """What was promoted, from where, by what."""
+    """What was promoted, from where, by what, for which work, by whom."""
     pp = p.plan
+    instance, alias = pp.harvester
     return {
         "version": VERSION,
         "run": pp.source.run,
         "source": {"tier": pp.source.name, "run": pp.source.run, "commit": pp.source_head},
         "destination": {"tier": pp.destination.name, "branch": pp.branch, "commit": p.destination_oid},
+        "input": inputs(pp),
+        "tasks": tasks(pp),
+        "harvester": {"instance": instance, "alias": alias},
         "concepts": [_claim(i) for i in pp.items],
         "tool": TOOL,
     }
+
+
+def inputs(pp: PromotionPlan) -> list[dict[str, object]]:
+    """What the harvest read: the run (or tier) at the commit promoted from, then each concept
+    a promoted note cites (each once, with the first note citing it)."""
+    where: dict[str, object] = ({"kind": "run", "run": pp.source.run} if pp.source.run
+                                else {"kind": "tier", "tier": pp.source.label})
+    out: list[dict[str, object]] = [{**where, "commit": pp.source_head}]
+    seen: set[tuple[str, str | None]] = set()
+    for item in pp.items:
+        for cite in item.cites:
+            if (cite.ref, cite.okf_id) in seen:
+                continue
+            seen.add((cite.ref, cite.okf_id))
+            out.append({"kind": "citation", **cite.to_json(), "by": item.path})
+    return out
+
+
+def tasks(pp: PromotionPlan) -> dict[str, object]:
+    """The work the harvest serves: issue references and links in the run's task text and in
+    the promoted notes, and who tracks them (``harvest.task_refs``)."""
+    refs = _task_refs(pp)
+    return {"provider": provider_of(refs), "refs": refs}
+
+
+def _task_refs(pp: PromotionPlan) -> list[str]:
+    return task_refs([pp.task] + [i.data.decode("utf-8", errors="replace") for i in pp.items])
 
 
 def _claim(item: Item) -> dict[str, object]:
@@ -61,6 +92,11 @@ def pr_body(p: Promotion) -> str:
         "trailer points here; if this pull request is closed, reverting that commit brings it back.",
         "",
     ]
+    work = _task_refs(pp)
+    if work:
+        lines += [f"For: {', '.join(_cell(r) for r in work)}.", ""]
+    lines += [f"Harvested by {_cell(pp.harvester[0])}" + (f" ({_cell(pp.harvester[1])})" if pp.harvester[1] else "")
+              + ".", ""]
     if pp.proposals:
         lines += ["**Contradictions to resolve** (a note says the project's knowledge is wrong):", ""]
         lines += [f"- {_cell(text)}" for text in pp.proposals]
@@ -153,7 +189,7 @@ def _short_prose(p: Promotion) -> str:
 # -- opening the pull request ------------------------------------------------------------
 
 
-@record(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PullRequest:
     """How the pull request was (or can be) opened: the commands, what ran, and what failed.
 
