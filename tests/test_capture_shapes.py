@@ -86,6 +86,7 @@ def test_a_file_claude_renamed_moves_the_concept_there(
     okfgit("sync", cwd=project)
     meta, _ = split(blob(git, project, f"HEAD:{KB_PATH}"))
     assert (meta["okf_id"], meta["okf_origin"]) == (OKF_ID, "caching.md")
+    assert meta["status"] == "stable"  # renamed, not deleted: not proposed deprecated
     assert concept_files(git, project) == [KB_PATH]
     assert (mem / "caching.md").read_bytes() == blob(git, project, f"HEAD:{KB_PATH}")
     assert not (mem / "cache-invalidation.md").exists()
