@@ -19,7 +19,12 @@ Python runs with its bytecode cache on (``PYTHONPYCACHEPREFIX`` in the temp fold
 ``PYTHONDONTWRITEBYTECODE`` is set outside), as an installed okfgit does: without it every
 process compiles okfgit's source again and every figure measures the compiler.
 
-    python bench/bench_project.py [--sizes 100,1000,10000] [--repeat 5] [--keep]
+With ``--agents`` the home is one where every agent okfgit projects into is used: a global
+tier of 1,000 concepts (its facts go into every home-level block), Gemini CLI registered for
+the repository (its memory folder gets the index block), and the folders of Copilot CLI,
+opencode and Amp: what every target costs, against the same aims.
+
+    python bench/bench_project.py [--sizes 100,1000,10000] [--repeat 5] [--agents] [--keep]
 """
 
 from __future__ import annotations
@@ -90,10 +95,23 @@ def archive_once(repo: Path) -> float:
         shutil.rmtree(out, ignore_errors=True)
 
 
-def one_size(root: Path, n: int, repeat: int) -> dict[str, float]:
+def every_agent(home: Path, repo: Path) -> None:
+    """A home where each agent okfgit projects into is used, with a 1,000-concept global tier."""
+    genkb.make_repo(home / ".local" / "share" / "okf", 1000, layout="global", seed=1)
+    gemini = home / ".gemini"
+    (gemini / "tmp" / "repo" / "memory").mkdir(parents=True)
+    (gemini / "projects.json").write_text(f'{{"projects": {{"{repo}": "repo"}}}}')
+    (gemini / "tmp" / "repo" / ".project_root").write_text(str(repo))
+    for folder in (".copilot", ".config/opencode", ".config/amp"):
+        (home / folder).mkdir(parents=True)
+
+
+def one_size(root: Path, n: int, repeat: int, agents: bool = False) -> dict[str, float]:
     repo = genkb.make_repo(root / f"repo-{n}", n)
     home = root / f"home-{n}"
     home.mkdir()
+    if agents:
+        every_agent(home, repo)
     env = bench_env(home, root / "pycache")
     project = [sys.executable, "-m", "okfgit", "project"]
     start = [sys.executable, "-c", "import okfgit.cli"]
@@ -102,6 +120,9 @@ def one_size(root: Path, n: int, repeat: int) -> dict[str, float]:
         shutil.rmtree(home / ".claude", ignore_errors=True)
         shutil.rmtree(repo / ".git" / "okf", ignore_errors=True)
         (repo / "AGENTS.md").unlink(missing_ok=True)
+        for made in (".gemini/tmp/repo/memory/MEMORY.md", ".gemini/GEMINI.md", ".copilot/copilot-instructions.md",
+                     ".config/opencode/AGENTS.md", ".config/amp/AGENTS.md", ".codex/AGENTS.md"):
+            (home / made).unlink(missing_ok=True)
 
     first, archive = paired(lambda: timed(project, repo, env), lambda: archive_once(repo), repeat, setup_a=fresh)
     timed(project, repo, env)
@@ -126,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="100,1000,10000")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--keep", action="store_true", help="keep the temp folder and print where it is")
+    parser.add_argument("--agents", action="store_true", help="a home where every agent okfgit projects into is used")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     tmp = Path(tempfile.mkdtemp(prefix="okfbench-project-"))
@@ -133,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         rows: list[tuple[str, float, float]] = []
         verdicts: list[str] = []
         for n in sizes:
-            r = one_size(tmp, n, args.repeat)
+            r = one_size(tmp, n, args.repeat, args.agents)
             rows += [
                 (f"{n:>6} python -c 'import okfgit.cli'", r["start"], r["start"]),
                 (f"{n:>6} git archive | tar -x", r["archive"], r["start"]),

@@ -1,7 +1,9 @@
 """Test harness: real git repositories in temp folders, the real CLI, and a locked-out home.
 
 Every test runs with HOME, XDG_*, CLAUDE_CONFIG_DIR and CODEX_HOME pointed into its own
-temp folder, system and global git config ignored, and a pinned author and clock, so
+temp folder (so are the agents' homes that follow HOME or XDG_CONFIG_HOME: ~/.gemini,
+~/.copilot, ~/.config/opencode, ~/.config/amp; the variables that would move them elsewhere
+are removed), system and global git config ignored, and a pinned author and clock, so
 commit ids are reproducible and nothing can touch the real machine.
 """
 
@@ -47,8 +49,13 @@ class Result:
         return f"Result(code={self.code}, out={self.out!r}, err={self.err!r})"
 
 
+# Variables that move a home okfgit writes into (or decide where its files go): removed from
+# every test's environment, so that each of those homes is the temp HOME's.
+SCRUBBED = ("GIT_", "OKF", "CLAUDE", "CODEX", "XDG_", "GEMINI", "COPILOT", "OPENCODE", "AMP_", "SANDBOX")
+
+
 def _git_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "OKF", "CLAUDE", "CODEX", "XDG_", "GEMINI", "OPENCODE"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED)}
     env.update(
         HOME=str(home),
         XDG_DATA_HOME=str(home / ".local" / "share"),
@@ -82,7 +89,7 @@ def locked_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     home.mkdir()
     (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n[user]\n\tname = Test Author\n\temail = author@example.com\n")
     for key in list(os.environ):
-        if key.startswith(("GIT_", "OKF", "CLAUDE", "CODEX", "XDG_")):
+        if key.startswith(SCRUBBED):
             monkeypatch.delenv(key, raising=False)
     for key, value in _git_env(home).items():
         monkeypatch.setenv(key, value)
@@ -97,7 +104,8 @@ def _no_default_home() -> Path:
 # What okfgit would write into if a test leaked out of its sandbox home: the agents' files,
 # the global tier, and the memory folders of repositories under the temp folder.
 GUARDED_FILES = (".claude/CLAUDE.md", ".claude/settings.json", ".codex/AGENTS.md", ".codex/config.toml",
-                 ".cursor/mcp.json")
+                 ".cursor/mcp.json", ".gemini/GEMINI.md", ".gemini/settings.json", ".gemini/projects.json",
+                 ".copilot/copilot-instructions.md", ".config/opencode/AGENTS.md", ".config/amp/AGENTS.md")
 GUARDED_TREES = (".local/share/okf", ".codex")
 
 
@@ -118,6 +126,7 @@ def home_fingerprint(real_home: Path) -> dict[str, object]:
                            for p in root.rglob("*")) if root.is_dir() else None
     projects = real_home / ".claude" / "projects"
     out["projects"] = sorted(p.name for p in projects.iterdir() if "-tmp-" in p.name) if projects.is_dir() else []
+    out["gemini"] = _gemini_temp_memory(real_home / ".gemini" / "tmp")
     settings = real_home / ".claude.json"
     try:
         import json
@@ -129,9 +138,28 @@ def home_fingerprint(real_home: Path) -> dict[str, object]:
     return out
 
 
+def _gemini_temp_memory(root: Path) -> list[str]:
+    """Files in the Gemini CLI memory folders of projects in the temp folder (a Gemini session
+    on this machine writes its own chats and logs there: only okfgit's kind of trace counts)."""
+    import tempfile
+
+    temp = os.path.realpath(tempfile.gettempdir())
+    out: list[str] = []
+    for project in sorted(root.iterdir()) if root.is_dir() else []:
+        try:
+            owner = (project / ".project_root").read_text().strip()
+        except OSError:
+            continue
+        if owner.startswith((temp, "/tmp/")):
+            memory = project / "memory"
+            out += sorted(str(p.relative_to(root)) for p in memory.rglob("*")) if memory.is_dir() else []
+    return out
+
+
 @pytest.fixture(autouse=True, scope="session")
 def real_home_untouched() -> Iterator[None]:
-    """The real ~/.claude, ~/.codex and XDG data folder are the same after the run as before it."""
+    """The real ~/.claude, ~/.codex, the agents' home files, their memory folders of temp-folder
+    projects and the XDG data folder are the same after the run as before it."""
     before = home_fingerprint(REAL_HOME)
     yield
     assert home_fingerprint(REAL_HOME) == before, "the test run changed files in the real home folder"

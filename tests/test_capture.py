@@ -21,7 +21,7 @@ from tests.conftest import Runner, fsck, trailers_by_git
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
-# Claude Code 2.1.x writes this form ...
+# Claude Code 2.1.x writes this form (its prompt's shape; 2.1.332 then stamps it: STAMPED) ...
 CURRENT = (
     b"---\n"
     b"name: feedback-testing\n"
@@ -34,6 +34,8 @@ CURRENT = (
     b"\n"
     b"**Why:** a mocked test hid a broken migration.\n"
 )
+CLAUDE_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "agents" / "claude-code-2.1.332" / "memory"
+STAMPED = (CLAUDE_FIXTURES / "native-feedback.md").read_bytes()  # what Claude Code 2.1.332 leaves on disk
 # ... older versions wrote the type at the top level.
 OLDER = (
     b"---\n"
@@ -115,8 +117,9 @@ def mem(project: Path, env: dict[str, str], home: Path) -> Path:
 
 def test_native_memories_of_both_formats_are_captured_committed_and_reprojected(
         project: Path, mem: Path, okfgit: Runner, git: Runner) -> None:
-    write_memory(mem, "feedback_testing.md", CURRENT)
-    write_memory(mem, "project_freeze.md", OLDER)
+    older = OLDER.replace(b"[[feedback-testing]]", b"[[testing-policy]]")
+    write_memory(mem, "feedback_testing.md", STAMPED)
+    write_memory(mem, "project_freeze.md", older)
     before = head(git, project)
     result = okfgit("sync", cwd=project)
     assert result.out == "okfgit sync: captured 2, projected 4 file(s)\n"
@@ -131,8 +134,8 @@ def test_native_memories_of_both_formats_are_captured_committed_and_reprojected(
     assert git("log", "-1", "--format=%s", cwd=project).out == "okf: capture 2 facts from Claude Code memory\n"
 
     for origin, original, kb_path, native_type in (
-        ("feedback_testing.md", CURRENT, ".okf/memory/feedback-testing.md", "feedback"),
-        ("project_freeze.md", OLDER, ".okf/memory/release-freeze.md", "project"),
+        ("feedback_testing.md", STAMPED, ".okf/memory/testing-policy.md", "feedback"),
+        ("project_freeze.md", older, ".okf/memory/release-freeze.md", "project"),
     ):
         okf_id, oid = captured[origin]
         assert UUID.match(okf_id)
@@ -141,9 +144,15 @@ def test_native_memories_of_both_formats_are_captured_committed_and_reprojected(
         meta, body = split(committed)
         old_meta, old_body = split(original)
         assert body == old_body  # every body byte
-        assert {k: meta[k] for k in old_meta} == old_meta  # every key the agent wrote, unchanged
-        # the agent's frontmatter lines are all still there, in order, byte for byte
-        assert committed.startswith(original[: original.index(b"\n---\n") + 1])
+        if original is STAMPED:
+            # Claude's shape unfolded once: its keys at the top, its stamps (node_type,
+            # originSessionId, modified) not part of the concept
+            assert "metadata" not in meta and not {"node_type", "originSessionId", "modified"} & set(meta)
+            assert (meta["name"], meta["description"]) == (old_meta["name"], old_meta["description"])
+        else:
+            assert {k: meta[k] for k in old_meta} == old_meta  # every key the agent wrote, unchanged
+            # the agent's frontmatter lines are all still there, in order, byte for byte
+            assert committed.startswith(original[: original.index(b"\n---\n") + 1])
         assert meta["type"] == native_type
         assert meta["scope"] == "project"
         assert meta["okf_id"] == okf_id
@@ -153,10 +162,10 @@ def test_native_memories_of_both_formats_are_captured_committed_and_reprojected(
         assert meta["title"]
         # re-projected at the same path, in OKF form: the file is the blob at HEAD
         assert (mem / origin).read_bytes() == committed
-    assert b"- [Feedback Testing](feedback-testing.md)" in blob(git, project, "HEAD:.okf/memory/index.md")
+    assert b"- [Testing Policy](testing-policy.md)" in blob(git, project, "HEAD:.okf/memory/index.md")
     memory_md = (mem / "MEMORY.md").read_text()
     assert "(feedback_testing.md)" in memory_md and "(project_freeze.md)" in memory_md
-    # [[feedback-testing]] still resolves (by name), and the tier is clean
+    # [[testing-policy]] still resolves (by name), and the tier is clean
     assert okfgit("doctor", "--scope", "project", cwd=project).code == 0
     fsck(git, project)
 

@@ -29,8 +29,8 @@ def test_many_files_one_commit_bounded_body_every_file_a_trailer(project: Path, 
 def test_a_capture_beyond_the_per_file_fsync_bound_commits_every_file_exactly(project: Path, okfgit: Runner,
                                                                                 git: Runner, home: Path) -> None:
     """More files than FSYNC_EACH_UP_TO: the working tree is written without a per-file fsync,
-    and still every file has its trailer, its exact bytes (the agent's, the profile keys
-    added after them) in the commit, the working tree and the index."""
+    and still every file has its trailer, its exact bytes (the agent's keys unfolded, the
+    profile keys added, its body) in the commit, the working tree and the index."""
     from okfgit.git.commit import FSYNC_EACH_UP_TO
 
     count = FSYNC_EACH_UP_TO + 8
@@ -51,12 +51,12 @@ def test_a_capture_beyond_the_per_file_fsync_bound_commits_every_file_exactly(pr
     for name, data in native.items():
         okf_id, oid = captured[name]
         assert oid == git("hash-object", "--stdin", cwd=project, input=data.decode()).out.strip()
-        head, body = data.split(b"---\n")[1:]
-        want = (b"---\n" + head
-                + (f"type: project\ntitle: Fact {name[5:7]}\nscope: project\nokf_id: {okf_id}\n"
-                   f"okf_source: claude-memory\nokf_origin: {name}\ngenerated:\n  by: agent:claude-code\n"
-                   f"  at: '2025-11-30T00:00:00Z'\n").encode()
-                + b"---\n" + body)
+        body = data.split(b"---\n")[2]
+        # Claude's shape unfolded once (its keys at the top, node_type out), okfgit's keys added
+        want = (f"---\ntype: project\ntitle: Fact {name[5:7]}\ndescription: Fact {int(name[5:7])} about the build\n"
+                f"scope: project\nokf_id: {okf_id}\nokf_source: claude-memory\nname: {name[:-3].replace('_', '-')}\n"
+                f"okf_origin: {name}\ngenerated:\n  by: agent:claude-code\n  at: '2025-11-30T00:00:00Z'\n---\n"
+                ).encode() + body
         path = f".okf/memory/fact-{name[5:7]}.md"
         assert git("cat-file", "blob", f"HEAD:{path}", cwd=project).out.encode() == want
         assert (project / path).read_bytes() == want

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from okfgit.targets.claude_home import (
-    MemoryDirChoice,
     claude_home,
     codex_home,
+    empty_config_home,
     encode_project_dir,
     memory_dir,
 )
@@ -40,8 +40,11 @@ def test_claude_home_defaults_to_dot_claude(tmp_path):
     assert claude_home({}, tmp_path) == tmp_path / ".claude"
 
 
-def test_claude_home_empty_env_means_unset(tmp_path):
-    assert claude_home({"CLAUDE_CONFIG_DIR": ""}, tmp_path) == tmp_path / ".claude"
+def test_claude_home_set_but_empty_is_the_folder_claude_runs_in(tmp_path):
+    # Claude Code 2.1.332: (process.env.CLAUDE_CONFIG_DIR ?? join(homedir(), ".claude")): "" is not nullish
+    assert claude_home({"CLAUDE_CONFIG_DIR": ""}, tmp_path) == Path("")
+    assert empty_config_home({"CLAUDE_CONFIG_DIR": ""}) is not None
+    assert empty_config_home({}) is None and empty_config_home({"CLAUDE_CONFIG_DIR": "/x"}) is None
 
 
 def test_claude_home_env(tmp_path):
@@ -143,7 +146,9 @@ def default_dir(home: Path) -> Path:
 
 
 def test_memory_dir_default(tmp_path):
-    assert memory_dir(REPO, {}, tmp_path) == MemoryDirChoice(default_dir(tmp_path), ())
+    choice = memory_dir(REPO, {}, tmp_path)
+    assert (choice.path, choice.warnings, choice.shared_by) == (default_dir(tmp_path), (), None)
+    assert choice.source == "the default, ~/.claude"
 
 
 def test_memory_dir_follows_claude_config_dir(tmp_path):
@@ -166,7 +171,9 @@ def test_memory_dir_settings_in_claude_config_dir(tmp_path):
 def test_memory_dir_absolute_override(tmp_path):
     write_settings(tmp_path, json.dumps({"model": "x", "autoMemoryDirectory": "/data/mem/"}))
     settings = tmp_path / ".claude" / "settings.json"
-    assert memory_dir(REPO, {}, tmp_path) == MemoryDirChoice(Path("/data/mem"), (), shared_by=settings)
+    choice = memory_dir(REPO, {}, tmp_path)
+    assert (choice.path, choice.warnings, choice.shared_by) == (Path("/data/mem"), (), settings)
+    assert choice.source == f"autoMemoryDirectory in {settings} (user settings)"
 
 
 def test_memory_dir_override_is_normalised(tmp_path):
@@ -177,7 +184,8 @@ def test_memory_dir_override_is_normalised(tmp_path):
 def test_memory_dir_tilde_override(tmp_path):
     write_settings(tmp_path, json.dumps({"autoMemoryDirectory": "~/notes/memory"}))
     settings = tmp_path / ".claude" / "settings.json"
-    assert memory_dir(REPO, {}, tmp_path) == MemoryDirChoice(tmp_path / "notes" / "memory", (), shared_by=settings)
+    choice = memory_dir(REPO, {}, tmp_path)
+    assert (choice.path, choice.warnings, choice.shared_by) == (tmp_path / "notes" / "memory", (), settings)
 
 
 @pytest.mark.parametrize("value", ["~", "~/", "~/.", "~/..", "~/a/../.."])
@@ -219,7 +227,7 @@ def test_memory_dir_json_not_an_object_warns(tmp_path):
     settings = write_settings(tmp_path, '["/x"]')
     choice = memory_dir(REPO, {}, tmp_path)
     assert choice.path == default_dir(tmp_path)
-    assert choice.warnings == (f"{settings}: not a JSON object; using {default_dir(tmp_path)}",)
+    assert choice.warnings == (f"{settings}: not a JSON object, so Claude Code skips it; using {default_dir(tmp_path)}",)
 
 
 def test_memory_dir_not_utf8_warns(tmp_path):
@@ -249,10 +257,129 @@ def test_memory_dir_non_string_setting_warns(tmp_path):
 )
 def test_memory_dir_unset_setting_is_silent(tmp_path, content):
     write_settings(tmp_path, content)
-    assert memory_dir(REPO, {}, tmp_path) == MemoryDirChoice(default_dir(tmp_path), ())
+    choice = memory_dir(REPO, {}, tmp_path)
+    assert (choice.path, choice.warnings, choice.shared_by) == (default_dir(tmp_path), (), None)
 
 
 def test_memory_dir_encodes_repo_root(tmp_path):
     choice = memory_dir(Path("/home/u/Mes Projets/café_kb"), {}, tmp_path)
     expected = tmp_path / ".claude" / "projects" / "-home-u-Mes-Projets-caf--kb" / "memory"
     assert choice.path == expected
+
+
+# --- every source Claude Code 2.1.332 asks, in its order -----------------------------------
+# (resolveEntry: the override; Wg(): policySettings, flagSettings, [localSettings,
+# projectSettings when the folder is trusted], userSettings; then _Dt() ?? rt() with LO/J$)
+
+
+def sources_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {"OKF_CLAUDE_MANAGED_DIR": str(tmp_path / "etc-claude-code"), **extra}
+
+
+def write_json(path: Path, data: object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def trust(home: Path, folder: Path) -> None:
+    write_json(home / ".claude.json", {"projects": {str(folder): {"hasTrustDialogAccepted": True}}})
+
+
+def test_the_cowork_override_is_the_whole_path_and_wins(tmp_path):
+    write_settings(tmp_path, json.dumps({"autoMemoryDirectory": "/data/mem"}))
+    env = sources_env(tmp_path, CLAUDE_COWORK_MEMORY_PATH_OVERRIDE="/cowork/mem/")
+    choice = memory_dir(REPO, env, tmp_path)
+    assert (choice.path, choice.source, choice.shared_by) == (Path("/cowork/mem"), "$CLAUDE_COWORK_MEMORY_PATH_OVERRIDE",
+                                                              None)
+
+
+@pytest.mark.parametrize("value", ["~/mem", "relative/mem", "/"])
+def test_an_override_claude_code_rejects_falls_through_to_the_settings(tmp_path, value):
+    # Bu(value, false): no "~" expansion for the variable, and a rejected value is ignored
+    write_settings(tmp_path, json.dumps({"autoMemoryDirectory": "/data/mem"}))
+    choice = memory_dir(REPO, sources_env(tmp_path, CLAUDE_COWORK_MEMORY_PATH_OVERRIDE=value), tmp_path)
+    assert choice.path == Path("/data/mem") and "CLAUDE_COWORK_MEMORY_PATH_OVERRIDE" in choice.warnings[0]
+
+
+def test_managed_policy_beats_flag_project_and_user_settings(tmp_path):
+    env = sources_env(tmp_path)
+    managed = write_json(tmp_path / "etc-claude-code" / "managed-settings.json", {"autoMemoryDirectory": "/policy/mem"})
+    write_settings(tmp_path, json.dumps({"autoMemoryDirectory": "/user/mem"}))
+    choice = memory_dir(REPO, env, tmp_path)
+    assert (choice.path, choice.shared_by) == (Path("/policy/mem"), managed)
+    assert choice.source == f"autoMemoryDirectory in {managed} (managed policy)"
+    # a drop-in overrides the base file (and drop-ins each other, by name)
+    write_json(tmp_path / "etc-claude-code" / "managed-settings.d" / "10-mem.json", {"autoMemoryDirectory": "/a"})
+    last = write_json(tmp_path / "etc-claude-code" / "managed-settings.d" / "20-mem.json", {"autoMemoryDirectory": "/b/m"})
+    assert memory_dir(REPO, env, tmp_path).path == Path("/b/m")
+    assert memory_dir(REPO, env, tmp_path).shared_by == last
+
+
+def test_the_settings_flag_comes_after_policy_and_before_the_user(tmp_path):
+    flag = write_json(tmp_path / "session.json", {"autoMemoryDirectory": "/flag/mem"})
+    write_settings(tmp_path, json.dumps({"autoMemoryDirectory": "/user/mem"}))
+    choice = memory_dir(REPO, sources_env(tmp_path, OKF_CLAUDE_SETTINGS=str(flag)), tmp_path)
+    assert (choice.path, choice.source) == (Path("/flag/mem"), f"autoMemoryDirectory in {flag} (--settings)")
+    inline = memory_dir(REPO, sources_env(tmp_path, OKF_CLAUDE_SETTINGS='{"autoMemoryDirectory": "/inline/mem"}'),
+                        tmp_path)
+    assert inline.path == Path("/inline/mem")
+
+
+def test_project_settings_count_only_in_a_trusted_folder(tmp_path):
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    write_json(project / ".claude" / "settings.json", {"autoMemoryDirectory": "/project/mem"})
+    write_settings(tmp_path, json.dumps({"autoMemoryDirectory": "/user/mem"}))
+    env = sources_env(tmp_path)
+    assert memory_dir(project, env, tmp_path).path == Path("/user/mem")  # not trusted: Claude Code skips it
+    trust(tmp_path, project)
+    choice = memory_dir(project, env, tmp_path)
+    assert (choice.path, choice.shared_by) == (Path("/project/mem"), None)  # one project's folder: capture stays on
+    local = write_json(project / ".claude" / "settings.local.json", {"autoMemoryDirectory": "/local/mem"})
+    assert memory_dir(project, env, tmp_path).source == f"autoMemoryDirectory in {local} (project local settings)"
+
+
+def test_an_empty_value_stops_the_search_and_keeps_the_default(tmp_path):
+    # Wg() returns the first value != null ("" included); Bu("") is undefined: the default folder
+    write_json(tmp_path / "etc-claude-code" / "managed-settings.json", {"autoMemoryDirectory": ""})
+    write_settings(tmp_path, json.dumps({"autoMemoryDirectory": "/user/mem"}))
+    assert memory_dir(REPO, sources_env(tmp_path), tmp_path).path == default_dir(tmp_path)
+
+
+def test_an_unreadable_source_is_skipped_for_the_next(tmp_path):
+    bad = tmp_path / "etc-claude-code" / "managed-settings.json"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("{nope")
+    write_settings(tmp_path, json.dumps({"autoMemoryDirectory": "/user/mem"}))
+    choice = memory_dir(REPO, sources_env(tmp_path), tmp_path)
+    assert choice.path == Path("/user/mem") and str(bad) in choice.warnings[0]
+
+
+def test_the_remote_root_replaces_the_config_home_and_ignores_the_dir_name(tmp_path):
+    env = sources_env(tmp_path, CLAUDE_CODE_REMOTE_MEMORY_DIR="/remote", CLAUDE_CONFIG_DIR=str(tmp_path / "cfg"),
+                      CLAUDE_CODE_PROJECT_DIR_NAME="named")
+    choice = memory_dir(REPO, env, tmp_path)
+    assert (choice.path, choice.source) == (Path("/remote/projects/-work-my-repo/memory"), "$CLAUDE_CODE_REMOTE_MEMORY_DIR")
+
+
+@pytest.mark.parametrize(("name", "config", "expected"), [
+    ("team-kb_1", "cfg", "team-kb_1"),  # valid, with a config home set: the name is used
+    ("team-kb_1", None, "-work-my-repo"),  # dwt(): only when CLAUDE_CONFIG_DIR is set non-empty
+    ("has space", "cfg", "-work-my-repo"),  # ^[A-Za-z0-9_-]{1,64}$
+    ("x" * 65, "cfg", "-work-my-repo"),
+    ("NUL", "cfg", "-work-my-repo"),  # a reserved Windows device name
+])
+def test_the_project_dir_name_and_its_validation(tmp_path, name, config, expected):
+    env = sources_env(tmp_path, CLAUDE_CODE_PROJECT_DIR_NAME=name)
+    root = tmp_path / ".claude"
+    if config is not None:
+        env["CLAUDE_CONFIG_DIR"] = str(tmp_path / config)
+        root = tmp_path / config
+    assert memory_dir(REPO, env, tmp_path).path == root / "projects" / expected / "memory"
+
+
+def test_a_set_but_empty_config_dir_counts(tmp_path):
+    choice = memory_dir(REPO, sources_env(tmp_path, CLAUDE_CONFIG_DIR=""), tmp_path)
+    assert choice.path == REPO / "projects" / "-work-my-repo" / "memory"  # "": the folder Claude Code runs in
+    assert choice.source == "$CLAUDE_CONFIG_DIR"

@@ -474,5 +474,5 @@ def test_hooks_outside_a_repository_is_a_usage_error(tmp_path: Path, okfgit) -> 
     outside.mkdir()
     r = okfgit("hooks", "install", cwd=outside, expect=2)
     assert r.err == ("okfgit: error: git hooks need a git repository: run inside one or pass --repo "
-                     "(or use --agent claude)\n")
+                     "(or use --agent claude|gemini)\n")
     assert okfgit("hooks", "status", cwd=outside).out.startswith("git hooks: not in a git repository\n")

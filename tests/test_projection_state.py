@@ -101,7 +101,8 @@ def test_the_record_is_what_the_spec_describes(kit: Kit, okfgit: Runner) -> None
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert tables == {"meta", "targets", "memory_files", "catalogs", "facts", "records"}  # the store's (local/store.py)
     meta = {key: json.loads(value) for key, value in db.execute("SELECT key, value FROM meta")}
-    assert sorted(meta) == ["declined", "inputs", "memory_dir", "memory_dir_mtime_ns", "merged", "recall", "stale_at",
+    assert sorted(meta) == ["declined", "inputs", "memory_dir", "memory_dir_mtime_ns", "merged", "recall", "rendered",
+                            "stale_at",
                             "tool"]
     assert meta["merged"]["skipped"] == ["project:broken.md", "global:legacy-note.md"]
     assert any("okf_origin '../escape.md'" in w for w in meta["merged"]["warnings"])

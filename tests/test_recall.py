@@ -296,7 +296,8 @@ def test_a_change_in_place_gives_what_reading_every_concept_gives(repo: Path, ok
 
 def test_the_candidates_from_a_scan_are_the_candidates_claude_lists(tmp_path: Path) -> None:
     """status lists Claude's recall candidates from the scan it already made of the folder:
-    the same list as a walk of it, links and nested folders included."""
+    the same list as a walk of it, links and nested folders included. Claude Code 2.1.332
+    follows links to folders, leaves MEMORY.md out at any depth and its reserved subtrees out."""
     from okfgit.local import stamps
     from okfgit.targets import recall
 
@@ -304,14 +305,18 @@ def test_the_candidates_from_a_scan_are_the_candidates_claude_lists(tmp_path: Pa
     (folder / "sub" / "deeper").mkdir(parents=True)
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "x.md").write_text("outside")
-    names = ["a.md", "MEMORY.md", "sub/MEMORY.md", "sub/b.md", "sub/deeper/c.md", "notes.txt"]
+    (folder / "team" / "store").mkdir(parents=True)
+    (folder / "logs").mkdir()
+    names = ["a.md", "MEMORY.md", "sub/MEMORY.md", "sub/b.md", "sub/deeper/c.md", "notes.txt", "team/mine.md",
+             "team/store/shared.md", "logs/today.md"]
     for i, name in enumerate(names):
         (folder / name).write_text(name)
         os.utime(folder / name, ns=(1_700_000_000_000_000_000 + i, 1_700_000_000_000_000_000 + i * 10**9))
     os.symlink(folder / "a.md", folder / "link-to-file.md")
     os.symlink(tmp_path / "elsewhere", folder / "link-to-folder.md")
     walked = recall.claude_candidates(folder)
-    assert [p.relative_to(folder).as_posix() for p in walked][:3] == ["sub/deeper/c.md", "sub/b.md", "sub/MEMORY.md"]
-    assert "MEMORY.md" not in [p.name for p in walked if p.parent == folder]
+    listed = [p.relative_to(folder).as_posix() for p in walked]
+    assert listed == ["link-to-folder.md/x.md", "team/mine.md", "sub/deeper/c.md", "sub/b.md", "a.md",
+                      "link-to-file.md"]
     seen = stamps.scan(str(folder), keep=True).entries
     assert seen is not None and recall.claude_candidates(folder, seen) == walked

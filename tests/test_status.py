@@ -40,7 +40,7 @@ def test_a_fresh_project(project: Path, mem: Path, home: Path, okfgit: Runner) -
     assert text(okfgit, project, mem, home) == f"""\
 tiers: project
 {ON}
-memory folder: @MEM@
+memory folder: @MEM@ (from $CLAUDE_CONFIG_DIR)
 captures pending: 0
 conflicts: 0
 projections stale: 2
@@ -77,7 +77,7 @@ def test_everything_sync_would_do_is_listed_and_nothing_written(project: Path, m
     assert text(okfgit, project, mem, home, expect=2) == f"""\
 tiers: project
 {ON}
-memory folder: @MEM@
+memory folder: @MEM@ (from $CLAUDE_CONFIG_DIR)
 captures pending: 2
   new: project_freeze.md -> project:memory/release-freeze.md
   deprecate: gone.md -> project:memory/gone.md

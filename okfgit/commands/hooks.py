@@ -6,14 +6,16 @@ from pathlib import Path
 import click
 
 from okfgit.flows import agent_hooks
+from okfgit.targets import gemini_home
 from okfgit.flows import hooks
 from okfgit.commands._common import emit_json, json_option, repo_option, warn, workspace
 from okfgit.context import Context
 from okfgit.errors import UsageError
 
 agent_option = click.option(
-    "--agent", type=click.Choice(["claude"]), default=None,
-    help="Act on an agent's hooks instead of git's: claude = <claude home>/settings.json.",
+    "--agent", type=click.Choice(list(agent_hooks.AGENTS)), default=None,
+    help="Act on an agent's hooks instead of git's: claude = <claude home>/settings.json, "
+         "gemini = ~/.gemini/settings.json.",
 )
 dry_run_option = click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 
@@ -28,7 +30,8 @@ def hooks_cmd() -> None:
     finished; they never make a git command fail. The same install sets up okfgit's merge
     driver in the repository's git config (merge.okfgit.driver), which merges the project
     tier's index.md, log.md and concepts by what they mean. With --agent claude, Claude
-    Code's SessionStart, SessionEnd and PreCompact hooks are added to its settings.json.
+    Code's SessionStart, SessionEnd and PreCompact hooks are added to its settings.json; with
+    --agent gemini, Gemini CLI's SessionStart, SessionEnd and PreCompress hooks to its.
     """
 
 
@@ -41,7 +44,7 @@ def install_cmd(agent: str | None, dry_run: bool, repo: Path | None, as_json: bo
     """Install okfgit's hooks. Running it again changes nothing; a hook that was already
     there is kept as <hook>.legacy and still runs first."""
     if agent:
-        _agent(agent_hooks.plan_install, dry_run, as_json, "added")
+        _agent(agent, agent_hooks.plan_install, dry_run, as_json, "added")
         return
     root = _repo_root(repo)
     ctx = Context.from_process()
@@ -60,7 +63,7 @@ def uninstall_cmd(agent: str | None, dry_run: bool, repo: Path | None, as_json: 
     """Remove okfgit's hooks and restore exactly what was there before (each
     <hook>.legacy back under its name). Hooks that are not okfgit's are left alone."""
     if agent:
-        _agent(agent_hooks.plan_uninstall, dry_run, as_json, "removed")
+        _agent(agent, agent_hooks.plan_uninstall, dry_run, as_json, "removed")
         return
     root = _repo_root(repo)
     ctx = Context.from_process()
@@ -78,9 +81,10 @@ def status_cmd(repo: Path | None, as_json: bool) -> None:
     the folder git runs hooks from; the last hook error logged; Claude Code's hooks."""
     ctx, ws = workspace(repo)
     git_status = hooks.status(ws.project_repo, ctx.environ) if ws.project_repo else None
-    agent = agent_hooks.status(ctx)
+    agents = [agent_hooks.status(ctx, name) for name in agent_hooks.AGENTS
+              if name == "claude" or gemini_home.in_use(ctx.environ, ctx.home)]
     if as_json:
-        emit_json({"git": git_status.to_json() if git_status else None, "agents": [agent.to_json()]})
+        emit_json({"git": git_status.to_json() if git_status else None, "agents": [a.to_json() for a in agents]})
         return
     if git_status is None:
         click.echo("git hooks: not in a git repository")
@@ -98,17 +102,18 @@ def status_cmd(repo: Path | None, as_json: bool) -> None:
         click.echo(f"  {'merge driver':<14} {git_status.driver}{note}")
         if git_status.last_error:
             click.echo(f"last hook error ({where.log}): {git_status.last_error}")
-    click.echo(f"claude hooks in {agent.path}: {agent.state}")
-    for event, present in agent.installed.items():
-        click.echo(f"  {event:<14} {'installed' if present else 'absent'}")
-    if agent.problem:
-        warn([agent.problem])
+    for agent in agents:
+        click.echo(f"{agent.agent} hooks in {agent.path}: {agent.state}")
+        for event, present in agent.installed.items():
+            click.echo(f"  {event:<14} {'installed' if present else 'absent'}")
+        if agent.problem:
+            warn([agent.problem])
 
 
 def _repo_root(repo: Path | None) -> Path:
     _, ws = workspace(repo)
     if ws.project_repo is None:
-        raise UsageError("git hooks need a git repository: run inside one or pass --repo (or use --agent claude)")
+        raise UsageError("git hooks need a git repository: run inside one or pass --repo (or use --agent claude|gemini)")
     return ws.project_repo
 
 
@@ -129,13 +134,14 @@ def _report(change: hooks.HookChange, dry_run: bool, as_json: bool) -> None:
     warn(notes)
 
 
-def _agent(planner: Callable[[Context], agent_hooks.AgentChange], dry_run: bool, as_json: bool, verb: str) -> None:
+def _agent(agent: str, planner: Callable[[Context, str], agent_hooks.AgentChange], dry_run: bool, as_json: bool,
+           verb: str) -> None:
     ctx = Context.from_process()
-    change = planner(ctx)
+    change = planner(ctx, agent)
     if not dry_run:
         agent_hooks.apply(ctx, change)
     if as_json:
-        emit_json({"agent": "claude", "settings": str(change.path), "dry_run": dry_run, "changed": change.changed,
+        emit_json({"agent": agent, "settings": str(change.path), "dry_run": dry_run, "changed": change.changed,
                    verb: list(change.events), "replaced": list(change.replaced)})
     elif dry_run:
         click.echo(change.render() or f"{change.path}: nothing to change")
@@ -148,5 +154,6 @@ def _agent(planner: Callable[[Context], agent_hooks.AgentChange], dry_run: bool,
     else:
         click.echo(f"{change.path}: nothing to change")
     if change.reformats:
-        warn([f"{change.path} {'would be' if dry_run else 'was'} rewritten in Claude Code's own layout (2-space "
+        whose = "Claude Code's" if agent == "claude" else "Gemini CLI's"
+        warn([f"{change.path} {'would be' if dry_run else 'was'} rewritten in {whose} own layout (2-space "
               "JSON); every setting keeps its value and place"])

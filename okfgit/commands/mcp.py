@@ -35,12 +35,14 @@ def mcp_cmd(click_ctx: click.Context, repo: Path | None, run: str | None) -> Non
     mcp_stdio.serve(mcp.Reader(ctx, repo, run))
 
 
-agent_option = click.option("--agent", type=click.Choice(["claude", "codex", "cursor"]), required=True,
-                            help="Which agent's MCP config: claude, codex or cursor.")
+agent_option = click.option("--agent", type=click.Choice(["claude", "codex", "cursor", "gemini"]), required=True,
+                            help="Which agent's MCP config: claude, codex, cursor or gemini.")
 where_option = click.option(
     "--scope", type=click.Choice(["project", "user"]), default=None,
-    help="project: the repository's file (.mcp.json, .cursor/mcp.json; default for claude and cursor); "
-         "user: the agent's own config (~/.claude.json, $CODEX_HOME/config.toml, ~/.cursor/mcp.json).",
+    help="project: the repository's file (.mcp.json, .cursor/mcp.json, .gemini/settings.json; default for claude, "
+         "cursor and gemini); "
+         "user: the agent's own config (~/.claude.json, $CODEX_HOME/config.toml, ~/.cursor/mcp.json, "
+         "~/.gemini/settings.json).",
 )
 dry_run_option = click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 

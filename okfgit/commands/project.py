@@ -27,9 +27,10 @@ NOTHING_TO_DO = "nothing to do: the knowledge at HEAD and every target are as ok
 @click.command("project")
 @click.option("--scope", type=click.Choice(["global", "project", "job", "all"]), default="all", show_default=True,
               help="Which tiers to project. The memory folder mirrors exactly the tiers selected.")
-@click.option("--target", type=click.Choice(["claude", "agents", "all"]), default="all", show_default=True,
-              help="claude: the memory folder and ~/.claude/CLAUDE.md; agents: <repo>/AGENTS.md and "
-                   "$CODEX_HOME/AGENTS.md.")
+@click.option("--target", type=click.Choice(["claude", "gemini", "agents", "all"]), default="all", show_default=True,
+              help="claude: the memory folder and ~/.claude/CLAUDE.md; gemini: Gemini CLI's memory folder, "
+                   "~/.gemini/GEMINI.md and the repository's GEMINI.md; agents: <repo>/AGENTS.md, "
+                   "$CODEX_HOME/AGENTS.md and the home files of opencode, Copilot CLI and Amp.")
 @click.option("--dry-run", is_flag=True, help="Print a unified diff of every file that would change; write nothing.")
 @click.option("--explain", is_flag=True,
               help="After projecting, show what each agent sees: for Claude Code the MEMORY.md lines (and what "

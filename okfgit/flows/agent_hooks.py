@@ -1,7 +1,10 @@
-"""Claude Code hooks in ``<claude home>/settings.json`` that keep sessions current.
+"""Agents' session hooks that keep sessions current: Claude Code's in
+``<claude home>/settings.json``, Gemini CLI's in ``~/.gemini/settings.json``.
 
-``SessionStart`` projects the knowledge base; ``SessionEnd`` and ``PreCompact`` sync, so
-what an agent learnt is captured before the session or its context goes away. Entries are
+``SessionStart`` projects the knowledge base; ``SessionEnd`` and ``PreCompact`` (Gemini
+CLI 0.61.0: ``PreCompress``) sync, so what an agent learnt is captured before the session
+or its context goes away. Both agents read the same shape: ``hooks.<event>`` is a list of
+``{"matcher", "hooks": [{"type": "command", "command"}]}`` groups, ``*`` matching all. Entries are
 recognised by their exact command strings (this okfgit's, or an older okfgit's, which
 install replaces in place): install adds only what is missing, uninstall removes only
 those entries, and every other setting and hook keeps its place and value. A settings
@@ -17,10 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from okfgit import plan as plan_mod
-from okfgit.targets.claude_home import claude_home
+from okfgit.targets import gemini_home
+from okfgit.targets.claude_home import claude_home, empty_config_home
 from okfgit.context import Context
 from okfgit.format import json_object
-from okfgit.errors import IntegrityError
+from okfgit.errors import IntegrityError, UsageError
 
 # SessionStart's stdout becomes the agent's context, and a session may start outside any
 # git repository: --quiet prints nothing on stdout, does nothing (exit 0) where there is
@@ -40,10 +44,27 @@ LEGACY: dict[str, tuple[str, ...]] = {
     "PreCompact": ("okfgit sync || exit 1",),
 }
 MATCHER = "*"  # every source / reason / trigger of the event
+AGENTS = ("claude", "gemini")
+# Gemini CLI 0.61.0's events (its HookEventName): the same commands; PreCompress for PreCompact.
+GEMINI_COMMANDS: dict[str, str] = {
+    "SessionStart": COMMANDS["SessionStart"],
+    "SessionEnd": COMMANDS["SessionEnd"],
+    "PreCompress": COMMANDS["PreCompact"],
+}
 
 
-def settings_path(ctx: Context) -> Path:
-    """``<claude home>/settings.json`` (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``)."""
+def commands(agent: str) -> dict[str, str]:
+    return GEMINI_COMMANDS if agent == "gemini" else COMMANDS
+
+
+def settings_path(ctx: Context, agent: str = "claude") -> Path:
+    """``<claude home>/settings.json`` (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``), or Gemini
+    CLI's ``<gemini home>/.gemini/settings.json``."""
+    if agent == "gemini":
+        return gemini_home.gemini_dir(ctx.environ, ctx.home) / "settings.json"
+    problem = empty_config_home(ctx.environ)
+    if problem is not None:
+        raise UsageError(f"{problem}; okfgit does not write Claude Code's settings.json there")
     return claude_home(ctx.environ, ctx.home) / "settings.json"
 
 
@@ -72,18 +93,18 @@ class AgentChange:
         return plan_mod.unified(str(self.path), self.old, None if self.remove else self.new) if self.changed else ""
 
 
-def plan_install(ctx: Context) -> AgentChange:
+def plan_install(ctx: Context, agent: str = "claude") -> AgentChange:
     """The settings.json with okfgit's three hooks added where missing.
 
     An older okfgit's entry (``LEGACY``) gets the current command in place (its group,
     position and other keys kept); any further one, or one beside a current entry, goes.
     """
-    path, old, settings = _load(settings_path(ctx))
+    path, old, settings = _load(settings_path(ctx, agent))
     hooks = _hooks_object(path, settings, create=True)
     assert hooks is not None  # create=True makes one
     touched: list[str] = []
     replaced: list[str] = []
-    for event, command in COMMANDS.items():
+    for event, command in commands(agent).items():
         groups = _event_groups(path, hooks, event, create=True)
         entries = [entry for group in groups for entry in _entries(path, event, group)]
         legacy = [entry for entry in entries if _is_legacy(entry, event)]
@@ -100,20 +121,20 @@ def plan_install(ctx: Context) -> AgentChange:
     return AgentChange(path, old, _dump(settings) if touched else old, tuple(touched), tuple(replaced))
 
 
-def plan_uninstall(ctx: Context) -> AgentChange:
+def plan_uninstall(ctx: Context, agent: str = "claude") -> AgentChange:
     """The settings.json without okfgit's entries (an older okfgit's too); containers left
     empty by that go too."""
-    path, old, settings = _load(settings_path(ctx))
+    path, old, settings = _load(settings_path(ctx, agent))
     if old is None:
         return AgentChange(path, None, None, ())
     hooks = _hooks_object(path, settings, create=False)
     removed: list[str] = []
-    for event, command in COMMANDS.items():
+    for event, command in commands(agent).items():
         if hooks is not None and event in hooks and _remove_entries(path, hooks, event, _okfgits(event, command)):
             removed.append(event)
     if hooks is not None and not hooks and removed:
         del settings["hooks"]
-    if removed and not settings and path == settings_path(ctx):
+    if removed and not settings and path == settings_path(ctx, agent):
         # Nothing but okfgit's entries was in it (install created it, or it was an empty
         # object): the file goes, rather than leaving a `{}` that was never there.
         return AgentChange(path, old, None, tuple(removed), remove=True)
@@ -161,29 +182,31 @@ class AgentStatus:
     installed: dict[str, bool]  # event -> okfgit's entry present (this okfgit's or an older one's)
     problem: str | None  # why the file cannot be read, if it cannot
     outdated: tuple[str, ...] = ()  # events with only an older okfgit's entry: `hooks install` updates them
+    agent: str = "claude"
 
     @property
     def state(self) -> str:
         if self.problem:
             return "unreadable"
         found = sum(self.installed.values())
-        if found == len(COMMANDS):
+        if found == len(self.installed):
             return "outdated" if self.outdated else "installed"
         return "partial" if found else "absent"
 
     def to_json(self) -> dict[str, object]:
-        return {"agent": "claude", "settings": str(self.path), "state": self.state,
+        return {"agent": self.agent, "settings": str(self.path), "state": self.state,
                 "events": self.installed, "outdated": list(self.outdated), "problem": self.problem}
 
 
-def status(ctx: Context) -> AgentStatus:
-    """Which of okfgit's Claude Code hooks are in settings.json; never raises for a bad file."""
+def status(ctx: Context, agent: str = "claude") -> AgentStatus:
+    """Which of okfgit's hooks are in the agent's settings.json; never raises for a bad file."""
+    wanted = commands(agent)
     try:
-        path, _, settings = _load(settings_path(ctx))
+        path, _, settings = _load(settings_path(ctx, agent))
         hooks = _hooks_object(path, settings, create=False) or {}
         installed = {}
         outdated = []
-        for event, command in COMMANDS.items():
+        for event, command in wanted.items():
             groups = _event_groups(path, hooks, event, create=False) if event in hooks else []
             entries = [e for g in groups for e in _entries(path, event, g)]
             current = any(_is_ours(e, command) for e in entries)
@@ -191,9 +214,10 @@ def status(ctx: Context) -> AgentStatus:
             installed[event] = current or legacy
             if legacy and not current:
                 outdated.append(event)
-    except IntegrityError as exc:
-        return AgentStatus(settings_path(ctx), {e: False for e in COMMANDS}, str(exc))
-    return AgentStatus(path, installed, None, tuple(outdated))
+    except (IntegrityError, UsageError) as exc:
+        where = claude_home(ctx.environ, ctx.home) / "settings.json" if agent == "claude" else settings_path(ctx, agent)
+        return AgentStatus(where, {e: False for e in wanted}, str(exc), agent=agent)
+    return AgentStatus(path, installed, None, tuple(outdated), agent)
 
 
 # -- reading settings.json with certainty ---------------------------------------------

@@ -1,6 +1,9 @@
-"""Capture: facts agents wrote into Claude Code's memory folder become commits.
+"""Capture: facts agents wrote into their memory folders become commits.
 
-Per memory file (recursively; ``MEMORY.md`` excluded):
+The folders are Claude Code's memory folder and Gemini CLI's private memory folder of the
+project (``Source``). Per memory file (recursively; ``MEMORY.md`` excluded), its frontmatter
+read as Claude Code reads it (``format/agent_memory.py``: keys under ``metadata`` unfolded,
+Claude's stamps out):
 - its blob OID is one okfgit wrote (projection state) -> skipped: the loop guard;
 - a native Claude memory (``name``/``description``/``metadata.type`` or older top-level
   ``type``) -> migrated into OKF by *adding* keys (type, title, scope, okf_id, okf_source,
@@ -15,6 +18,7 @@ the projection that follows rewrites it, after the commit landed.
 
 from __future__ import annotations
 
+import datetime as dt
 import gc
 import os
 import posixpath
@@ -25,13 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from okfgit.format import actors, lifecycle, names
+from okfgit.format import actors, agent_memory, lifecycle, names
 from okfgit.format.trailers import path_field
 from okfgit.format import concept as okf
 from okfgit.local import journal, state
 from okfgit.local.store import Stores
 from okfgit.knowledge import capture_policy as switch
 from okfgit.knowledge.cards import TierCard, TierCards
+from okfgit.targets import gemini_home
 from okfgit.targets.claude_home import memory_dir
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
@@ -48,8 +53,53 @@ MAX_BYTES = 1024 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 CAPTURE_FOLDER = "memory"
 AGENT_ACTOR = actors.CLAUDE_CODE  # whoever runs sync, the words captured are the agent's
+GEMINI_ACTOR = actors.GEMINI_CLI
 SIBLINGS = ("conflict", "proposal", "duplicate")  # actions committed as a needs-merge sibling
 CAPTURING = "capturing memory files"  # what a person watching a long capture is told
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One agent's memory folder that capture reads, and how its files become concepts."""
+
+    name: str  # the concepts' ``okf_source``: claude-memory | gemini-cli
+    agent: str  # who wrote the files, for messages
+    folder: Path
+    actor: str  # ``generated.by`` of a new fact
+    prefix: str = ""  # what ``okf_origin`` holds before the file's path in the folder
+    personal: bool = False  # its files are the person's own (routed as ``user`` memories, §5)
+
+    def label(self, origin: str) -> str:
+        """How reports name a file of this folder (Claude Code's files by their bare path)."""
+        return origin if self.name == agent_memory.CLAUDE else f"{self.name}:{origin}"
+
+    def recorded(self, st: state.State, origin: str) -> state.MemoryFile | state.FileRecord | None:
+        """What okfgit recorded writing (or adopting) at ``origin``."""
+        if self.name == agent_memory.CLAUDE:
+            return st.memory_files.get(origin)
+        return st.record(self.folder / origin)
+
+    def projected(self, st: state.State, origin: str) -> _Projected | None:
+        """The concept (``okf_id`` when known) and its blob OID okfgit last wrote at ``origin``."""
+        rec = self.recorded(st, origin)
+        if isinstance(rec, state.MemoryFile):
+            return _Projected(rec.okf_id, rec.oid)
+        return _Projected(None, rec.oid) if rec is not None else None
+
+
+class _Projected(NamedTuple):
+    okf_id: str | None  # None: any concept (a file okfgit wrote whole, recorded by its OID only)
+    oid: str
+
+
+def claude_source(folder: Path) -> Source:
+    return Source(agent_memory.CLAUDE, "Claude", folder, AGENT_ACTOR)
+
+
+def gemini_source(folder: Path, short_id: str) -> Source:
+    # Gemini CLI's prompt calls these notes "personal-to-the-user ... must NOT be committed to
+    # the repo": they go where a person's facts go (Routes.route, rule 3).
+    return Source(agent_memory.GEMINI, "Gemini CLI", folder, GEMINI_ACTOR, f"{short_id}/", personal=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +117,15 @@ class Captured:
     parsed: okf.Parsed | None = field(default=None, repr=False, compare=False)  # ``data`` split
     repeats: tuple[str, float] | None = None  # a duplicate's: "<tier>:<path>" of the concept, and the similarity
     declines: str = ""  # a deleted file's: the concept's blob okfgit no longer writes back once committed
+    source: Source | None = field(default=None, repr=False, compare=False)  # None: Claude Code's folder
+
+    @property
+    def agent(self) -> str:
+        return self.source.name if self.source is not None else agent_memory.CLAUDE
+
+    @property
+    def label(self) -> str:
+        return self.source.label(self.origin) if self.source is not None else self.origin
 
 
 @dataclass(slots=True)
@@ -75,6 +134,8 @@ class Report:
     reason: str
     switch: switch.Decision | None = None
     memory_dir: Path | None = None
+    memory_source: str = ""  # what decided the memory folder (claude_home.MemoryDirChoice.source)
+    gemini_dir: Path | None = None  # Gemini CLI's private memory folder of the project, when it has one
     captured: list[Captured] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (origin, why): bad input
     held: list[tuple[str, str]] = field(default_factory=list)  # (origin, why): a new fact with no tier yet
@@ -94,8 +155,10 @@ class Report:
             "enabled": self.enabled,
             "reason": self.reason,
             "memory_dir": str(self.memory_dir) if self.memory_dir else None,
+            "memory_source": self.memory_source,
+            "gemini_dir": str(self.gemini_dir) if self.gemini_dir else None,
             "captured": [
-                {"action": c.action, "origin": c.origin, "oid": c.file_oid, "okf_id": c.okf_id,
+                {"action": c.action, "origin": c.origin, "source": c.agent, "oid": c.file_oid, "okf_id": c.okf_id,
                  "tier": c.tier.label, "path": c.kb_path}
                 for c in self.captured
             ],
@@ -110,7 +173,9 @@ class Report:
     @property
     def unchanged(self) -> list[str]:
         """okfgit's own files, which capture leaves as they are."""
-        return sorted(self.unchanged_all) if self.unchanged_all is not None else self.unchanged_seen
+        if self.unchanged_all is None:
+            return self.unchanged_seen
+        return sorted(self.unchanged_all) + [o for o in self.unchanged_seen if o not in self.unchanged_all]
 
     @property
     def conflicts(self) -> list[Captured]:
@@ -180,12 +245,12 @@ class Routes:
         """Every tier a new fact may land in."""
         return [t for t in (self.job, self.project, self.global_) if t is not None]
 
-    def route(self, meta: dict[str, Any]) -> Tier:
+    def route(self, meta: dict[str, Any], private: bool = False) -> Tier:
         """The tier a new fact goes to, decided by okfgit; ``Held`` when it cannot go anywhere yet.
 
         1. ``--to`` (a person's explicit choice); otherwise the tier for what the memory is
-        about: a ``user`` memory (about the person) the global tier, unless the project takes
-        them; anything else (``project``, ``feedback``, ``reference``, untyped) the active run's
+        about: a ``user`` memory (about the person; every file of a ``private`` folder, Gemini
+        CLI's notes) the global tier, unless the project takes them; anything else (``project``, ``feedback``, ``reference``, untyped) the active run's
         job tier, else the project tier. 2. The memory's own ``scope:`` may narrow that (job is
         narrower than project, project than global), never widen it: text an agent wrote does
         not send a fact out of a project or a run (widening is a person's ``promote``). A user
@@ -194,21 +259,23 @@ class Routes:
         """
         if self.to is not None:
             return self.to
-        personal = memory_type(meta) == USER_TYPE and self.user_memories == "global"
+        personal = (private or memory_type(meta) == USER_TYPE) and self.user_memories == "global"
         widest = self.global_ if personal else self.job if self.job is not None else self.project
         own = meta.get("scope")
         for tier in self.tiers():
             if own == tier.name and tier.exists() and _NARROW[tier.name] <= _NARROW[widest.name]:
                 return tier
+        what = "a private note (Gemini CLI keeps it out of the repository)" if private else \
+            "a user memory (about you, not the project)"
         if personal and not self.global_.exists():
             raise Held(
-                "a user memory (about you, not the project) goes to the global tier, which does not exist "
+                f"{what} goes to the global tier, which does not exist "
                 "yet; run `okfgit init --scope global` to create it (or set user_memories = \"project\" "
                 f"in {switch.SETTINGS_PATH}); left in the memory folder"
             )
         if personal and self.pushed_to is not None:
             raise Held(
-                f"a user memory (about you, not the project) goes to the global tier, which is pushed to "
+                f"{what} goes to the global tier, which is pushed to "
                 f"{self.pushed_to}; facts about you stay on this machine unless you share them: "
                 f"`git -C {self.global_.repo_path} config okf.pushUserMemories true`; left in the memory folder"
             )
@@ -216,29 +283,28 @@ class Routes:
 
 
 def memory_type(meta: dict[str, Any]) -> str:
-    """Claude Code's memory type (top-level ``type``, else ``metadata.type``), lower-case; "" when none."""
-    native = meta.get("metadata")
-    for value in (meta.get("type"), native.get("type") if isinstance(native, dict) else None):
-        if isinstance(value, str) and value.strip():
-            return value.strip().lower()
-    return ""
+    """Claude Code's memory type, lower-case ("" when none): ``metadata.type`` wins over a
+    top-level ``type``, as in Claude Code (``agent_memory.unfold``)."""
+    value = agent_memory.unfold(meta).meta.get("type")
+    return value.strip().lower() if isinstance(value, str) else ""
 
 
 def plan_capture(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, *, to: str | None = None,
                  force: bool = False, unchanged: str | None = None, branch: str | None = None) -> Report:
-    """Read the memory folder and plan the capture commits; writes nothing. ``owned`` is the
+    """Read the memory folders and plan the capture commits; writes nothing. ``owned`` is the
     ownership record and ``stores`` the run's stores (the facts read are staged there); with
-    ``unchanged`` (see ``capture``) the folder has nothing to take: it is not read. ``branch``:
-    the project tier's branch the memories were written on when it is not the one checked out
-    now (a post-checkout's previous branch): read there, and committed there."""
+    ``unchanged`` (see ``capture``) Claude Code's folder has nothing to take: it is not read.
+    ``branch``: the project tier's branch the memories were written on when it is not the one
+    checked out now (a post-checkout's previous branch): read there, and committed there."""
     if ws.project_repo is None:
         raise UsageError("capture needs a project repository: run it inside one or pass --repo")
     decision = switch.capture_decision(ctx, ws)
     report = Report(enabled=decision.enabled, reason=decision.reason, switch=decision)
     project_tier = ws.tier("project")
     project_repo = project_tier.open()
-    choice = memory_dir(project_repo.main_workdir, ctx.environ, ctx.home)
+    choice = memory_dir(project_repo.main_workdir, ctx.environ, ctx.home, project_root=project_repo.workdir)
     report.memory_dir = choice.path
+    report.memory_source = choice.source
     at = {project_tier.label: project_repo.resolve(f"refs/heads/{branch}")} if branch is not None else {}
     if not (project_tier.has_kb() if not at else project_repo.tree_oid(at[project_tier.label], project_tier.prefix)):
         # Nowhere to put this repository's facts: the global tier would carry them into
@@ -259,49 +325,81 @@ def plan_capture(ctx: Context, ws: Workspace, owned: state.State, stores: Stores
         )
         if not force:
             return report
-    return _plan(ctx, ws, to, owned, stores, choice.path, unchanged, report, _At(at, branch))
-
-
-def _plan(ctx: Context, ws: Workspace, to: str | None, st: state.State, stores: Stores, folder: Path,
-          unchanged: str | None, report: Report, at: _At) -> Report:
-    if unchanged is not None and os.path.abspath(unchanged) == os.path.abspath(folder):
+    st = owned
+    claude = claude_source(choice.path)
+    gemini = _gemini(ctx, project_repo.workdir)
+    report.gemini_dir = gemini.folder if gemini is not None else None
+    candidates: list[tuple[Source, str, bytes, str]] = []
+    present: frozenset[str] = frozenset()
+    if unchanged is not None and os.path.abspath(unchanged) == os.path.abspath(choice.path):
         # Every file there is one the last sync left as okfgit's: nothing to read, nothing new
         # (and, for ``force``, nothing waiting).
         report.unchanged_all = st.memory_files
-        return report
-    files = _memory_files(folder, report)
-    candidates: list[tuple[str, bytes, str]] = []
-    for origin, file, lst in files:
-        if _CONTROL.search(origin):
-            report.skipped.append((origin, "the file name has control characters; rename it to capture it"))
-            continue
-        if _okfgit_wrote(st.memory_files.get(origin), lst):
-            report.unchanged_seen.append(origin)  # the loop guard, decided by the stat okfgit recorded
-            continue
-        try:
-            data = _read(file, lst, folder)
-        except OkfError as exc:
-            report.skipped.append((origin, _why(exc, origin)))
-            continue
-        oid = blob_oid(data)
-        if st.wrote(origin, oid):
-            report.unchanged_seen.append(origin)
-            continue
-        candidates.append((origin, data, oid))
-    kb = _classify_all(ctx, ws, to, st, stores, candidates, report, at) if candidates else None
-    seen = {origin for origin, _, _ in files}
-    skipped = {o for o, _ in report.skipped}
-    report.deleted = [o for o in sorted(st.memory_files) if o not in seen and o not in skipped]
-    if report.deleted and seen:  # every file gone is a folder emptied, not an agent's judgement
-        kb = kb or _known(ws, to, stores, at)
-        _classify_deletions(ctx, st, report, kb)
+    else:
+        present = _read_folder(claude, st, report, candidates)
+    if gemini is not None:
+        _read_folder(gemini, st, report, candidates)
+    kb = _classify_all(ctx, ws, to, st, stores, candidates, report, present, _At(at, branch)) if candidates else None
+    if report.unchanged_all is None:
+        skipped = {o for o, _ in report.skipped}
+        renamed = {n for c in report.captured if c.action == "update" and c.source is claude
+                   for n, _ in st.projected(c.okf_id) if n != c.origin} if report.captured else set()
+        report.deleted = [o for o in sorted(st.memory_files)
+                          if o not in present and o not in skipped and o not in renamed]
+        if report.deleted and present:  # every file gone is a folder emptied, not an agent's judgement
+            kb = kb or _known(ws, to, stores, _At(at, branch))
+            _classify_deletions(ctx, st, report, kb)
     if kb is not None and report.captured:
         report.plan = _build_plan(report.captured, kb)
     for origin, why in report.skipped:
-        report.warnings.append(f"skipped {folder / origin}: {why}")
+        report.warnings.append(f"skipped {_where(origin, claude, gemini)}: {why}")
     for origin, why in report.held:
-        report.warnings.append(f"not captured {folder / origin}: {why}")
+        report.warnings.append(f"not captured {_where(origin, claude, gemini)}: {why}")
     return report
+
+
+def _gemini(ctx: Context, worktree: Path) -> Source | None:
+    """Gemini CLI's private memory folder of the project, when it has one (it is made on
+    Gemini CLI's first run in the folder)."""
+    found = gemini_home.memory_folder(worktree, ctx.environ, ctx.home)
+    if found.path is None or found.short_id is None:
+        return None
+    return gemini_source(found.path, found.short_id)
+
+
+def _where(label: str, claude: Source, gemini: Source | None) -> Path:
+    """The file a report's label names (``gemini-cli:<origin>`` for Gemini CLI's folder)."""
+    prefix = f"{agent_memory.GEMINI}:"
+    if gemini is not None and label.startswith(prefix):
+        return gemini.folder / label[len(prefix):]
+    return claude.folder / label
+
+
+def _read_folder(source: Source, st: state.State, report: Report,
+                 candidates: list[tuple[Source, str, bytes, str]]) -> frozenset[str]:
+    """Every file of ``source``'s folder okfgit did not write, read and added to
+    ``candidates``; the unreadable ones go to ``report.skipped``. The origins present."""
+    files = _memory_files(source, report)
+    for origin, file, lst in files:
+        label = source.label(origin)
+        if _CONTROL.search(origin):
+            report.skipped.append((label, "the file name has control characters; rename it to capture it"))
+            continue
+        recorded = source.recorded(st, origin)
+        if _okfgit_wrote(recorded, lst):
+            report.unchanged_seen.append(label)  # the loop guard, decided by the stat okfgit recorded
+            continue
+        try:
+            data = _read(file, lst, source.folder)
+        except OkfError as exc:
+            report.skipped.append((label, _why(exc, origin)))
+            continue
+        oid = blob_oid(data)
+        if st.wrote(origin if source.name == agent_memory.CLAUDE else source.folder / origin, oid):
+            report.unchanged_seen.append(label)
+            continue
+        candidates.append((source, origin, data, oid))
+    return frozenset(origin for origin, _, _ in files)
 
 
 class _At(NamedTuple):
@@ -321,35 +419,37 @@ def _known(ws: Workspace, to: str | None, stores: Stores, at: _At, routes: Route
 
 
 def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State, stores: Stores,
-                  candidates: list[tuple[str, bytes, str]], report: Report, at: _At) -> _Known:
+                  candidates: list[tuple[Source, str, bytes, str]], report: Report, present: frozenset[str],
+                  at: _At) -> _Known:
     """Decide each file okfgit did not write (new, update, conflict, a copy); the tiers read."""
     routes = Routes.of(ws, to)
     kb = _known(ws, to, stores, at, routes)
-    for done, (origin, data, oid) in enumerate(candidates):
+    for done, (source, origin, data, oid) in enumerate(candidates):
         if done and not done % 100:
             ctx.progress(CAPTURING, done, len(candidates))
+        label = source.label(origin)
         try:
-            item = _classify(ctx, origin, data, oid, routes, kb, st)
+            item = _classify(ctx, source, origin, data, oid, routes, kb, st, present)
         except Held as held:
-            report.held.append((origin, str(held)))
+            report.held.append((label, str(held)))
             continue
         except OkfError as exc:
-            report.skipped.append((origin, _why(exc, origin)))
+            report.skipped.append((label, _why(exc, origin)))
             continue
         if item is None:
-            report.unchanged_seen.append(origin)
-            report.copies[origin] = oid
+            report.unchanged_seen.append(label)
+            report.copies[label] = oid
             continue
         report.captured.append(item)
         if item.action == "proposal":
-            report.warnings.append(proposal_warning(origin, item))
+            report.warnings.append(proposal_warning(label, item))
         elif item.action == "conflict":
             report.warnings.append(
-                f"{origin}: {item.why}; kept the KB's version and committed the agent's as "
+                f"{label}: {item.why}; kept the KB's version and committed the agent's as "
                 f"{item.tier.label}:{item.kb_path} (needs a person to merge)"
             )
         elif item.action == "duplicate":
-            report.warnings.append(duplicate_warning(origin, item))
+            report.warnings.append(duplicate_warning(label, item))
     ctx.progress(CAPTURING, len(candidates), len(candidates))
     return kb
 
@@ -477,10 +577,16 @@ def _capture_locked(ctx: Context, ws: Workspace, to: str | None, owned: state.St
     # The agent's bytes are now in a commit (or the KB already says the same): the next
     # projection may replace the file with the concept.
     taken = dict(report.copies)
-    taken.update({c.origin: c.file_oid for c in report.captured if not c.declines})
+    taken.update({c.label: c.file_oid for c in report.captured if not c.declines})
     declined = {**report.declined, **{c.okf_id: c.declines for c in report.captured if c.declines}}
     if report.plan.empty or report.commits:  # what was deleted is declined once its commit is in
         owned.declined.update(declined)
+    prefix = f"{agent_memory.GEMINI}:"
+    notes = {label: oid for label, oid in taken.items() if label.startswith(prefix)}
+    if report.gemini_dir is not None:  # Gemini CLI's notes are recorded as files okfgit wrote
+        for label, oid in notes.items():
+            owned.adopt_file(report.gemini_dir / label[len(prefix):], oid)
+    taken = {label: oid for label, oid in taken.items() if label not in notes}
     if taken:
         owned.adopt(taken, report.memory_dir)
     return report
@@ -505,8 +611,8 @@ class _Known:
         """(tier, KB path, blob OID) of the concept that answers for ``okf_id``."""
         return self._where(self.view.by_okf_id.get(okf_id))
 
-    def by_origin(self, origin: str) -> tuple[Tier, str, str] | None:
-        return self._where(self.view.by_origin.get(origin))
+    def by_origin(self, origin: str, source: str = agent_memory.CLAUDE) -> tuple[Tier, str, str] | None:
+        return self._where(self.view.by_origin.get(agent_memory.origin_key(source, origin) or ""))
 
     def _where(self, card: TierCard | None) -> tuple[Tier, str, str] | None:
         return (self.tiers[card.tier], card.path, card.oid) if card is not None else None
@@ -542,6 +648,10 @@ class _Known:
     def concept(self, tier: Tier, path: str) -> Concept:
         return self.snapshot(tier).concept(path)
 
+    def last_change(self, tier: Tier, path: str) -> float | None:
+        """When the concept at ``path`` last changed in the tier (its commit's time), or None."""
+        return tier.open().last_change(tier.repo_path_of(path))
+
     def index_items(self, tier: Tier) -> Callable[[str], index.Item | None]:
         """A concept's index entry from its card (``index.item_of``'s title, description and
         type), when the card is of the blob the tier has: the concepts already in a folder
@@ -571,14 +681,17 @@ class _Known:
         return candidate
 
 
-def _memory_files(root: Path, report: Report) -> list[tuple[str, str, os.stat_result]]:
-    """(origin, path, lstat) of every candidate memory file under ``root``, by origin.
+def _memory_files(source: Source, report: Report) -> list[tuple[str, str, os.stat_result]]:
+    """(origin, path, lstat) of every candidate memory file in ``source``'s folder, by origin.
 
     Plain strings and ``scandir``: with a projected KB of 10,000 concepts this walk is a
     large part of what a sync costs when one memory changed.
     """
     out: list[tuple[str, str, os.stat_result]] = []
-    stack = [("", str(root))]
+    stack = [("", str(source.folder))]
+    # Claude Code's reserved subtrees (team stores, logs...); Gemini CLI's extracted skills
+    skip = agent_memory.reserved if source.name == agent_memory.CLAUDE else \
+        (lambda rel: rel.split("/", 1)[0] == "skills")
     while stack:
         rel, folder = stack.pop()
         try:
@@ -586,17 +699,18 @@ def _memory_files(root: Path, report: Report) -> list[tuple[str, str, os.stat_re
         except (FileNotFoundError, NotADirectoryError):
             continue
         except OSError as exc:
-            report.skipped.append((rel.rstrip("/") or ".", f"cannot list the folder: {exc.strerror or exc}"))
+            report.skipped.append((source.label(rel.rstrip("/") or "."), f"cannot list the folder: {exc.strerror or exc}"))
             continue
         for entry in entries:
             name = entry.name
             if name.startswith("."):
                 continue
             if entry.is_dir(follow_symlinks=False):
-                stack.append((f"{rel}{name}/", entry.path))
+                if not skip(f"{rel}{name}/x.md"):  # not the agent's memories
+                    stack.append((f"{rel}{name}/", entry.path))
             elif entry.is_symlink() and os.path.isdir(entry.path):
-                report.skipped.append((f"{rel}{name}", "a symlinked folder; okfgit never follows links"))
-            elif name.endswith(".md") and (rel or name != "MEMORY.md"):
+                report.skipped.append((source.label(f"{rel}{name}"), "a symlinked folder; okfgit never follows links"))
+            elif name.endswith(".md") and name != "MEMORY.md":  # an index at any depth, as Claude Code reads it
                 try:
                     out.append((f"{rel}{name}", entry.path, entry.stat(follow_symlinks=False)))
                 except FileNotFoundError:
@@ -605,11 +719,13 @@ def _memory_files(root: Path, report: Report) -> list[tuple[str, str, os.stat_re
     return out
 
 
-def _okfgit_wrote(record: state.MemoryFile | None, lst: os.stat_result) -> bool:
+def _okfgit_wrote(record: state.MemoryFile | state.FileRecord | None, lst: os.stat_result) -> bool:
     """The file still has the size and mtime it had right after okfgit wrote it (git's stat
     rule, as projection reads it); a file an agent rewrote has another mtime (or size), and
     then its bytes are read and its OID decides."""
-    return record is not None and stat.S_ISREG(lst.st_mode) and record.record.matches(lst)
+    if record is None or not stat.S_ISREG(lst.st_mode):
+        return False
+    return (record.record if isinstance(record, state.MemoryFile) else record).matches(lst)
 
 
 def _read(file: str, st: os.stat_result, root: Path) -> bytes:
@@ -636,26 +752,30 @@ def _read(file: str, st: os.stat_result, root: Path) -> bytes:
     return data
 
 
-def _classify(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb: _Known,
-              st: state.State) -> Captured | None:
+def _classify(ctx: Context, source: Source, origin: str, data: bytes, oid: str, routes: Routes, kb: _Known,
+              st: state.State, present: frozenset[str]) -> Captured | None:
     """What capturing one file means (None: nothing, the KB already says it); every item
     returned holds bytes doctor accepts (``_valid``)."""
-    item = _decide(ctx, origin, data, oid, routes, kb, st)
+    item = _decide(ctx, source, origin, data, oid, routes, kb, st, present)
     return _valid(item) if item is not None else None
 
 
-def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb: _Known,
-            st: state.State) -> Captured | None:
+def _decide(ctx: Context, source: Source, origin: str, data: bytes, oid: str, routes: Routes, kb: _Known,
+            st: state.State, present: frozenset[str]) -> Captured | None:
     parsed = okf.split(data, origin)
-    if not parsed.has_frontmatter:
+    if not parsed.has_frontmatter and source.name == agent_memory.CLAUDE:
         raise UsageError("no frontmatter; not a Claude memory file")
-    meta = parsed.meta
-    if not meta:
+    if parsed.has_frontmatter and not parsed.meta:
         raise UsageError("empty frontmatter (no keys: nothing says what the memory is); not captured")
-    native = meta.get("metadata")
-    if isinstance(native, dict) and native.get("type") is not None and not isinstance(native["type"], str):
-        raise UsageError(f"not captured, it would not be a valid concept: metadata.type must be a string, "
-                         f"not {type(native['type']).__name__}; fix the memory file and the next sync takes it")
+    # Every shape Claude Code writes, read as it reads it: keys under ``metadata`` at the
+    # top (winning over a top-level key of the same name), its stamps out (agent_memory.py).
+    shape = agent_memory.unfold(parsed.meta)
+    meta = shape.meta
+    stamped = shape.folded or bool(shape.stamps)
+    if meta.get("type") is not None and not isinstance(meta["type"], str):
+        where = "metadata.type" if shape.folded and "type" in parsed.meta.get("metadata", {}) else "type"
+        raise UsageError(f"not captured, it would not be a valid concept: {where} must be a string, "
+                         f"not {type(meta['type']).__name__}; fix the memory file and the next sync takes it")
     _check_names(meta)
     okf_id = meta.get("okf_id")
     at = kb.by_id(str(okf_id)) if okf.is_valid_okf_id(okf_id) else None
@@ -663,15 +783,24 @@ def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb
         tier, kb_path, head_oid = at
         if head_oid == oid:
             return None
-        return _edit(ctx, origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st,
-                     *_updated(data, origin, parsed, tier))
+        if stamped:
+            held = kb.concept(tier, kb_path)
+            if agent_memory.same_knowledge(meta, agent_memory.unfold(held.meta).meta) \
+                    and agent_memory.same_body(parsed.body, held.body):
+                return None  # Claude Code restamped the concept: nothing new to commit
+            new, split = agent_memory.edit(kb.snapshot(tier).blob(kb_path), kb_path, meta, parsed.body,
+                                           keep=agent_memory.STAMPS)
+            return _edit(ctx, source, origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st,
+                         *_updated(new, origin, split, tier), present=present, stamps=shape.stamps)
+        return _edit(ctx, source, origin, oid, str(okf_id), tier, kb_path, head_oid, kb, st,
+                     *_updated(data, origin, parsed, tier), present=present)
     if okf.is_valid_okf_id(okf_id):
         # Not a new fact: a concept since removed from the KB, or one another repository
         # projected into a shared folder. Capturing it would resurrect or leak it.
         raise UsageError(f"carries okf_id {okf_id}, which no tier here has (a concept removed from the KB, "
                          "or another repository's); left untouched")
-    projected = st.memory_files.get(origin)
-    found = kb.by_origin(origin)
+    projected = source.projected(st, origin)
+    found = kb.by_origin(source.prefix + origin, source.name)
     if projected is not None and projected.okf_id and kb.by_id(projected.okf_id) is not None:
         # okfgit projected a concept to this very file and the agent rewrote it natively.
         found = kb.by_id(projected.okf_id)
@@ -682,45 +811,68 @@ def _decide(ctx: Context, origin: str, data: bytes, oid: str, routes: Routes, kb
         if _same_fact(meta, parsed.body, known):
             return None
         tier, kb_path, head_oid = current
-        _, migrated, split = _migrate(ctx, origin, data, parsed, tier, known.okf_id)
-        return _edit(ctx, origin, oid, known.okf_id, tier, kb_path, head_oid, kb, st, migrated, split)
-    dest = routes.route(meta)
-    new_id, migrated, split = _migrate(ctx, origin, data, parsed, dest)
+        if stamped:
+            new, split = agent_memory.edit(kb.snapshot(tier).blob(kb_path), kb_path, meta, parsed.body,
+                                           keep=(*agent_memory.STAMPS, *_PROFILE_KEYS))
+            new, split = _updated(new, origin, split, tier)
+        else:
+            _, new, split = _migrate(ctx, source, origin, data, parsed, tier, known.okf_id)
+        return _edit(ctx, source, origin, oid, known.okf_id, tier, kb_path, head_oid, kb, st, new, split)
+    dest = routes.route(meta, source.personal)
+    new_id, migrated, split = _migrate(ctx, source, origin, data, parsed, dest, stamped=stamped, unfolded=meta)
     repeated = kb.repeats(split)
     if repeated is not None:
-        return _duplicate(ctx, origin, oid, data, parsed, dest, kb, *repeated)
+        return _duplicate(ctx, source, origin, oid, data, parsed, dest, kb, *repeated, stamped=stamped,
+                          unfolded=meta)
     name = okf.one_line(meta.get("name")) or posixpath.basename(origin)[:-3]
     kb_path = kb.free_path(dest, f"{CAPTURE_FOLDER}/{okf.slugify(name)}.md")
-    return Captured("new", origin, oid, new_id, dest, kb_path, migrated, parsed=split)
+    return Captured("new", origin, oid, new_id, dest, kb_path, migrated, parsed=split, source=source)
 
 
-def _duplicate(ctx: Context, origin: str, oid: str, data: bytes, parsed: okf.Parsed, dest: Tier, kb: _Known,
-               concept: TierCard, score: float) -> Captured | None:
+def _duplicate(ctx: Context, source: Source, origin: str, oid: str, data: bytes, parsed: okf.Parsed, dest: Tier,
+               kb: _Known, concept: TierCard, score: float, *, stamped: bool = False,
+               unfolded: dict[str, Any] | None = None) -> Captured | None:
     """A new memory that says what ``concept`` says: committed beside it as a needs-merge
     sibling with its ``okf_id`` (in the tier the memory goes to: a project's fact never lands
     in another tier), so nothing is lost and nothing is said twice (None when that very
     proposal is committed already)."""
     okf_id = concept.okf_id or okf.new_okf_id()
-    _, migrated, split = _migrate(ctx, origin, data, parsed, dest, okf_id)
+    _, migrated, split = _migrate(ctx, source, origin, data, parsed, dest, okf_id, stamped=stamped, unfolded=unfolded)
     first = names.needs_merge_path(concept.path)
     if first in kb.snapshot(dest).entries and _sibling_has(kb.snapshot(dest), first, migrated, origin):
         return None  # a sync killed after its commit and before recording the file
     where = f"{concept.tier}:{concept.path}"
     why = f"nearly duplicates {where} ({concept.title}, similarity {score:.2f})"
     return Captured("duplicate", origin, oid, okf_id, dest, kb.free_path(dest, first), migrated, why, split,
-                    repeats=(where, score))
+                    repeats=(where, score), source=source)
 
 
-def _edit(ctx: Context, origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str, head_oid: str,
-          kb: _Known, st: state.State, data: bytes, split: okf.Parsed) -> Captured | None:
+def _edit(ctx: Context, source: Source, origin: str, oid: str, okf_id: str, tier: Tier, kb_path: str,
+          head_oid: str, kb: _Known, st: state.State, data: bytes, split: okf.Parsed, *,
+          present: frozenset[str] = frozenset(), stamps: dict[str, Any] | None = None) -> Captured | None:
     """An agent's edit (``data``, and ``split`` its parse): an update when the KB still holds
     what okfgit projected and the concept is not protected; a proposal when it is protected;
-    else a conflict (None when that very variant is already committed as a sibling)."""
-    projected = st.memory_files.get(origin)
+    else a conflict (None when that very variant is already committed as a sibling).
+
+    A file holding a concept at another name than the one okfgit projected it to, whose
+    projected file is gone from the folder, is that file renamed (Claude Code's consolidation
+    renames and merges files): an update that records the new name as the concept's
+    ``okf_origin``. With no record of what okfgit projected (another clone, a deleted
+    ``.git/okf/``), Claude Code's own ``modified`` stamp decides: an edit made after the
+    concept last changed in the tier started from the current concept."""
+    projected = source.projected(st, origin)
     # The one rule: what a person verified, and a Decision, no agent changes in place.
     guarded = lifecycle.protected_by(kb.concept(tier, kb_path).meta)
-    if projected is not None and projected.oid == head_oid and not guarded:
-        return Captured("update", origin, oid, okf_id, tier, kb_path, data, parsed=split)
+    if source.name == agent_memory.CLAUDE and (projected is None or projected.okf_id != okf_id):
+        before = [(n, r) for n, r in st.projected(okf_id) if n != origin] if okf_id else []
+        if before and all(n not in present for n, _ in before):
+            projected = _Projected(okf_id, before[0][1].oid)  # renamed: okfgit's file is gone, this one holds it
+            if split.meta.get("okf_origin") != origin:
+                data, split = okf.set_keys_split(data, origin, {"okf_origin": origin}, parsed=split)
+        elif not before and not guarded and _edited_after(stamps, kb, tier, kb_path):
+            return Captured("update", origin, oid, okf_id, tier, kb_path, data, parsed=split, source=source)
+    if projected is not None and projected.oid == head_oid and projected.okf_id in (None, okf_id) and not guarded:
+        return Captured("update", origin, oid, okf_id, tier, kb_path, data, parsed=split, source=source)
     if _sibling_has(kb.snapshot(tier), names.needs_merge_path(kb_path), data, origin):
         # A sync killed after its commit and before recording the file: committing it again
         # would add a second, identical needs-merge sibling.
@@ -729,17 +881,30 @@ def _edit(ctx: Context, origin: str, oid: str, okf_id: str, tier: Tier, kb_path:
     if guarded:
         # The agent's words, said to be the agent's: a person's ``verified`` copied along
         # would vouch for text they never saw.
-        data, split = okf.set_keys_split(data, origin, {"generated": {"by": AGENT_ACTOR, "at": ctx.iso_now()}},
+        data, split = okf.set_keys_split(data, origin, {"generated": {"by": source.actor, "at": ctx.iso_now()}},
                                          remove=("verified",), parsed=split)
         why = f"{tier.label}:{kb_path} is {guarded}, so no agent changes it in place"
-        return Captured("proposal", origin, oid, okf_id, tier, sibling, data, why, split)
+        return Captured("proposal", origin, oid, okf_id, tier, sibling, data, why, split, source=source)
     if projected is None or projected.okf_id not in (None, okf_id):
         why = (f"the agent edited a copy of {tier.label}:{kb_path} that okfgit never projected to this file, "
                "so it cannot tell which version the agent started from")
     else:
         why = (f"the concept changed on both sides: in the KB ({tier.label}:{kb_path} is no longer what okfgit "
-               "projected here) and in Claude memory")
-    return Captured("conflict", origin, oid, okf_id, tier, sibling, data, why, split)
+               f"projected here) and in {source.agent} memory")
+    return Captured("conflict", origin, oid, okf_id, tier, sibling, data, why, split, source=source)
+
+
+def _edited_after(stamps: dict[str, Any] | None, kb: _Known, tier: Tier, kb_path: str) -> bool:
+    """Claude Code stamped the file (``modified``) after the concept's last change in the tier."""
+    stamp = (stamps or {}).get("modified")
+    if not isinstance(stamp, str):
+        return False
+    try:
+        edited = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return False
+    changed = kb.last_change(tier, kb_path)
+    return changed is not None and edited > changed
 
 
 def _valid(item: Captured) -> Captured:
@@ -787,10 +952,10 @@ _PROFILE_KEYS = ("type", "title", "scope", "okf_id", "okf_source", "okf_origin",
 
 
 def _same_fact(meta: dict[str, Any], body: bytes, concept: Concept) -> bool:
-    """The native memory says what the captured concept says (okfgit's added keys aside)."""
-    mine = {k: v for k, v in meta.items() if k not in _PROFILE_KEYS}
-    theirs = {k: v for k, v in concept.meta.items() if k not in _PROFILE_KEYS}
-    return mine == theirs and body == concept.body
+    """The native memory (unfolded) says what the captured concept says (okfgit's added keys
+    aside, and Claude Code's rewriting of ``name``, blank lines and nulls)."""
+    return agent_memory.same_knowledge(meta, agent_memory.unfold(concept.meta).meta, _PROFILE_KEYS) \
+        and agent_memory.same_body(body, concept.body)
 
 
 def _check_names(meta: dict[str, Any]) -> None:
@@ -814,13 +979,15 @@ def _updated(data: bytes, origin: str, parsed: okf.Parsed, tier: Tier) -> tuple[
     return okf.set_keys_split(data, origin, fixes, parsed=parsed) if fixes else (data, parsed)
 
 
-def _migrate(ctx: Context, origin: str, data: bytes, parsed: okf.Parsed, dest: Tier,
-             okf_id: str | None = None) -> tuple[str, bytes, okf.Parsed]:
+def _migrate(ctx: Context, source: Source, origin: str, data: bytes, parsed: okf.Parsed, dest: Tier,
+             okf_id: str | None = None, *, stamped: bool = False,
+             unfolded: dict[str, Any] | None = None) -> tuple[str, bytes, okf.Parsed]:
     """(okf_id, the agent's bytes with okfgit's profile keys added, those split): no key or
-    body byte lost. ``parsed`` is the file split once by the caller."""
-    meta = parsed.meta
-    native: dict[str, Any] = meta["metadata"] if isinstance(meta.get("metadata"), dict) else {}
-    native_type = okf.one_line(meta.get("type")) or okf.one_line(native.get("type")) or "Note"
+    body byte lost. ``parsed`` is the file split once by the caller. A file in Claude Code's
+    stamped shape (``stamped``; ``unfolded`` its keys) becomes a new concept file of its
+    unfolded keys and its body verbatim: its keys once, at the top, Claude Code's stamps out."""
+    meta = unfolded if unfolded is not None else parsed.meta
+    native_type = okf.one_line(meta.get("type")) or "Note"
     stem = posixpath.basename(origin)[:-3]
     name = okf.one_line(meta.get("name")) or stem
     description = okf.one_line(meta.get("description"))
@@ -829,19 +996,35 @@ def _migrate(ctx: Context, origin: str, data: bytes, parsed: okf.Parsed, dest: T
     adds: dict[str, Any] = {}
     if not okf.one_line(meta.get("type")):
         adds["type"] = native_type
+    heading = _first_heading(parsed.body)
     if not okf.one_line(meta.get("title")):
-        adds["title"] = okf.title_from_name(name) if name else (description[:80] or stem)
+        # A note's own heading names it better than its file name does.
+        named = okf.one_line(meta.get("name")) or (None if heading else name)
+        adds["title"] = okf.title_from_name(named) if named else heading or (description[:80] or stem)
+    if not description and source.name != agent_memory.CLAUDE:
+        # A Gemini CLI note is plain markdown: what it says first is what it is about.
+        adds["description"] = okf.first_sentence(parsed.body.decode("utf-8", "replace")) or heading or stem
     if meta.get("scope") != dest.name:
         adds["scope"] = dest.name
     if meta.get("okf_id") != okf_id:
         adds["okf_id"] = okf_id
     if "okf_source" not in meta:
-        adds["okf_source"] = "claude-memory"
-    if meta.get("okf_origin") != origin:
-        adds["okf_origin"] = origin
+        adds["okf_source"] = source.name
+    if meta.get("okf_origin") != source.prefix + origin:
+        adds["okf_origin"] = source.prefix + origin
     if "generated" not in meta:
-        adds["generated"] = {"by": AGENT_ACTOR, "at": ctx.iso_now()}
+        adds["generated"] = {"by": source.actor, "at": ctx.iso_now()}
+    if stamped:
+        fresh = okf.serialize({**meta, **adds}, parsed.body)
+        return str(okf_id), fresh, okf.split(fresh, origin)
     return (str(okf_id), *okf.set_keys_split(data, origin, adds, parsed=parsed))
+
+
+def _first_heading(body: bytes) -> str:
+    for line in body.decode("utf-8", "replace").splitlines():
+        if line.startswith("#"):
+            return line.lstrip("#").strip()
+    return ""
 
 
 def _build_plan(items: list[Captured], kb: _Known) -> Plan:
@@ -866,21 +1049,27 @@ def _build_plan(items: list[Captured], kb: _Known) -> Plan:
                   if not (names.is_needs_merge(p) and index.index_path(index.parent(p)) in snap.entries)]
         changes.update(index.regenerate(snap, changes, index.affected_folders(listed),
                                         items=kb.index_items(tier), changed_items=known))
-        trailers = [("Okf-Source", "claude-memory")]
-        trailers += [("Okf-Captured", f"{c.okf_id} {path_field(c.origin)} {c.file_oid}") for c in group
+        agents = {c.agent: c.source.actor if c.source is not None else AGENT_ACTOR for c in group}
+        sources = sorted(agents, key=agent_memory.SOURCES.index)
+        # One commit per tier: when two agents' files land in it, each agent is an actor of it.
+        trailers = [("Okf-Actor", agents[name]) for name in sources[1:]]
+        trailers += [("Okf-Source", name) for name in sources]
+        trailers += [("Okf-Captured", f"{c.okf_id} {path_field(c.label)} {c.file_oid}") for c in group
                      if not c.declines]
-        trailers += [("Okf-Deleted", f"{c.okf_id} {path_field(c.origin)}") for c in group if c.declines]
-        trailers += [("Okf-Near-Duplicate", f"{path_field(c.origin)} {c.repeats[0]} {c.repeats[1]:.2f}")
+        trailers += [("Okf-Deleted", f"{c.okf_id} {path_field(c.label)}") for c in group if c.declines]
+        trailers += [("Okf-Near-Duplicate", f"{path_field(c.label)} {c.repeats[0]} {c.repeats[1]:.2f}")
                      for c in group if c.repeats is not None]
         count = len(group)
-        subject = f"okf: capture {count} fact{'s' if count != 1 else ''} from Claude Code memory"
+        whose = {agent_memory.CLAUDE: "Claude Code memory", agent_memory.GEMINI: "Gemini CLI memory"}
+        subject = f"okf: capture {count} fact{'s' if count != 1 else ''} from " + (
+            whose[sources[0]] if len(sources) == 1 else "agents' memory")
         # The trailers are the record of every file; the body names the first few for a person.
-        body = "\n".join(f"- {c.action}: {c.origin} -> {c.kb_path}" for c in group[:_BODY_LINES])
+        body = "\n".join(f"- {c.action}: {c.label} -> {c.kb_path}" for c in group[:_BODY_LINES])
         if count > _BODY_LINES:
             body += f"\n- ... and {count - _BODY_LINES} more (one Okf-Captured trailer each)"
         old = {p: (snap.blob(p) if p in snap.entries else None) for p in changes}
         plan.commits.append(TierCommit(tier, "capture", subject, changes, tuple(trailers), body, old=old,
-                                       base=snap.commit, actor=AGENT_ACTOR, branch=kb.branch(tier)))
+                                       base=snap.commit, actor=agents[sources[0]], branch=kb.branch(tier)))
     return plan
 
 

@@ -224,7 +224,7 @@ def end(ctx: Context, ws: Workspace, stores: Stores, report: Report | None, *, w
         return
     with held:
         try:
-            push(ctx, tier, repo, tg, report)
+            push(ctx, tier, repo, tg, report, stores=stores)
         except OkfError as exc:
             report.error = str(exc)
         _save(store, rec, tg, report, ctx.clock(), fetch=False, interval=interval_s(repo))
@@ -304,25 +304,27 @@ def shares_user_memories(repo: Repo) -> bool:
     return (repo.config_get(SHARE_USER_MEMORIES) or "").strip().lower() in ("true", "yes", "on", "1")
 
 
-def user_memories(tier: Tier) -> list[str]:
+def user_memories(tier: Tier, stores: Stores | None = None) -> list[str]:
     """The tier's concepts of type ``user`` at HEAD: facts about the person, captured from
-    Claude Code's ``user`` memories (``capture.Routes``)."""
+    Claude Code's ``user`` memories (``capture.Routes``); ``stores``: the run's, if any."""
     from okfgit.knowledge.cards import TierCards
 
-    facts = TierCards(tier).catalog.facts
+    facts = TierCards(tier, stores=stores).catalog.facts
     return sorted(path for path, card in facts.items() if card.type.strip().casefold() == USER_TYPE)
 
 
 USER_TYPE = "user"
 
 
-def push(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report, timeout: float | None = None) -> None:
+def push(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report, timeout: float | None = None,
+         stores: Stores | None = None) -> None:
     """Push the tier's branch, unless it holds user memories the person did not opt in to
-    share: what the remote receives is the whole branch, so then nothing is pushed."""
+    share: what the remote receives is the whole branch, so then nothing is pushed. ``stores``:
+    the run's (sync's), where the tier's cards are read."""
     from okfgit import transport
 
     if not shares_user_memories(repo):
-        mine = user_memories(tier)
+        mine = user_memories(tier, stores)
         if mine:
             report.withheld = len(mine)
             report.warnings.append(

@@ -13,6 +13,7 @@ memory folder and ``MEMORY.md`` are all as okfgit left them, no concept is looke
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,7 @@ from okfgit.knowledge.tiers import Tier, Workspace
 if TYPE_CHECKING:
     from okfgit.targets import budget
 
-TARGET_CHOICES = ("claude", "agents", "all")
+TARGET_CHOICES = ("claude", "gemini", "agents", "all")
 
 
 def nav_protocol() -> str:
@@ -185,14 +186,19 @@ def project(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, *, 
         state=st, merge=lambda: _merge(inputs, stores, cache, ctx.progress),
         read=lambda oid: _read(oid, cache, inputs.repos), nav_protocol=nav_protocol(),
         wrote=lambda oid: _stored(repo, oid), changed=lambda: _changed(inputs, st),
+        global_cards=_once(lambda: _global_cards(inputs, stores, cache)),
     )
     planned: list[tuple[str, Item]] = []
+    watched: list[str] = []
+    rendered: list[str] = []
     memory_dir: Path | None = None  # set only when the memory target could project
     for tgt in TARGETS:
         if target not in ("all", tgt.group):
             continue
         tp = tgt.plan(view)
         report.warnings.extend(tp.warnings)
+        watched.extend(tp.watched)
+        rendered.extend(tp.rendered)
         planned.extend((tgt.name, item) for item in tp.items)
         report.kept.extend(tp.kept)
         if tp.kept_rest is not None:
@@ -224,7 +230,7 @@ def project(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, *, 
                 repo.store_blob(item.data)
     if repo is not None:
         _record(ctx, st, repo, planned, failures, memory_dir, inputs, report, scope=scope, target=target,
-                run_arg=run_arg, expires=_next_stale(ctx, view))
+                run_arg=run_arg, expires=_next_stale(ctx, view), settings=watched, rendered=rendered)
     if explain:
         from okfgit.targets import budget  # only for --explain
 
@@ -348,6 +354,29 @@ def _merge(inputs: _Inputs, stores: Stores, cache: dict[str, bytes], progress: P
     return Merged(view.knowledge, warnings, skipped, siblings)
 
 
+def _global_cards(inputs: _Inputs, stores: Stores, cache: dict[str, bytes]) -> list[TierCard]:
+    """The global tier's concepts as its cards say (kept in its store), for the home-level
+    blocks: every concept of the tier, whether or not a more specific tier shadows it."""
+    info = next((i for i in inputs.infos if i.tier.name == "global"), None)
+    if info is None:
+        return []
+    cards_of = TierCards(info.tier, repo=inputs.repos[info.label], commit=info.commit, tree=info.tree, blobs=cache,
+                         stores=stores)
+    return [TierCard(info.label, path, card) for path, card in sorted(cards_of.catalog.facts.items())
+            if not is_needs_merge(path)]
+
+
+def _once(make: Callable[[], list[TierCard]]) -> Callable[[], list[TierCard]]:
+    """``make``, computed on the first call only (several home-level targets ask for it)."""
+    done: list[list[TierCard]] = []
+
+    def get() -> list[TierCard]:
+        if not done:
+            done.append(make())
+        return done[0]
+    return get
+
+
 def unprojected(ws: Workspace, owned: state.State, stores: Stores) -> tuple[list[str], list[str]]:
     """(concepts at HEAD that projection skips, as ``<tier>:<path>``, and why each): what
     ``status`` lists. When ``owned`` records a projection of exactly these inputs, what it
@@ -407,7 +436,8 @@ def _outcome(target: str, item: Item, failure: str | None) -> Outcome:
 
 def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str, Item]], failures: dict[Path, str],
             memory_dir: Path | None, inputs: _Inputs, report: Report, *, scope: str, target: str,
-            run_arg: str | None, expires: int | None = None) -> None:
+            run_arg: str | None, expires: int | None = None, settings: list[str] | None = None,
+            rendered: list[str] | None = None) -> None:
     """The new state and (when all went well) the fast-path stamp, into ``report``; ``save`` writes them."""
     new = old.derive()
     memory_failed = False
@@ -439,6 +469,13 @@ def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str,
         new.inputs = {} if memory_failed or report.failed else {
             t.label: state.TierInput(str(t.tier.repo_path), t.commit, t.tree) for t in inputs.infos
         }
+    now = {t.label: state.TierInput(str(t.tier.repo_path), t.commit, t.tree) for t in inputs.infos}
+    for path in rendered or []:
+        key = os.path.abspath(path)
+        if key in new.targets and Path(path) not in failures:
+            new.rendered[key] = now  # rendered from these inputs (what the target's next run compares)
+        else:
+            new.rendered.pop(key, None)
     report.owned = new
     if report.failed:
         return
@@ -446,7 +483,8 @@ def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str,
     watched += [str(item.via) for _, item in planned if item.via is not None]  # a retargeted link
     if memory_dir is not None:
         watched.append(str(memory_dir))
-    watched += [str(claude_home(ctx.environ, ctx.home) / "settings.json"), fastpath.NAV_PROTOCOL]
+    # The settings that decide where the agents' folders are (targets' ``watched``).
+    watched += [str(claude_home(ctx.environ, ctx.home) / "settings.json"), *(settings or []), fastpath.NAV_PROTOCOL]
     watched += fastpath.config_files(ctx.environ, str(repo.gitdir))
     invocation = fastpath.key(ctx.environ, gitdir=str(repo.gitdir), scope=scope, target=target, run=run_arg)
     report.stamp = _Stamp(invocation, list(inputs.dotgits), watched)

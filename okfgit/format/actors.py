@@ -23,6 +23,7 @@ PROCESS = "process:"
 ENV = "OKF_ACTOR"  # the user's override: an actor in one of the three forms
 
 CLAUDE_CODE = "agent:claude-code"  # capture of Claude Code's memory folder
+GEMINI_CLI = "agent:gemini-cli"  # capture of Gemini CLI's private memory folder
 MCP = "agent:mcp"  # an MCP client that did not say its name
 
 # Variables an agent sets in the environment of the commands it runs, so a command an

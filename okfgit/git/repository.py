@@ -214,6 +214,27 @@ class Repo:
         for commit in walker:
             yield str(commit.id), f"{commit.author.name} <{commit.author.email}>", commit.message
 
+    def last_change(self, path: str, limit: int = 500) -> float | None:
+        """The commit time of the newest commit that gave ``path`` the blob it has at HEAD
+        (first parents, at most ``limit`` commits back), or None when HEAD has no such path
+        or the walk ends first."""
+        head = self.head_commit()
+        if head is None:
+            return None
+        commit = self.raw[head]
+        assert isinstance(commit, pygit2.Commit)
+        wanted = _entry_oid(commit, path)
+        if wanted is None:
+            return None
+        for _ in range(limit):
+            if not commit.parents:
+                return float(commit.commit_time)
+            parent = commit.parents[0]
+            if _entry_oid(parent, path) != wanted:
+                return float(commit.commit_time)
+            commit = parent
+        return None
+
     def merge_base(self, a: str, b: str) -> str | None:
         found = self.raw.merge_base(a, b)
         return str(found) if found else None
@@ -513,3 +534,10 @@ class Paths:
             found = self(folder)
             self._folders[folder] = found if isinstance(found, pygit2.Tree) else None
         return self._folders[folder]
+
+
+def _entry_oid(commit: pygit2.Commit, path: str) -> str | None:
+    try:
+        return str(commit.tree[path].id)
+    except KeyError:
+        return None

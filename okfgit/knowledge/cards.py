@@ -23,6 +23,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from okfgit.errors import OkfError, UsageError
+from okfgit.format import agent_memory
 from okfgit.format import concept as okf
 from okfgit.format.names import is_needs_merge
 from okfgit.format import lifecycle
@@ -57,7 +58,7 @@ class Card(NamedTuple):
     status: str  # OKF's lifecycle status: draft | stable | deprecated (absent: stable), or as written
     superseded_by: list[str]
     stale_after: str  # OKF's ``stale_after`` as okfgit shows an instant ("" when absent or unreadable)
-    captured: bool  # okf_source: claude-memory (an agent wrote it first)
+    source: str  # ``okf_source`` as one line: authored, claude-memory, gemini-cli... ("" when absent)
     verified: bool  # human-reviewed (OKF ``verified`` by a human: actor, or unreadable: fail closed)
     summary_line: int  # the last line holding a SUMMARY_KEYS key (Claude reads only the first 30)
     flaw: str  # why it is no concept to project or capture into (no string ``type``), else ""
@@ -66,6 +67,17 @@ class Card(NamedTuple):
     def hook(self) -> str:
         """One line saying what the concept is: its description, else its first sentence."""
         return self.description or self.summary
+
+    @property
+    def captured(self) -> bool:
+        """An agent wrote it first (its ``okf_source`` is an agent's memory)."""
+        return self.source in agent_memory.SOURCES
+
+    @property
+    def origin_key(self) -> str | None:
+        """The agent's file it was captured from, named so that two agents' files never meet
+        (``agent_memory.origin_key``)."""
+        return agent_memory.origin_key(self.source, self.origin)
 
 
 # -- the frontmatter rules, one place ----------------------------------------------------------
@@ -123,7 +135,7 @@ def card_of(label: str, path: str, entry: Entry, data: bytes) -> Card:
         status=life.status,
         superseded_by=list(life.superseded_by),
         stale_after=life.stale_label() or "",
-        captured=meta.get("okf_source") == "claude-memory",
+        source=okf.one_line(meta.get("okf_source")) if meta.get("okf_source") is not None else "",
         verified=lifecycle.trust(meta).human_reviewed,
         summary_line=max(okf.key_lines(data).values(), default=0),
         flaw=flaw,

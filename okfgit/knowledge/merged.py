@@ -165,9 +165,10 @@ class Merged:
 
     @cached_property
     def by_origin(self) -> dict[str, TierCard]:
-        """The concept captured from each memory file name (``okf_origin``), by the same rule;
-        shadowed concepts count (their ``okf_id`` leads to the visible one)."""
-        return self._first_by(lambda c: c.card.origin)
+        """The concept captured from each agent's file (``Card.origin_key``: Claude Code's
+        file name, or ``gemini-cli:<origin>``), by the same rule; shadowed concepts count
+        (their ``okf_id`` leads to the visible one)."""
+        return self._first_by(lambda c: c.card.origin_key)
 
     def _first_by(self, key: Callable[[TierCard], str | None]) -> dict[str, TierCard]:
         out: dict[str, TierCard] = {}

@@ -334,7 +334,9 @@ class State:
     concept goes stale (MEMORY.md changes then). ``declined``: the concepts an agent deleted the
     memory file of (``okf_id`` -> the blob capture left it at): projection does not write them
     back while they are deprecated or still that blob (spec/okf-capture-sync.md §7).
-    (A plain class: a dataclass costs every
+    ``rendered``: for an index file a target renders from every concept (Gemini CLI's
+    ``MEMORY.md``), the tier inputs it was last rendered from, so that a run with the same
+    inputs need not read every concept for it. (A plain class: a dataclass costs every
     command that loads the record its generated code at import.)
     """
 
@@ -363,6 +365,7 @@ class State:
         self.warnings: list[str] = [] if warnings is None else warnings
         self.stale_at = stale_at
         self.declined: dict[str, str] = {} if declined is None else declined
+        self.rendered: dict[str, dict[str, TierInput]] = {}
         self._rows: _Rows | None = None  # the stored record this was read from (rows read lazily)
         self._stored: dict[str, Any] = {}  # meta and targets as read, so that save writes what changed
         self._damaged = False  # the database could not be read: save puts a new one in its place
@@ -395,6 +398,7 @@ class State:
                     needs_merge=self.needs_merge, tool=self.tool, stale_at=self.stale_at,
                     declined=dict(self.declined), store=self.store)
         out._rows, out._stored, out._damaged = self._rows, self._stored, self._damaged
+        out.rendered = dict(self.rendered)
         return out
 
     def memory_name(self, path: str | Path) -> str | None:
@@ -464,6 +468,16 @@ class State:
             )
         self.inputs = {}
 
+    def adopt_file(self, path: Path, oid: str) -> None:
+        """Mark a file outside the memory folder (a Gemini CLI note) whose bytes capture has
+        committed as okfgit's, by its OID as it is now: the projection that follows may
+        replace it with its concept."""
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return
+        self.targets[os.path.abspath(path)] = FileRecord(oid, st.st_size, st.st_mtime_ns)
+
     def projected(self, okf_id: str) -> list[tuple[str, MemoryFile]]:
         """Memory files (name, record) that hold the concept with ``okf_id``."""
         return [(n, m) for n, m in self.memory_files.items() if m.okf_id == okf_id]
@@ -482,6 +496,8 @@ class State:
             "merged": ({"skipped": self.skipped, "warnings": self.notes, "needs_merge": self.needs_merge}
                        if self.skipped is not None and self.notes is not None and self.needs_merge is not None
                        else None),
+            "rendered": {path: {k: list(v) for k, v in sorted(inputs.items())}
+                         for path, inputs in sorted(self.rendered.items())},
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -568,6 +584,13 @@ def _from_meta(common: Path, meta: Mapping[str, Any], targets: dict[str, FileRec
         state.generation = int(recall[1]) if isinstance(recall[1], int) else 0
         if len(recall) == 3 and isinstance(recall[2], int):
             state.recall_fresh = recall[2]
+    rendered = meta.get("rendered")
+    if isinstance(rendered, dict):
+        try:
+            state.rendered = {str(path): {str(k): TierInput(*v) for k, v in dict(inputs).items()}
+                              for path, inputs in rendered.items()}
+        except (TypeError, ValueError):
+            state.rendered = {}  # of another shape: every index is rendered again
     merged = meta.get("merged")
     if isinstance(merged, dict) and all(isinstance(merged.get(k), list) for k in ("skipped", "warnings", "needs_merge")):
         state.skipped = [str(s) for s in merged["skipped"]]

@@ -22,7 +22,11 @@ def __getattr__(name: str) -> Any:
     from okfgit.targets.claude_md import ClaudeMd
     from okfgit.targets.claude_memory import ClaudeMemory
     from okfgit.targets.codex_agents import CodexAgents
+    from okfgit.targets.gemini_md import GeminiMd, GeminiProject
+    from okfgit.targets.gemini_memory import GeminiMemory
+    from okfgit.targets import home_agents
 
-    registry = (ClaudeMemory(), ClaudeMd(), AgentsMd(), CodexAgents())
+    registry = (ClaudeMemory(), ClaudeMd(), AgentsMd(), CodexAgents(), GeminiMemory(), GeminiMd(), GeminiProject(),
+                *home_agents.targets())
     globals()["TARGETS"] = registry
     return registry

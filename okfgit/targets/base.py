@@ -76,6 +76,8 @@ class View:
     # The concepts modified in place since the inputs the state records, as (old, new) card
     # pairs, or None when anything else changed there (added, removed, renamed, unreadable).
     changed: Callable[[], list[tuple[TierCard, TierCard]] | None] = lambda: None
+    # The global tier's concepts (its cards, visible or not in the merge): the home-level blocks' facts.
+    global_cards: Callable[[], list[TierCard]] = lambda: []
     _merged: Merged | None = None
 
     def tier(self, name: str) -> TierInfo | None:
@@ -116,6 +118,8 @@ class TargetPlan:
     items: list[Item] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     memory_dir: Path | None = None  # set by the memory target: the folder it projected into
+    watched: list[str] = field(default_factory=list)  # files whose change may change this plan (the fast path)
+    rendered: list[str] = field(default_factory=list)  # index files rendered from every concept (State.rendered)
     # Memory files (names in memory_dir) left exactly as recorded: no item each, since a
     # one-change run over 10,000 concepts must not build 10,000 objects.
     kept: list[str] = field(default_factory=list)

@@ -4,8 +4,11 @@ Read from the files on disk after a projection, with each agent's own rule:
 
 - Claude Code loads ``MEMORY.md`` within 200 lines and 25,000 bytes, and recalls only the
   200 newest ``*.md`` files of the memory folder (``recall.claude_candidates``);
-- Codex loads at most 32 KiB (``project_doc_max_bytes``) of AGENTS.md files in total:
-  ``$CODEX_HOME/AGENTS.md`` and the project's.
+- Codex (0.171.0) loads at most 32 KiB (``project_doc_max_bytes``) of the project's
+  instruction files (per folder from the git root down, the first of ``AGENTS.override.md``,
+  ``AGENTS.md``); ``$CODEX_HOME/AGENTS.md`` (or ``AGENTS.override.md``) is loaded besides,
+  outside that budget. An ``AGENTS.override.md`` hides the ``AGENTS.md`` beside it, and with
+  it okfgit's block (``hidden``).
 
 ``okfgit project --explain`` prints this, ``okfgit status`` warns from it. Reads only; no
 file is written here.
@@ -35,10 +38,11 @@ class FileBudget:
     exists: bool
     size: int
     block: int  # bytes of okfgit's block (0 when none)
+    scope: str = "project"  # global: a home-level file (outside Codex's budget for project files)
 
     def to_json(self) -> dict[str, Any]:
         return {"agent": self.agent, "path": str(self.path), "exists": self.exists, "bytes": self.size,
-                "block_bytes": self.block}
+                "block_bytes": self.block, "scope": self.scope}
 
 
 @dataclass(slots=True)
@@ -56,9 +60,12 @@ class Explanation:
     neither_count: int = 0  # how many (``neither`` may be left empty: counted, not named)
     files: list[FileBudget] = field(default_factory=list)
 
+    hidden: list[str] = field(default_factory=list)  # okfgit's blocks an agent does not read (``hidden``)
+
     @property
     def codex_bytes(self) -> int:
-        return sum(f.size for f in self.files if f.agent == "codex")
+        """What counts against Codex's ``project_doc_max_bytes``: its project files only."""
+        return sum(f.size for f in self.files if f.agent == "codex" and f.scope == "project")
 
     @property
     def over_budget(self) -> list[str]:
@@ -72,9 +79,9 @@ class Explanation:
             out.append(f"Claude Code: {self.neither_count} projected concept(s) are neither in MEMORY.md nor among "
                        f"the {recall.RECALL_LIMIT} files it can recall; agents reach them through the indexes")
         if self.codex_bytes > CODEX_MAX_BYTES:
-            out.append(f"Codex: its AGENTS.md files hold {self.codex_bytes:,} bytes, over the {CODEX_MAX_BYTES:,} "
-                       "it loads (project_doc_max_bytes); what comes last is cut")
-        return out
+            out.append(f"Codex: the project's instruction files hold {self.codex_bytes:,} bytes, over the "
+                       f"{CODEX_MAX_BYTES:,} it loads (project_doc_max_bytes); what comes last is cut")
+        return out + self.hidden
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -91,7 +98,7 @@ class Explanation:
                 "neither": self.neither,
             },
             "codex": {"bytes": self.codex_bytes, "max_bytes": CODEX_MAX_BYTES,
-                      "files": [f.to_json() for f in self.files if f.agent == "codex"]},
+                      "files": [f.to_json() for f in self.files if f.agent == "codex"], "hidden": self.hidden},
             "claude_md": [f.to_json() for f in self.files if f.agent == "claude"],
             "over_budget": self.over_budget,
         }
@@ -145,11 +152,44 @@ def explain(owned: State, memory_dir: Path | None, worktree: Path | None, enviro
             out.neither_count = len(out.neither)
         else:
             out.neither_count = len(records) - len(recorded(recalled | listed))
-    codex = claude_home.codex_home(environ, home) / "AGENTS.md"
-    out.files.append(_file("codex", codex, "global"))
+    codex = claude_home.codex_home(environ, home)
+    out.files.append(_file("codex", _codex_doc(codex), "global"))
     if worktree is not None:
-        out.files.append(_file("codex", worktree / "AGENTS.md", "project"))
+        out.files.append(_file("codex", _codex_doc(worktree), "project"))
     out.files.append(_file("claude", claude_home.claude_home(environ, home) / "CLAUDE.md", "global"))
+    out.hidden = [sentence for _, sentence in hidden(worktree, environ, home)]
+    return out
+
+
+OVERRIDE = "AGENTS.override.md"
+
+
+def _codex_doc(folder: Path) -> Path:
+    """The file Codex reads in ``folder``: ``AGENTS.override.md`` when it is there, else ``AGENTS.md``."""
+    override = folder / OVERRIDE
+    return override if override.is_file() else folder / "AGENTS.md"
+
+
+def hidden(worktree: Path | None, environ: Mapping[str, str] | Any, home: Path) -> list[tuple[str, str]]:
+    """okfgit's blocks Codex never reads, as (scope, one sentence): an ``AGENTS.override.md``
+    beside the ``AGENTS.md`` that holds one (the repository's root, ``$CODEX_HOME``) is read
+    instead."""
+    out: list[tuple[str, str]] = []
+    places = [("project", worktree)] if worktree is not None else []
+    places.append(("global", claude_home.codex_home(environ, home)))
+    for scope, folder in places:
+        assert folder is not None
+        override = folder / OVERRIDE
+        if not override.is_file():
+            continue
+        try:
+            text = (folder / "AGENTS.md").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if blocks.read_block(text, scope) is None:
+            continue
+        out.append((scope, f"Codex: {override} hides {folder / 'AGENTS.md'} and okfgit's {scope} block in it (Codex "
+                           "reads the override instead); copy the block into the override, or remove the override"))
     return out
 
 
@@ -157,7 +197,7 @@ def _file(agent: str, path: Path, scope: str) -> FileBudget:
     try:
         data = path.read_bytes()
     except OSError:
-        return FileBudget(agent, path, os.path.lexists(path), 0, 0)
+        return FileBudget(agent, path, os.path.lexists(path), 0, 0, scope)
     content = blocks.read_block(data.decode("utf-8", errors="replace"), scope)
     block = len(blocks.render_block(scope, content).encode("utf-8")) if content is not None else 0
-    return FileBudget(agent, path, True, len(data), block)
+    return FileBudget(agent, path, True, len(data), block, scope)

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from okfgit.targets import claude_home
+from okfgit.format import agent_memory
 from okfgit.format import concept as okf
 from okfgit.format import lifecycle
 from okfgit.git.objects import FILE_MODE, Entry, blob_oid, sha1_hex
@@ -54,8 +55,9 @@ class ClaudeMemory:
         out = TargetPlan()
         if view.main_root is None:
             return out
-        choice = claude_home.memory_dir(view.main_root, view.ctx.environ, view.ctx.home)
+        choice = claude_home.memory_dir(view.main_root, view.ctx.environ, view.ctx.home, project_root=view.worktree)
         out.warnings.extend(choice.warnings)
+        out.watched.extend(choice.watched)
         folder = Path(os.path.abspath(choice.path))
         if not view.tiers and not view.state.memory_files:
             return out  # nothing projected before, nothing to project now
@@ -127,7 +129,7 @@ def _as_left(view: View, folder: Path) -> bool:
 _NS = 1_000_000_000
 # What a memory file's name, its MEMORY.md line, its rank for recall and the merge depend on:
 # a change that keeps all of these moves nothing but the file's bytes and its recall time.
-_SAME = ("okf_id", "origin", "title", "description", "summary", "type", "status", "stale_after", "captured",
+SAME = ("okf_id", "origin", "title", "description", "summary", "type", "status", "stale_after", "source",
          "verified", "flaw")
 
 
@@ -137,7 +139,7 @@ def _changed_in_place(view: View, folder: Path, out: TargetPlan) -> bool:
 
     It applies when the folder and MEMORY.md are as okfgit left them, the previous run
     recorded what the full plan needs to repeat (its warnings, the recall order's fresh
-    count), and every changed concept kept everything but its bytes (``_SAME``) and is
+    count), and every changed concept kept everything but its bytes (``SAME``) and is
     projected to a file okfgit wrote. Then the names, MEMORY.md and the merge are unchanged;
     each changed file is rewritten, and the recall order moves the changed concepts to the
     front of what changed last (the rest keeps its order; ``_moved_first``), which the
@@ -180,7 +182,7 @@ def _changed_in_place(view: View, folder: Path, out: TargetPlan) -> bool:
             return False
         name, rec = found, state.memory_files[found]
         if rec.oid != old.card.oid or rec.okf_id != old.card.okf_id or \
-                any(getattr(old.card, k) != getattr(new.card, k) for k in _SAME):
+                any(getattr(old.card, k) != getattr(new.card, k) for k in SAME):
             return False
         kind, data = _current(folder / name)
         if kind != "file" or data is None or blob_oid(data) != rec.file_oid:
@@ -274,7 +276,7 @@ def assign_names(concepts: list[TierCard]) -> tuple[dict[str, TierCard], list[st
     warnings: list[str] = []
     wanted: list[tuple[str, TierCard]] = []
     for concept in concepts:
-        origin = concept.card.origin
+        origin = concept.card.origin if concept.card.source != agent_memory.GEMINI else None  # a Gemini note's name
         if origin is not None:
             why = origin_problem(origin)
             if why is None:
@@ -320,6 +322,10 @@ def origin_problem(origin: str) -> str | None:
         return "is not a .md file name"
     if origin.casefold() == INDEX_NAME.casefold():
         return "is MEMORY.md, which is the folder's index"
+    if parts[-1] == INDEX_NAME:
+        return "is named MEMORY.md, which Claude Code never recalls"
+    if agent_memory.reserved(origin):
+        return "lies in a folder Claude Code keeps for itself (a team store, logs, sessions, proposals)"
     return None
 
 
@@ -590,7 +596,8 @@ def _index_item(view: View, folder: Path, names: dict[str, TierCard], concepts: 
     for name in order:
         total[names[name].tier] = total.get(names[name].tier, 0) + 1
     now = lifecycle.instant_of(view.ctx.now())
-    entries = (memory_index.Entry(n, names[n].title, _hook(names[n].card, now), names[n].tier) for n in order)
+    entries = (memory_index.Entry(n, names[n].title, memory_index.hook(names[n].card, now), names[n].tier)
+               for n in order)
     pointers = [memory_index.Pointer(t.label, t.root_index) for t in view.tiers]
     rendered = memory_index.render(kept, entries, pointers, total)
     if rendered.left_out:
@@ -609,14 +616,6 @@ def _index_item(view: View, folder: Path, names: dict[str, TierCard], concepts: 
             return Item(path, REMOVE, "index of the memory folder, which lists nothing now", old=old)
         return None
     return Item(path, WRITE, "index of the memory folder", data=data, old=old, oid=blob_oid(data))
-
-
-def _hook(fact: Card, now: dt.datetime) -> str:
-    """A MEMORY.md line's hook; a stale concept's says so first, where no cut can drop it."""
-    stale = lifecycle.parse_instant(fact.stale_after) if fact.stale_after else None
-    if stale is not None and now >= stale:
-        return f"(stale since {fact.stale_after}) {fact.hook}".rstrip()
-    return fact.hook
 
 
 def _old_index(view: View, path: Path) -> Iterator[Item]:

@@ -1,14 +1,15 @@
 """``$CODEX_HOME/AGENTS.md``: the global tier's managed block for Codex.
 
-Codex reads it in every session before the project's own AGENTS.md, and loads at most
-32 KiB of such files in total, so the block is the same small text as in CLAUDE.md.
+Codex reads it in every session before the project's own AGENTS.md (its 32 KiB
+``project_doc_max_bytes`` counts project files only), so the block is the same as in
+CLAUDE.md: the protocol, the global tier's most useful facts, the index.
 """
 
 from __future__ import annotations
 
 from okfgit.targets import claude_home
 from okfgit.targets.base import TargetPlan, View, plan_block
-from okfgit.targets.claude_md import SCOPE, global_block
+from okfgit.targets.global_facts import SCOPE, global_block
 
 
 class CodexAgents:

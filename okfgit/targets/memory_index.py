@@ -11,12 +11,16 @@ they are the most specific knowledge there is, and capture has not taken them ye
 
 from __future__ import annotations
 
+import datetime as dt
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import quote, unquote
+
+from okfgit.format import lifecycle
+from okfgit.knowledge.cards import Card
 
 MAX_LINES = 200
 MAX_BYTES = 25_000
@@ -108,8 +112,18 @@ def kept_lines(old: bytes | None, managed: set[str], exists: Callable[[str], boo
     return kept, other
 
 
-def render(kept: Sequence[str], entries: Iterable[Entry], pointers: Sequence[Pointer], total: dict[str, int]) -> Rendered:
-    """MEMORY.md: kept lines, then entries in order, within the budget; pointers when cut.
+def hook(fact: Card, now: dt.datetime) -> str:
+    """A line's hook; a stale concept's says so first, where no cut can drop it."""
+    stale = lifecycle.parse_instant(fact.stale_after) if fact.stale_after else None
+    if stale is not None and now >= stale:
+        return f"(stale since {fact.stale_after}) {fact.hook}".rstrip()
+    return fact.hook
+
+
+def render(kept: Sequence[str], entries: Iterable[Entry], pointers: Sequence[Pointer], total: dict[str, int], *,
+           max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES) -> Rendered:
+    """MEMORY.md: kept lines, then entries in order, within the budget (Claude Code's, unless
+    ``max_lines`` and ``max_bytes`` say another); pointers when cut.
 
     ``entries`` may be a lazy iterable (only what fits is consumed); ``total`` gives each
     tier's entry count so the pointer lines can say how many were left out.
@@ -124,7 +138,7 @@ def render(kept: Sequence[str], entries: Iterable[Entry], pointers: Sequence[Poi
     cut = False
     for text in kept:
         cost = len(text.encode("utf-8")) + 1
-        if len(lines) + 1 > MAX_LINES - reserve_lines or size + cost > MAX_BYTES - reserve_bytes:
+        if len(lines) + 1 > max_lines - reserve_lines or size + cost > max_bytes - reserve_bytes:
             cut = True
             break
         lines.append(text)
@@ -133,7 +147,7 @@ def render(kept: Sequence[str], entries: Iterable[Entry], pointers: Sequence[Poi
         for entry in entries:
             text = line(entry.title, link_target(entry.name), entry.hook)
             cost = len(text.encode("utf-8")) + 1
-            if len(lines) + 1 > MAX_LINES - reserve_lines or size + cost > MAX_BYTES - reserve_bytes:
+            if len(lines) + 1 > max_lines - reserve_lines or size + cost > max_bytes - reserve_bytes:
                 cut = True
                 break
             lines.append(text)

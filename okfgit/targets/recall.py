@@ -1,7 +1,8 @@
 """What Claude Code can recall from its memory folder, and okfgit's choice of it.
 
-Claude Code 2.1 (read from its shipped code) builds its recall candidates like this: every
-``*.md`` under the memory folder, recursively, ``MEMORY.md`` aside; only the first 30 lines
+Claude Code 2.1.332 (read from its shipped code) builds its recall candidates like this: every
+``*.md`` under the memory folder, recursively and through symlinks, ``MEMORY.md`` aside at any
+depth, its reserved subtrees (``team/<store>/``, ``logs/``...) aside; only the first 30 lines
 of each are read (for the frontmatter ``description`` and ``type``); sorted by modification
 time, newest first; the first 200 kept. So with more than 200 files, file times decide what
 Claude can ever recall. okfgit therefore ranks every projected concept by one rule
@@ -21,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from okfgit.format import agent_memory
 from okfgit.format import concept as okf
 
 RECALL_LIMIT = 200  # recall candidates Claude Code keeps, newest first
@@ -125,51 +127,65 @@ def within_scan(data: bytes) -> bytes | None:
 
 
 def claude_candidates(folder: Path, seen: Mapping[str, tuple[int, int, int, bool, bool]] | None = None) -> list[Path]:
-    """The recall candidates exactly as Claude Code 2.1 lists them: every ``*.md`` below
-    ``folder`` except ``MEMORY.md``, newest modification time first, the first 200.
-    ``seen``: the folder's entries as a scan just found them (``stamps.scan(keep=True)``),
-    so the folder is not walked again."""
+    """The recall candidates exactly as Claude Code 2.1.332 lists them: every ``*.md`` below
+    ``folder``, following symlinks (to folders too), ``MEMORY.md`` excluded at any depth and
+    Claude Code's reserved subtrees left out (``agent_memory.recall_candidate``), newest
+    modification time first, the first 200. ``seen``: the folder's entries as a scan just
+    found them (``stamps.scan(keep=True)``), so the folder is not walked again."""
     if seen is not None:
         return [Path(folder, rel) for rel in candidate_names(folder, seen)]
+    return [Path(folder, rel) for rel in _walked(folder)]
+
+
+def _walked(folder: Path) -> list[str]:
     found: list[tuple[int, str]] = []
-    stack = [str(folder)]
     top = str(folder)
+    try:
+        visited = {os.path.realpath(top)}
+    except OSError:
+        return []
+    stack = [("", top)]
     while stack:
-        where = stack.pop()
+        rel, where = stack.pop()
         try:
             with os.scandir(where) as entries:
                 listed = list(entries)
         except OSError:
             continue
         for entry in listed:
+            name = f"{rel}{entry.name}"
             try:
-                if entry.is_dir():  # os.walk follows the same rule: a link to a folder is listed, not entered
-                    if not entry.is_symlink():
-                        stack.append(entry.path)
+                if entry.is_dir():  # a link to a folder too: Claude Code follows it
+                    real = os.path.realpath(entry.path)
+                    if real not in visited and not agent_memory.reserved(name):
+                        visited.add(real)
+                        stack.append((f"{name}/", entry.path))
                     continue
-                if not entry.name.endswith(".md") or (where == top and entry.name == "MEMORY.md"):
-                    continue
-                found.append((entry.stat().st_mtime_ns, entry.path))
+                if agent_memory.recall_candidate(name):
+                    found.append((entry.stat().st_mtime_ns, name))
             except OSError:
                 continue
     found.sort(key=lambda t: (-t[0], t[1]))
-    return [Path(p) for _, p in found[:RECALL_LIMIT]]
+    return [rel for _, rel in found[:RECALL_LIMIT]]
 
 
 def candidate_names(folder: Path, seen: Mapping[str, tuple[int, int, int, bool, bool]]) -> list[str]:
-    """``claude_candidates`` from a scan, as names relative to ``folder``."""
+    """``claude_candidates`` from a scan, as names relative to ``folder`` (the scan enters no
+    linked folder: when there is one, the folder is walked the way Claude Code walks it)."""
     found: list[tuple[int, str]] = []
     top = str(folder)
     for rel, (_, _, mtime, is_dir, is_link) in seen.items():
-        if is_dir or not rel.endswith(".md") or rel == "MEMORY.md":
+        if is_dir or not agent_memory.recall_candidate(rel):
+            if is_link and is_dir or is_link and os.path.isdir(os.path.join(top, rel)):
+                return _walked(folder)
             continue
-        if is_link:  # Claude follows a link for its time, and lists no link to a folder
+        if is_link:  # Claude follows a link for its time
             try:
                 st = os.stat(os.path.join(top, rel))
             except OSError:
                 continue
             if stat.S_ISDIR(st.st_mode):
-                continue
+                return _walked(folder)
             mtime = st.st_mtime_ns
         found.append((-mtime, rel))
     found.sort()  # newest first, then by path (every path shares the folder's prefix)

@@ -19,6 +19,7 @@ from okfgit.knowledge.checks import OKF, PROFILE, TierReport, check_tiers
 from okfgit.knowledge.snapshot import Snapshot, snapshot, worktree_snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.plan import InProgress, in_progress, index_behind
+from okfgit.targets import budget
 
 
 @dataclass(slots=True)
@@ -66,7 +67,11 @@ def _run(ctx: Context, ws: Workspace, tiers: list[Tier], skipped: list[str], rea
          worktree: bool) -> Report:
     reports, empty = check_tiers(ws, tiers, lifecycle.instant_of(ctx.now()), read=read, worktree=worktree,
                                  progress=ctx.progress)
+    hidden = dict(budget.hidden(ws.project_repo, ctx.environ, ctx.home))
     for tier_report in reports:
+        if tier_report.tier.name in hidden:  # an agent never reads okfgit's block for this tier
+            tier_report.findings.append(Finding("block-hidden", WARNING, "AGENTS.md", hidden[tier_report.tier.name],
+                                                group=PROFILE))
         busy = in_progress(tier_report.tier)
         if busy is not None:  # the index holds the operation's results: never advise resetting them
             tier_report.findings.extend(_in_progress_findings(busy))

@@ -4,6 +4,7 @@
 | claude | ``<repo>/.mcp.json``          | ``$CLAUDE_CONFIG_DIR/.claude.json`` or ``~/.claude.json`` |
 | codex  | (none: Codex reads only its own config) | ``$CODEX_HOME/config.toml`` (default scope) |
 | cursor | ``<repo>/.cursor/mcp.json``   | ``~/.cursor/mcp.json``                         |
+| gemini | ``<repo>/.gemini/settings.json`` | ``~/.gemini/settings.json`` (``$GEMINI_CLI_HOME/.gemini``) |
 
 Only okfgit's entry is written (``format.mcp_config``: one splice, the rest of the file byte
 for byte). What install changed is recorded (the file, the splice, the blob OIDs before and
@@ -27,9 +28,10 @@ from okfgit.errors import IntegrityError, UsageError
 from okfgit.format import mcp_config
 from okfgit.format.mcp_config import Splice
 from okfgit.git.objects import blob_oid
+from okfgit.targets import gemini_home
 from okfgit.targets.claude_home import claude_home, codex_home
 
-AGENTS = ("claude", "codex", "cursor")
+AGENTS = ("claude", "codex", "cursor", "gemini")
 SCOPES = ("project", "user")
 NAME = "okfgit"
 RECORD = ("okfgit", "mcp-installs.json")
@@ -66,6 +68,11 @@ def target(ctx: Context, root: Path | None, agent: str, scope: str | None = None
     if agent == "claude":
         path = root / ".mcp.json" if scope == "project" and root else claude_user_config(ctx)
         return Target(agent, scope, path, False, {"type": "stdio", "command": "okfgit", "args": ["mcp"]})
+    if agent == "gemini":
+        # Gemini CLI 0.61.0 starts a server in the folder it runs in (no ``cwd`` in the entry).
+        path = root / ".gemini" / "settings.json" if scope == "project" and root else \
+            gemini_home.gemini_dir(ctx.environ, ctx.home) / "settings.json"
+        return Target(agent, scope, path, False, {"command": "okfgit", "args": ["mcp"]})
     path = root / ".cursor" / "mcp.json" if scope == "project" and root else ctx.home / ".cursor" / "mcp.json"
     # Cursor expands ${workspaceFolder}; its working folder for a server is not the project's.
     return Target(agent, scope, path, False, {"command": "okfgit", "args": ["mcp", "--repo", "${workspaceFolder}"]})

@@ -42,6 +42,7 @@ class Status:
     unprojected_why: list[str] = field(default_factory=list)
     hook_error: str | None = None  # the last hook error since the last successful sync
     over_budget: list[str] = field(default_factory=list)  # what an agent cannot see (targets/budget.py)
+    hidden: list[str] = field(default_factory=list)  # okfgit's blocks an agent does not read (budget.hidden)
     index_behind: list[IndexBehind] = field(default_factory=list)  # what the next git commit would revert
     protected: dict[str, str] = field(default_factory=dict)  # sibling -> why its concept is protected
     in_progress: list[InProgress] = field(default_factory=list)  # merges (rebases...) under way in the tiers
@@ -70,6 +71,8 @@ class Status:
             out.append("a git hook failed since the last successful sync")
         if self.index_behind:
             out.append(f"{sum(len(b.paths) for b in self.index_behind)} okfgit path(s) whose index is behind HEAD")
+        if self.hidden:
+            out.append(f"{len(self.hidden)} okfgit block(s) hidden from Codex by an AGENTS.override.md")
         out += [f"{busy.operation.what} to finish in {busy.tier.repo_path}" for busy in self.in_progress]
         if self.doctor:
             out.append(f"{len(self.doctor)} doctor error(s)")
@@ -102,6 +105,8 @@ class Status:
                 "project": cap.switch.project if cap.switch else None,
                 "blocked": self.blocked,
                 "memory_dir": str(cap.memory_dir) if cap.memory_dir else None,
+                "memory_source": cap.memory_source,
+                "gemini_dir": str(cap.gemini_dir) if cap.gemini_dir else None,
                 "pending": [{"origin": c.origin, "action": c.action, "tier": c.tier.label, "path": c.kb_path}
                             for c in cap.captured],
                 "unreadable": [{"origin": o, "reason": r} for o, r in cap.skipped],
@@ -117,6 +122,7 @@ class Status:
             "sync_lock": self.lock_holder.describe() if self.lock_holder else None,
             "global_remote": self.remote.to_json() if self.remote.url else None,
             "over_budget": self.over_budget,
+            "hidden": self.hidden,
             "index_behind": [{"tier": b.tier.label, "paths": b.paths, "repair": b.repair} for b in self.index_behind],
             "in_progress": [{"tier": b.tier.label, "operation": b.kind, "finish": b.operation.finish,
                              "unmerged": b.unmerged} for b in self.in_progress],
@@ -143,6 +149,8 @@ def status(ctx: Context, ws: Workspace) -> Status:
     doctor = _doctor_errors(ctx, ws, tiers, stores)
     stores.save()  # the facts it read and the errors doctor would report: the ownership record stays as it is
     hook_state = hooks.status(repo.workdir, ctx.environ)
+    explained = budget.explain(owned, owned.memory_dir, repo.workdir, ctx.environ, ctx.home, detail=False,
+                               seen=first[1].entries if first and first[0] == str(owned.memory_dir) else None)
     siblings = _needs_merge(tiers, owned)
     return Status(
         capture=cap,
@@ -158,9 +166,8 @@ def status(ctx: Context, ws: Workspace) -> Status:
         unprojected_why=why,
         hook_error=hooklog.error_since_last_sync(repo.common_dir),
         remote=exchange.show(ws),
-        over_budget=budget.explain(owned, owned.memory_dir, repo.workdir, ctx.environ, ctx.home, detail=False,
-                                   seen=first[1].entries if first and first[0] == str(owned.memory_dir) else None,
-                                   ).over_budget,
+        over_budget=explained.over_budget,
+        hidden=explained.hidden,
         index_behind=[b for b in (index_behind(t) for t in ws.active()) if b is not None],
         in_progress=_in_progress(ws.active()),
         doctor=doctor,
@@ -266,7 +273,9 @@ def render(st: Status) -> str:
         lines += [f"  unmerged {path}: {busy.remedy(path)}" for path in busy.unmerged]
     lines.append(cap.reason)
     if cap.memory_dir:
-        lines.append(f"memory folder: {cap.memory_dir}")
+        lines.append(f"memory folder: {cap.memory_dir} (from {cap.memory_source})")
+    if cap.gemini_dir:
+        lines.append(f"gemini memory folder: {cap.gemini_dir}")
     pending = [c for c in cap.captured if c.action != "conflict"]
     lines.append(f"captures pending: {len(pending)}" + ("" if cap.enabled else " (capture is off: sync will not take them)"))
     lines += [f"  {c.action}: {c.origin} -> {c.tier.label}:{c.kb_path}" for c in pending]
@@ -327,7 +336,9 @@ def render(st: Status) -> str:
         lines += [f"  {e.change}: {e.path}: {e.why}" for e in edits.waiting]
     if st.lock_holder:
         lines.append(f"sync running: {st.lock_holder.describe()}")
-    lines += [f"over an agent's budget: {sentence} (`okfgit project --explain` lists it)" for sentence in st.over_budget]
+    lines += [f"over an agent's budget: {sentence} (`okfgit project --explain` lists it)" for sentence in st.over_budget
+              if sentence not in st.hidden]
+    lines += [f"hidden from an agent: {sentence}" for sentence in st.hidden]
     if st.capture.captured or st.stale_targets or (edits is not None and edits.committable):
         lines.append("run `okfgit sync` to bring everything in line")
     if st.attention:

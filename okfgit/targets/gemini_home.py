@@ -1,0 +1,119 @@
+"""Where Gemini CLI keeps its files, computed the way Gemini CLI 0.61.0 computes them.
+
+- Its home is ``$GEMINI_CLI_HOME`` when set, else the user's home; its folder is
+  ``<home>/.gemini`` (``Storage.getGlobalGeminiDir``), where it reads ``settings.json`` and
+  the global context file. Its runtime state lives there too (``<home>/.cache/.gemini``
+  under ``SANDBOX=sandbox-exec``).
+- Context files are named by ``context.fileName`` in settings (a string or a list; the
+  first name is the one it writes), default ``GEMINI.md``: ``<gemini folder>/<name>`` for
+  every project, and each trusted folder's files up to the git root.
+- The private memory of a project is ``<runtime>/tmp/<short id>/memory/``: ``MEMORY.md``
+  (loaded into every session) and sibling ``*.md`` notes the agent edits directly. The short
+  id is the project folder's entry in ``<runtime>/projects.json`` (``{"projects": {path:
+  id}}``, the id a slug of the folder name, ``-1``, ``-2``... on a collision), owned by the
+  ``.project_root`` file in ``<runtime>/tmp/<id>/``. Gemini CLI assigns it on its first run
+  in a folder; okfgit only reads it.
+
+Pure but for reading those files: the environment and the home are passed in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+HOME_VAR = "GEMINI_CLI_HOME"
+DEFAULT_CONTEXT = "GEMINI.md"
+MEMORY_INDEX = "MEMORY.md"
+_PROJECT_ROOT_FILE = ".project_root"
+
+
+def home(environ: Mapping[str, str], user_home: Path) -> Path:
+    """Gemini CLI's idea of the home folder: ``$GEMINI_CLI_HOME`` when set, else the user's."""
+    value = environ.get(HOME_VAR)
+    return Path(value) if value else user_home
+
+
+def gemini_dir(environ: Mapping[str, str], user_home: Path) -> Path:
+    """``<home>/.gemini``: settings, the global context file, MCP servers, hooks."""
+    return home(environ, user_home) / ".gemini"
+
+
+def runtime_dir(environ: Mapping[str, str], user_home: Path) -> Path:
+    """Where Gemini CLI keeps its state (``projects.json``, ``tmp/``)."""
+    if environ.get("SANDBOX") == "sandbox-exec":
+        return home(environ, user_home) / ".cache" / ".gemini"
+    return gemini_dir(environ, user_home)
+
+
+def in_use(environ: Mapping[str, str], user_home: Path) -> bool:
+    """Gemini CLI is used in this home: its folder exists, or ``gemini`` is on the PATH."""
+    return gemini_dir(environ, user_home).is_dir() or shutil.which("gemini", path=environ.get("PATH")) is not None
+
+
+def context_file_names(project_root: Path | None, environ: Mapping[str, str], user_home: Path) -> list[str]:
+    """``context.fileName`` as Gemini CLI reads it (the project's ``.gemini/settings.json``
+    over the user's), else ``[GEMINI.md]``. Unreadable settings count as unset."""
+    files = [gemini_dir(environ, user_home) / "settings.json"]
+    if project_root is not None:
+        files.insert(0, project_root / ".gemini" / "settings.json")
+    for settings in files:
+        value = _setting(settings, ("context", "fileName"))
+        names = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        names = [n.strip() for n in names if isinstance(n, str) and n.strip() and "/" not in n.strip()]
+        if names:
+            return names
+    return [DEFAULT_CONTEXT]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFolder:
+    """A project's private memory folder in Gemini CLI, or why it has none yet."""
+
+    path: Path | None
+    short_id: str | None
+    why: str = ""  # when ``path`` is None
+    registry: Path | None = None  # projects.json (the fast path watches it)
+
+
+def memory_folder(project_root: Path, environ: Mapping[str, str], user_home: Path) -> MemoryFolder:
+    """The private memory folder Gemini CLI uses for a session started in ``project_root``."""
+    runtime = runtime_dir(environ, user_home)
+    registry = runtime / "projects.json"
+    try:
+        data = json.loads(registry.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        return MemoryFolder(None, None, "Gemini CLI has not run in this project yet (no projects.json)", registry)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return MemoryFolder(None, None, f"{registry} cannot be read ({exc})", registry)
+    projects = data.get("projects") if isinstance(data, dict) else None
+    key = os.path.normpath(os.path.abspath(project_root))
+    short_id = projects.get(key) if isinstance(projects, dict) else None
+    if not isinstance(short_id, str) or not short_id or "/" in short_id or short_id in (".", ".."):
+        return MemoryFolder(None, None, f"Gemini CLI has not run in {key} yet (not in {registry})", registry)
+    marker = runtime / "tmp" / short_id / _PROJECT_ROOT_FILE
+    try:
+        owner = marker.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        owner = key
+    except OSError as exc:
+        return MemoryFolder(None, None, f"{marker} cannot be read ({exc})", registry)
+    if os.path.normpath(owner) != key:
+        return MemoryFolder(None, None, f"{marker} says the short id {short_id!r} is {owner}'s", registry)
+    return MemoryFolder(runtime / "tmp" / short_id / "memory", short_id, registry=registry)
+
+
+def _setting(path: Path, keys: tuple[str, ...]) -> object:
+    try:
+        value: object = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
