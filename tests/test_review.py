@@ -679,6 +679,12 @@ def test_a_log_is_append_only(tmp_path: Path, okfgit: Runner, git: Runner, env: 
     assert finding["severity"] == "error" and finding["file"] == "log.md"
     assert "'- **Decision**: cache for one day.' of 2026-01-05" in finding["message"]
 
+    (repo / ".okf" / "log.md").write_bytes(added.encode() + "- Caf\u00e9 opened.\n".encode("latin-1"))
+    git("commit", "-qam", "A log in another encoding", cwd=repo)
+    unreadable = _review_range(okfgit, repo, f"{start}..HEAD", expect=2)
+    [finding] = [f for f in unreadable["findings"] if f["code"] == "log-rewritten"]
+    assert "a log okfgit cannot read as text (log.md: not UTF-8" in finding["message"]
+
     _commit(repo, git, {"log.md": None}, "Drop the log")
     removed = _review_range(okfgit, repo, f"{start}..HEAD", expect=2)
     assert [f["code"] for f in removed["findings"] if f["severity"] == "error"] == ["log-rewritten"]

@@ -224,15 +224,20 @@ def log_page(base: bytes | None, ours: bytes, theirs: bytes, path: str, markers:
     each holding every entry either side has (entries are never edited, so nothing is
     dropped and nothing conflicts); the text above the first group as text."""
     o, a, b = (log_md.read(data or b"", path) for data in (base, ours, theirs))
+    for log in (o, a, b):
+        if log.problems:
+            raise ValidationError(f"{log.problems[0]}: merged as text")
     newline = "\r\n" if b"\r\n" in ours else "\n"
     conflicts: list[str] = []
     out = [_text_part(o.preamble, a.preamble, b.preamble, "the text above the first date", text, markers,
                       newline, conflicts)]
-    dates = sorted({**a.groups, **b.groups}, reverse=True)
-    last_tail = next(reversed(a.groups.values())).tail if a.groups else ""
+    ours_by_date = {group.date: group for group in a.groups}
+    theirs_by_date = {group.date: group for group in b.groups}
+    dates = sorted({**ours_by_date, **theirs_by_date}, reverse=True)
+    last_tail = a.groups[-1].tail if a.groups else ""
     out[0] = _ended(out[0], newline)
     for n, date in enumerate(dates):
-        mine, yours = a.groups.get(date), b.groups.get(date)
+        mine, yours = ours_by_date.get(date), theirs_by_date.get(date)
         first = mine or yours
         assert first is not None
         items = _union(mine.items if mine else [], yours.items if yours else [])

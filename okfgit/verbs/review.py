@@ -868,7 +868,12 @@ def _log_rewrites(old: Side, new: Side, files: list[tuple[str, str]]) -> list[Fi
     for kind, path in files:
         if posixpath.basename(path) != log_md.NAME or kind == "added":
             continue
-        gone = log_md.rewritten(old.snap.blob(path), new.snap.blob(path) if kind == "modified" else None)
+        try:
+            gone = log_md.rewritten(old.snap.blob(path), new.snap.blob(path) if kind == "modified" else None, path)
+        except ValidationError as exc:  # fail closed: what cannot be read cannot be shown kept
+            out.append(Finding("log-rewritten", ERROR, path, f"{kind} a log okfgit cannot read as text ({exc}); "
+                               "a log is append-only: restore it as it was and add entries"))
+            continue
         for day, text in gone[:5]:
             line = text.split("\n", 1)[0]
             shown = line if len(line) <= 80 else line[:77] + "..."
