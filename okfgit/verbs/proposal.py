@@ -113,7 +113,7 @@ def plan_settle(ctx: Context, ws: Workspace, ref: str, how: str) -> Settled:
             changes[master] = proposed
         elif (okf.one_line(old.meta.get("type")).casefold() == lifecycle.DECISION):
             done.outcome = "superseded"
-            done.new_path = index.free_path(master, snap.entries)
+            done.new_path = names.free_path(master, snap.entries)
             changes.update(_supersede(ctx, snap, master, old.meta, done.new_path, proposed, path, by))
         else:
             done.outcome = "accepted"
