@@ -111,7 +111,7 @@ def plan_settle(ctx: Context, ws: Workspace, ref: str, how: str) -> Settled:
             # An agent deleted its memory file of the concept: it proposes nothing but the deprecation.
             done.outcome = "deprecated"
             changes[master] = proposed
-        elif (okf.one_line(old.meta.get("type")).casefold() == lifecycle.DECISION):
+        elif lifecycle.is_decision(old.meta):
             done.outcome = "superseded"
             done.new_path = names.free_path(master, snap.entries)
             changes.update(_supersede(ctx, snap, master, old.meta, done.new_path, proposed, path, by))

@@ -833,15 +833,6 @@ def rules(old: Side, new: Side, changes: list[ConceptChange]) -> list[Finding]:
     return out
 
 
-def human_reviewed(concept: Concept) -> list[str]:
-    """Who makes the concept human-reviewed (OKF §5.3, read by ``format.lifecycle``); an unreadable
-    ``verified`` counts, fail closed, as a person's."""
-    trust = lifecycle.trust(concept.meta)
-    if trust.humans:
-        return list(trust.humans)
-    return ["an unreadable verified entry"] if trust.problem else []
-
-
 def _verified(change: ConceptChange, before: Concept | None, after: Concept | None) -> list[Finding]:
     """A change to ``verified`` claims (or withdraws) a person's acceptance: a person approves it."""
     if after is None:
@@ -888,7 +879,7 @@ def _log_rewrites(old: Side, new: Side, files: list[tuple[str, str]]) -> list[Fi
 def _human_reviewed(change: ConceptChange, before: Concept | None) -> list[Finding]:
     if before is None or change.change == "added":
         return []
-    people = human_reviewed(before)
+    people = lifecycle.verifiers(before.meta)
     if not people:
         return []
     who = ", ".join(people)
@@ -901,12 +892,8 @@ def _human_reviewed(change: ConceptChange, before: Concept | None) -> list[Findi
     return []
 
 
-def is_decision(concept: Concept) -> bool:
-    return concept.type.casefold() == "decision"
-
-
 def _decision(change: ConceptChange, before: Concept | None, after: Concept | None) -> list[Finding]:
-    if before is None or not is_decision(before):
+    if before is None or not lifecycle.is_decision(before.meta):
         return []
     if change.change == "removed":
         return [Finding("decision-removed", ERROR, change.path, "removes a Decision; keep it, with status: deprecated "
@@ -991,9 +978,9 @@ def _supersession(concept: Concept, old: Side, new: Side) -> list[Finding]:
         if missing:
             out.append(Finding("supersession", ERROR, concept.path, f"supersedes {target.path}, which needs "
                                f"{' and '.join(missing)}"))
-        if human_reviewed(target) and _find(old, ref, concept.path) is not None:
+        if lifecycle.verifiers(target.meta) and _find(old, ref, concept.path) is not None:
             out.append(Finding("human-reviewed-superseded", HUMAN, concept.path, f"supersedes {target.path}, "
-                               f"reviewed by {', '.join(human_reviewed(target))}; {APPROVAL}"))
+                               f"reviewed by {', '.join(lifecycle.verifiers(target.meta))}; {APPROVAL}"))
     successors = _refs(concept.meta.get("superseded_by"))
     if successors and concept.meta.get("status") != "deprecated":
         out.append(Finding("supersession", ERROR, concept.path, "has superseded_by but not status: deprecated"))
