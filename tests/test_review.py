@@ -136,6 +136,8 @@ def test_approved_by_clears_needs_human(tmp_path: Path, okfgit: Runner, env: dic
     assert ": approved: human-reviewed-changed: " in text and "Verdict: merge. A person approved" in text
     bad = okfgit("review", "main...feature", "--approved-by", "alice", cwd=repo, expect=2)
     assert "human:<id>" in bad.err and bad.out == ""
+    for other in ("agent:claude-code", "human:alice smith"):  # an agent is no person; an actor is one token
+        assert "human:<id>" in okfgit("review", "main...feature", "--approved-by", other, cwd=repo, expect=2).err
 
 
 def test_approval_does_not_clear_errors(tmp_path: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:

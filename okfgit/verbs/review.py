@@ -31,6 +31,7 @@ from okfgit.knowledge import checks
 from okfgit.flows import harvest
 from okfgit.format import index_md as index
 from okfgit.format import cites
+from okfgit.format import actors as okf_actors
 from okfgit.format import lifecycle, log_md
 from okfgit.format import concept as okf
 from okfgit.format import markdown as links
@@ -289,11 +290,11 @@ def _merge_base(repo: Repo, a: str, b: str, a_name: str, b_name: str) -> str:
 def check_approvers(actors: Iterable[str]) -> tuple[str, ...]:
     """``--approved-by`` values: ``human:<id>`` actors (OKF), each once, in the order given."""
     out: list[str] = []
-    for actor in actors:
-        actor = actor.strip()
-        if not actor.startswith("human:") or not actor[len("human:"):].strip():
+    for given in actors:
+        actor = okf_actors.check(given, "--approved-by")
+        if not lifecycle.is_human(actor):
             raise UsageError(f"--approved-by takes a person as an OKF actor, human:<id> (e.g. human:alice), "
-                             f"not {actor!r}")
+                             f"not {given!r}")
         if actor not in out:
             out.append(actor)
     return tuple(out)
