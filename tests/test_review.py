@@ -306,6 +306,10 @@ def test_pr_body_problems_are_findings(tmp_path: Path, okfgit: Runner, env: dict
     assert data["findings"][0]["message"] == "the okf-harvest block claims lessons/cold.md, which is not in the tree at the head"
     stdin = okfgit("review", "main...feature", "--pr-body", "-", cwd=repo, input=good)
     assert "every claim matches the head tree" in stdin.out
+    latin = tmp_path / "latin.md"
+    latin.write_bytes(good.encode() + "Caf\u00e9\n".encode("latin-1"))
+    refused = okfgit("review", "main...feature", "--pr-body", str(latin), cwd=repo, expect=2)
+    assert f"Invalid value for '--pr-body': {latin} is not UTF-8 text" in refused.err and refused.out == ""
 
 
 def test_pr_body_block_fences_are_read_as_commonmark(tmp_path: Path, okfgit: Runner, env: dict[str, str]) -> None:
