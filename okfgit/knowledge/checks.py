@@ -46,7 +46,7 @@ RECALL_BYTES = 4096  # Claude Code's recall shows only the first 4 KB of a memor
 PROFILE_KEYS = ("title", "description", "okf_id", "scope", "okf_source")
 _CHECKED_KEYS = PROFILE_KEYS + ("name",)  # name: optional, but a string when present
 NEEDS_MERGE_STATUS = "needs-merge"
-CACHE_VERSION = 6  # of doctor.json: bump when a check of one file changes what it finds (6: one fence rule)
+CACHE_VERSION = 7  # of doctor.json: bump when a check of one file changes what it finds (7: proposal remedy)
 
 _LOG_GROUP = re.compile(r"^##[ \t]+(.*?)[ \t#]*$")
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -510,7 +510,8 @@ class FileChecks:
         if index.is_needs_merge(path):
             stem = index.needs_merge_master(path)
             self.add(PROFILE, "needs-merge", path, f"unresolved needs-merge sibling of {stem}: merge what "
-                     f"matters into {stem}, then delete this file")
+                     f"matters into {stem}, then delete this file, or settle it in one commit: "
+                     f"`okfgit proposal accept {path}` takes its words, `okfgit proposal drop {path}` drops them")
         if not doc.has_frontmatter:
             starts = doc.data.lstrip(okf.BOM).startswith(b"---")
             why = ("starts with '---' but no YAML mapping closed by '---' follows" if starts else
