@@ -108,7 +108,9 @@ def read(data: bytes, path: str) -> Log:
             group.items[-1] += line  # a continuation line of the entry above
         elif group.items:  # a blank line inside the group stays with what precedes it
             group.items[-1] += group.tail
-            groups[-1] = group._replace(items=group.items + [line], tail="")
+            group.items.append(line)
+            if group.tail:
+                groups[-1] = group._replace(tail="")
         else:
             groups[-1] = group._replace(heading=group.heading + group.tail, items=[line], tail="")
     return Log("".join(preamble), groups, problems)
