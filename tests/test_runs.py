@@ -232,6 +232,10 @@ def test_state_rewrites_state_md_as_one_commit(project: Path, okfgit: Runner, gi
     for data, why in ((b"Caf\xe9\n", "is not UTF-8 text (byte 3)"), (b"a\0b", "is binary")):
         body.write_bytes(data)
         assert f"{body} {why}" in okfgit("state", "--body", str(body), cwd=project, expect=2).err
+    # nor is a STATE.md okfgit could not read back (over 1 MiB)
+    body.write_text("x" * (1 << 20))
+    assert "the new job/r1:STATE.md: file is over 1 MiB" in okfgit("state", "--body", str(body), cwd=project,
+                                                                  expect=2).err
     assert (job / "STATE.md").read_bytes() == kept and git("rev-parse", "HEAD", cwd=job).out == head
     assert okfgit("doctor", "--scope", "job", cwd=project).code == 0
     fsck(git, job)
