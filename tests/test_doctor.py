@@ -244,7 +244,8 @@ def test_profile_findings(repo: Path, okfgit: Runner, git: Runner) -> None:
     assert "[[nope]] matches no concept name or file name in the active tiers" in messages
     assert "tags must be a list of kebab-case words, not a mapping" in messages
     assert ("unresolved needs-merge sibling of extra/wiki.md: merge what matters into extra/wiki.md, then delete "
-            "this file") in messages
+            "this file, or settle it in one commit: `okfgit proposal accept extra/wiki.needs-merge.md` takes its "
+            "words, `okfgit proposal drop extra/wiki.needs-merge.md` drops them") in messages
     assert ("not reachable from the root index: index.md has no entry for extra/ (run `okfgit index`)"
             in messages)
     omitted = sorted(m for m in messages if m.startswith("does not list"))

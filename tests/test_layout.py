@@ -96,6 +96,10 @@ def test_every_folder_has_its_paragraph_in_the_spec() -> None:
         assert f"**`{name}/`**" in spec, name
     for module in ("cli.py", "errors.py", "context.py", "plan.py"):
         assert f"`{module}`" in spec, module
+    verbs = spec.split("**`verbs/`**", 1)[1].split("\n\n", 1)[0]
+    for path in sorted((PACKAGE / "verbs").iterdir()):
+        if path.name != "__init__.py" and (path.suffix == ".py" or (path / "__init__.py").exists()):
+            assert f"`{path.stem}`" in verbs, f"verbs/{path.name} is not named in the verbs/ paragraph"
 
 
 GIT = PACKAGE / "git"

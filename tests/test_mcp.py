@@ -246,6 +246,7 @@ def test_notes_written_through_mcp_are_the_clients_not_a_persons(project: Path, 
     async def body(session: ClientSession) -> None:
         seen["note"] = await call(session, "note", type="lesson", title="Warm the cache first")
         seen["log"] = await call(session, "log", text="Measured the cold start.")
+        seen["state"] = await call(session, "state", where="Cold start measured.")
 
     # even with the person's override set in the server's environment: the client writes
     serve(project, {**env, "OKF_ACTOR": "human:alice@example.com"}, body, client="Claude Code")
@@ -253,8 +254,9 @@ def test_notes_written_through_mcp_are_the_clients_not_a_persons(project: Path, 
     assert not error and data is not None
     note = (job / data["path"]).read_text()
     assert "  by: agent:claude-code\n" in note and "human:" not in note
-    assert ("Okf-Actor", "agent:claude-code") in trailers_by_git(git, job, "HEAD~1")
-    assert ("Okf-Actor", "agent:claude-code") in trailers_by_git(git, job)
+    for commit in ("HEAD~2", "HEAD~1", "HEAD"):  # the note, the log entry, STATE.md
+        assert ("Okf-Actor", "agent:claude-code") in trailers_by_git(git, job, commit)
+    assert not seen["state"][0] and ("Okf-Operation", "state") in trailers_by_git(git, job)
 
     unnamed: dict[str, Any] = {}
 

@@ -137,6 +137,8 @@ def test_approved_by_clears_needs_human(tmp_path: Path, okfgit: Runner, env: dic
     assert ": approved: human-reviewed-changed: " in text and "Verdict: merge. A person approved" in text
     bad = okfgit("review", "main...feature", "--approved-by", "alice", cwd=repo, expect=2)
     assert "human:<id>" in bad.err and bad.out == ""
+    for other in ("agent:claude-code", "human:alice smith"):  # an agent is no person; an actor is one token
+        assert "human:<id>" in okfgit("review", "main...feature", "--approved-by", other, cwd=repo, expect=2).err
 
 
 def test_approval_does_not_clear_errors(tmp_path: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:
@@ -305,6 +307,10 @@ def test_pr_body_problems_are_findings(tmp_path: Path, okfgit: Runner, env: dict
     assert data["findings"][0]["message"] == "the okf-harvest block claims lessons/cold.md, which is not in the tree at the head"
     stdin = okfgit("review", "main...feature", "--pr-body", "-", cwd=repo, input=good)
     assert "every claim matches the head tree" in stdin.out
+    latin = tmp_path / "latin.md"
+    latin.write_bytes(good.encode() + "Caf\u00e9\n".encode("latin-1"))
+    refused = okfgit("review", "main...feature", "--pr-body", str(latin), cwd=repo, expect=2)
+    assert f"Invalid value for '--pr-body': {latin} is not UTF-8 text" in refused.err and refused.out == ""
 
 
 def test_pr_body_block_fences_are_read_as_commonmark(tmp_path: Path, okfgit: Runner, env: dict[str, str]) -> None:
@@ -680,6 +686,12 @@ def test_a_log_is_append_only(tmp_path: Path, okfgit: Runner, git: Runner, env: 
     [finding] = [f for f in data["findings"] if f["code"] == "log-rewritten"]
     assert finding["severity"] == "error" and finding["file"] == "log.md"
     assert "'- **Decision**: cache for one day.' of 2026-01-05" in finding["message"]
+
+    (repo / ".okf" / "log.md").write_bytes(added.encode() + "- Caf\u00e9 opened.\n".encode("latin-1"))
+    git("commit", "-qam", "A log in another encoding", cwd=repo)
+    unreadable = _review_range(okfgit, repo, f"{start}..HEAD", expect=2)
+    [finding] = [f for f in unreadable["findings"] if f["code"] == "log-rewritten"]
+    assert "a log okfgit cannot read as text (log.md: not UTF-8" in finding["message"]
 
     _commit(repo, git, {"log.md": None}, "Drop the log")
     removed = _review_range(okfgit, repo, f"{start}..HEAD", expect=2)

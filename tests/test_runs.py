@@ -213,7 +213,6 @@ def test_state_rewrites_state_md_as_one_commit(project: Path, okfgit: Runner, gi
         "\n\nMake the cache faster.\n\n## Where it stands\n\nCold start measured.\n\n"
         "## Next steps\n\n- Warm it in CI\n- Measure again\n\n## Open questions\n\n- Does CI cache survive?\n")
     # a new task moves the description with it; a section a person added is kept
-    (tmp_path / "extra.md").write_text("x")
     okfgit("state", "--task", "Make the cache twice as fast. Then document it.", cwd=project)
     state = okf.split((job / "STATE.md").read_bytes(), "STATE.md")
     assert state.meta["description"] == "Make the cache twice as fast."
@@ -228,6 +227,16 @@ def test_state_rewrites_state_md_as_one_commit(project: Path, okfgit: Runner, gi
                                                     "## Notes from the pairing session\n\nKeep this.\n")
     okfgit("state", "--where", "Shipped.", cwd=project)
     assert "## Notes from the pairing session\n\nKeep this.\n" in (job / "STATE.md").read_text()
+    # a body that is no text is refused by name, and nothing changes
+    kept, head = (job / "STATE.md").read_bytes(), git("rev-parse", "HEAD", cwd=job).out
+    for data, why in ((b"Caf\xe9\n", "is not UTF-8 text (byte 3)"), (b"a\0b", "is binary")):
+        body.write_bytes(data)
+        assert f"{body} {why}" in okfgit("state", "--body", str(body), cwd=project, expect=2).err
+    # nor is a STATE.md okfgit could not read back (over 1 MiB)
+    body.write_text("x" * (1 << 20))
+    assert "the new job/r1:STATE.md: file is over 1 MiB" in okfgit("state", "--body", str(body), cwd=project,
+                                                                  expect=2).err
+    assert (job / "STATE.md").read_bytes() == kept and git("rev-parse", "HEAD", cwd=job).out == head
     assert okfgit("doctor", "--scope", "job", cwd=project).code == 0
     fsck(git, job)
 

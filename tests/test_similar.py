@@ -7,8 +7,6 @@ import itertools
 import json
 from pathlib import Path
 
-import pytest
-
 from okfgit.format import concept as okf
 from okfgit.format import similar
 from okfgit.knowledge.similar import Index, signature_of
@@ -16,7 +14,6 @@ from okfgit.git.objects import FILE_MODE, Entry
 from tests.conftest import FIXTURES, Runner, fsck, trailers_by_git
 from tests.test_capture import memory, write_memory
 
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "okf-bundles"  # beside a checkout, when there
 DECISION = "Responses are cached for one day at the edge."
 MEMORY = (b"---\nname: edge-cache-ttl\ndescription: Edge responses are cached for 1 day.\nmetadata:\n"
           b"  type: project\n  node_type: memory\n---\nEdge responses are cached for 1 day.\n\n"
@@ -123,10 +120,7 @@ def _bundle_signatures(root: Path) -> list[tuple[tuple[str, str], similar.Signat
 
 
 def _bundles() -> list[Path]:
-    roots = [p for p in sorted((FIXTURES / "okf-bundles").iterdir()) if p.is_dir()]
-    if SHARED.is_dir():
-        roots += [p for p in sorted(SHARED.iterdir()) if p.is_dir() and p.name not in {r.name for r in roots}]
-    return roots
+    return [p for p in sorted((FIXTURES / "okf-bundles").iterdir()) if p.is_dir()]
 
 
 def test_unrelated_concepts_of_real_bundles_are_not_near_duplicates() -> None:
@@ -142,9 +136,3 @@ def test_unrelated_concepts_of_real_bundles_are_not_near_duplicates() -> None:
     assert len(chosen) == 10
     for a, b in chosen:
         assert index.score(index.features(a), index.features(b)) < 0.6, (a, b)
-
-
-@pytest.mark.skipif(not SHARED.is_dir(), reason="the shared bundles are not beside this checkout")
-def test_the_shared_bundles_hold_no_near_duplicate_either() -> None:
-    assert Index([s for root in sorted(SHARED.iterdir()) if root.is_dir() for s in _bundle_signatures(root)]).pairs() \
-        == []

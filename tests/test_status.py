@@ -88,7 +88,8 @@ project:memory/feedback-testing.needs-merge-2.md
 unreadable memory files (left untouched): 1
   bad.md: invalid YAML frontmatter (line 2): did not find expected ',' or ']'
 needs-merge siblings waiting for a person: 1
-  project:memory/feedback-testing.needs-merge.md: merge what matters into memory/feedback-testing.md, then delete it
+  project:memory/feedback-testing.needs-merge.md: merge what matters into memory/feedback-testing.md, then delete it \
+(or `okfgit proposal accept|drop project:memory/feedback-testing.needs-merge.md`)
 projected files an agent deleted (not written back; sync proposes deprecating them): 1
   gone.md
 projections stale: 1
@@ -171,7 +172,8 @@ def test_a_needs_merge_sibling_waiting_for_a_person_is_listed_and_exits_2(projec
     okfgit("sync", cwd=project)  # commits the agent's variant as a sibling
     result = okfgit("status", cwd=project, expect=2)
     assert ("needs-merge siblings waiting for a person: 1\n  project:memory/feedback-testing.needs-merge.md: merge "
-            "what matters into memory/feedback-testing.md, then delete it\n") in result.out
+            "what matters into memory/feedback-testing.md, then delete it (or `okfgit proposal accept|drop "
+            "project:memory/feedback-testing.needs-merge.md`)\n") in result.out
     assert result.out.endswith("needs a person: 1 needs-merge sibling(s) to merge\n")
     assert "in sync" not in result.out
     recorded = state.load(project / ".git").needs_merge

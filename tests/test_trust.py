@@ -187,7 +187,13 @@ def test_dropping_keeps_the_concept_and_a_plain_verified_note_is_accepted_in_pla
 
     (mem / "flaky-dns.md").write_bytes(edited)  # the agent insists; this time a person takes it
     okfgit("sync", cwd=project)
-    okfgit("proposal", "accept", "flaky-dns.needs-merge.md", cwd=project)
+    # the sibling is named as any verb names a file (the one REF grammar): by a citation too, and
+    # a citation of other bytes than HEAD's is refused
+    oid = git("rev-parse", "HEAD:.okf/flaky-dns.needs-merge.md", cwd=project).out.strip()
+    stale = okfgit("proposal", "accept", "project:flaky-dns.needs-merge.md@0000000", cwd=project, expect=2)
+    assert "stale citation" in stale.err
+    assert "is not a needs-merge sibling" in okfgit("proposal", "drop", "flaky-dns", cwd=project, expect=2).err
+    okfgit("proposal", "accept", f"project:flaky-dns.needs-merge.md@{oid[:7]}", cwd=project)
     meta, body = split(blob(git, project, "HEAD:.okf/flaky-dns.md"))
     assert b"three times" in body and meta["okf_id"] == split(master)[0]["okf_id"]
     assert [v["by"] for v in meta["verified"]] == ["human:author@example.com"]  # the one who read these words

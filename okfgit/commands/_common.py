@@ -34,6 +34,29 @@ def run_option(f: F) -> F:
     )(f)
 
 
+class TextFile(click.ParamType):
+    """A file named on the command line (``-``: stdin), read whole as UTF-8 text. One that
+    cannot be read, is not UTF-8 or holds NUL bytes is a usage error naming it (exit 2)."""
+
+    name = "file"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            with click.open_file(value, "rb") as stream:
+                data = stream.read()
+        except OSError as exc:
+            self.fail(f"cannot read {value}: {exc.strerror or exc}", param, ctx)
+        if b"\0" in data:
+            self.fail(f"{value} is binary (it contains NUL bytes), not text", param, ctx)
+        try:
+            return str(data.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            self.fail(f"{value} is not UTF-8 text (byte {exc.start})", param, ctx)
+
+
+TEXT_FILE = TextFile()
+
+
 def json_option(f: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(f)
 

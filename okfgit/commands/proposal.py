@@ -43,7 +43,8 @@ def _settle(how: str, sibling: str, dry_run: bool, repo: Path | None, run: str |
 @run_option
 @json_option
 def accept_cmd(sibling: str, dry_run: bool, repo: Path | None, run: str | None, as_json: bool) -> None:
-    """Take the agent's version SIBLING ([tier:]path of a needs-merge sibling) as the concept."""
+    """Take the agent's version SIBLING (a REF naming a needs-merge sibling: tier:path as
+    `okfgit status` prints it, or its citation) as the concept."""
     _settle(proposal.ACCEPT, sibling, dry_run, repo, run, as_json)
 
 
@@ -54,5 +55,6 @@ def accept_cmd(sibling: str, dry_run: bool, repo: Path | None, run: str | None, 
 @run_option
 @json_option
 def drop_cmd(sibling: str, dry_run: bool, repo: Path | None, run: str | None, as_json: bool) -> None:
-    """Remove the agent's version SIBLING and keep the concept as it is."""
+    """Remove the agent's version SIBLING (a REF naming a needs-merge sibling) and keep the
+    concept as it is."""
     _settle(proposal.DROP, sibling, dry_run, repo, run, as_json)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import IO
 
 import click
 
 from okfgit.verbs import review
 from okfgit.render import review as review_render
-from okfgit.commands._common import repo_option, with_progress, workspace
+from okfgit.commands._common import TEXT_FILE, repo_option, with_progress, workspace
 
 _FORMATS = ("json", "markdown", "text")
 
@@ -22,7 +21,7 @@ _FORMATS = ("json", "markdown", "text")
 @click.option("--format", "fmt", type=click.Choice(_FORMATS), default="text", show_default=True,
               help="markdown is a pull request comment (under 60,000 characters) ending with a fenced okf-review "
                    "JSON block.")
-@click.option("--pr-body", type=click.File("r", encoding="utf-8"), default=None, metavar="FILE",
+@click.option("--pr-body", type=TEXT_FILE, default=None, metavar="FILE",
               help="A pull request body ('-' for stdin) whose okf-harvest block is checked against the head tree.")
 @click.option("--approved-by", "approved_by", multiple=True, metavar="human:ID",
               help="A person who approved the pull request; turns needs-human findings into approved ones. Repeat "
@@ -38,7 +37,7 @@ _FORMATS = ("json", "markdown", "text")
               help="Also write the full, unbounded report in the chosen format to FILE (for a CI artifact).")
 @click.option("--verbose", "-v", is_flag=True, help="Text: show the content of each added concept.")
 @repo_option
-def review_cmd(range_: str | None, base: str | None, fmt: str, pr_body: IO[str] | None,
+def review_cmd(range_: str | None, base: str | None, fmt: str, pr_body: str | None,
                approved_by: tuple[str, ...], approvals_checked: str, outcome: str | None, full: bool,
                output: Path | None, verbose: bool,
                repo: Path | None) -> int:
@@ -57,8 +56,7 @@ def review_cmd(range_: str | None, base: str | None, fmt: str, pr_body: IO[str] 
     or close), so CI can gate on it.
     """
     ctx, ws = workspace(repo)
-    body = pr_body.read() if pr_body is not None else None
-    result = review.review(with_progress(ctx, quiet=fmt == "json"), ws, range_, body, base_ref=base,
+    result = review.review(with_progress(ctx, quiet=fmt == "json"), ws, range_, pr_body, base_ref=base,
                            approved_by=approved_by, approvals_checked=approvals_checked, outcome=outcome)
     if output is not None:
         from okfgit import plan as plan_mod  # only here: a review that writes no file never loads the writer

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import IO
 
 import click
 
@@ -11,7 +10,7 @@ from okfgit import plan as plan_mod
 from okfgit.flows import runs
 from okfgit.knowledge.tiers import Tier, check_run
 from okfgit.flows.concepts import NewConcept
-from okfgit.commands._common import emit_json, json_option, repo_option, run_option, warn, workspace
+from okfgit.commands._common import TEXT_FILE, emit_json, json_option, repo_option, run_option, warn, workspace
 
 
 @click.group("run")
@@ -161,14 +160,14 @@ def log_cmd(text: tuple[str, ...], dry_run: bool, repo: Path | None, run: str | 
 @click.option("--where", default=None, help="Where the work stands now.")
 @click.option("--next", "next_steps", multiple=True, help="A next step; repeat for more (replaces the list).")
 @click.option("--question", "questions", multiple=True, help="An open question; repeat for more (replaces the list).")
-@click.option("--body", "body_file", type=click.File("r", encoding="utf-8"), default=None, metavar="FILE",
+@click.option("--body", "body", type=TEXT_FILE, default=None, metavar="FILE",
               help="The whole new body of STATE.md ('-' for stdin) instead of section by section.")
 @click.option("--dry-run", is_flag=True, help="Show the commit that would be made; write nothing.")
 @repo_option
 @run_option
 @json_option
 def state_cmd(task: str | None, where: str | None, next_steps: tuple[str, ...], questions: tuple[str, ...],
-              body_file: IO[str] | None, dry_run: bool, repo: Path | None, run: str | None, as_json: bool) -> None:
+              body: str | None, dry_run: bool, repo: Path | None, run: str | None, as_json: bool) -> None:
     """Rewrite the active run's STATE.md, the current picture of its task, as one
     commit: each section given (Task, Where it stands, Next steps, Open questions)
     replaces that section; the rest of the file stays as it is."""
@@ -177,7 +176,7 @@ def state_cmd(task: str | None, where: str | None, next_steps: tuple[str, ...], 
     def make() -> tuple[Tier, plan_mod.Plan]:
         return runs.state_plan(ctx, ws, task=task, where=where, next_steps=list(next_steps) or None,
                                questions=list(questions) or None,
-                               body=body_file.read() if body_file is not None else None)
+                               body=body)
 
     if dry_run:
         click.echo(plan_mod.render(make()[1]) or "# nothing to do: STATE.md already says that")

@@ -674,9 +674,7 @@ class _Known:
         taken = self._taken.get(tier.label)
         if taken is None:  # the tier's paths copied once, not once per captured file
             taken = self._taken[tier.label] = set(self.snapshot(tier).entries)
-        from okfgit.format import index_md as index
-
-        candidate = index.free_path(path, taken)
+        candidate = names.free_path(path, taken)
         taken.add(candidate)
         return candidate
 
@@ -930,8 +928,9 @@ def _sibling_has(snap: Snapshot, first: str, data: bytes, origin: str) -> bool:
     or the same keys and body but for ``generated`` (which a migration stamps with the time)."""
     want = blob_oid(data)
     mine: okf.Parsed | None = None
-    candidate, n = first, 2
-    while candidate in snap.entries:
+    for candidate in names.numbered(first):
+        if candidate not in snap.entries:
+            return False
         if snap.entries[candidate].oid == want:
             return True
         try:
@@ -943,8 +942,6 @@ def _sibling_has(snap: Snapshot, first: str, data: bytes, origin: str) -> bool:
                 {k: v for k, v in theirs.meta.items() if k != "generated"} == \
                 {k: v for k, v in mine.meta.items() if k != "generated"}:
             return True
-        candidate = f"{first[:-3]}-{n}.md"
-        n += 1
     return False
 
 

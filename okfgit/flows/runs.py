@@ -270,6 +270,7 @@ def state_plan(ctx: Context, ws: Workspace, *, task: str | None = None, where: s
             updates["description"] = sentence
     data, kept = okf.set_keys_split(old, f"{tier.label}:{STATE}", updates, parsed=parsed) if updates else (old, parsed)
     new = data[: len(data) - len(kept.body)] + body.replace("\n", parsed.newline).encode("utf-8")
+    okf.check_text(new, f"the new {tier.label}:{STATE}")  # what okfgit could not read back is not written
     plan = Plan()
     if new != old:
         changes: dict[str, bytes | None] = {STATE: new}

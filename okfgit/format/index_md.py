@@ -60,17 +60,6 @@ class Tree(Protocol):
     def blob(self, path: str) -> bytes: ...
 
 
-def free_path(path: str, taken: Container[str]) -> str:
-    """``path``, or ``<stem>-2.md``, ``-3`` ... when ``taken`` has it (a needs-merge sibling
-    ``a.needs-merge.md`` becomes ``a.needs-merge-2.md``: the naming of spec/okf-format.md §8)."""
-    candidate = path
-    n = 2
-    while candidate in taken:
-        candidate = f"{path[:-3]}-{n}.md"
-        n += 1
-    return candidate
-
-
 class Line(NamedTuple):
     """One top-level list item of an index's entry list, as written.
 

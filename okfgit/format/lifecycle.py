@@ -267,20 +267,38 @@ def ref_candidates(ref: str, source: str) -> list[str]:
 DECISION = "decision"
 
 
+UNREADABLE_VERIFIER = "an unreadable verified entry"
+
+
+def verifiers(meta: Mapping[str, Any]) -> list[str]:
+    """Who makes the concept human-reviewed (§5.3): its ``human:`` verifiers, or, for a
+    ``verified`` okfgit cannot read, ``UNREADABLE_VERIFIER`` (fail closed: kept as a person's);
+    empty when no person verified it."""
+    found = trust(meta)
+    if found.humans:
+        return list(found.humans)
+    return [UNREADABLE_VERIFIER] if found.problem is not None else []
+
+
+def is_decision(meta: Mapping[str, Any]) -> bool:
+    """Of type Decision (any case): superseded, never rewritten in place."""
+    kind = meta.get("type")
+    return isinstance(kind, str) and kind.strip().casefold() == DECISION
+
+
 def protected_by(meta: Mapping[str, Any]) -> str:
     """Why no agent may change this concept in place, as a phrase ("verified by human:alice",
     "a Decision", both joined by "and"); "" when an agent may.
 
-    The one rule (spec/okf-capture-sync.md §4): a concept carrying a ``verified`` entry by a
-    ``human:`` actor (an unreadable ``verified`` counts: fail closed), or of type Decision.
+    The one rule (spec/okf-capture-sync.md §4), which review's needs-human and Decision
+    findings apply too: a concept that ``verifiers`` names a person for, or ``is_decision``.
     """
     reasons: list[str] = []
-    found = trust(meta)
-    if found.humans:
-        reasons.append(f"verified by {', '.join(found.humans)}")
-    elif found.problem is not None:
+    people = verifiers(meta)
+    if people == [UNREADABLE_VERIFIER]:
         reasons.append("carrying a verified entry okfgit cannot read (kept as a person's)")
-    kind = meta.get("type")
-    if isinstance(kind, str) and kind.strip().casefold() == DECISION:
+    elif people:
+        reasons.append(f"verified by {', '.join(people)}")
+    if is_decision(meta):
         reasons.append("a Decision")
     return " and ".join(reasons)

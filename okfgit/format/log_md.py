@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from okfgit.errors import UsageError, ValidationError
+from okfgit.errors import UsageError
 from okfgit.format import concept as okf
 
 NAME = "log.md"
@@ -25,21 +25,24 @@ def add_entry(data: bytes | None, day: str, text: str, title: str) -> bytes:
         raise UsageError("a log entry needs some text")
     if data is None:
         return f"{title}\n\n## {day}\n- {entry}\n".encode()
-    okf.check_text(data, NAME)
-    text_in = data.decode("utf-8")
-    nl = "\r\n" if "\r\n" in text_in else "\n"
-    lines = text_in.splitlines(keepends=True)
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line.encode("utf-8")))
-    groups = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _DATE_HEADING.match(line.rstrip("\r\n")))]
-    for i, date in groups:
-        if date == day:
-            return _insert(data, offsets[_first_item(lines, i)], f"- {entry}{nl}")
-    later = [i for i, date in groups if date < day]
-    if later:
-        return _insert(data, offsets[later[0]], f"## {day}{nl}- {entry}{nl}{nl}")
-    return data + f"{_separator(data, nl)}## {day}{nl}- {entry}{nl}".encode()
+    log = read(data, NAME)
+    nl = "\r\n" if b"\r\n" in data else "\n"
+    line = f"- {entry}{nl}"
+    groups = list(log.groups)
+    for n, group in enumerate(groups):
+        if group.date == day:
+            first = next((i for i, item in enumerate(group.items) if _ITEM.match(item)), None)
+            if first is None:  # right under the heading: after a blank line it would continue a paragraph
+                end = len(group.heading.splitlines(keepends=True)[0])
+                groups[n] = group._replace(heading=group.heading[:end] + line + group.heading[end:])
+            else:
+                groups[n] = group._replace(items=[*group.items[:first], line, *group.items[first:]])
+            return render(log._replace(groups=groups))
+    later = next((n for n, group in enumerate(groups) if group.date < day), None)
+    if later is not None:
+        groups.insert(later, Group(day, f"## {day}{nl}", [line], nl))
+        return render(log._replace(groups=groups))
+    return data + f"{_separator(data, nl)}## {day}{nl}{line}".encode()
 
 
 def _separator(data: bytes, nl: str) -> str:
@@ -49,106 +52,84 @@ def _separator(data: bytes, nl: str) -> str:
     return nl if data.endswith(b"\n") else nl + nl
 
 
-def _first_item(lines: list[str], heading: int) -> int:
-    """Where a new entry goes in the group under ``heading``: before its first item."""
-    i = heading + 1
-    while i < len(lines) and not _DATE_HEADING.match(lines[i].rstrip("\r\n")):
-        if _ITEM.match(lines[i]):
-            return i
-        i += 1
-    return heading + 1
-
-
-def _insert(data: bytes, at: int, text: str) -> bytes:
-    return data[:at] + text.encode("utf-8") + data[at:]
-
-
-def entries(data: bytes) -> list[tuple[str, str]]:
-    """Every entry as ``(day, text)``: the item line and its continuation lines (indented, up
-    to the next item, heading or blank line), line ends normalised; in file order. An item
-    outside any dated group has day ``""``."""
-    text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")
-    out: list[tuple[str, str]] = []
-    day = ""
-    current: list[str] | None = None
-    for line in text.split("\n"):
-        heading = _DATE_HEADING.match(line)
-        if heading or line.startswith("#") or not line.strip():
-            current = None
-            if heading:
-                day = heading.group(1)
-            continue
-        if _ITEM.match(line):
-            current = [line.rstrip()]
-            out.append((day, ""))
-        elif current is not None:
-            current.append(line.rstrip())
-        else:
-            continue
-        out[-1] = (day, "\n".join(current))
-    return out
-
-
-def rewritten(old: bytes, new: bytes | None) -> list[tuple[str, str]]:
-    """The entries of ``old`` that ``new`` no longer has, word for word under the same day
-    (all of them when the log is removed): OKF §9's log is append-only."""
-    kept = set(entries(new)) if new is not None else set()
-    return [entry for entry in entries(old) if entry not in kept]
-
-
-# -- a log as written, for a merge of two -----------------------------------------------
-
-
-_LEVEL2 = re.compile(r"^##(?:[ \t]|$)")
-_HEADING = re.compile(r"^#{1,6}(?:[ \t]|$)")
-
-
 class Group(NamedTuple):
-    """One date group as written: its heading line, its entries, the blank lines after it."""
+    """One date group as written: its heading line (and the blank lines right under it), its
+    entries, the blank lines after it."""
 
+    date: str
     heading: str
     items: list[str]  # each entry with its continuation lines, endings included; prose kept as an item
     tail: str  # the blank lines after the group
 
 
 class Log(NamedTuple):
-    """A log as written: the text above the first date group, then the groups."""
+    """A log as written: the text above the first date group, then the groups in the file's
+    order, and what makes its structure untrustworthy (a date group twice, another heading
+    of level 1 or 2), for a merge to refuse; every byte is in one of the parts."""
 
     preamble: str
-    groups: dict[str, Group]  # by date, in the file's order
+    groups: list[Group]
+    problems: list[str]
+
+    def entries(self) -> list[tuple[str, str]]:
+        """Every entry as ``(day, text)``, line ends and trailing blanks left out: what an
+        edit of the log must keep (OKF §9's entries are never edited)."""
+        return [(group.date, _normalised(item)) for group in self.groups for item in group.items]
+
+
+_LEVEL2 = re.compile(r"^##(?:[ \t]|$)")
+_HEADING = re.compile(r"^#{1,6}(?:[ \t]|$)")
 
 
 def read(data: bytes, path: str) -> Log:
-    """``data`` cut into its parts, every byte kept (an entry with its continuation lines and the
-    blank lines inside its group); ValidationError for a log whose structure it cannot trust (a
-    date group twice, another heading of level 1 or 2)."""
+    """``data`` cut into its parts, every byte kept: an entry with its continuation lines and
+    the blank lines inside its group. ValidationError when it is no text (not UTF-8, binary)."""
     text = okf.check_text(data, path) if data else ""
-    lines = text.splitlines(keepends=True)
     preamble: list[str] = []
-    groups: dict[str, Group] = {}
-    current: str | None = None
-    for line in lines:
+    groups: list[Group] = []
+    problems: list[str] = []
+    for line in text.splitlines(keepends=True):
         content = line.rstrip("\r\n")
         date = _DATE_HEADING.match(content)
         if date:
-            if date.group(1) in groups:
-                raise ValidationError(f"{path}: the date group {date.group(1)} appears twice")
-            current = date.group(1)
-            groups[current] = Group(line, [], "")
+            if any(group.date == date.group(1) for group in groups):
+                problems.append(f"{path}: the date group {date.group(1)} appears twice")
+            groups.append(Group(date.group(1), line, [], ""))
             continue
-        if current is None:
+        if not groups:
             preamble.append(line)
             continue
         if _LEVEL2.match(content) or _HEADING.match(content) and not content.startswith("###"):
-            raise ValidationError(f"{path}: a heading that is no date group ({content!r})")
-        group = groups[current]
+            problems.append(f"{path}: a heading that is no date group ({content!r})")
+        group = groups[-1]
         if not content.strip():
-            groups[current] = group._replace(tail=group.tail + line)
+            groups[-1] = group._replace(tail=group.tail + line)
         elif group.items and not group.tail and not _ITEM.match(content) and not content.startswith("#"):
             group.items[-1] += line  # a continuation line of the entry above
+        elif group.items:  # a blank line inside the group stays with what precedes it
+            group.items[-1] += group.tail
+            group.items.append(line)
+            if group.tail:
+                groups[-1] = group._replace(tail="")
         else:
-            if group.items:  # a blank line inside the group stays with what precedes it
-                group.items[-1] += group.tail
-                group = group._replace(tail="")
-            groups[current] = Group(group.heading + group.tail, group.items + [line], "")
-    return Log("".join(preamble), groups)
+            groups[-1] = group._replace(heading=group.heading + group.tail, items=[line], tail="")
+    return Log("".join(preamble), groups, problems)
+
+
+def render(log: Log) -> bytes:
+    """A log's bytes from its parts (``read``'s inverse)."""
+    parts = [log.preamble]
+    for group in log.groups:
+        parts += [group.heading, *group.items, group.tail]
+    return "".join(parts).encode("utf-8")
+
+
+def _normalised(item: str) -> str:
+    return "\n".join(line.rstrip() for line in item.splitlines()).rstrip("\n")
+
+
+def rewritten(old: bytes, new: bytes | None, path: str = NAME) -> list[tuple[str, str]]:
+    """The entries of ``old`` that ``new`` no longer has, word for word under the same day
+    (all of them when the log is removed): OKF §9's log is append-only."""
+    kept = set(read(new, path).entries()) if new is not None else set()
+    return [entry for entry in read(old, path).entries() if entry not in kept]

@@ -11,6 +11,8 @@ one file (the merge base, ours and theirs) and merge its parts:
 - ``log_page``: the date groups, newest first, each with every entry either side has.
 - ``concept``: the frontmatter key by key, the body as text.
 
+What only one side added (an entry, a key, a log item) goes after what it follows on that side
+(``_slots``, the one placing rule; a log reads it from the end, as it grows at the top).
 Where both sides changed one thing two ways, that part alone gets git's conflict markers and
 ``Merged.conflicts`` names it. Text that both sides changed (an intro, a body) is merged by
 the caller's ``TextMerge`` (the merge driver passes git's own ``git merge-file``). A file this
@@ -79,6 +81,35 @@ def pick(base: T | None, ours: T | None, theirs: T | None) -> T | None | _Confli
     if ours is None or theirs is None:
         return ours if theirs is None else theirs
     return _Conflict(ours, theirs)
+
+
+def _slots(ours: Sequence[T], theirs: Sequence[T]) -> dict[int, list[T]]:
+    """Where each element of ``theirs`` that ``ours`` lacks goes: after the element of ``ours``
+    it follows in ``theirs`` (by its index in ``ours``; -1: before the first), in ``theirs``'
+    order. Counted: an element a side holds twice is there twice. The one rule for placing
+    what only one side added, for entries, keys and log items alike."""
+    where: dict[T, list[int]] = {}
+    for n, item in enumerate(ours):
+        where.setdefault(item, []).append(n)
+    slots: dict[int, list[T]] = {}
+    previous = -1
+    for item in theirs:
+        found = where.get(item)
+        if found:
+            previous = found.pop(0)
+        else:
+            slots.setdefault(previous, []).append(item)
+    return slots
+
+
+def _weave(ours: Sequence[T], theirs: Sequence[T]) -> list[T]:
+    """``ours`` in its order with what only ``theirs`` has placed by ``_slots``."""
+    slots = _slots(ours, theirs)
+    out = list(slots.get(-1, []))
+    for n, item in enumerate(ours):
+        out.append(item)
+        out.extend(slots.get(n, []))
+    return out
 
 
 def _ended(text: str, newline: str) -> str:
@@ -188,14 +219,10 @@ def _onto_skeleton(o: _Page, a: _Page, b: _Page, rendered: Mapping[Key, str], ne
         skeleton, other = a, b
     else:
         raise ValidationError("both sides changed the words around the entries: merged as text")
-    placed = set(skeleton.entries)
-    after: dict[Key | None, list[Key]] = {}
-    previous: Key | None = None
-    for key in other.entries:
-        if key in placed:
-            previous = key
-        elif key in rendered:
-            after.setdefault(previous, []).append(key)
+    keys = list(skeleton.entries)
+    after: dict[Key | None, list[Key]] = {
+        keys[n] if n >= 0 else None: [k for k in added if k in rendered]
+        for n, added in _slots(keys, list(other.entries)).items()}
     first = min(skeleton.at, default=None)
     out: list[str] = []
     for number, line in enumerate(skeleton.lines):
@@ -224,15 +251,20 @@ def log_page(base: bytes | None, ours: bytes, theirs: bytes, path: str, markers:
     each holding every entry either side has (entries are never edited, so nothing is
     dropped and nothing conflicts); the text above the first group as text."""
     o, a, b = (log_md.read(data or b"", path) for data in (base, ours, theirs))
+    for log in (o, a, b):
+        if log.problems:
+            raise ValidationError(f"{log.problems[0]}: merged as text")
     newline = "\r\n" if b"\r\n" in ours else "\n"
     conflicts: list[str] = []
     out = [_text_part(o.preamble, a.preamble, b.preamble, "the text above the first date", text, markers,
                       newline, conflicts)]
-    dates = sorted({**a.groups, **b.groups}, reverse=True)
-    last_tail = next(reversed(a.groups.values())).tail if a.groups else ""
+    ours_by_date = {group.date: group for group in a.groups}
+    theirs_by_date = {group.date: group for group in b.groups}
+    dates = sorted({**ours_by_date, **theirs_by_date}, reverse=True)
+    last_tail = a.groups[-1].tail if a.groups else ""
     out[0] = _ended(out[0], newline)
     for n, date in enumerate(dates):
-        mine, yours = a.groups.get(date), b.groups.get(date)
+        mine, yours = ours_by_date.get(date), theirs_by_date.get(date)
         first = mine or yours
         assert first is not None
         items = _union(mine.items if mine else [], yours.items if yours else [])
@@ -244,20 +276,9 @@ def log_page(base: bytes | None, ours: bytes, theirs: bytes, path: str, markers:
 
 def _union(ours: Sequence[str], theirs: Sequence[str]) -> list[str]:
     """Every item of ``ours`` in its order, and each of ``theirs`` it lacks placed before the
-    item that follows it in ``theirs`` (counted: an entry written twice stays twice)."""
-    out = list(ours)
-    left = {item: out.count(item) for item in out}
-    pending: list[str] = []
-    for item in theirs:
-        if left.get(item, 0):
-            left[item] -= 1
-            if pending:
-                at = out.index(item)
-                out[at:at] = pending
-                pending = []
-        else:
-            pending.append(item)
-    return out + pending
+    item that follows it in ``theirs``: ``_weave`` read from the end, as a log (newest first)
+    grows at the top of a group."""
+    return _weave(ours[::-1], theirs[::-1])[::-1]
 
 
 # -- concept files ------------------------------------------------------------------------
@@ -367,18 +388,8 @@ def concept(base: bytes | None, ours: bytes, theirs: bytes, path: str, markers: 
 def _merged_order(ours: list[str], theirs: list[str], kept: Mapping[str, str]) -> list[str]:
     """Keys in ours' order, each one only theirs has placed after the key it follows there;
     the comments below the last key stay last."""
-    out = [k for k in ours if k in kept and k != _END]
-    previous: str | None = None
-    for key in theirs:
-        if key == _END:
-            continue
-        if key in out:
-            previous = key
-        elif key in kept:
-            at = out.index(previous) + 1 if previous is not None else 0
-            out.insert(at, key)
-            previous = key
-    return out + ([_END] if _END in kept else [])
+    woven = _weave([k for k in ours if k != _END], [k for k in theirs if k != _END])
+    return [k for k in woven if k in kept] + ([_END] if _END in kept else [])
 
 
 # -- which merge a path takes ------------------------------------------------------------

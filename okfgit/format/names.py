@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Container, Iterator
 
 RESERVED = ("index.md", "log.md")
 NEEDS_MERGE_SUFFIX = ".needs-merge.md"
@@ -52,3 +54,17 @@ def index_path(folder: str) -> str:
 def needs_merge_path(path: str) -> str:
     """The needs-merge sibling of concept ``path`` (``a/b.md`` -> ``a/b.needs-merge.md``)."""
     return path[:-3] + NEEDS_MERGE_SUFFIX if path.endswith(".md") else path + NEEDS_MERGE_SUFFIX
+
+
+def numbered(path: str) -> Iterator[str]:
+    """The names a new file at ``path`` takes, in turn: ``path``, then ``<stem>-2.md``,
+    ``-3`` ... (a needs-merge sibling ``a.needs-merge.md``, then ``a.needs-merge-2.md``:
+    spec/okf-format.md §8)."""
+    yield path
+    for n in itertools.count(2):
+        yield f"{path[:-3]}-{n}.md"
+
+
+def free_path(path: str, taken: Container[str]) -> str:
+    """The first of ``numbered(path)`` that ``taken`` does not hold."""
+    return next(candidate for candidate in numbered(path) if candidate not in taken)

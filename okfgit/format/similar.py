@@ -37,7 +37,7 @@ from array import array
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import NamedTuple
 
-THRESHOLD = 0.85  # at or above: a near-duplicate (measured: spec/okf-format.md §10)
+THRESHOLD = 0.85  # at or above: a near-duplicate (measured: spec/okf-format.md §12)
 SKETCH = 64  # features kept of a concept's whole text
 MIN_FEATURES = 3  # a view with fewer words than this says too little to call two concepts alike
 BANDS = 8  # MinHash bands per view

@@ -513,7 +513,8 @@ class FileChecks:
         if index.is_needs_merge(path):
             stem = index.needs_merge_master(path)
             self.add(PROFILE, "needs-merge", path, f"unresolved needs-merge sibling of {stem}: merge what "
-                     f"matters into {stem}, then delete this file")
+                     f"matters into {stem}, then delete this file, or settle it in one commit: "
+                     f"`okfgit proposal accept {path}` takes its words, `okfgit proposal drop {path}` drops them")
         if not doc.has_frontmatter:
             starts = doc.data.lstrip(okf.BOM).startswith(b"---")
             why = ("starts with '---' but no YAML mapping closed by '---' follows" if starts else

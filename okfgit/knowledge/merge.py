@@ -28,6 +28,7 @@ from okfgit.errors import OkfError
 from okfgit.format import concept as okf
 from okfgit.format import index_md as index
 from okfgit.format import merge as by_meaning
+from okfgit.format import names
 from okfgit.git.objects import Entry, blob_oid
 from okfgit.knowledge.snapshot import Snapshot
 
@@ -79,7 +80,7 @@ def merge(base: Mapping[str, Entry], here: Snapshot, there: Snapshot) -> Merged:
         else:
             both_changed.append(path)
     for path in both_changed:
-        master = index.needs_merge_master(path) if index.is_needs_merge(path) else path
+        master = names.needs_merge_master(path) if names.is_needs_merge(path) else path
         variant = there.entries[path].oid
         if any(oid == variant for p, oid in result.items() if p == master or _sibling_of(p, master)):
             continue  # already in the merged tree: nothing would be lost, nothing to add
@@ -89,7 +90,7 @@ def merge(base: Mapping[str, Entry], here: Snapshot, there: Snapshot) -> Merged:
             result[path] = blob_oid(by_key)
             out.merged.append(path)
             continue
-        sibling = index.free_path(index.needs_merge_path(master), result)
+        sibling = names.free_path(names.needs_merge_path(master), result)
         out.changes[sibling] = read_there(path)
         result[sibling] = variant
         out.conflicts.append((master, sibling))
@@ -100,7 +101,7 @@ def merge(base: Mapping[str, Entry], here: Snapshot, there: Snapshot) -> Merged:
 def _by_key(base: Entry | None, here: Snapshot, there: Snapshot, path: str) -> bytes | None:
     """The concept both sides changed, merged key by key, when that leaves no conflict (no
     text merge of the body here: a body both changed keeps the sibling rule); else None."""
-    if index.is_needs_merge(path) or not okf.is_concept_path(path):
+    if names.is_needs_merge(path) or not okf.is_concept_path(path):
         return None
     try:
         merged = by_meaning.concept(here.object(base.oid) if base is not None else None, here.blob(path),
@@ -111,4 +112,4 @@ def _by_key(base: Entry | None, here: Snapshot, there: Snapshot, path: str) -> b
 
 
 def _sibling_of(path: str, master: str) -> bool:
-    return index.is_needs_merge(path) and index.needs_merge_master(path) == master
+    return names.is_needs_merge(path) and names.needs_merge_master(path) == master

@@ -208,13 +208,13 @@ def log(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
 
 def state(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
     ws = reader.workspace()
-    tier, plan = runs.state_plan(reader.ctx, ws, task=_text(args, "task"), where=_text(args, "where"),
+    tier, plan = runs.state_plan(reader.writer, ws, task=_text(args, "task"), where=_text(args, "where"),
                                  next_steps=_strings(args, "next") if "next" in args else None,
                                  questions=_strings(args, "questions") if "questions" in args else None)
     if not plan.commits:
         return ToolResult(f"{tier.label}:{runs.STATE} already says that; nothing was committed",
                           {"run": tier.run, "path": runs.STATE, "commit": None})
-    commit = _apply_to_job(reader.ctx, plan)
+    commit = _apply_to_job(reader.writer, plan)
     hit = reader.view("all", ws).hit(tier.label, runs.STATE)
     cited = hit.citation if hit else f"{tier.label}:{runs.STATE}"
     return ToolResult(f"rewrote {cited} ({commit[:7]})",

@@ -29,6 +29,8 @@ from okfgit.format import concept as okf
 from okfgit.format import index_md as index
 from okfgit.format import lifecycle, names
 from okfgit.format.trailers import path_field
+from okfgit.knowledge import refs
+from okfgit.knowledge.merged import merged_view
 from okfgit.knowledge.snapshot import Snapshot, snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.plan import Plan, TierCommit, apply, writing
@@ -70,8 +72,9 @@ class Settled:
 
 
 def settle(ctx: Context, ws: Workspace, ref: str, how: str, *, dry_run: bool = False) -> Settled:
-    """Accept or drop the needs-merge sibling ``ref`` (``[tier:]path``) as one commit."""
-    tier = _tier_of(ws, ref)
+    """Accept or drop the needs-merge sibling ``ref`` names (a REF: ``tier:path`` as status
+    prints it, a citation, a slug) as one commit."""
+    tier, _ = _sibling(ws, ref)
     if dry_run:
         return plan_settle(ctx, ws, ref, how)
     with writing(ctx, tier):
@@ -82,13 +85,8 @@ def settle(ctx: Context, ws: Workspace, ref: str, how: str, *, dry_run: bool = F
 
 def plan_settle(ctx: Context, ws: Workspace, ref: str, how: str) -> Settled:
     """Plan ``settle``: check the sibling and who acts, and build the commit."""
-    tier = _tier_of(ws, ref)
-    path = ref.rpartition(":")[2]
+    tier, path = _sibling(ws, ref)
     snap = snapshot(tier)
-    siblings = sorted(p for p in snap.entries if names.is_needs_merge(p))
-    if path not in siblings:
-        listed = ", ".join(f"{tier.label}:{p}" for p in siblings) or "none"
-        raise UsageError(f"{tier.label}:{path} is not a needs-merge sibling at HEAD (there: {listed})")
     master = names.needs_merge_master(path)
     if master not in snap.entries:
         raise UsageError(f"{tier.label}:{path} proposes a version of {master}, which {tier.label} no longer has; "
@@ -111,9 +109,9 @@ def plan_settle(ctx: Context, ws: Workspace, ref: str, how: str) -> Settled:
             # An agent deleted its memory file of the concept: it proposes nothing but the deprecation.
             done.outcome = "deprecated"
             changes[master] = proposed
-        elif (okf.one_line(old.meta.get("type")).casefold() == lifecycle.DECISION):
+        elif lifecycle.is_decision(old.meta):
             done.outcome = "superseded"
-            done.new_path = index.free_path(master, snap.entries)
+            done.new_path = names.free_path(master, snap.entries)
             changes.update(_supersede(ctx, snap, master, old.meta, done.new_path, proposed, path, by))
         else:
             done.outcome = "accepted"
@@ -168,15 +166,15 @@ def _supersede(ctx: Context, snap: Snapshot, master: str, meta: dict[str, Any], 
     return {new_path: new, master: old}
 
 
-def _tier_of(ws: Workspace, ref: str) -> Tier:
-    label = ref.rpartition(":")[0]
-    if not label:
-        return ws.tier("project") if ws.project_repo is not None else ws.tier("global")
-    if label in ("global", "project", "job"):
-        return ws.require(label) if label == "job" else ws.tier(label)
-    if label.startswith("job/"):
-        found = ws.require("job")
-        if found.label != label:
-            raise UsageError(f"{label} is not the active run ({found.label}); pass --run {label[4:]}")
-        return found
-    raise UsageError(f"unknown tier {label!r} in {ref!r}: use global:, project: or job/<run>: before the path")
+def _sibling(ws: Workspace, ref: str) -> tuple[Tier, str]:
+    """The tier and path of the needs-merge sibling ``ref`` names, by the one REF grammar
+    (``knowledge/refs.py``); a citation of an older blob is refused (look at it again first)."""
+    found = refs.resolve(merged_view(ws), ref)
+    if found.stale:
+        raise UsageError(f"{found.stale}: read the proposal again before settling it")
+    tier = next(t for t in ws.selected("all") if t.label == found.hit.tier)
+    if not names.is_needs_merge(found.hit.path):
+        siblings = sorted(p for p in snapshot(tier).entries if names.is_needs_merge(p))
+        listed = ", ".join(f"{tier.label}:{p}" for p in siblings) or "none"
+        raise UsageError(f"{tier.label}:{found.hit.path} is not a needs-merge sibling at HEAD (there: {listed})")
+    return tier, found.hit.path

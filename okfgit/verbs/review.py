@@ -32,6 +32,7 @@ from okfgit.knowledge import checks
 from okfgit.flows import harvest
 from okfgit.format import index_md as index
 from okfgit.format import cites
+from okfgit.format import actors as okf_actors
 from okfgit.format import lifecycle, log_md
 from okfgit.format import concept as okf
 from okfgit.format import markdown as links
@@ -284,11 +285,11 @@ def _merge_base(repo: Repo, a: str, b: str, a_name: str, b_name: str) -> str:
 def check_approvers(actors: Iterable[str]) -> tuple[str, ...]:
     """``--approved-by`` values: ``human:<id>`` actors (OKF), each once, in the order given."""
     out: list[str] = []
-    for actor in actors:
-        actor = actor.strip()
-        if not actor.startswith("human:") or not actor[len("human:"):].strip():
+    for given in actors:
+        actor = okf_actors.check(given, "--approved-by")
+        if not lifecycle.is_human(actor):
             raise UsageError(f"--approved-by takes a person as an OKF actor, human:<id> (e.g. human:alice), "
-                             f"not {actor!r}")
+                             f"not {given!r}")
         if actor not in out:
             out.append(actor)
     return tuple(out)
@@ -844,15 +845,6 @@ def rules(old: Side, new: Side, changes: list[ConceptChange]) -> list[Finding]:
     return out
 
 
-def human_reviewed(concept: Concept) -> list[str]:
-    """Who makes the concept human-reviewed (OKF §5.3, read by ``format.lifecycle``); an unreadable
-    ``verified`` counts, fail closed, as a person's."""
-    trust = lifecycle.trust(concept.meta)
-    if trust.humans:
-        return list(trust.humans)
-    return ["an unreadable verified entry"] if trust.problem else []
-
-
 def _verified(change: ConceptChange, before: Concept | None, after: Concept | None) -> list[Finding]:
     """A change to ``verified`` claims (or withdraws) a person's acceptance: a person approves it."""
     if after is None:
@@ -879,7 +871,12 @@ def _log_rewrites(old: Side, new: Side, files: list[tuple[str, str]]) -> list[Fi
     for kind, path in files:
         if posixpath.basename(path) != log_md.NAME or kind == "added":
             continue
-        gone = log_md.rewritten(old.snap.blob(path), new.snap.blob(path) if kind == "modified" else None)
+        try:
+            gone = log_md.rewritten(old.snap.blob(path), new.snap.blob(path) if kind == "modified" else None, path)
+        except ValidationError as exc:  # fail closed: what cannot be read cannot be shown kept
+            out.append(Finding("log-rewritten", ERROR, path, f"{kind} a log okfgit cannot read as text ({exc}); "
+                               "a log is append-only: restore it as it was and add entries"))
+            continue
         for day, text in gone[:5]:
             line = text.split("\n", 1)[0]
             shown = line if len(line) <= 80 else line[:77] + "..."
@@ -894,7 +891,7 @@ def _log_rewrites(old: Side, new: Side, files: list[tuple[str, str]]) -> list[Fi
 def _human_reviewed(change: ConceptChange, before: Concept | None) -> list[Finding]:
     if before is None or change.change == "added":
         return []
-    people = human_reviewed(before)
+    people = lifecycle.verifiers(before.meta)
     if not people:
         return []
     who = ", ".join(people)
@@ -907,12 +904,8 @@ def _human_reviewed(change: ConceptChange, before: Concept | None) -> list[Findi
     return []
 
 
-def is_decision(concept: Concept) -> bool:
-    return concept.type.casefold() == "decision"
-
-
 def _decision(change: ConceptChange, before: Concept | None, after: Concept | None) -> list[Finding]:
-    if before is None or not is_decision(before):
+    if before is None or not lifecycle.is_decision(before.meta):
         return []
     if change.change == "removed":
         return [Finding("decision-removed", ERROR, change.path, "removes a Decision; keep it, with status: deprecated "
@@ -997,9 +990,9 @@ def _supersession(concept: Concept, old: Side, new: Side) -> list[Finding]:
         if missing:
             out.append(Finding("supersession", ERROR, concept.path, f"supersedes {target.path}, which needs "
                                f"{' and '.join(missing)}"))
-        if human_reviewed(target) and _find(old, ref, concept.path) is not None:
+        if lifecycle.verifiers(target.meta) and _find(old, ref, concept.path) is not None:
             out.append(Finding("human-reviewed-superseded", HUMAN, concept.path, f"supersedes {target.path}, "
-                               f"reviewed by {', '.join(human_reviewed(target))}; {APPROVAL}"))
+                               f"reviewed by {', '.join(lifecycle.verifiers(target.meta))}; {APPROVAL}"))
     successors = _refs(concept.meta.get("superseded_by"))
     if successors and concept.meta.get("status") != "deprecated":
         out.append(Finding("supersession", ERROR, concept.path, "has superseded_by but not status: deprecated"))

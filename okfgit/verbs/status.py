@@ -299,7 +299,8 @@ def render(st: Status) -> str:
                 lines.append(f"  {sibling}: an agent's version of {master}, which is {st.protected[sibling]}; "
                              f"accept it: `okfgit proposal accept {sibling}`; drop it: `okfgit proposal drop {sibling}`")
             else:
-                lines.append(f"  {sibling}: merge what matters into {master}, then delete it")
+                lines.append(f"  {sibling}: merge what matters into {master}, then delete it (or `okfgit proposal "
+                             f"accept|drop {sibling}`)")
     if st.unprojected:
         lines.append(f"concepts not projected: {len(st.unprojected)}")
         lines += [f"  {w}" for w in st.unprojected_why] or [f"  {p}" for p in st.unprojected]
