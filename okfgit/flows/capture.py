@@ -37,6 +37,7 @@ from okfgit.knowledge import capture_policy as switch
 from okfgit.knowledge.cards import TierCard, TierCards
 from okfgit.targets import gemini_home
 from okfgit.targets.claude_home import memory_dir
+from okfgit.targets.claude_memory import origin_problem
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
 from okfgit.git.objects import blob_oid
@@ -383,6 +384,11 @@ def _read_folder(source: Source, st: state.State, report: Report,
         label = source.label(origin)
         if _CONTROL.search(origin):
             report.skipped.append((label, "the file name has control characters; rename it to capture it"))
+            continue
+        unmirrorable = origin_problem(origin)
+        if unmirrorable is not None:  # projection could not write the fact back under this name
+            report.skipped.append((label, f"okfgit cannot keep a memory under this name: it "
+                                          f"{unmirrorable}; rename the file to capture it"))
             continue
         recorded = source.recorded(st, origin)
         if _okfgit_wrote(recorded, lst):

@@ -309,8 +309,12 @@ def origin_problem(origin: str) -> str | None:
         return None  # the common case, answered without the checks below
     if "\x00" in origin or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in origin):
         return "contains NUL or control characters"
-    if origin.startswith("/") or "\\" in origin or (len(origin) > 1 and origin[1] == ":"):
+    if not _is_utf8(origin):
+        return "is not UTF-8"
+    if origin.startswith("/") or "\\" in origin:
         return "is not a relative path"
+    if len(origin) > 1 and origin[1] == ":":
+        return "starts like a Windows drive (X:)"
     parts = origin.split("/")
     if any(p in ("", ".", "..") for p in parts):
         return "tries to leave the memory folder"
@@ -327,6 +331,16 @@ def origin_problem(origin: str) -> str | None:
     if agent_memory.reserved(origin):
         return "lies in a folder Claude Code keeps for itself (a team store, logs, sessions, proposals)"
     return None
+
+
+def _is_utf8(name: str) -> bool:
+    """False for a name the file system gave with bytes that are not UTF-8 (Python holds
+    them as lone surrogates), which no concept key, commit or JSON report can carry."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _own_name(concept: TierCard) -> str:
