@@ -387,8 +387,8 @@ def _read_folder(source: Source, st: state.State, report: Report,
             continue
         unmirrorable = origin_problem(origin)
         if unmirrorable is not None:  # projection could not write the fact back under this name
-            report.skipped.append((label, f"okfgit cannot keep a memory under this name: it "
-                                          f"{unmirrorable}; rename the file to capture it"))
+            report.skipped.append((names.shown(label), f"okfgit cannot keep a memory under this name: it "
+                                                       f"{unmirrorable}; rename the file to capture it"))
             continue
         recorded = source.recorded(st, origin)
         if _okfgit_wrote(recorded, lst):

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from okfgit.format import blocks
+from okfgit.format.names import shown
 from okfgit.local.state import MemoryFile, MemoryFiles, State
 from okfgit.targets import claude_home, memory_index, recall
 
@@ -141,9 +142,7 @@ def explain(owned: State, memory_dir: Path | None, worktree: Path | None, enviro
         else:
             top = recall.claude_candidates(memory_dir) if memory_dir.is_dir() else []
             names = [path.relative_to(memory_dir).as_posix() for path in top]
-        # A name that is not UTF-8 is none of okfgit's (capture refuses it, projection writes
-        # none): it is shown as Claude shows it, with U+FFFD for each byte it cannot read.
-        names = [n.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for n in names]
+        names = [shown(n) for n in names]  # a name that is not UTF-8 is none of okfgit's records
         found = records.get_many(names) if isinstance(records, MemoryFiles) else records
         for name in names:
             rec = found.get(name)

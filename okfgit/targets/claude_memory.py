@@ -31,6 +31,7 @@ from okfgit.targets import claude_home
 from okfgit.format import agent_memory
 from okfgit.format import concept as okf
 from okfgit.format import lifecycle
+from okfgit.format.names import shown
 from okfgit.git.objects import FILE_MODE, Entry, blob_oid, sha1_hex
 from okfgit.errors import OkfError
 from okfgit.knowledge.cards import Card, TierCard, card_of
@@ -292,11 +293,10 @@ def assign_names(concepts: list[TierCard]) -> tuple[dict[str, TierCard], list[st
     for name, concept in wanted:
         chosen = name
         if chosen.casefold() in taken:
-            stem = name[:-3]
-            chosen = f"{stem}-{_suffix(concept)}.md"
+            chosen = _suffixed(name, _suffix(concept))
             n = 2
             while chosen.casefold() in taken:
-                chosen = f"{stem}-{_suffix(concept)}-{n}.md"
+                chosen = _suffixed(name, f"{_suffix(concept)}-{n}")
                 n += 1
         taken.add(chosen.casefold())
         out[chosen] = concept
@@ -309,7 +309,7 @@ def origin_problem(origin: str) -> str | None:
         return None  # the common case, answered without the checks below
     if "\x00" in origin or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in origin):
         return "contains NUL or control characters"
-    if not _is_utf8(origin):
+    if shown(origin) != origin:
         return "is not UTF-8"
     if origin.startswith("/") or "\\" in origin:
         return "is not a relative path"
@@ -333,14 +333,13 @@ def origin_problem(origin: str) -> str | None:
     return None
 
 
-def _is_utf8(name: str) -> bool:
-    """False for a name the file system gave with bytes that are not UTF-8 (Python holds
-    them as lone surrogates), which no concept key, commit or JSON report can carry."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+def _suffixed(name: str, suffix: str) -> str:
+    """``<stem>-<suffix>.md``, the stem's last part cut short (at a character) when the name
+    would not fit the file system any more."""
+    folder, _, base = name[:-3].rpartition("/")
+    room = _MAX_COMPONENT - len(f"-{suffix}.md")
+    base = base.encode("utf-8")[:room].decode("utf-8", "ignore")
+    return f"{folder + '/' if folder else ''}{base}-{suffix}.md"
 
 
 def _own_name(concept: TierCard) -> str:
