@@ -22,6 +22,7 @@ from okfgit.knowledge.tiers import Tier
 from okfgit.local import index_stamp, journal
 from okfgit.local.noop import Operation, operation
 from okfgit.git.repository import Repo
+from okfgit.format.words import plural
 from okfgit.format.names import MERGE_DRIVER
 from okfgit.format.trailers import Trailer, format_message
 
@@ -236,7 +237,7 @@ class IndexBehind:
     repair: str
 
     def message(self) -> str:
-        return (f"the index differs from HEAD for {len(self.paths)} path(s) okfgit committed in {self.tier.label}, "
+        return (f"the index differs from HEAD for {plural(len(self.paths), 'path')} okfgit committed in {self.tier.label}, "
                 f"so the next `git commit` would revert them; unless you staged that yourself, run: {self.repair}")
 
 

@@ -239,7 +239,7 @@ def test_adopt_refuses_bad_input_listing_every_problem(project: Path, okfgit: Ru
     lines = err.splitlines()
     s = str(src)
     assert err.splitlines() == [
-        "okfgit: error: cannot adopt into project: 11 problem(s), nothing was written:",
+        "okfgit: error: cannot adopt into project: 11 problems, nothing was written:",
         f"  {s}/linkdir: is a symlink; okfgit never follows links out of the source",
         f"  {s}/link.md: is a symlink; okfgit never follows links out of the source",
         f"  {s}/bad-id.md: okf_id 42 is not a lower-case UUID",

@@ -122,7 +122,7 @@ def test_native_memories_of_both_formats_are_captured_committed_and_reprojected(
     write_memory(mem, "project_freeze.md", older)
     before = head(git, project)
     result = okfgit("sync", cwd=project)
-    assert result.out == "okfgit sync: captured 2, projected 4 file(s)\n"
+    assert result.out == "okfgit sync: captured 2, projected 4 files\n"
     assert git("rev-parse", "HEAD~1", cwd=project).out.strip() == before  # exactly one commit
 
     trailers = trailers_by_git(git, project)
@@ -178,7 +178,7 @@ def test_capture_command_dry_run_writes_nothing_then_json(project: Path, mem: Pa
     assert dry.out.startswith("# commit in project (")
     assert "#   Okf-Source: claude-memory\n" in dry.out and "\n+++ b/project:memory/feedback-testing.md\n" in dry.out
     assert "\n+++ b/project:memory/index.md\n" in dry.out and "\n+++ b/project:index.md\n" in dry.out
-    assert "would capture 1 file(s)" in dry.out
+    assert "would capture 1 file" in dry.out
     assert head(git, project) == before and mtimes(mem) == files
     done = json.loads(okfgit("capture", "--json", cwd=project).out)
     assert done["enabled"] is True
@@ -338,7 +338,7 @@ def test_a_concept_changed_on_both_sides_keeps_the_master_and_commits_a_sibling(
     file, master, agent = conflict_setup(project, mem, okfgit, git)
     before = head(git, project)
     result = okfgit("sync", cwd=project)
-    assert result.out == ("okfgit sync: captured 1, 1 need a merge, projected 1 file(s), doctor: 1 error(s) in "
+    assert result.out == ("okfgit sync: captured 1, 1 need a merge, projected 1 file, doctor: 1 error in "
                           "project (`okfgit doctor` lists them)\n")  # the sibling waits for a person
     assert ("okfgit: warning: feedback_testing.md: the concept changed on both sides: in the KB "
             "(project:memory/feedback-testing.md is no longer what okfgit projected here) and in Claude memory; kept "
@@ -524,7 +524,7 @@ def test_bad_memory_files_are_skipped_named_untouched_and_listed(
         assert f"\n  {name}: " in text
 
     result = okfgit("sync", cwd=project)
-    assert result.out == f"okfgit sync: captured 1, {len(names)} memory file(s) unreadable, projected 3 file(s)\n"
+    assert result.out == f"okfgit sync: captured 1, {len(names)} memory files unreadable, projected 3 files\n"
     for name, reason in expected.items():
         assert f"okfgit: warning: skipped {mem / name}: {reason}" in result.err
     assert [o for _, o, _ in captured_trailers(git, project)] == ["feedback_testing.md"]

@@ -96,7 +96,7 @@ projections stale: 1
 git hooks: 4 of 4 installed in @REPO@/.git/hooks
 claude code hooks: absent (@HOME@/.claude/settings.json)
 run `okfgit sync` to bring everything in line
-needs a person: 2 needs-merge sibling(s) to merge; 1 memory file(s) okfgit cannot capture
+needs a person: 2 needs-merge siblings to merge; 1 memory file okfgit cannot capture
 """
     st = json.loads(okfgit("status", "--json", cwd=project, expect=2).out)
     cap = st["capture"]
@@ -172,7 +172,7 @@ def test_a_needs_merge_sibling_waiting_for_a_person_is_listed_and_exits_2(projec
     assert ("needs-merge siblings waiting for a person: 1\n  project:memory/feedback-testing.needs-merge.md: merge "
             "what matters into memory/feedback-testing.md, then delete it (or `okfgit proposal accept|drop "
             "project:memory/feedback-testing.needs-merge.md`)\n") in result.out
-    assert result.out.endswith("needs a person: 1 needs-merge sibling(s) to merge\n")
+    assert result.out.endswith("needs a person: 1 needs-merge sibling to merge\n")
     assert "in sync" not in result.out
     recorded = state.load(project / ".git").needs_merge
     assert recorded == ["project:memory/feedback-testing.needs-merge.md"]  # what status read

@@ -9,6 +9,7 @@ import click
 from okfgit.verbs import adopt
 from okfgit import plan as plan_mod
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, scope_option, warn, with_progress, workspace
+from okfgit.format.words import plural
 
 
 @click.command("adopt")
@@ -54,7 +55,7 @@ def adopt_cmd(src: Path | None, scope: str, folder: str | None, dry_run: bool, r
     if result.plan.empty:
         click.echo(f"nothing to adopt in {where} (every concept already has okfgit's keys)")
     elif not dry_run:
-        click.echo(f"adopted {len(result.adopted)} concepts into {where} ({(result.commit or '')[:7]}): "
+        click.echo(f"adopted {plural(len(result.adopted), 'concept')} into {where} ({(result.commit or '')[:7]}): "
                    f"{len(result.copied)} other files copied as they are, "
                    f"{len(result.indexes)} index.md written")
     if result.rewrites and not dry_run:

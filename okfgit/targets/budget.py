@@ -26,6 +26,7 @@ from okfgit.format import blocks
 from okfgit.format.names import shown
 from okfgit.local.state import MemoryFile, MemoryFiles, State
 from okfgit.targets import claude_home, memory_index, recall
+from okfgit.format.words import plural
 
 CODEX_MAX_BYTES = 32 * 1024  # Codex's project_doc_max_bytes default
 
@@ -77,8 +78,9 @@ class Explanation:
                        f"concepts (it loads {memory_index.MAX_LINES} lines and {memory_index.MAX_BYTES:,} bytes); "
                        "the rest are reached through the tier indexes it points to")
         if self.neither_count:
-            out.append(f"Claude Code: {self.neither_count} projected concept(s) are neither in MEMORY.md nor among "
-                       f"the {recall.RECALL_LIMIT} files it can recall; agents reach them through the indexes")
+            verb = "is" if self.neither_count == 1 else "are"
+            out.append(f"Claude Code: {plural(self.neither_count, 'projected concept')} {verb} neither in MEMORY.md "
+                       f"nor among the {recall.RECALL_LIMIT} files it can recall; agents reach them through the indexes")
         if self.codex_bytes > CODEX_MAX_BYTES:
             out.append(f"Codex: the project's instruction files hold {self.codex_bytes:,} bytes, over the "
                        f"{CODEX_MAX_BYTES:,} it loads (project_doc_max_bytes); what comes last is cut")

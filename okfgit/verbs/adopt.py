@@ -35,6 +35,7 @@ from okfgit.errors import OkfError, UsageError, ValidationError
 from okfgit.knowledge.snapshot import Snapshot, snapshot
 from okfgit.plan import Plan, TierCommit, apply, writing
 from okfgit.knowledge.tiers import Tier, Workspace
+from okfgit.format.words import plural
 
 TREE = "tree"
 
@@ -100,13 +101,13 @@ def adopt_plan(ctx: Context, ws: Workspace, src: Path | None, scope: str, folder
     changes = _concept_changes(tier, snap, files, adoption, problems, rebase)
     if problems:
         lines = "\n".join(f"  {p}" for p in problems)
-        raise ValidationError(f"cannot adopt into {tier.label}: {len(problems)} problem(s), nothing was written:\n{lines}")
+        raise ValidationError(f"cannot adopt into {tier.label}: {plural(len(problems), 'problem')}, nothing was written:\n{lines}")
     _add_indexes(tier, snap, region, changes, adoption)
     if changes:
         where = f"{region}/" if region else "the root"
         what = "the tier's own files" if src is None else src.name or str(src)
         adoption.plan.commits.append(TierCommit(
-            tier, "adopt", f"okf: adopt {len(adoption.adopted)} concepts from {what} into {where}", changes,
+            tier, "adopt", f"okf: adopt {plural(len(adoption.adopted), 'concept')} from {what} into {where}", changes,
             trailers=(("Okf-Adopted", str(len(adoption.adopted))), ("Okf-Source", _recorded(adoption.source))),
             body=_links_message(adoption),
             old={p: (snap.blob(p) if p in snap.entries else None) for p in changes}, base=snap.commit,

@@ -21,6 +21,7 @@ from okfgit.format.names import is_needs_merge
 from okfgit.format.findings import ERROR, Finding
 from okfgit.knowledge import checks
 from okfgit.knowledge.tiers import Tier, Workspace
+from okfgit.format.words import plural
 
 if TYPE_CHECKING:  # runs (and the git layer under it) loads only when a run is active
     from okfgit.flows import runs
@@ -59,24 +60,25 @@ class Status:
         cap = self.capture
         out: list[str] = []
         if self.needs_merge or cap.conflicts:
-            out.append(f"{len(self.needs_merge) + len(cap.conflicts)} needs-merge sibling(s) to merge")
+            out.append(f"{plural(len(self.needs_merge) + len(cap.conflicts), 'needs-merge sibling')} to merge")
         if cap.skipped:
-            out.append(f"{len(cap.skipped)} memory file(s) okfgit cannot capture")
+            out.append(f"{plural(len(cap.skipped), 'memory file')} okfgit cannot capture")
         if cap.held:
-            out.append(f"{len(cap.held)} memory file(s) with no tier to go to")
+            out.append(f"{plural(len(cap.held), 'memory file')} with no tier to go to")
         if self.unprojected:
-            out.append(f"{len(self.unprojected)} concept(s) not projected")
+            out.append(f"{plural(len(self.unprojected), 'concept')} not projected")
         if self.hook_error:
             out.append("a git hook failed since the last successful sync")
         if self.index_behind:
-            out.append(f"{sum(len(b.paths) for b in self.index_behind)} okfgit path(s) whose index is behind HEAD")
+            out.append(f"{plural(sum(len(b.paths) for b in self.index_behind), 'okfgit path')} whose index is "
+                       "behind HEAD")
         if self.hidden:
-            out.append(f"{len(self.hidden)} okfgit block(s) hidden from Codex by an AGENTS.override.md")
+            out.append(f"{plural(len(self.hidden), 'okfgit block')} hidden from Codex by an AGENTS.override.md")
         out += [f"{busy.operation.what} to finish in {busy.tier.repo_path}" for busy in self.in_progress]
         if self.doctor:
-            out.append(f"{len(self.doctor)} doctor error(s)")
+            out.append(f"{plural(len(self.doctor), 'doctor error')}")
         if self.run_edits and self.run_edits.waiting:
-            out.append(f"{len(self.run_edits.waiting)} edited run file(s) sync will not commit")
+            out.append(f"{plural(len(self.run_edits.waiting), 'edited run file')} sync will not commit")
         return out
 
     @property

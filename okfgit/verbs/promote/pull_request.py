@@ -17,6 +17,7 @@ from okfgit.flows.harvest import BODY_LIMIT, CONTINUED, LABEL, VERSION, provider
 from okfgit.local import pr_bodies
 from okfgit.git import command
 from okfgit.verbs.promote import Item, Promotion, PromotionPlan
+from okfgit.format.words import plural
 
 
 def block(p: Promotion) -> dict[str, object]:
@@ -80,7 +81,7 @@ def pr_body(p: Promotion) -> str:
     origin = f"run `{pp.source.run}`" if pp.source.run else f"the {pp.source.label} tier"
     where = "the project knowledge base (`.okf/`)" if pp.destination.name == "project" else \
         f"the {pp.destination.label} knowledge base"
-    count = "1 concept" if len(pp.items) == 1 else f"{len(pp.items)} concepts"
+    count = plural(len(pp.items), "concept")
     lines = [f"Promotes {count} learned in {origin} into {where}.", "",
              "| concept | type | path | claim |", "|---|---|---|---|"]
     for i in pp.items:
@@ -174,7 +175,7 @@ def _short_prose(p: Promotion) -> str:
     for item in pp.items:
         folder = item.path.rsplit("/", 1)[0] + "/" if "/" in item.path else "(root)"
         folders[folder] = folders.get(folder, 0) + 1
-    lines = [f"Promotes {len(pp.items)} concepts learned in {origin} into the {pp.destination.label} knowledge "
+    lines = [f"Promotes {plural(len(pp.items), 'concept')} learned in {origin} into the {pp.destination.label} knowledge "
              "base; too many to list here (see the Files tab), by folder:", "", "| folder | concepts |", "|---|---|"]
     lines += [f"| `{folder}` | {count} |" for folder, count in sorted(folders.items())[:100]]
     if len(folders) > 100:
