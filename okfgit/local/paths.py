@@ -19,7 +19,8 @@ spells the folder or a file name; each asks here. What each file is for:
 - ``index.json``: the last index found in step with HEAD (``local/index_stamp.py``; safe to delete);
 - ``sync.lock``: the sync lock (never deleted: see ``local/lock.py``);
 - ``hook.log`` (and ``hook.log.1``): errors from the git hooks, written by the hook scripts;
-- ``drafts/``: text typed into ``okfgit new --edit`` that could not be committed;
+- ``drafts/``: text typed into ``okfgit new --edit`` that could not be committed, and lines someone
+  wrote into ``MEMORY.md``, kept before it is regenerated;
 - ``pr-bodies/``: pull request bodies ``promote --open-pr`` passed to ``gh --body-file`` (kept, so a
   failing push or ``gh`` loses nothing);
 - ``exchange.json`` (the global tier's repository only, with a remote): the record of its

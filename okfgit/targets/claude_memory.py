@@ -32,13 +32,15 @@ from okfgit.format import agent_memory
 from okfgit.format import concept as okf
 from okfgit.format import lifecycle
 from okfgit.format.names import shown
+from okfgit.format.words import plural
 from okfgit.git.objects import FILE_MODE, Entry, blob_oid, sha1_hex
 from okfgit.errors import OkfError
 from okfgit.knowledge.cards import Card, TierCard, card_of
+from okfgit.local import paths
 from okfgit.local.state import MemoryFile
 from okfgit.local.state import State as MemoryState
 from okfgit.targets import memory_index, recall
-from okfgit.targets.base import (FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, TargetPlan, View,
+from okfgit.targets.base import (FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, Save, TargetPlan, View,
                                  folder_problem)
 
 INDEX_NAME = "MEMORY.md"
@@ -593,13 +595,16 @@ def _index_item(view: View, folder: Path, names: dict[str, TierCard], concepts: 
     projected = {i.memory_name for i in out.items if i.action in (WRITE, UNCHANGED, TOUCH) and i.memory_name}
     projected.update(out.kept)
     managed = projected | {i.memory_name for i in out.items if i.action == REMOVE and i.memory_name}
-    kept, other = memory_index.kept_lines(old, managed, lambda name: (folder / name).is_file())
+    kept, others = memory_index.kept_lines(old, managed, lambda name: (folder / name).is_file())
     record = view.state.targets.get(str(path))
-    if old is not None and other and (record is None or record.oid != blob_oid(old)):
-        out.warnings.append(
-            f"{path}: was edited since okfgit wrote it; kept {len(kept)} line(s) linking to memory files "
-            f"okfgit does not manage and regenerated the rest ({other} other line(s) dropped)"
-        )
+    if old is not None and others and (record is None or record.oid != blob_oid(old)):
+        save = _save_lines(view, path, others)
+        out.saves.append(save)
+        were = "was" if len(others) == 1 else "were"
+        links = (f"; {plural(len(kept), 'line')} linking to memory files okfgit does not manage stay in it"
+                 if kept else "")
+        out.warnings.append(f"{path}: was edited since okfgit wrote it; {plural(len(others), 'line')} okfgit did "
+                            f"not write {were} saved to {save.path} before it was regenerated{links}")
     name_of = {c.key: n for n, c in names.items()}
     # Deprecated concepts stay in the folder (reachable through superseded_by) but spend no
     # line of Claude's 200: MEMORY.md is for what is current.
@@ -629,6 +634,20 @@ def _index_item(view: View, folder: Path, names: dict[str, TierCard], concepts: 
             return Item(path, REMOVE, "index of the memory folder, which lists nothing now", old=old)
         return None
     return Item(path, WRITE, "index of the memory folder", data=data, old=old, oid=blob_oid(data))
+
+
+def _save_lines(view: View, path: Path, lines: list[str]) -> Save:
+    """Where the lines someone wrote into MEMORY.md are kept (``<git common dir>/okf/drafts/``),
+    with where and when they came from. Named by the lines, so saving the same ones again (a
+    run that failed before MEMORY.md was written) writes the same file."""
+    body = "\n".join(lines) + "\n"
+    when = dt.datetime.fromtimestamp(view.ctx.now(), dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    head = (f"<!-- okfgit kept these lines from {path} on {when}, before regenerating it: MEMORY.md is okfgit's "
+            "index of the memory folder. A lasting fact goes into a memory file of its own (capture takes it) "
+            "or `okfgit new`. -->\n")
+    name = f"MEMORY-lines-{sha1_hex(body.encode('utf-8'))[:12]}.md"
+    target = paths.drafts(view.state.common_dir, view.ctx.home) / name
+    return Save(target, (head + body).encode("utf-8"), path, f"lines someone wrote in {path}")
 
 
 def _old_index(view: View, path: Path) -> Iterator[Item]:
