@@ -47,7 +47,8 @@ def promote_cmd(refs: tuple[str, ...], from_: str, to: str, branch: str | None, 
     if dry_run:
         click.echo(promote.dry_run(ctx, pp))
         return
-    done = promote.promote(ctx, pp)
+    done = promote.promote(ctx, pp, replan=lambda: promote.plan_promotion(ctx, ws, refs, from_, to, branch=branch,
+                                                                          folder=folder))
     pr = pull_request.open_pr(ctx, done, remote) if open_pr else None
     if as_json:
         emit_json(pull_request.to_json(done, pr))

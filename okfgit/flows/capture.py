@@ -41,7 +41,7 @@ from okfgit.targets.claude_memory import origin_problem
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
 from okfgit.git.objects import blob_oid
-from okfgit.plan import Plan, TierCommit, apply, writing
+from okfgit.plan import Plan, TierCommit, apply, retry_moved, writing
 from okfgit.knowledge.tiers import Tier, Workspace, check_scope
 
 if TYPE_CHECKING:  # index_md is read where a capture writes an index (sync's usual run writes none)
@@ -548,8 +548,11 @@ def capture(ctx: Context, ws: Workspace, *, to: str | None = None, dry_run: bool
     try:
         if dry_run or ws.project_repo is None:
             return plan_capture(ctx, ws, to=to, owned=owned)
-        with writing(ctx, ws.tier("project")):
-            return _capture_locked(ctx, ws, to, owned, unchanged, branch)
+        def captured() -> Report:
+            with writing(ctx, ws.tier("project")):
+                return _capture_locked(ctx, ws, to, owned, unchanged, branch)
+
+        return retry_moved(captured)
     finally:
         if collecting:
             gc.enable()

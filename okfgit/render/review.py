@@ -347,7 +347,8 @@ def _md_commits(review: Review, cap: int | None, trailers: int | None = None) ->
         who = _text(_who(commit)) + (f"<br>{notes}" if notes else "")
         out.append(f"| `{commit.oid[:12]}` | {who} | {_text(_short(commit.subject))} |")
     if len(shown) < len(review.commits):
-        out += ["", f"{plural(len(review.commits) - len(shown), 'more commit')} {'touches' if len(review.commits) - len(shown) == 1 else 'touch'} `.okf/`."]
+        more = len(review.commits) - len(shown)
+        out += ["", f"{plural(more, 'more commit')} {'touches' if more == 1 else 'touch'} `.okf/`."]
     return out + [""]
 
 

@@ -80,7 +80,8 @@ class Explanation:
         if self.neither_count:
             verb = "is" if self.neither_count == 1 else "are"
             out.append(f"Claude Code: {plural(self.neither_count, 'projected concept')} {verb} neither in MEMORY.md "
-                       f"nor among the {recall.RECALL_LIMIT} files it can recall; agents reach them through the indexes")
+                       f"nor among the {recall.RECALL_LIMIT} files it can recall; agents reach them through the "
+                       "indexes")
         if self.codex_bytes > CODEX_MAX_BYTES:
             out.append(f"Codex: the project's instruction files hold {self.codex_bytes:,} bytes, over the "
                        f"{CODEX_MAX_BYTES:,} it loads (project_doc_max_bytes); what comes last is cut")

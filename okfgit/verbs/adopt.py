@@ -33,7 +33,7 @@ from okfgit.flows.concepts import actor, root_index, runstate_exclusion
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError, ValidationError
 from okfgit.knowledge.snapshot import Snapshot, snapshot
-from okfgit.plan import Plan, TierCommit, apply, writing
+from okfgit.plan import Plan, TierCommit, apply, retry_moved, writing
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.format.words import plural
 
@@ -101,7 +101,8 @@ def adopt_plan(ctx: Context, ws: Workspace, src: Path | None, scope: str, folder
     changes = _concept_changes(tier, snap, files, adoption, problems, rebase)
     if problems:
         lines = "\n".join(f"  {p}" for p in problems)
-        raise ValidationError(f"cannot adopt into {tier.label}: {plural(len(problems), 'problem')}, nothing was written:\n{lines}")
+        raise ValidationError(f"cannot adopt into {tier.label}: {plural(len(problems), 'problem')}, nothing was "
+                              f"written:\n{lines}")
     _add_indexes(tier, snap, region, changes, adoption)
     if changes:
         where = f"{region}/" if region else "the root"
@@ -118,15 +119,17 @@ def adopt_plan(ctx: Context, ws: Workspace, src: Path | None, scope: str, folder
 
 def adopt(ctx: Context, ws: Workspace, src: Path | None, scope: str, folder: str | None = None) -> Adoption:
     """Adopt as one commit (see ``adopt_plan``); no commit when there is nothing to add."""
-    with writing(ctx, ws.tier(scope)):
-        adoption = adopt_plan(ctx, ws, src, scope, folder)
-        if adoption.plan.empty:
+    def adopted() -> Adoption:
+        with writing(ctx, ws.tier(scope)):
+            adoption = adopt_plan(ctx, ws, src, scope, folder)
+            if adoption.plan.empty:
+                return adoption
+            if adoption.tier.name == "job":
+                adoption.plan.writes.extend(runstate_exclusion(ws))
+            adoption.commit = apply(ctx, adoption.plan).raise_failed().commits[-1][1]
             return adoption
-        if adoption.tier.name == "job":
-            adoption.plan.writes.extend(runstate_exclusion(ws))
-        done = apply(ctx, adoption.plan).raise_failed()
-    adoption.commit = done.commits[-1][1]
-    return adoption
+
+    return retry_moved(adopted)
 
 
 # -- reading the input --------------------------------------------------------------

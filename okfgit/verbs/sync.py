@@ -6,9 +6,9 @@ With a global remote the order is fetch → integrate → capture → project �
 Concurrent syncs (two git hooks, a hook and a Claude Code session hook) must not
 interleave, so both steps run under ``<git common dir>/okf/sync.lock``; a second sync
 waits a bounded time, then says it skipped. A capture that cannot commit right now (the
-repository is mid-rebase, HEAD is detached, a person has uncommitted edits in the way)
-is deferred, and projection still runs: projection never overwrites a file okfgit did
-not write, so the agent's memories wait safely for the next sync.
+repository is mid-rebase, HEAD is detached, a person has uncommitted edits in the way, the
+branch kept moving under it) is deferred, and projection still runs: projection never
+overwrites a file okfgit did not write, so the agent's memories wait safely for the next sync.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from okfgit.flows import projection
 from okfgit.local import state
 from okfgit.local import stamps as syncstamp
 from okfgit.context import Context
-from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, OkfError, RepoStateError, UsageError
+from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, BusyError, OkfError, RepoStateError, UsageError
 from okfgit.format import lifecycle
 from okfgit.format.findings import ERROR
 from okfgit.knowledge import checks
@@ -124,7 +124,7 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
             if listed:
                 report.capture.unchanged_seen, report.capture.unchanged_all = report.capture.unchanged, None
             report.warnings.extend(report.capture.warnings)
-        except RepoStateError as exc:
+        except (RepoStateError, BusyError) as exc:  # mid-rebase, edits in the way, a branch that kept moving
             report.capture_deferred = str(exc)
         except OkfError as exc:
             report.capture_error = str(exc)
