@@ -265,3 +265,62 @@ def test_notes_written_through_mcp_are_the_clients_not_a_persons(project: Path, 
 
     serve(project, env, second, client=" ")
     assert ("Okf-Actor", "agent:mcp") in trailers_by_git(git, job)
+
+
+# -- the protocol, through a raw pipe ----------------------------------------------------------
+
+
+def test_every_request_is_answered_with_the_json_rpc_error_it_calls_for(project: Path, env: dict[str, str]) -> None:
+    """A line that is not a message the server can take gets JSON-RPC's error for it, not
+    silence (a client would wait out its whole timeout): sent byte for byte through the pipe."""
+    import select
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-m", "okfgit", "mcp"], cwd=project, env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def ask(line: bytes) -> dict[str, Any]:
+        proc.stdin.write(line + b"\n")  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+        ready, _, _ = select.select([proc.stdout], [], [], 60)  # a hang detector, not a timing check
+        assert ready, f"no answer to {line[:80]!r}"
+        return json.loads(proc.stdout.readline())  # type: ignore[union-attr]
+
+    def request(ident: int, method: str, **more: Any) -> bytes:
+        return json.dumps({"jsonrpc": "2.0", "id": ident, "method": method, **more}).encode()
+
+    try:
+        init = ask(request(1, "initialize", params={"protocolVersion": "2025-06-18", "capabilities": {},
+                                                    "clientInfo": {"name": "raw", "version": "1"}}))
+        assert init["id"] == 1 and "result" in init
+        proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        cases = [
+            (b'{"jsonrpc": "2.0", "id": 2, "method": ', None, -32700),  # malformed
+            (b'{"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": ' + b"[" * 100_000 + b"]" * 100_000
+             + b"}", None, -32700),  # nested 100,000 deep
+            (b"\xff\xfe not UTF-8", None, -32700),
+            (json.dumps({"jsonrpc": "1.0", "id": 4, "method": "tools/list"}).encode(), 4, -32600),
+            (request(5, "tools/call", params=["search", {"words": ["x"]}]), 5, -32602),  # params by position
+            (json.dumps({"jsonrpc": "2.0", "id": 6}).encode(), 6, -32600),  # no method
+            (json.dumps({"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}).encode(), None, -32600),
+            (b"[]", None, -32600),
+            (b"42", None, -32600),
+            (b'{"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {"a": ' + b"[" * 300 + b"]" * 300
+             + b"}}", 8, -32600),  # too deep for the SDK's own parser
+            (request(9, "no/such/method"), 9, -32601),
+            (request(10, "tools/call", params={"name": "search", "arguments": "words"}), 10, -32602),
+        ]
+        for line, ident, code in cases:
+            answer = ask(line)
+            assert answer["jsonrpc"] == "2.0" and answer["id"] == ident and answer["error"]["code"] == code, \
+                (line[:60], answer)
+        # and the server goes on serving
+        tools_list = ask(request(11, "tools/list"))
+        assert tools_list["id"] == 11 and {t["name"] for t in tools_list["result"]["tools"]} >= {"search", "cat"}
+    finally:
+        proc.stdin.close()
+        proc.wait(30)
+        proc.stdout.close()
+        assert proc.stderr is not None
+        proc.stderr.close()
