@@ -372,18 +372,27 @@ def test_an_edited_copy_says_only_the_copy_changed(project: Path, mem: Path, okf
     assert b"once hid a" in blob(git, project, "HEAD:.okf/memory/feedback-testing.needs-merge.md")
 
 
-def test_a_second_conflict_gets_the_next_sibling_name(project: Path, mem: Path, okfgit: Runner, git: Runner) -> None:
+def test_a_second_conflict_joins_the_one_sibling(project: Path, mem: Path, okfgit: Runner, git: Runner) -> None:
     file, _, _ = conflict_setup(project, mem, okfgit, git)
     okfgit("sync", cwd=project)
+    first = blob(git, project, "HEAD:.okf/memory/feedback-testing.needs-merge.md")
     master = project / ".okf" / "memory" / "feedback-testing.md"
     master.write_bytes(master.read_bytes().replace(b"PostgreSQL 16", b"PostgreSQL 17"))
     git("commit", "-q", "-am", "again", cwd=project)
     file.write_bytes(file.read_bytes().replace(b"hid a", b"hid a second"))
+    second = file.read_bytes()
     result = okfgit("sync", cwd=project)
-    assert "project:memory/feedback-testing.needs-merge-2.md" in result.err
+    assert "committed the agent's as project:memory/feedback-testing.needs-merge.md" in result.err
     assert git("ls-tree", "--name-only", "HEAD", ".okf/memory/", cwd=project).out.split() == [
-        ".okf/memory/feedback-testing.md", ".okf/memory/feedback-testing.needs-merge-2.md",
-        ".okf/memory/feedback-testing.needs-merge.md", ".okf/memory/index.md"]
+        ".okf/memory/feedback-testing.md", ".okf/memory/feedback-testing.needs-merge.md", ".okf/memory/index.md"]
+    sibling = blob(git, project, "HEAD:.okf/memory/feedback-testing.needs-merge.md")
+    assert sibling.startswith(first)  # the first variant, byte for byte, then the second, whole
+    assert b"\n<!-- okf:needs-merge variant: Claude Code memory feedback_testing.md -->\n```markdown\n" in sibling
+    assert b"hid a second" in sibling[len(first):] and split(second)[1] in sibling
+    assert "1 variant" not in okfgit("status", cwd=project, expect=2).out
+    assert "project:memory/feedback-testing.md: 2 variants in" in okfgit("status", cwd=project, expect=2).out
+    doctor = okfgit("doctor", "--scope", "project", cwd=project, expect=2).out
+    assert "1 error, 0 warnings" in doctor  # the sibling's needs-merge finding; no link inside the fence counts
 
 
 def test_a_native_rewrite_against_a_changed_concept_is_a_conformant_sibling(

@@ -268,7 +268,8 @@ def integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report) 
         report.integrated = "fast-forward"
         return
     here = snapshot(tier)
-    merged = merge.merge(repo.tree_entries(base, tier.prefix) if base else {}, here, snapshot(tier, theirs))
+    merged = merge.merge(repo.tree_entries(base, tier.prefix) if base else {}, here, snapshot(tier, theirs),
+                         source=f"{tg.shown} at {theirs[:12]}")
     lines = [f"- conflict: {master} -> {sibling}" for master, sibling in merged.conflicts]
     lines += [f"- kept: {path} (deleted on one side, changed on the other)" for path in merged.kept]
     lines += [f"- merged: {path} (each side changed other frontmatter keys)" for path in merged.merged]
@@ -286,7 +287,7 @@ def integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report) 
     for master, sibling in merged.conflicts:
         report.warnings.append(
             f"{master}: the concept changed both here and on the global remote; kept this machine's version "
-            f"and committed the remote's as {tier.label}:{sibling} (needs a person to merge)")
+            f"and added the remote's to {tier.label}:{sibling} (needs a person to merge)")
     for path in merged.kept:
         report.warnings.append(f"{path}: deleted on one side and changed on the other; kept the changed version")
 

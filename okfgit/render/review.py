@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from okfgit.format.findings import ERROR
+from okfgit.format.markdown import fence_for
 from okfgit.format.words import plural
 from okfgit.verbs.review import (AMEND, APPROVED, CLOSE, HUMAN, MERGE, REQUEST_CHANGES, CommitInfo, ConceptChange,
                                  FieldChange, Review)
@@ -311,7 +312,7 @@ def _details(summary: str, lang: str, text: str, cap: int | None) -> list[str]:
         kept = kept[: kept.rfind("\n")] if "\n" in kept else kept
         note = f"… {len(text) - len(kept)} more characters in the full report."
         text = kept
-    fence = _fence(text)
+    fence = fence_for(text)
     return ([f"<details><summary>{summary}</summary>", "", fence + lang, text, fence, ""]
             + ([note, ""] if note else []) + ["</details>", ""])
 
@@ -420,10 +421,4 @@ def _code(text: str) -> str:
     ticks = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{ticks}{pad}{text.replace('|', chr(92) + '|').replace(chr(10), ' ')}{pad}{ticks}"
-
-
-def _fence(text: str) -> str:
-    """A backtick fence longer than any backtick run in ``text``, so nothing inside can close it."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    return "`" * max(3, longest + 1)
 
