@@ -84,3 +84,13 @@ def test_one_concept_is_one_concept(project: Path, okfgit: Runner) -> None:
     doctor = okfgit("doctor", "--scope", "project", cwd=project).out
     assert f"project tier: {project / '.okf'} (HEAD " in doctor and ", 1 concept)\n" in doctor
     assert doctor.endswith("0 errors, 0 warnings in 1 tier; OKF v0.2 conformant: 1 of 1\n")
+
+
+@pytest.mark.parametrize("args, typo, meant", [(["serch", "x"], "serch", "search"), (["stauts"], "stauts", "status"),
+                                               (["hooks", "instal"], "instal", "install"),
+                                               (["run", "strat", "r"], "strat", "start")])
+def test_a_mistyped_verb_gets_did_you_mean(args: list[str], typo: str, meant: str, repo: Path,
+                                          okfgit: Runner) -> None:
+    result = okfgit(*args, cwd=repo, expect=2)
+    assert f"No such command {typo!r}. Did you mean {meant!r}?" in result.err
+    assert "Did you mean" not in okfgit("xyzzy", cwd=repo, expect=2).err
