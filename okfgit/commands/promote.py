@@ -74,7 +74,7 @@ def _print(done: promote.Promotion, pr: pull_request.PullRequest | None) -> None
         return
     warn(pr.notes)
     if not pr.ran:
-        click.echo(f"gh is not on PATH; the body is kept in {pr.body_file}; to open the pull request, run in "
+        click.echo(f"{pr.why_not}; the body is kept in {pr.body_file}; to open the pull request, run in "
                    f"{pp.destination.repo_path}:\n{pr.shell()}")
     elif pr.error is None:
         click.echo(f"pushed {pp.branch}; body kept in {pr.body_file}\nopened the pull request: {pr.output}")
