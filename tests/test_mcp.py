@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -228,14 +229,32 @@ def test_ls_links_and_status(project: Path, okfgit: Runner, git: Runner, env: di
     assert "deprecated: superseded by decisions/cache-policy.md" in seen["old"][1][1]
 
 
-def test_without_the_sdk_mcp_exits_2_naming_the_extra(project: Path, okfgit_proc: Runner, tmp_path: Path,
-                                                      env: dict[str, str]) -> None:
+def test_without_the_sdk_mcp_and_mcp_status_name_the_command_that_installs_it(
+        project: Path, okfgit_proc: Runner, tmp_path: Path, env: dict[str, str]) -> None:
     shadow = tmp_path / "no-sdk"
     (shadow / "mcp").mkdir(parents=True)
     (shadow / "mcp" / "__init__.py").write_text("raise ImportError('no MCP SDK here')\n")
     path = str(shadow) + ((":" + env["PYTHONPATH"]) if env.get("PYTHONPATH") else "")
+    install = f"{sys.executable} -m pip install 'mcp>=2.2,<3'"  # into the environment this okfgit runs in
     result = okfgit_proc("mcp", cwd=project, extra_env={"PYTHONPATH": path}, expect=2)
-    assert "pip install 'okfgit[mcp]'" in result.err
+    assert result.err == ("okfgit: error: `okfgit mcp` needs the MCP Python SDK, which is not installed with this "
+                          f"okfgit; install it with: {install}\n")
+    status = okfgit_proc("mcp", "status", cwd=project, extra_env={"PYTHONPATH": path})
+    assert status.out.endswith(f"MCP SDK: missing, so `okfgit mcp` cannot serve; install it with: {install}\n")
+    data = json.loads(okfgit_proc("mcp", "status", "--json", cwd=project, extra_env={"PYTHONPATH": path}).out)
+    assert data["sdk"] == {"installed": False, "install": install}
+    assert okfgit_proc("mcp", "status", cwd=project).out.endswith("MCP SDK: installed\n")
+    registered = okfgit_proc("mcp", "install", "--agent", "claude", cwd=project, extra_env={"PYTHONPATH": path})
+    assert "the MCP SDK is not installed with this okfgit" in registered.err and install in registered.err
+
+
+def test_inside_pipx_the_sdk_is_injected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pipx keeps okfgit in <pipx home>/venvs/okfgit: the SDK goes there with pipx inject."""
+    from okfgit.mcp import stdio
+
+    monkeypatch.setitem(sys.modules, "mcp.server.lowlevel", None)  # the SDK, as if it were not installed
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / ".local" / "share" / "pipx" / "venvs" / "okfgit"))
+    assert stdio.sdk_missing() == "pipx inject okfgit 'mcp>=2.2,<3'"
 
 
 def test_notes_written_through_mcp_are_the_clients_not_a_persons(project: Path, okfgit: Runner, git: Runner,

@@ -20,7 +20,7 @@ from okfgit.mcp import tools
 if TYPE_CHECKING:
     from mcp.server import Server
 
-INSTALL_HINT = "pip install 'okfgit[mcp]'"
+SDK_REQUIREMENT = "mcp>=2.2,<3"  # pyproject.toml's mcp extra
 INSTRUCTIONS = (
     "okfgit serves this project's OKF knowledge base (tiers: job > project > global, read at HEAD). "
     "Consult it before you decide: `search` by words, type and tags, then `cat` the concepts that bear "
@@ -30,12 +30,30 @@ INSTRUCTIONS = (
 )
 
 
-def require_sdk() -> None:
-    """UsageError (exit 2) naming the install command when the MCP SDK is missing."""
+def sdk_missing() -> str | None:
+    """None when the MCP SDK can be imported here; else the command that installs it into
+    the environment this okfgit runs in: ``pipx inject okfgit`` for pipx's (``pip install
+    'okfgit[mcp]'`` would install another okfgit, or be refused: okfgit is not on PyPI and a
+    system Python refuses pip, PEP 668), that environment's own pip for any other."""
     try:
         import mcp.server.lowlevel  # noqa: F401
     except ImportError:
-        raise UsageError(f"`okfgit mcp` needs the MCP Python SDK: {INSTALL_HINT}") from None
+        import shlex
+        import sys
+
+        parts = os.path.normpath(sys.prefix).split(os.sep)
+        if len(parts) >= 3 and parts[-3:-1] == ["pipx", "venvs"]:
+            return f"pipx inject {parts[-1]} '{SDK_REQUIREMENT}'"
+        return f"{shlex.quote(sys.executable)} -m pip install '{SDK_REQUIREMENT}'"
+    return None
+
+
+def require_sdk() -> None:
+    """UsageError (exit 2) naming the install command when the MCP SDK is missing."""
+    missing = sdk_missing()
+    if missing is not None:
+        raise UsageError(f"`okfgit mcp` needs the MCP Python SDK, which is not installed with this okfgit; "
+                         f"install it with: {missing}")
 
 
 def build(reader: tools.Reader) -> Server[Any]:
