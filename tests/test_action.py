@@ -33,8 +33,10 @@ def _builder():  # the review fixtures' builder, as test_review loads it
     return module
 
 
-def _pull_request(tmp_path: Path, git: Runner, env: dict[str, str], edit: tuple[str, str, str]) -> Path:
-    """origin (bare) with main; a clone (so origin/HEAD exists) on ``feature``, pushed, with one edit."""
+def _pull_request(tmp_path: Path, git: Runner, env: dict[str, str], edit: tuple[str, str, str],
+                  under: str = ".okf") -> Path:
+    """origin (bare) with main; a clone (so origin/HEAD exists) on ``feature``, pushed, with one
+    edit of a file under ``under`` (a new file when ``old`` is empty)."""
     seed = _builder().build_base(tmp_path / "seed", env)
     origin = tmp_path / "origin.git"
     git("init", "-q", "--bare", str(origin), cwd=tmp_path)
@@ -43,9 +45,10 @@ def _pull_request(tmp_path: Path, git: Runner, env: dict[str, str], edit: tuple[
     work = tmp_path / "work"
     git("checkout", "-q", "-b", "feature", cwd=work)
     path, old, new = edit
-    target = work / ".okf" / path
-    target.write_text(target.read_text().replace(old, new))
-    git("commit", "-q", "-am", "Edit the knowledge", cwd=work)
+    target = work / under / path
+    target.write_text(target.read_text().replace(old, new) if old else new)
+    git("add", "-A", cwd=work)
+    git("commit", "-q", "-m", "Edit the knowledge", cwd=work)
     git("push", "-q", "--set-upstream", "origin", "feature", cwd=work)
     return work
 
@@ -273,16 +276,7 @@ def test_editing_the_body_runs_the_review_again_with_the_new_body(tmp_path: Path
 
 def test_a_review_event_on_a_pull_request_without_knowledge_changes_is_left_alone(
         tmp_path: Path, git: Runner, env: dict[str, str]) -> None:
-    seed = _builder().build_base(tmp_path / "seed", env)
-    origin = tmp_path / "origin.git"
-    git("init", "-q", "--bare", str(origin), cwd=tmp_path)
-    git("push", "-q", str(origin), "main", cwd=seed)
-    git("clone", "-q", str(origin), str(tmp_path / "work"), cwd=tmp_path)
-    work = tmp_path / "work"
-    git("checkout", "-q", "-b", "feature", cwd=work)
-    (work / "src.py").write_text("print('code, not knowledge')\n")
-    git("add", "src.py", cwd=work)
-    git("commit", "-q", "-m", "Code only", cwd=work)
+    work = _pull_request(tmp_path, git, env, ("src.py", "", "print('code, not knowledge')\n"), under="")
     tools = fake_gh.install(tmp_path / "bin")
     codes, outputs = _run_action(work, tmp_path, env, tools, _event(git, work, "pull_request_review", "submitted"))
     assert codes == {"scope": 0, "gate": 0}  # nothing set up, installed, reviewed
