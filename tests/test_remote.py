@@ -423,7 +423,7 @@ def test_user_memories_stay_on_the_machine_unless_the_person_shares_them(a: Mach
     # a remote that would receive it: nothing is pushed, and the person is told why
     result = a.okfgit("remote", "set", str(bare), cwd=a.proj)
     synced = a.okfgit("sync", "--fetch", cwd=a.proj)
-    assert "not pushed: 1 user memorie(s) stay on this machine" in synced.out, (result.out, synced)
+    assert "not pushed: 1 user memory stays on this machine" in synced.out, (result.out, synced)
     assert "config okf.pushUserMemories true" in synced.err
     assert remote_log(bare) == []
     # a new user memory is now held rather than put where it would travel

@@ -217,7 +217,7 @@ def test_doctors_errors_are_listed_and_exit_2(project: Path, mem: Path, home: Pa
     assert ("doctor errors: 2 (`okfgit doctor` says more)\n"
             "  project:bad.md:10: dangling-link: link to missing.md: missing.md does not exist in the tier\n"
             "  project:index.md: index-omission: does not list bad.md (run `okfgit index`)\n") in out
-    assert out.endswith("needs a person: 2 doctor error(s)\n")
+    assert out.endswith("needs a person: 2 doctor errors\n")
     report = json.loads(okfgit("status", "--json", cwd=project, expect=2).out)
     assert [(f["file"], f["code"]) for f in report["doctor_errors"]] == [("project:bad.md", "dangling-link"),
                                                                           ("project:index.md", "index-omission")]

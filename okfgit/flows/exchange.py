@@ -27,6 +27,7 @@ from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.local import exchange as exchange_record
 from okfgit.local import lock, paths
 from okfgit.plan import Plan, TierCommit, apply
+from okfgit.format.words import plural
 
 FETCH_INTERVAL_S = 600.0
 UNREACHABLE = "global remote unreachable, will retry"
@@ -88,7 +89,8 @@ class Report:
         if self.pushed:
             out.append("pushed the global tier")
         if self.withheld:
-            out.append(f"not pushed: {self.withheld} user memorie(s) stay on this machine")
+            stay = "stays" if self.withheld == 1 else "stay"
+            out.append(f"not pushed: {plural(self.withheld, 'user memory', 'user memories')} {stay} on this machine")
         if self.unreachable:
             out.append(UNREACHABLE)
         if self.deferred:
@@ -323,7 +325,8 @@ def push(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report, timeo
         if mine:
             report.withheld = len(mine)
             report.warnings.append(
-                f"did not push the global tier to {tg.shown}: it holds {len(mine)} user memorie(s) (facts about you, "
+                f"did not push the global tier to {tg.shown}: it holds "
+                f"{plural(len(mine), 'user memory', 'user memories')} (facts about you, "
                 f"such as {mine[0]}), which stay on this machine; move them out of the global tier, or share them with "
                 f"`git -C {tier.repo_path} config {SHARE_USER_MEMORIES} true`")
             report.pending = counts(repo, tg)[0]
