@@ -196,7 +196,7 @@ def test_an_approval_that_is_not_a_persons_approval_of_this_head_leaves_needs_hu
     reviews = f"api --paginate repos/{REPO}/pulls/7/reviews".split()
     tools = fake_gh.install(tmp_path / "bin", [{"prefix": reviews, "stdout": json.dumps([{**review, "state": "APPROVED"}])}])
     codes, outputs = _run_action(work, tmp_path, env, tools)
-    assert codes == {"review": 0, "gate": 1} and outputs["verdict"] == "needs-human"
+    assert codes == {"scope": 0, "review": 0, "gate": 1} and outputs["verdict"] == "needs-human"
     [post] = _calls(tools, "api", "--method", "POST")
     assert '"approved_by": []' in json.loads(post["body"])["body"]
     assert ["pr", "edit", "7", "--add-label", "okf-needs-human"] in [c["args"] for c in fake_gh.calls(tools)]
@@ -262,9 +262,10 @@ def test_each_trigger_reviews_a_knowledge_change(kind: str, action: str, tmp_pat
 def test_editing_the_body_runs_the_review_again_with_the_new_body(tmp_path: Path, git: Runner,
                                                                   env: dict[str, str]) -> None:
     work = _pull_request(tmp_path, git, env, ("guides/deploy.md", "ten minutes", "five minutes"))
+    approval = {"user": {"login": "alice", "type": "User"}, "state": "APPROVED",
+                "commit_id": git("rev-parse", "HEAD", cwd=work).out.strip()}
     tools = fake_gh.install(tmp_path / "bin", [{"prefix": f"api --paginate repos/{REPO}/pulls/7/reviews".split(),
-                                                "stdout": json.dumps([{"user": {"login": "alice"},
-                                                                       "state": "APPROVED"}])}])
+                                                "stdout": json.dumps([approval])}])
     clean = _run_action(work, tmp_path, env, tools, _event(git, work))[1]
     assert clean["verdict"] == "merge"
     claims = "```okf-harvest\n" + json.dumps({"version": 1, "concepts": [{"okf_id": "x", "path": "nope.md",
