@@ -321,7 +321,7 @@ def test_merge_only_the_head_whose_verdict_is_merge(tmp_path: Path, git: Runner,
     assert outputs["verdict"] == "merge" and outputs["merged"] == "false" and not _calls(tools, "pr", "merge")
     # asked, and the pull request's head is the head okfgit reviewed: merged, pinned to that head
     codes, outputs = _run_action(work, tmp_path, env, tools, head_sha=head, merge="true", merge_method="squash")
-    assert codes == {"review": 0, "gate": 0} and outputs["merged"] == "true"
+    assert codes == {"scope": 0, "review": 0, "gate": 0} and outputs["merged"] == "true"
     [merged] = _calls(tools, "pr", "merge")
     assert merged["args"] == ["pr", "merge", "7", "--squash", "--match-head-commit", head]
     # the author pushed after the checkout the action reviewed: that head is not merged

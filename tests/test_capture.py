@@ -477,7 +477,7 @@ def test_a_deleted_file_of_a_verified_concept_is_a_proposal_a_person_settles(
     assert blob(git, project, f"HEAD:{kb_path}") == path.read_bytes() and "status" not in okf.split(
         path.read_bytes(), "c").meta
     assert not (mem / "feedback_testing.md").exists()  # not written back while a person decides
-    assert "needs-merge siblings waiting for a person: 1" in okfgit("status", cwd=project, expect=2).out
+    assert "agent proposals waiting for a person: 1" in okfgit("status", cwd=project, expect=2).out
     okfgit("proposal", "accept", f"project:{sibling}", cwd=project)
     meta = okf.split(path.read_bytes(), "c").meta
     assert meta["status"] == "deprecated" and meta["verified"] == [{"by": "human:alice", "at": "2026-01-01"}]
