@@ -387,7 +387,7 @@ def test_a_second_conflict_joins_the_one_sibling(project: Path, mem: Path, okfgi
         ".okf/memory/feedback-testing.md", ".okf/memory/feedback-testing.needs-merge.md", ".okf/memory/index.md"]
     sibling = blob(git, project, "HEAD:.okf/memory/feedback-testing.needs-merge.md")
     assert sibling.startswith(first)  # the first variant, byte for byte, then the second, whole
-    assert b"\n<!-- okf:needs-merge variant: Claude Code memory feedback_testing.md -->\n```markdown\n" in sibling
+    assert b"\n<!-- okf:needs-merge variant: Claude memory feedback_testing.md -->\n```markdown\n" in sibling
     assert b"hid a second" in sibling[len(first):] and split(second)[1] in sibling
     assert "1 variant" not in okfgit("status", cwd=project, expect=2).out
     assert "project:memory/feedback-testing.md: 2 variants in" in okfgit("status", cwd=project, expect=2).out
