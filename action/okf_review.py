@@ -1,7 +1,8 @@
 """The okfgit review GitHub Action's one step: review the pull request, comment, label.
 
-Run by ``action.yml`` (``python3 "$GITHUB_ACTION_PATH/action/okf_review.py"``) in a checkout of
-the pull request's head with its history (``fetch-depth: 0``), after okfgit is installed. Standard
+Run by ``action.yml`` (with the Python of the virtualenv okfgit is installed in) in a checkout of
+the pull request's head with its history (``fetch-depth: 0``); ``--touches`` first says whether
+the pull request changes anything under ``.okf/`` at all (``scope``). Standard
 library only; everything GitHub is reached through ``gh`` (``GH_TOKEN``, ``GH_REPO``), so a test
 runs this file as it is, with the GitHub variables set and a recording ``gh`` on PATH.
 
@@ -16,7 +17,9 @@ runs this file as it is, with the GitHub variables set and a recording ``gh`` on
    holds an ``okf-harvest`` block, followed by the comments that continue it): the bounded comment on stdout, the full report as a file
    (``action.yml`` uploads it as the ``okf-review-report`` artifact).
 4. One comment, found again by its first line ``<!-- okfgit-review -->``: updated in place, or
-   created; a pull request that changes nothing under ``.okf/`` and has no comment yet gets none.
+   created (and when another run created one at the same moment, the oldest is kept:
+   ``one_comment``); a pull request that changes nothing under ``.okf/`` and has no comment yet
+   gets none.
 5. The ``okf-needs-human`` label is added while the verdict is needs-human, and never removed
    here: it is a hard stop only a person takes off (the check turns green on its own once a
    valid approval of this head exists).
@@ -190,8 +193,28 @@ def post_comment(repo: str, number: int, comment: str, changed: bool, comments: 
                    "--input", str(payload)]
     else:
         command = ["api", "--method", "POST", f"repos/{repo}/issues/{number}/comments", "--input", str(payload)]
-    if gh(command, env) is None:
+    posted = gh(command, env)
+    if posted is None:
         print("::warning::could not post the review comment (a fork's read-only token?); the check still gates")
+    elif not existing:
+        one_comment(repo, number, posted, payload, env)
+
+
+def one_comment(repo: str, number: int, posted: str, payload: Path, env: dict[str, str]) -> None:
+    """After creating the comment: when another run created one too (two runs at once, without
+    the workflow's concurrency group), the oldest stays, with this run's text, and this run's own
+    goes. Each run deletes only its own, so two runs settle on one comment."""
+    try:
+        mine = json.loads(posted).get("id")
+    except (ValueError, AttributeError):
+        return
+    found = gh_json(["api", "--paginate", f"repos/{repo}/issues/{number}/comments"], env) or []
+    ours = sorted(c["id"] for c in found if isinstance(c, dict) and str(c.get("body", "")).startswith(MARKER)
+                  and isinstance(c.get("id"), int))
+    if mine is None or len(ours) < 2 or ours[0] == mine:
+        return
+    gh(["api", "--method", "PATCH", f"repos/{repo}/issues/comments/{ours[0]}", "--input", str(payload)], env)
+    gh(["api", "--method", "DELETE", f"repos/{repo}/issues/comments/{mine}"], env)
 
 
 def set_label(number: int, wanted: bool, env: dict[str, str]) -> None:
@@ -234,5 +257,30 @@ def gh_json(args: list[str], env: dict[str, str]) -> Any:
     return items
 
 
+def touches_knowledge(event: dict[str, Any], cwd: str | None) -> bool:
+    """Whether the pull request changes anything under ``.okf/``: ``git diff`` of the base
+    commit the event names and HEAD, in the checkout. A review event (an approval) has no paths
+    filter, so this is what keeps the action off pull requests that are not knowledge changes.
+    True when it cannot be told (the review then says what is wrong)."""
+    base = ((event.get("pull_request") or {}).get("base") or {}).get("sha")
+    if not base:
+        return True
+    diff = subprocess.run(["git", "diff", "--quiet", f"{base}...HEAD", "--", ".okf/"], cwd=cwd,
+                          capture_output=True)
+    return diff.returncode != 0  # 1: it does; 0: it does not; anything else: cannot tell
+
+
+def scope() -> int:
+    """``--touches``: the outputs ``touches`` (true or false) and, when false, ``skipped``."""
+    env = os.environ
+    event = json.loads(Path(env["GITHUB_EVENT_PATH"]).read_text(encoding="utf-8"))
+    touches = touches_knowledge(event, env.get("GITHUB_WORKSPACE") or None)
+    if not touches:
+        print("this pull request does not touch .okf/; okfgit review has nothing to do")
+    with open(env.get("GITHUB_OUTPUT") or os.devnull, "a", encoding="utf-8") as fh:
+        fh.write("touches=true\n" if touches else "touches=false\nskipped=skipped\n")
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(scope() if sys.argv[1:] == ["--touches"] else main())

@@ -46,7 +46,22 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class LazyGroup(click.Group):
+class SuggestingGroup(click.Group):
+    """A group that answers a mistyped subcommand with the ones it may have meant."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                             list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            import difflib  # only for a mistyped command
+
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=0.6)
+            if close:
+                ctx.fail(f"No such command {name!r}. Did you mean {close[0]!r}?")
+        return super().resolve_command(ctx, args)
+
+
+class LazyGroup(SuggestingGroup):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
@@ -57,6 +72,10 @@ class LazyGroup(click.Group):
         module = importlib.import_module(f"okfgit.commands.{entry[0]}")
         command = getattr(module, name.replace("-", "_") + "_cmd")
         assert isinstance(command, click.Command)
+        if type(command) is click.Group:
+            # A verb's own subcommands (``hooks install``) suggest too; commands/ may not import
+            # this module to say ``cls=SuggestingGroup`` itself.
+            command.__class__ = SuggestingGroup
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

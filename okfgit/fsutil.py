@@ -8,6 +8,7 @@ batch by fsyncing their folders at the end (DESIGN.md, "Exit codes").
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 from collections.abc import Callable, Iterable
@@ -76,7 +77,11 @@ _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | getattr(os, "O_N
 
 
 def _create_temp(path: Path, mode: int) -> tuple[int, str]:
-    """A new temp file ``.<name>.<random>.okftmp`` beside ``path`` (its folder made when missing)."""
+    """A new temp file ``.okf-<random>.okftmp`` beside ``path`` (its folder made when missing).
+
+    The temp name does not contain the file's name: it is short and always the same length,
+    so any name that fits the file system can be written (``.<name>...`` passed the 255-byte
+    limit for a name of 238 bytes or more)."""
     folder = os.fspath(path.parent)
     made = False
     try:
@@ -88,7 +93,7 @@ def _create_temp(path: Path, mode: int) -> tuple[int, str]:
     except FileNotFoundError:
         pass
     for _ in range(100):
-        tmp = os.path.join(folder, f".{path.name}.{os.urandom(5).hex()}{TEMP_SUFFIX}")
+        tmp = os.path.join(folder, temp_name())
         try:
             return os.open(tmp, _CREATE, mode), tmp
         except FileExistsError:
@@ -217,11 +222,20 @@ def is_inside(child: Path, parent: Path) -> bool:
 
 
 TEMP_SUFFIX = ".okftmp"
+_TEMP_NAME = re.compile(r"\.okf-[0-9a-f]{16}\.okftmp")
+
+
+def temp_name() -> str:
+    """A fresh temp file name: ``.okf-<16 hex digits>.okftmp``, 28 bytes whatever it stands for."""
+    return f".okf-{os.urandom(8).hex()}{TEMP_SUFFIX}"
 
 
 def is_temp_name(name: str) -> bool:
-    """A temp file name ``atomic_write`` makes: ``.<name>.<random>.okftmp``."""
-    return name.startswith(".") and name.endswith(TEMP_SUFFIX) and name.count(".") >= 3
+    """A temp file name okfgit makes (``temp_name``), or one an earlier okfgit made and a killed
+    run may have left: ``.<name>.<random>.okftmp``."""
+    if not name.endswith(TEMP_SUFFIX) or not name.startswith("."):
+        return False
+    return bool(_TEMP_NAME.fullmatch(name)) or name.count(".") >= 3
 
 
 def sweep_temp(folders: Iterable[Path], older_than_ns: int, *, recursive: bool = False) -> list[Path]:

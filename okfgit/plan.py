@@ -10,24 +10,29 @@ with the result it will report, and applies that plan: no verb writes a file its
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from okfgit import TOOL, fsutil
 from okfgit.context import Context
-from okfgit.errors import BusyError, OkfError, UnwritableError
+from okfgit.errors import BusyError, OkfError, RefMoved, UnwritableError
 from okfgit.knowledge.tiers import Tier
 from okfgit.local import index_stamp, journal
 from okfgit.local.noop import Operation, operation
 from okfgit.local.store import Store
 from okfgit.git.repository import Repo
+from okfgit.format.words import plural
 from okfgit.format.names import MERGE_DRIVER
 from okfgit.format.trailers import Trailer, format_message
 
 
 RECOVER_WAIT_S = 2.0
+MOVED_TRIES = 5  # plans in all when a branch keeps moving under a write (retry_moved)
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +215,26 @@ def writing(ctx: Context, *tiers: Tier) -> Iterator[None]:
         yield
 
 
+def retry_moved(attempt: Callable[[], _T], tries: int | None = None) -> _T:
+    """``attempt()``, which plans on a tier's HEAD and applies the plan, again from the start
+    when the branch moved in between (``RefMoved``: a commit landed there, a person's or a
+    hook's, and nothing of this write was made). Each try plans on the new HEAD, so a person's
+    commit is built on like any other, never overwritten; after ``tries`` the last
+    ``RefMoved`` is raised, saying how often it was tried (default ``MOVED_TRIES``)."""
+    tries = MOVED_TRIES if tries is None else tries
+    for tried in range(1, tries + 1):
+        try:
+            return attempt()
+        except RefMoved as exc:
+            if tried == tries:
+                if tries == 1:
+                    raise
+                raise RefMoved(f"{exc}; planned again {tries - 1} times and the branch moved every time, "
+                                  "run it again when it is quiet") from exc
+            time.sleep(0.01 * 2 ** tried)  # a burst of commits (a script, a rebase's last steps) settles
+    raise AssertionError("unreachable")
+
+
 def recover(ctx: Context, tiers: list[Tier]) -> list[str]:
     """Finish any commit a killed okfgit left half-done in these tiers (journal record found),
     before anything else reads or writes them; what was done, as notes for the user."""
@@ -237,7 +262,8 @@ class IndexBehind:
     repair: str
 
     def message(self) -> str:
-        return (f"the index differs from HEAD for {len(self.paths)} path(s) okfgit committed in {self.tier.label}, "
+        return (f"the index differs from HEAD for {plural(len(self.paths), 'path')} okfgit committed in "
+                f"{self.tier.label}, "
                 f"so the next `git commit` would revert them; unless you staged that yourself, run: {self.repair}")
 
 

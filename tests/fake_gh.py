@@ -3,7 +3,8 @@
 Each call is appended to ``<folder>/gh-calls.jsonl`` as ``{"args": [...], "body": <text of any
 --body-file or --input file>, "env": {GH_REPO, GITHUB_REPOSITORY}}``. Answers come from ``<folder>/gh-answers.json``:
 a list of ``{"prefix": [args...], "stdout": "...", "code": 0}``, the first whose prefix matches
-the call's first arguments wins; no match prints nothing and exits 0.
+the call's first arguments wins (one with ``"once": true`` answers one call and is gone, so the
+next call finds the answer after it); no match prints nothing and exits 0.
 """
 
 from __future__ import annotations
@@ -24,8 +25,12 @@ for flag in ("--body-file", "--input"):
 with open(os.path.join(folder, "gh-calls.jsonl"), "a", encoding="utf-8") as fh:
     fh.write(json.dumps({{"args": args, "body": body}}) + "\\n")
 answers = os.path.join(folder, "gh-answers.json")
-for answer in (json.load(open(answers)) if os.path.exists(answers) else []):
+listed = json.load(open(answers)) if os.path.exists(answers) else []
+for n, answer in enumerate(listed):
     if args[: len(answer["prefix"])] == answer["prefix"]:
+        if answer.get("once"):
+            with open(answers, "w") as fh:
+                json.dump(listed[:n] + listed[n + 1:], fh)
         sys.stdout.write(answer.get("stdout", ""))
         sys.stderr.write(answer.get("stderr", ""))
         sys.exit(answer.get("code", 0))

@@ -239,7 +239,7 @@ def test_adopt_refuses_bad_input_listing_every_problem(project: Path, okfgit: Ru
     lines = err.splitlines()
     s = str(src)
     assert err.splitlines() == [
-        "okfgit: error: cannot adopt into project: 11 problem(s), nothing was written:",
+        "okfgit: error: cannot adopt into project: 11 problems, nothing was written:",
         f"  {s}/linkdir: is a symlink; okfgit never follows links out of the source",
         f"  {s}/link.md: is a symlink; okfgit never follows links out of the source",
         f"  {s}/bad-id.md: okf_id 42 is not a lower-case UUID",
@@ -299,3 +299,39 @@ def test_adopt_into_job_tier_creates_it(project: Path, okfgit: Runner, git: Runn
     assert git("status", "--porcelain", cwd=project).out == ""  # runstate/ is excluded
     assert okfgit("cat", "a", "--run", "r1", cwd=project).err.startswith("citation: job/r1:a.md@")
     fsck(git, job)
+
+
+def test_adopt_dir_reroots_the_path_valued_fields_of_acme_retail(project: Path, okfgit: Runner, git: Runner,
+                                                                 env: dict[str, str], tmp_path: Path) -> None:
+    """acme_retail writes its sources' and executors' paths from the bundle root
+    (``policies/margin-standard.md`` in ``computations/``): under --dir they take the folder in
+    front, keep every other byte, and resolve from the tier root."""
+    copy = tmp_path / "src" / "acme_retail"
+    shutil.copytree(BUNDLES / "acme_retail", copy)
+    result = json.loads(okfgit("adopt", str(copy), "--scope", "project", "--dir", "retail", "--json",
+                               cwd=project).out)
+    moved = [r for r in result["rewrites"] if not r["target"].startswith("/")]
+    assert len(moved) == 12 and all(r["new"] == f"retail/{r['target']}" for r in moved)
+    sources = 0
+    for rel in ("computations/gross-margin-period.md", "computations/revenue-ytd.md", "metrics/gross-margin.md",
+                "metrics/revenue.md", "tables/orders.md"):
+        before = (copy / rel).read_bytes()
+        after = blob(git, project, f".okf/retail/{rel}", env)
+        meta = okf.split(after, rel).meta
+        for source in meta["sources"]:
+            if not source["resource"].startswith("https:"):
+                sources += 1
+                assert source["resource"].startswith("retail/"), rel
+                assert (project / ".okf" / source["resource"]).is_file(), source
+        for key in ("executor", "attester"):
+            if key in meta:
+                assert (project / ".okf" / meta[key]["resource"]).is_file(), (rel, key)
+        assert after.replace(b": retail/", b": ").startswith(before.split(b"\n---\n")[0])  # only the paths
+        assert okf.split(after, rel).body == okf.split(before, rel).body
+    assert sources == 8
+    message = git("log", "-1", "--format=%B", cwd=project).out
+    assert "- retail/metrics/revenue.md:13: policies/revenue-recognition.md -> retail/policies/revenue-recognition.md" \
+        in message
+    report = okfgit("doctor", "--scope", "project", "--json", cwd=project, expect=None)
+    findings = json.loads(report.out)["tiers"][0]["profile"]["findings"]
+    assert [f for f in findings if f["code"] in ("resource-dangling", "dangling-link")] == []

@@ -35,7 +35,7 @@ def test_home_blocks_go_only_where_the_agent_is_used(project: Path, okfgit: Runn
     (home / ".config" / "amp").mkdir(parents=True)
     (home / ".config" / "opencode").mkdir(parents=True)
     out = okfgit("sync", cwd=project).out
-    assert out.startswith("okfgit sync: projected 3 file(s)")  # the fast path saw the folders appear
+    assert out.startswith("okfgit sync: projected 3 files")  # the fast path saw the folders appear
     for made in (".gemini/GEMINI.md", ".copilot/copilot-instructions.md", ".config/amp/AGENTS.md"):
         text = (home / made).read_text()
         assert text.startswith("<!-- okf:begin id=global -->\n") and text.endswith("<!-- okf:end -->\n"), made

@@ -203,6 +203,44 @@ def test_a_lost_end_marker_after_an_older_text_is_found_from_what_okfgit_wrote()
     assert "old protocol line 1" in kept.text and "Hand after." in kept.text
 
 
+PROTOCOL = "## Knowledge\nRead the index first.\nThen open one concept."
+
+
+@pytest.mark.parametrize("damaged", [
+    f"# Mine\n\n{PROTOCOL}\n{E}\nHand after.\n",  # the begin marker lost
+    f"# Mine\n\n<!-- okf:begin id=projcet -->\n{PROTOCOL}\n{E}\nHand after.\n",  # its id mangled
+    f"# Mine\n\n{B}\n{PROTOCOL}\n{E}\nHand after.\n{B}\n{PROTOCOL}\n{E}\n",  # pasted twice
+    f"# Mine\n\n{PROTOCOL}\n{E}\nHand after.\n{B}\n{PROTOCOL}\n{E}\n",  # a copy that lost its begin
+], ids=["lost-begin", "mangled-id", "pasted-twice", "copy-lost-begin"])
+def test_okfgits_own_text_is_recognised_without_its_markers_and_never_doubled(damaged):
+    result = upsert_block(damaged, "project", PROTOCOL, "AGENTS.md")
+    assert result.text == f"# Mine\n\n{B}\n{PROTOCOL}\n{E}\nHand after.\n"
+    assert result.text.count("Read the index first.") == 1 and result.warnings
+    assert all("AGENTS.md" in w for w in result.warnings)
+    assert upsert_block(result.text, "project", PROTOCOL, "AGENTS.md") == BlockResult(result.text, False, ())
+
+
+def test_an_older_text_okfgit_wrote_is_recognised_too_and_hand_text_kept():
+    old = "old protocol line 1\nold protocol line 2"
+    pasted = f"# Mine\n{B}\n{old}\n{E}\nHand.\n{B}\n{old}\n{E}\n"
+    assert upsert_block(pasted, "project", "new", "F.md").text == f"# Mine\n{B}\nnew\n{E}\nHand.\n"
+    written = f"# Mine\n{B}\n{old}\n{E}\nHand.\n"
+    lost_begin = written.replace(f"{B}\n", "")
+    assert upsert_block(lost_begin, "project", "new", "F.md", known=(old,)).text == \
+        f"# Mine\n{B}\nnew\n{E}\nHand.\n"
+    assert upsert_block(lost_begin, "project", "new", "F.md", wrote=lambda text: text == written).text == \
+        f"# Mine\n{B}\nnew\n{E}\nHand.\n"
+    # not okfgit's text: a person's lines before a stray end stay, and the block is appended
+    theirs = upsert_block(lost_begin, "project", "new", "F.md")
+    assert "old protocol line 1\nold protocol line 2\nHand.\n" in theirs.text
+
+
+def test_another_scopes_block_with_the_same_text_is_not_taken():
+    existing = block(PROTOCOL, scope="global")
+    result = upsert_block(existing, "project", PROTOCOL, "F.md")
+    assert result.text == existing + "\n" + block(PROTOCOL) and result.warnings == ()
+
+
 def test_end_without_begin():
     result = upsert_block(f"h1\n{E}\nh2\n", "project", "new", "CLAUDE.md")
     assert result.text == f"h1\nh2\n\n{B}\nnew\n{E}\n"
@@ -424,22 +462,9 @@ def test_property_append_is_idempotent_and_keeps_hand_lines(lines, final_newline
 
 
 def expected_survivors(lines: list[str], new: str = "") -> list[str]:
-    """An independent model of the repair: pair markers in order; the first well-formed
-    project block is the only okfgit-owned text (without one: okfgit's own content after a
-    begin that lost its end, ``replaced_block``); every other non-marker line survives."""
-    open_at = None
-    chosen = False
-    owned: set[int] = set()
-    for i, line in enumerate(lines):
-        if line == E:
-            if open_at is not None and lines[open_at] == B and not chosen:
-                owned.update(range(open_at + 1, i))
-                chosen = True
-            open_at = None
-        elif line in MARKERS:
-            open_at = i
-    if not chosen:
-        owned.update(replaced_block(lines, new))
+    """An independent model of the repair: every non-marker line survives but okfgit's own
+    text (``replaced_block``)."""
+    owned = replaced_block(lines, new)
     return [line for i, line in enumerate(lines) if line not in MARKERS and i not in owned]
 
 
@@ -483,26 +508,32 @@ def test_property_other_scope_block_is_untouched(above, middle, below, g, p, new
     assert glob in removed.text and count(removed.text, B) == 0
 
 
-def replaced_block(lines: list[str], new: str = "") -> range:
-    """The lines okfgit may replace, by the rule alone: the first begin for id=project whose
-    next marker line is an end (the innermost well-formed block); else the first begin for
-    id=project without an end whose next lines are exactly the content okfgit writes (its own
-    text, which lost its end marker); or nothing."""
-    for i, line in enumerate(lines):
-        if line != B:
-            continue
-        nxt = next((k for k in range(i + 1, len(lines)) if lines[k] in MARKERS), None)
-        if nxt is not None and lines[nxt] == E:
-            return range(i, nxt + 1)
+def replaced_block(lines: list[str], new: str = "") -> set[int]:
+    """The lines okfgit replaces or removes, by the rule alone (markers pair in order: a begin
+    closes at the next marker when that is an end): the first well-formed block for
+    id=project, and every other text that is okfgit's own (the content it writes, line for
+    line): in another well-formed project block (or the first one's text again), right after
+    a project begin that lost its end (up to the next marker), right before an end that closes
+    nothing (from the previous marker on)."""
     body = new.replace("\r\n", "\n").rstrip("\r\n")
     want = body.split("\n") if body else []
-    for i, line in enumerate(lines):
-        if line != B or not want:
-            continue
-        nxt = next((k for k in range(i + 1, len(lines)) if lines[k] in MARKERS), len(lines))
-        if lines[i + 1 : i + 1 + len(want)] == want and i + len(want) < nxt:
-            return range(i, i + 1 + len(want))
-    return range(0)
+    marks = [k for k, line in enumerate(lines) if line in MARKERS]
+    owned: set[int] = set()
+    first: list[str] | None = None
+    for n, i in enumerate(marks):
+        nxt = marks[n + 1] if n + 1 < len(marks) else len(lines)
+        prev = marks[n - 1] if n else -1
+        if lines[i] == B and nxt < len(lines) and lines[nxt] == E:  # a well-formed project block
+            inner = lines[i + 1:nxt]
+            if first is None or inner == first or (want and inner == want):
+                owned.update(range(i, nxt + 1))
+                first = inner if first is None else first
+        elif lines[i] == B and want and lines[i + 1:i + 1 + len(want)] == want and i + len(want) < nxt:
+            owned.update(range(i, i + 1 + len(want)))  # a begin that lost its end
+        elif lines[i] == E and (prev < 0 or lines[prev] == E) and want and i - len(want) > prev \
+                and lines[i - len(want):i] == want:
+            owned.update(range(i - len(want), i + 1))  # an end that lost its begin
+    return owned
 
 
 def without_trailing_blanks(lines: list[str]) -> list[str]:

@@ -36,7 +36,7 @@ def test_an_override_that_hides_the_block_is_said_by_status_and_doctor(project: 
     status = okfgit("status", cwd=project, expect=2)
     assert (f"hidden from an agent: Codex: {project / 'AGENTS.override.md'} hides {project / 'AGENTS.md'} "
             "and okfgit's project block in it") in status.out
-    assert "1 okfgit block(s) hidden from Codex by an AGENTS.override.md" in status.out
+    assert "1 okfgit block hidden from Codex by an AGENTS.override.md" in status.out
     assert json.loads(okfgit("status", "--json", cwd=project, expect=2).out)["hidden"]
     doctor = okfgit("doctor", "--scope", "project", cwd=project)  # a warning: doctor still passes
     assert "block-hidden" in doctor.out and "AGENTS.override.md" in doctor.out

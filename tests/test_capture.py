@@ -122,7 +122,7 @@ def test_native_memories_of_both_formats_are_captured_committed_and_reprojected(
     write_memory(mem, "project_freeze.md", older)
     before = head(git, project)
     result = okfgit("sync", cwd=project)
-    assert result.out == "okfgit sync: captured 2, projected 4 file(s)\n"
+    assert result.out == "okfgit sync: captured 2, projected 4 files\n"
     assert git("rev-parse", "HEAD~1", cwd=project).out.strip() == before  # exactly one commit
 
     trailers = trailers_by_git(git, project)
@@ -178,7 +178,7 @@ def test_capture_command_dry_run_writes_nothing_then_json(project: Path, mem: Pa
     assert dry.out.startswith("# commit in project (")
     assert "#   Okf-Source: claude-memory\n" in dry.out and "\n+++ b/project:memory/feedback-testing.md\n" in dry.out
     assert "\n+++ b/project:memory/index.md\n" in dry.out and "\n+++ b/project:index.md\n" in dry.out
-    assert "would capture 1 file(s)" in dry.out
+    assert "would capture 1 file" in dry.out
     assert head(git, project) == before and mtimes(mem) == files
     done = json.loads(okfgit("capture", "--json", cwd=project).out)
     assert done["enabled"] is True
@@ -338,7 +338,7 @@ def test_a_concept_changed_on_both_sides_keeps_the_master_and_commits_a_sibling(
     file, master, agent = conflict_setup(project, mem, okfgit, git)
     before = head(git, project)
     result = okfgit("sync", cwd=project)
-    assert result.out == ("okfgit sync: captured 1, 1 need a merge, projected 1 file(s), doctor: 1 error(s) in "
+    assert result.out == ("okfgit sync: captured 1, 1 need a merge, projected 1 file, doctor: 1 error in "
                           "project (`okfgit doctor` lists them)\n")  # the sibling waits for a person
     assert ("okfgit: warning: feedback_testing.md: the concept changed on both sides: in the KB "
             "(project:memory/feedback-testing.md is no longer what okfgit projected here) and in Claude memory; kept "
@@ -372,18 +372,27 @@ def test_an_edited_copy_says_only_the_copy_changed(project: Path, mem: Path, okf
     assert b"once hid a" in blob(git, project, "HEAD:.okf/memory/feedback-testing.needs-merge.md")
 
 
-def test_a_second_conflict_gets_the_next_sibling_name(project: Path, mem: Path, okfgit: Runner, git: Runner) -> None:
+def test_a_second_conflict_joins_the_one_sibling(project: Path, mem: Path, okfgit: Runner, git: Runner) -> None:
     file, _, _ = conflict_setup(project, mem, okfgit, git)
     okfgit("sync", cwd=project)
+    first = blob(git, project, "HEAD:.okf/memory/feedback-testing.needs-merge.md")
     master = project / ".okf" / "memory" / "feedback-testing.md"
     master.write_bytes(master.read_bytes().replace(b"PostgreSQL 16", b"PostgreSQL 17"))
     git("commit", "-q", "-am", "again", cwd=project)
     file.write_bytes(file.read_bytes().replace(b"hid a", b"hid a second"))
+    second = file.read_bytes()
     result = okfgit("sync", cwd=project)
-    assert "project:memory/feedback-testing.needs-merge-2.md" in result.err
+    assert "committed the agent's as project:memory/feedback-testing.needs-merge.md" in result.err
     assert git("ls-tree", "--name-only", "HEAD", ".okf/memory/", cwd=project).out.split() == [
-        ".okf/memory/feedback-testing.md", ".okf/memory/feedback-testing.needs-merge-2.md",
-        ".okf/memory/feedback-testing.needs-merge.md", ".okf/memory/index.md"]
+        ".okf/memory/feedback-testing.md", ".okf/memory/feedback-testing.needs-merge.md", ".okf/memory/index.md"]
+    sibling = blob(git, project, "HEAD:.okf/memory/feedback-testing.needs-merge.md")
+    assert sibling.startswith(first)  # the first variant, byte for byte, then the second, whole
+    assert b"\n<!-- okf:needs-merge variant: Claude memory feedback_testing.md -->\n```markdown\n" in sibling
+    assert b"hid a second" in sibling[len(first):] and split(second)[1] in sibling
+    assert "1 variant" not in okfgit("status", cwd=project, expect=2).out
+    assert "project:memory/feedback-testing.md: 2 variants in" in okfgit("status", cwd=project, expect=2).out
+    doctor = okfgit("doctor", "--scope", "project", cwd=project, expect=2).out
+    assert "1 error, 0 warnings" in doctor  # the sibling's needs-merge finding; no link inside the fence counts
 
 
 def test_a_native_rewrite_against_a_changed_concept_is_a_conformant_sibling(
@@ -468,7 +477,7 @@ def test_a_deleted_file_of_a_verified_concept_is_a_proposal_a_person_settles(
     assert blob(git, project, f"HEAD:{kb_path}") == path.read_bytes() and "status" not in okf.split(
         path.read_bytes(), "c").meta
     assert not (mem / "feedback_testing.md").exists()  # not written back while a person decides
-    assert "needs-merge siblings waiting for a person: 1" in okfgit("status", cwd=project, expect=2).out
+    assert "agent proposals waiting for a person: 1" in okfgit("status", cwd=project, expect=2).out
     okfgit("proposal", "accept", f"project:{sibling}", cwd=project)
     meta = okf.split(path.read_bytes(), "c").meta
     assert meta["status"] == "deprecated" and meta["verified"] == [{"by": "human:alice", "at": "2026-01-01"}]
@@ -524,7 +533,7 @@ def test_bad_memory_files_are_skipped_named_untouched_and_listed(
         assert f"\n  {name}: " in text
 
     result = okfgit("sync", cwd=project)
-    assert result.out == f"okfgit sync: captured 1, {len(names)} memory file(s) unreadable, projected 3 file(s)\n"
+    assert result.out == f"okfgit sync: captured 1, {len(names)} memory files unreadable, projected 3 files\n"
     for name, reason in expected.items():
         assert f"okfgit: warning: skipped {mem / name}: {reason}" in result.err
     assert [o for _, o, _ in captured_trailers(git, project)] == ["feedback_testing.md"]

@@ -69,3 +69,28 @@ def test_usage_errors_exit_2_and_name_the_problem(repo: Path, okfgit: Runner) ->
 
 def test_version(repo: Path, okfgit: Runner) -> None:
     assert okfgit("--version", cwd=repo).out.strip() == "okfgit, version 0.1.0"
+
+
+def test_no_count_is_printed_with_a_plural_left_to_the_reader() -> None:
+    """'1 concepts' and 'concept(s)': every counted noun goes through ``format.words.plural``."""
+    hedged = re.compile(r"\} [\w -]*\w\(s\)")  # f"{n} file(s)"
+    offenders = [f"{path.relative_to(ROOT)}:{n}" for path in sorted((ROOT / "okfgit").rglob("*.py"))
+                 for n, line in enumerate(path.read_text().splitlines(), 1) if hedged.search(line)]
+    assert offenders == []
+
+
+def test_one_concept_is_one_concept(project: Path, okfgit: Runner) -> None:
+    okfgit("new", "cache", "--type", "Note", "--description", "Cached a day.", "--no-edit", cwd=project)
+    doctor = okfgit("doctor", "--scope", "project", cwd=project).out
+    assert f"project tier: {project / '.okf'} (HEAD " in doctor and ", 1 concept)\n" in doctor
+    assert doctor.endswith("0 errors, 0 warnings in 1 tier; OKF v0.2 conformant: 1 of 1\n")
+
+
+@pytest.mark.parametrize("args, typo, meant", [(["serch", "x"], "serch", "search"), (["stauts"], "stauts", "status"),
+                                               (["hooks", "instal"], "instal", "install"),
+                                               (["run", "strat", "r"], "strat", "start")])
+def test_a_mistyped_verb_gets_did_you_mean(args: list[str], typo: str, meant: str, repo: Path,
+                                          okfgit: Runner) -> None:
+    result = okfgit(*args, cwd=repo, expect=2)
+    assert f"No such command {typo!r}. Did you mean {meant!r}?" in result.err
+    assert "Did you mean" not in okfgit("xyzzy", cwd=repo, expect=2).err

@@ -556,3 +556,33 @@ def test_a_warm_report_equals_a_cold_one(repo: Path, okfgit: Runner, git: Runner
     _, cold = doctor_json(okfgit, repo, expect=2)
     _, warm = doctor_json(okfgit, repo, expect=2)
     assert warm == cold and cold["errors"] and cold["warnings"]
+
+
+def test_path_valued_fields_must_name_a_file_of_the_tier(repo: Path, okfgit: Runner, git: Runner) -> None:
+    """OKF 6.2: resource, sources[].resource, computation, executor.resource, attester.resource
+    are bundle-absolute, relative to the concept's folder, or (a source, OKF 5.1) relative to
+    the bundle root; URLs and scope descriptors are no paths."""
+    fields = ("sources:\n  - id: a\n    resource: policies/p.md\n  - id: b\n    resource: /policies/p.md\n"
+              "  - id: c\n    resource: ../policies/p.md\n  - id: d\n    resource: https://example.com/x\n"
+              "  - id: e\n    resource: all queries in project acme\n  - id: f\n    resource: policies/gone.md\n"
+              "executor:\n  resource: skills/run.md\nattester:\n  resource: attesters/check.py\n"
+              "computation: ../computations/c.md\nresource: acme.sales.orders")
+    files = {
+        "policies/p.md": concept("P", "A policy.", UID.format(1)),
+        "attesters/check.py": "print('ok')\n",
+        "metrics/m.md": concept("M", "A metric.", UID.format(2)).replace("okf_source: authored\n",
+                                                                          "okf_source: authored\n" + fields + "\n"),
+    }
+    kb_repo(repo, git, FIXTURES / "kb-clean", files=files)
+    okfgit("index", "--scope", "project", cwd=repo)
+    _, report = doctor_json(okfgit, repo, "--scope", "project")
+    dangling = sorted((f["line"], f["message"]) for t in report["tiers"] for f in t["profile"]["findings"]
+                      if f["code"] == "resource-dangling")
+    text = (repo / ".okf" / "metrics" / "m.md").read_text().splitlines()
+    assert [m.split(" names")[0] for _, m in dangling] == [
+        "sources[5].resource policies/gone.md", "executor.resource skills/run.md",
+        "computation ../computations/c.md"]
+    assert [text[line - 1].strip() for line, _ in dangling] == [
+        "resource: policies/gone.md", "resource: skills/run.md", "computation: ../computations/c.md"]
+    assert all(f["severity"] == "warning" for t in report["tiers"] for f in t["profile"]["findings"]
+               if f["code"] == "resource-dangling")

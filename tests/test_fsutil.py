@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -77,4 +79,25 @@ def test_temp_names_are_the_pattern_the_sweep_removes(tmp_path: Path, monkeypatc
         replace(src, dst)  # type: ignore[arg-type]
     monkeypatch.setattr(os, "replace", spy)
     fsutil.atomic_write(tmp_path / "fact.md", b"x\n", fsync=False)
-    assert len(seen) == 1 and seen[0].startswith(".fact.md.") and fsutil.is_temp_name(seen[0])
+    fsutil.atomic_write(tmp_path / ("n" * 252 + ".md"), b"x\n", fsync=False)
+    assert len(seen) == 2 and all(re.fullmatch(r"\.okf-[0-9a-f]{16}\.okftmp", name) for name in seen)
+    assert all(fsutil.is_temp_name(name) for name in seen)
+
+
+def test_any_name_that_fits_the_file_system_is_written_atomically(tmp_path: Path) -> None:
+    longest = tmp_path / "kb" / ("é" * 126 + ".md")  # 255 bytes: the longest name ext4 takes
+    fsutil.atomic_write(longest, b"x\n", fsync=False)
+    fsutil.atomic_write(longest, b"y\n", fsync=True)
+    assert longest.read_bytes() == b"y\n" and os.listdir(longest.parent) == [longest.name]
+
+
+def test_the_sweep_removes_old_and_new_temp_names_and_nothing_else(tmp_path: Path) -> None:
+    kept = [".fact.md", "fact.okftmp", ".okf-123.okftmp", "okf-0123456789abcdef.okftmp", "notes.md"]
+    swept = [".okf-0123456789abcdef.okftmp", ".fact.md.0123456789.okftmp"]  # new; what an earlier okfgit left
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    for name in kept + swept:
+        (folder / name).write_bytes(b"x")
+    removed = fsutil.sweep_temp([folder], time.time_ns() + 10**9)
+    assert sorted(p.name for p in removed) == sorted(swept)
+    assert sorted(os.listdir(folder)) == sorted(kept)

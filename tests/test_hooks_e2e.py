@@ -216,7 +216,7 @@ def test_a_commit_that_breaks_the_kb_is_told_once_and_the_no_op_says_nothing(
     git("add", ".okf", cwd=hooked, extra_env=hook_env)
     broke = git("commit", "-q", "-m", "bad", cwd=hooked, extra_env=hook_env)
     one_hook_line(broke.err)
-    assert broke.err.endswith(", doctor: 2 error(s) in project (`okfgit doctor` lists them)\n")
+    assert broke.err.endswith(", doctor: 2 errors in project (`okfgit doctor` lists them)\n")
     (hooked / "code.txt").write_text("work\n")
     git("add", "code.txt", cwd=hooked, extra_env=hook_env)
     code = git("commit", "-q", "-m", "code only", cwd=hooked, extra_env=hook_env)
@@ -234,7 +234,7 @@ def test_a_new_kb_change_while_errors_stand_is_told_again(hooked: Path, git: Run
     path.write_bytes(BAD.replace(b"11111111-1111", b"22222222-2222").replace(b"title: Bad", b"title: Unlisted"))
     git("add", ".okf", cwd=hooked, extra_env=hook_env)
     told = git("commit", "-q", "-m", "another", cwd=hooked, extra_env=hook_env)
-    assert told.err.endswith(", doctor: 4 error(s) in project (`okfgit doctor` lists them)\n")
+    assert told.err.endswith(", doctor: 4 errors in project (`okfgit doctor` lists them)\n")
 
 
 def test_a_memory_written_on_a_branch_is_committed_there_when_you_switch(

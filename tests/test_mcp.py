@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -228,14 +229,32 @@ def test_ls_links_and_status(project: Path, okfgit: Runner, git: Runner, env: di
     assert "deprecated: superseded by decisions/cache-policy.md" in seen["old"][1][1]
 
 
-def test_without_the_sdk_mcp_exits_2_naming_the_extra(project: Path, okfgit_proc: Runner, tmp_path: Path,
-                                                      env: dict[str, str]) -> None:
+def test_without_the_sdk_mcp_and_mcp_status_name_the_command_that_installs_it(
+        project: Path, okfgit_proc: Runner, tmp_path: Path, env: dict[str, str]) -> None:
     shadow = tmp_path / "no-sdk"
     (shadow / "mcp").mkdir(parents=True)
     (shadow / "mcp" / "__init__.py").write_text("raise ImportError('no MCP SDK here')\n")
     path = str(shadow) + ((":" + env["PYTHONPATH"]) if env.get("PYTHONPATH") else "")
+    install = f"{sys.executable} -m pip install 'mcp>=2.2,<3'"  # into the environment this okfgit runs in
     result = okfgit_proc("mcp", cwd=project, extra_env={"PYTHONPATH": path}, expect=2)
-    assert "pip install 'okfgit[mcp]'" in result.err
+    assert result.err == ("okfgit: error: `okfgit mcp` needs the MCP Python SDK, which is not installed with this "
+                          f"okfgit; install it with: {install}\n")
+    status = okfgit_proc("mcp", "status", cwd=project, extra_env={"PYTHONPATH": path})
+    assert status.out.endswith(f"MCP SDK: missing, so `okfgit mcp` cannot serve; install it with: {install}\n")
+    data = json.loads(okfgit_proc("mcp", "status", "--json", cwd=project, extra_env={"PYTHONPATH": path}).out)
+    assert data["sdk"] == {"installed": False, "install": install}
+    assert okfgit_proc("mcp", "status", cwd=project).out.endswith("MCP SDK: installed\n")
+    registered = okfgit_proc("mcp", "install", "--agent", "claude", cwd=project, extra_env={"PYTHONPATH": path})
+    assert "the MCP SDK is not installed with this okfgit" in registered.err and install in registered.err
+
+
+def test_inside_pipx_the_sdk_is_injected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pipx keeps okfgit in <pipx home>/venvs/okfgit: the SDK goes there with pipx inject."""
+    from okfgit.mcp import stdio
+
+    monkeypatch.setitem(sys.modules, "mcp.server.lowlevel", None)  # the SDK, as if it were not installed
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / ".local" / "share" / "pipx" / "venvs" / "okfgit"))
+    assert stdio.sdk_missing() == "pipx inject okfgit 'mcp>=2.2,<3'"
 
 
 def test_notes_written_through_mcp_are_the_clients_not_a_persons(project: Path, okfgit: Runner, git: Runner,
@@ -265,3 +284,62 @@ def test_notes_written_through_mcp_are_the_clients_not_a_persons(project: Path, 
 
     serve(project, env, second, client=" ")
     assert ("Okf-Actor", "agent:mcp") in trailers_by_git(git, job)
+
+
+# -- the protocol, through a raw pipe ----------------------------------------------------------
+
+
+def test_every_request_is_answered_with_the_json_rpc_error_it_calls_for(project: Path, env: dict[str, str]) -> None:
+    """A line that is not a message the server can take gets JSON-RPC's error for it, not
+    silence (a client would wait out its whole timeout): sent byte for byte through the pipe."""
+    import select
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-m", "okfgit", "mcp"], cwd=project, env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def ask(line: bytes) -> dict[str, Any]:
+        proc.stdin.write(line + b"\n")  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+        ready, _, _ = select.select([proc.stdout], [], [], 60)  # a hang detector, not a timing check
+        assert ready, f"no answer to {line[:80]!r}"
+        return json.loads(proc.stdout.readline())  # type: ignore[union-attr]
+
+    def request(ident: int, method: str, **more: Any) -> bytes:
+        return json.dumps({"jsonrpc": "2.0", "id": ident, "method": method, **more}).encode()
+
+    try:
+        init = ask(request(1, "initialize", params={"protocolVersion": "2025-06-18", "capabilities": {},
+                                                    "clientInfo": {"name": "raw", "version": "1"}}))
+        assert init["id"] == 1 and "result" in init
+        proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        cases = [
+            (b'{"jsonrpc": "2.0", "id": 2, "method": ', None, -32700),  # malformed
+            (b'{"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": ' + b"[" * 100_000 + b"]" * 100_000
+             + b"}", None, -32700),  # nested 100,000 deep
+            (b"\xff\xfe not UTF-8", None, -32700),
+            (json.dumps({"jsonrpc": "1.0", "id": 4, "method": "tools/list"}).encode(), 4, -32600),
+            (request(5, "tools/call", params=["search", {"words": ["x"]}]), 5, -32602),  # params by position
+            (json.dumps({"jsonrpc": "2.0", "id": 6}).encode(), 6, -32600),  # no method
+            (json.dumps({"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}).encode(), None, -32600),
+            (b"[]", None, -32600),
+            (b"42", None, -32600),
+            (b'{"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {"a": ' + b"[" * 300 + b"]" * 300
+             + b"}}", 8, -32600),  # too deep for the SDK's own parser
+            (request(9, "no/such/method"), 9, -32601),
+            (request(10, "tools/call", params={"name": "search", "arguments": "words"}), 10, -32602),
+        ]
+        for line, ident, code in cases:
+            answer = ask(line)
+            assert answer["jsonrpc"] == "2.0" and answer["id"] == ident and answer["error"]["code"] == code, \
+                (line[:60], answer)
+        # and the server goes on serving
+        tools_list = ask(request(11, "tools/list"))
+        assert tools_list["id"] == 11 and {t["name"] for t in tools_list["result"]["tools"]} >= {"search", "cat"}
+    finally:
+        proc.stdin.close()
+        proc.wait(30)
+        proc.stdout.close()
+        assert proc.stderr is not None
+        proc.stderr.close()

@@ -90,6 +90,30 @@ def test_cat_keeps_bytes_exactly_and_folder_means_its_index(kb: Path, okfgit: Ru
     assert index.err.startswith("citation: project:decisions/index.md@")
 
 
+def test_cat_shows_its_citation_above_the_text_where_both_streams_meet(kb: Path, git: Runner,
+                                                                       env: dict[str, str]) -> None:
+    """A terminal shows stdout and stderr on one screen: the citation comes first there, and
+    stdout alone still holds the exact blob."""
+    blob = git("show", "HEAD:.okf/decisions/storage.md", cwd=kb).out
+    both = subprocess.run([sys.executable, "-m", "okfgit", "cat", "storage"], cwd=kb, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    cite = f"citation: project:decisions/storage.md@{oid7(git, kb, '.okf/decisions/storage.md')}\n"
+    assert both.returncode == 0 and both.stdout == cite + blob
+
+
+def test_search_outside_a_repository_says_the_project_tier_was_skipped(kb: Path, okfgit: Runner,
+                                                                       tmp_path: Path) -> None:
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    none = okfgit("search", "zebra", cwd=outside)
+    assert none.out == "" and none.err == ("no matching concepts\n"
+                                           "note: project tier skipped: not inside a git repository (pass --repo)\n")
+    found = okfgit("search", "tabs", cwd=outside)
+    assert found.out.startswith("global:tabs.md@") and "project tier skipped" in found.err
+    assert "project tier skipped" in okfgit("ls", cwd=outside).err
+    assert okfgit("search", "cache", cwd=kb).err == ""  # inside, with every tier there: no note
+
+
 def test_cat_ambiguous_and_not_found_exit_2(kb: Path, okfgit: Runner, git: Runner) -> None:
     err = okfgit("cat", "x", cwd=kb, expect=2).err
     a = oid7(git, kb, ".okf/notes/a/x.md")

@@ -259,6 +259,47 @@ def test_memory_file_okfgit_did_not_write_survives_every_run(kit: Kit, okfgit: R
         assert (kit.memory / "MEMORY.md").read_text().startswith("- [Prefers tabs](user_prefers_tabs.md)")
 
 
+def test_lines_a_person_wrote_in_memory_md_are_kept_before_it_is_regenerated(kit: Kit, okfgit: Runner,
+                                                                             git: Runner) -> None:
+    project(okfgit, kit)
+    index = kit.memory / "MEMORY.md"
+    okfgits = index.read_text()
+    mine = ["# What I keep telling Claude", "Always run `make lint` before committing.",
+            "- [An old note](gone.md) \u2014 a file nobody has any more"]
+    index.write_text("\n".join(mine[:2]) + "\n" + okfgits + mine[2] + "\n")
+    result = project(okfgit, kit)
+    drafts = list((kit.repo / ".git" / "okf" / "drafts").iterdir())
+    assert len(drafts) == 1 and drafts[0].name.startswith("MEMORY-lines-")
+    assert (f"{index}: was edited since okfgit wrote it; 3 lines okfgit did not write were saved to {drafts[0]} "
+            "before it was regenerated") in result.err
+    saved = drafts[0].read_text().splitlines()
+    assert saved[0].startswith(f"<!-- okfgit kept these lines from {index} on 2025-11-30T00:00:00Z")
+    assert saved[1:] == mine  # every word, in order; okfgit's own lines are not among them
+    assert index.read_text() == okfgits  # regenerated
+    project(okfgit, kit)  # okfgit's own MEMORY.md again: nothing more to keep
+    assert list((kit.repo / ".git" / "okf" / "drafts").iterdir()) == drafts
+
+
+def test_memory_md_is_not_regenerated_when_its_lines_cannot_be_kept(kit: Kit, okfgit: Runner) -> None:
+    project(okfgit, kit)
+    index = kit.memory / "MEMORY.md"
+    edited = "A line I wrote.\n" + index.read_text()
+    index.write_text(edited)
+    (kit.repo / ".git" / "okf" / "drafts").write_text("a file where the drafts folder goes\n")
+    result = project(okfgit, kit, expect=3)
+    assert f"{index}: not regenerated: could not keep the lines someone wrote there first" in result.err
+    assert index.read_text() == edited
+
+
+def test_dry_run_shows_where_memory_md_lines_would_be_kept(kit: Kit, okfgit: Runner) -> None:
+    project(okfgit, kit)
+    index = kit.memory / "MEMORY.md"
+    index.write_text("A line I wrote.\n" + index.read_text())
+    result = project(okfgit, kit, "--dry-run")
+    assert "+A line I wrote." in result.out and "MEMORY-lines-" in result.out
+    assert not (kit.repo / ".git" / "okf" / "drafts").exists()
+
+
 def test_agent_edit_of_a_projected_file_is_left_for_capture(kit: Kit, okfgit: Runner, git: Runner) -> None:
     project(okfgit, kit)
     edited = kit.memory / "testing.md"

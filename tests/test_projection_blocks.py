@@ -72,6 +72,30 @@ def test_a_deleted_end_marker_leaves_exactly_one_copy_of_the_protocol(which: str
     assert f"okfgit: warning: {path}: line" in result.err and "recognised and replaced" in result.err
 
 
+@pytest.mark.parametrize("damage", ["lost-begin", "mangled-id", "pasted-twice"])
+@pytest.mark.parametrize("which", ["claude_md", "agents_md", "codex_md"])
+def test_a_damaged_block_is_never_doubled(which: str, damage: str, kit: Kit, okfgit: Runner) -> None:
+    path = getattr(kit, which)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("# Mine\n\nHand line.\n")
+    project(okfgit, kit)
+    first = path.read_text()
+    begin = next(line for line in first.splitlines() if line.startswith("<!-- okf:begin id="))
+    block = first[first.index(begin):]
+    damaged = {"lost-begin": first.replace(begin + "\n", ""),
+               "mangled-id": first.replace(begin, begin.replace("id=", "id=x")),
+               "pasted-twice": first + "Hand line after.\n\n" + block}[damage]
+    path.write_text(damaged)
+    kit.stamp.unlink()
+    result = project(okfgit, kit)
+    text = path.read_text()
+    assert text.count("## Knowledge base (OKF)") == 1 and text.count(begin) == 1 and text.count(END) == 1
+    assert text.startswith(first) and "<!-- okf:begin id=x" not in text
+    assert f"okfgit: warning: {path}: line" in result.err
+    if damage == "pasted-twice":
+        assert text == first + "Hand line after.\n\n"  # the copy goes, the person's line stays
+
+
 def test_a_lost_end_marker_after_an_older_protocol_is_found_by_the_blob_okfgit_wrote(
         kit: Kit, okfgit: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
     """An older okfgit wrote another protocol text: the ownership record's blob OID of the file

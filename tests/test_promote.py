@@ -248,11 +248,29 @@ def test_open_pr_without_gh_prints_the_commands(project: Path, okfgit: Runner, g
     assert "--open-pr needs --branch" in okfgit("promote", "x", "--open-pr", cwd=project, expect=2).err
 
 
-def test_open_pr_without_a_remote_writes_nothing(project: Path, okfgit: Runner, git: Runner, tmp_path: Path) -> None:
+def test_open_pr_without_a_remote_promotes_and_prints_what_to_run(project: Path, okfgit: Runner, git: Runner,
+                                                                   tmp_path: Path) -> None:
+    """As the README says: a new repository without a remote gets the promotion on its branch
+    and the commands that open the pull request once it has one."""
     _run_with_notes(project, okfgit)
+    top = _head(git, project)
+    result = okfgit("promote", "warm-the-cache", "--branch", "harvest", "--open-pr", cwd=project)
+    body_file = project / ".git" / "okf" / "pr-bodies" / "harvest.md"
+    tail = result.out.split(f"{project} has no remote yet (add one, then push); the body is kept in {body_file}; "
+                            f"to open the pull request, run in {project}:\n", 1)[1]
+    assert tail.split("\n")[:2] == ["git remote add origin '<url>'", "git push --set-upstream origin harvest"]
+    assert _head(git, project) == top and git("branch", "--list", "harvest", cwd=project).out.strip() == "harvest"
+    assert body_file.is_file()
+
+
+def test_open_pr_to_a_remote_the_repository_lacks_writes_nothing(project: Path, okfgit: Runner, git: Runner,
+                                                                 tmp_path: Path) -> None:
+    _run_with_notes(project, okfgit)
+    _origin(git, project, tmp_path)
     heads = _head(git, project), _head(git, _job(project))
-    result = okfgit("promote", "warm-the-cache", "--branch", "harvest", "--open-pr", cwd=project, expect=2)
-    assert "git remote add origin <url>" in result.err and "nothing was written" in result.err
+    result = okfgit("promote", "warm-the-cache", "--branch", "harvest", "--open-pr", "--remote", "orgin",
+                    cwd=project, expect=2)
+    assert "(it has: origin)" in result.err and "nothing was written" in result.err
     assert result.out == "" and "git push" not in result.err
     assert (_head(git, project), _head(git, _job(project))) == heads
     assert not git("branch", "--list", "harvest", cwd=project).out

@@ -116,7 +116,18 @@ def test_an_empty_range_is_exit_2_not_merge(tmp_path: Path, okfgit: Runner, git:
         result = okfgit("review", *args, cwd=repo, expect=2)
         assert result.out == "" and "nothing to review" in result.err, result
     git("checkout", "-q", "main", cwd=repo)
-    assert "nothing to review: main...HEAD is empty" in okfgit("review", cwd=repo, expect=2).err
+    on_main = okfgit("review", cwd=repo, expect=2).err
+    assert "nothing to review: main...HEAD is empty" in on_main
+    assert "HEAD is main itself, the base" in on_main and "`okfgit review HEAD~1..HEAD`" in on_main
+
+
+def test_json_is_spelled_as_every_other_verb_spells_it(tmp_path: Path, okfgit: Runner, env: dict[str, str]) -> None:
+    repo = build.build("clean-addition", tmp_path / "r", env)
+    as_json = okfgit("review", "main...feature", "--json", cwd=repo)
+    assert as_json.out == okfgit("review", "main...feature", "--format", "json", cwd=repo).out
+    assert json.loads(as_json.out)["verdict"] == "merge"
+    both = okfgit("review", "main...feature", "--json", "--format", "markdown", cwd=repo, expect=2)
+    assert "--json and --format markdown ask for two formats" in both.err
 
 
 def test_approved_by_clears_needs_human(tmp_path: Path, okfgit: Runner, env: dict[str, str]) -> None:

@@ -264,7 +264,7 @@ def test_an_edit_in_the_run_is_shown_then_committed_by_sync_as_the_agents(projec
                                                                             "change": "added"}]
     # the next `okfgit sync` commits the two, as the agent's, with the note's index; the log waits
     out = okfgit("sync", cwd=project)
-    assert "committed 2 edited run file(s), 1 run file(s) waiting for a person" in out.out
+    assert "committed 2 edited run files, 1 run file waiting for a person" in out.out
     assert "job/r1:log.md (modified) waits for a person" in out.err
     assert git("rev-parse", "HEAD~1", cwd=job).out.strip() == head
     assert git("diff", "--name-only", "HEAD~1", "HEAD", cwd=job).out.split() == [
@@ -275,5 +275,5 @@ def test_an_edit_in_the_run_is_shown_then_committed_by_sync_as_the_agents(projec
     assert okfgit("sync", cwd=project).out == "okfgit sync: up to date\n"
     # an in-place edit after that is seen by the next sync, not stamped away as up to date
     state.write_text(state.read_text().replace("Cache warmed", "Cache warmed twice"))
-    assert "committed 1 edited run file(s)" in okfgit("sync", cwd=project).out
+    assert "committed 1 edited run file," in okfgit("sync", cwd=project).out
     fsck(git, job)

@@ -53,7 +53,7 @@ def test_a_memory_repeating_a_decision_becomes_a_proposal_beside_it(project: Pat
     assert not (folder / "edge_cache.md").exists() and (folder / "edge-caching.md").exists()
     assert "edge_cache" not in (folder / "MEMORY.md").read_text()
     # a person decides: status and doctor name it until then
-    assert "needs-merge siblings waiting for a person: 1" in okfgit("status", cwd=project, expect=2).out
+    assert "agent proposals waiting for a person: 1" in okfgit("status", cwd=project, expect=2).out
     assert okfgit("sync", cwd=project).out == "okfgit sync: up to date\n"
     # it adds nothing: a person drops it, and the concept it repeats is the one fact
     okfgit("proposal", "drop", "project:decisions/edge-caching.needs-merge.md", cwd=project)

@@ -84,12 +84,13 @@ captures pending: 2
 conflicts: 1
   feedback_testing.md: the concept changed on both sides: in the KB (project:memory/feedback-testing.md is no \
 longer what okfgit projected here) and in Claude memory; sync keeps the KB's and commits the agent's as \
-project:memory/feedback-testing.needs-merge-2.md
+project:memory/feedback-testing.needs-merge.md
 unreadable memory files (left untouched): 1
   bad.md: invalid YAML frontmatter (line 2): did not find expected ',' or ']'
-needs-merge siblings waiting for a person: 1
-  project:memory/feedback-testing.needs-merge.md: merge what matters into memory/feedback-testing.md, then delete it \
-(or `okfgit proposal accept|drop project:memory/feedback-testing.needs-merge.md`)
+needs-merge variants waiting for a person: 1 concept
+  project:memory/feedback-testing.md: 1 variant in memory/feedback-testing.needs-merge.md; merge what matters into \
+memory/feedback-testing.md, then delete it (or `okfgit proposal accept|drop \
+project:memory/feedback-testing.needs-merge.md`)
 projected files an agent deleted (not written back; sync proposes deprecating them): 1
   gone.md
 projections stale: 1
@@ -97,14 +98,14 @@ projections stale: 1
 git hooks: 4 of 4 installed in @REPO@/.git/hooks
 claude code hooks: absent (@HOME@/.claude/settings.json)
 run `okfgit sync` to bring everything in line
-needs a person: 2 needs-merge sibling(s) to merge; 1 memory file(s) okfgit cannot capture
+needs a person: 1 concept with needs-merge variants to merge; 1 memory file okfgit cannot capture
 """
     st = json.loads(okfgit("status", "--json", cwd=project, expect=2).out)
     cap = st["capture"]
     assert (cap["enabled"], cap["reason"], cap["machine"], cap["project"]) == (True, ON, "unset", "unset")
     assert cap["pending"] == [
         {"origin": "feedback_testing.md", "action": "conflict", "tier": "project",
-         "path": "memory/feedback-testing.needs-merge-2.md"},
+         "path": "memory/feedback-testing.needs-merge.md"},
         {"origin": "project_freeze.md", "action": "new", "tier": "project", "path": "memory/release-freeze.md"},
         {"origin": "gone.md", "action": "deprecate", "tier": "project", "path": "memory/gone.md"}]
     assert cap["unreadable"] == [{"origin": "bad.md",
@@ -171,15 +172,17 @@ def test_a_needs_merge_sibling_waiting_for_a_person_is_listed_and_exits_2(projec
     conflict_setup(project, mem, okfgit, git)
     okfgit("sync", cwd=project)  # commits the agent's variant as a sibling
     result = okfgit("status", cwd=project, expect=2)
-    assert ("needs-merge siblings waiting for a person: 1\n  project:memory/feedback-testing.needs-merge.md: merge "
-            "what matters into memory/feedback-testing.md, then delete it (or `okfgit proposal accept|drop "
-            "project:memory/feedback-testing.needs-merge.md`)\n") in result.out
-    assert result.out.endswith("needs a person: 1 needs-merge sibling(s) to merge\n")
+    assert ("needs-merge variants waiting for a person: 1 concept\n  project:memory/feedback-testing.md: 1 variant in "
+            "memory/feedback-testing.needs-merge.md; merge what matters into memory/feedback-testing.md, then "
+            "delete it (or `okfgit proposal accept|drop project:memory/feedback-testing.needs-merge.md`)\n") \
+        in result.out
+    assert result.out.endswith("needs a person: 1 concept with needs-merge variants to merge\n")
     assert "in sync" not in result.out
     recorded = state.load(project / ".git").needs_merge
     assert recorded == ["project:memory/feedback-testing.needs-merge.md"]  # what status read
     (project / ".git" / "okf" / "state.db").unlink()  # no projection recorded: the tree is walked
-    assert "project:memory/feedback-testing.needs-merge.md: merge" in okfgit("status", cwd=project, expect=2).out
+    assert "project:memory/feedback-testing.md: 1 variant in memory/feedback-testing.needs-merge.md; merge" in \
+        okfgit("status", cwd=project, expect=2).out
     okfgit("sync", cwd=project)
     git("rm", "-q", ".okf/memory/feedback-testing.needs-merge.md", cwd=project)
     git("commit", "-q", "-m", "merged by a person", cwd=project)
@@ -216,7 +219,7 @@ def test_doctors_errors_are_listed_and_exit_2(project: Path, mem: Path, home: Pa
     assert ("doctor errors: 2 (`okfgit doctor` says more)\n"
             "  project:bad.md:10: dangling-link: link to missing.md: missing.md does not exist in the tier\n"
             "  project:index.md: index-omission: does not list bad.md (run `okfgit index`)\n") in out
-    assert out.endswith("needs a person: 2 doctor error(s)\n")
+    assert out.endswith("needs a person: 2 doctor errors\n")
     report = json.loads(okfgit("status", "--json", cwd=project, expect=2).out)
     assert [(f["file"], f["code"]) for f in report["doctor_errors"]] == [("project:bad.md", "dangling-link"),
                                                                           ("project:index.md", "index-omission")]

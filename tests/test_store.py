@@ -100,6 +100,21 @@ def test_new_with_editor_commits_what_was_typed(project: Path, okfgit: Runner, g
     assert "description: Typed in the editor.\n" in data and data.endswith("More words.\n")
 
 
+def test_a_commit_made_while_the_person_types_is_built_on(project: Path, okfgit: Runner, git: Runner,
+                                                          tmp_path: Path) -> None:
+    # The editor commits the person's other work while they type: the branch moves under okfgit.
+    editor = _editor(tmp_path, "import subprocess\n"
+                               "open('work.txt', 'w').write('other work\\n')\n"
+                               "subprocess.run(['git', 'add', 'work.txt'], check=True)\n"
+                               "subprocess.run(['git', 'commit', '-qm', 'other work'], check=True)\n"
+                               "open(p, 'w').write(text + 'Typed while committing.\\n')\n")
+    okfgit("new", "typed", "--description", "Typed.", "--edit", cwd=project, extra_env={"EDITOR": editor})
+    assert git("log", "--format=%s", "-2", cwd=project).out == "okf: add typed.md\nother work\n"
+    assert git("show", "HEAD:.okf/typed.md", cwd=project).out.endswith("Typed while committing.\n")
+    assert "[Typed](typed.md)" in git("show", "HEAD:.okf/index.md", cwd=project).out
+    assert not (project / ".git" / "okf" / "drafts").exists()
+
+
 def test_new_keeps_the_typed_text_when_it_is_invalid(project: Path, okfgit: Runner, git: Runner,
                                                      tmp_path: Path) -> None:
     editor = _editor(tmp_path, "open(p, 'w').write(text.replace('title: Oops', 'title: [oops') + 'my words\\n')\n")

@@ -102,7 +102,7 @@ def test_one_sync_loads_the_state_once_and_saves_it_once(project: Path, mem: Pat
     real_load, real_save = state.load, state.save
     monkeypatch.setattr(state, "load", lambda *a: loads.append(a) or real_load(*a))
     monkeypatch.setattr(state, "save", lambda st: saves.append(st) or real_save(st))
-    assert okfgit("sync", cwd=project).out == "okfgit sync: projected 1 file(s)\n"
+    assert okfgit("sync", cwd=project).out == "okfgit sync: projected 1 file\n"
     assert (len(loads), len(saves)) == (1, 1)
     # capture adopted the copy in the state it handed to projection, which put the concept back
     assert head(git, project) == before
@@ -204,7 +204,7 @@ def test_mid_rebase_capture_is_deferred_and_projection_still_runs(project: Path,
     git("rebase", "other", cwd=project, expect=1)  # stops on the conflict
     write_memory(mem, "feedback_testing.md", CURRENT)
     result = okfgit("sync", cwd=project)
-    assert result.out == ("okfgit sync: rebase in progress: finish it, then okfgit sync, projected 2 file(s)\n")
+    assert result.out == ("okfgit sync: rebase in progress: finish it, then okfgit sync, projected 2 files\n")
     assert "okfgit: warning: capture deferred: " in result.err and "in the middle of a rebase" in result.err
     assert (mem / "feedback_testing.md").read_bytes() == CURRENT  # waits for the next sync, untouched
     assert (project / "AGENTS.md").exists()
@@ -272,14 +272,14 @@ def test_a_failed_target_makes_sync_exit_3_after_capturing(project: Path, mem: P
     agents = project / "AGENTS.md"
     agents.write_bytes(b"\xff\xfe not utf-8\n")  # a block file okfgit refuses to rewrite
     result = okfgit("sync", cwd=project, expect=3)
-    assert "captured 1" in result.out and "1 target(s) failed" in result.out
+    assert "captured 1" in result.out and "1 target failed" in result.out
     assert agents.read_bytes() == b"\xff\xfe not utf-8\n"
     assert ("Okf-Source", "claude-memory") in trailers_by_git(git, project)
     assert (mem / "feedback_testing.md").read_bytes() == blob(git, project, "HEAD:.okf/memory/feedback-testing.md")
     # not a no-op until the target is fixed
     assert okfgit("sync", cwd=project, expect=3).code == 3
     agents.unlink()
-    assert "projected 1 file(s)" in okfgit("sync", cwd=project).out
+    assert "projected 1 file" in okfgit("sync", cwd=project).out
     assert json.loads(okfgit("status", "--json", cwd=project).out)["in_sync"] is True
     assert yaml is not None
 
@@ -361,7 +361,7 @@ def test_dry_run_shows_capture_and_projection_and_writes_nothing(project: Path, 
     result = okfgit("sync", "--dry-run", cwd=project)
     assert "+++ b/project:memory/feedback-testing.md" in result.out  # the capture commit, as a diff
     assert f"+++ b/{project / 'AGENTS.md'}" in result.out  # the projection, as a diff
-    assert result.out.rstrip().endswith("okfgit sync (dry run): would capture 1, would project 2 file(s)")
+    assert result.out.rstrip().endswith("okfgit sync (dry run): would capture 1, would project 2 files")
     assert head(git, project) == top
     assert sorted(p.name for p in mem.iterdir()) == before and not (project / "AGENTS.md").exists()
     assert not (project / ".git" / "okf" / "sync.json").exists()

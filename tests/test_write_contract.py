@@ -58,9 +58,15 @@ def test_git_hook_install_is_a_plan_that_dry_run_renders_and_apply_performs(repo
 
 
 def test_a_failed_write_puts_back_the_file_moved_aside(tmp_path: Path) -> None:
-    theirs = tmp_path / ("h" * 250)  # a name git allows, too long for the temp file beside it: the write fails
+    # A folder so deep that the file's path fits PATH_MAX (4,096 bytes) and the temp file's,
+    # 27 bytes longer, does not: the write fails after the move.
+    folder = tmp_path
+    while len(str(folder)) < 4080:
+        folder = folder / ("d" * min(200, 4080 - len(str(folder)) - 1))
+    folder.mkdir(parents=True)
+    theirs = folder / "h"
     theirs.write_text("theirs\n")
-    kept = tmp_path / "hook.legacy"
+    kept = folder / "k"
     plan = plan_mod.Plan(moves=[plan_mod.FileMove(theirs, kept, "keep theirs")],
                          writes=[plan_mod.FileWrite(theirs, b"ours\n", "ours", fsync=False)])
     done = plan_mod.apply(Context({}, tmp_path), plan)

@@ -370,3 +370,75 @@ def test_a_temp_file_a_killed_cache_write_left_is_swept_by_the_next_reader(proje
     forget_facts(project / ".git")  # the next read stores its facts again
     assert "fact" in okfgit("ls", cwd=project).out
     assert not left.exists() and live.exists()
+
+
+# -- a person's commit landing while okfgit plans ----------------------------------------------
+
+
+def commits_while_okfgit_plans(monkeypatch: pytest.MonkeyPatch, git: Runner, repo: Path, times: int) -> list[str]:
+    """Make a person's real commit in ``repo`` right before each of okfgit's next ``times``
+    commits (between its plan and its commit: the moment a racing `git commit` lands);
+    returns the commits made."""
+    from okfgit import plan
+
+    real = plan.ensure_repo
+    made: list[str] = []
+
+    def racing(ctx, tier):  # noqa: ANN001, ANN202
+        if len(made) < times:
+            (repo / "work.txt").write_text(f"a person's work {len(made)}\n")
+            git("add", "work.txt", cwd=repo)
+            git("commit", "-q", "-m", f"work {len(made)}", cwd=repo)
+            made.append(head(git, repo))
+        return real(ctx, tier)
+
+    monkeypatch.setattr(plan, "ensure_repo", racing)
+    return made
+
+
+def test_new_plans_again_on_a_person_commit_that_landed_meanwhile(project: Path, okfgit: Runner, git: Runner,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    theirs = commits_while_okfgit_plans(monkeypatch, git, project, times=2)
+    result = okfgit("new", "cache", "--description", "Cached a day.", "--no-edit", cwd=project)
+    assert result.out.startswith("created project:cache.md@") and result.err == ""
+    assert len(theirs) == 2
+    assert git("rev-parse", "HEAD^", cwd=project).out.strip() == theirs[-1]  # built on the person's commit
+    assert git("show", "--name-only", "--format=", "HEAD", cwd=project).out.split() == [".okf/cache.md",
+                                                                                          ".okf/index.md"]
+    assert (project / "work.txt").read_text() == "a person's work 1\n"
+    assert "[Cache](cache.md)" in (project / ".okf" / "index.md").read_text()
+    assert porcelain(git, project) == "" and index_matches_head(git, project)
+    fsck(git, project)
+
+
+def test_sync_captures_on_top_of_a_person_commit_and_defers_when_the_branch_keeps_moving(
+        project: Path, okfgit: Runner, git: Runner, env: dict[str, str], home: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.test_capture import memory, write_memory
+
+    mem = memory(project, env, home)
+    fact = write_memory(mem, "freeze.md", b"---\nname: freeze\ndescription: Freeze on Thursday.\ntype: project\n---\nx\n")
+    raced = commits_while_okfgit_plans(monkeypatch, git, project, times=99)
+    deferred = okfgit("sync", cwd=project)  # every try finds the branch moved
+    assert deferred.out.startswith("okfgit sync: capture deferred (repository busy)")
+    assert "capture failed" not in deferred.out and len(raced) == 5
+    assert fact.read_bytes().startswith(b"---\nname: freeze\n")  # untouched, waiting
+    raced.clear()
+    monkeypatch.undo()
+    theirs = commits_while_okfgit_plans(monkeypatch, git, project, times=1)
+    synced = okfgit("sync", cwd=project)
+    assert synced.out.startswith("okfgit sync: captured 1,")
+    assert git("rev-parse", "HEAD^", cwd=project).out.strip() == theirs[0]
+    assert "Okf-Operation: capture" in git("log", "-1", "--format=%B", cwd=project).out
+    assert (project / "work.txt").read_text() == "a person's work 0\n"
+    assert porcelain(git, project, ".okf", "work.txt") == ""
+    fsck(git, project)
+
+
+def test_new_gives_up_when_the_branch_never_stops_moving(project: Path, okfgit: Runner, git: Runner,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    commits_while_okfgit_plans(monkeypatch, git, project, times=99)
+    result = okfgit("new", "cache", "--description", "Cached a day.", "--no-edit", cwd=project, expect=3)
+    assert "moved while okfgit was preparing this change" in result.err
+    assert "planned again 4 times and the branch moved every time" in result.err
+    assert not (project / ".okf" / "cache.md").exists()

@@ -9,6 +9,7 @@ import click
 from okfgit.verbs import adopt
 from okfgit import plan as plan_mod
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, scope_option, warn, with_progress, workspace
+from okfgit.format.words import plural
 
 
 @click.command("adopt")
@@ -29,8 +30,9 @@ def adopt_cmd(src: Path | None, scope: str, folder: str | None, dry_run: bool, r
     Only missing keys are added (okf_id, scope, title from the filename,
     description from the first sentence, okf_source: authored, and type: Note when
     there is none); every other key and every body byte stays as it was, but for
-    bundle-absolute links (/x.md), which are re-rooted under SUBDIR (/SUBDIR/x.md)
-    and listed. Missing index.md files are written; an existing index.md keeps its
+    bundle-absolute links (/x.md), which are re-rooted under SUBDIR (/SUBDIR/x.md),
+    and the paths in sources[].resource and the other path-valued fields (x/y.md:
+    SUBDIR/x/y.md, /x/y.md: /SUBDIR/x/y.md), each listed. Missing index.md files are written; an existing index.md keeps its
     form and gains only missing entries (so the root index links SUBDIR). Non-markdown files
     are copied byte for byte; hidden files and folders are skipped. Unreadable input (invalid
     YAML, not UTF-8, binary, symlinks, a file that would overwrite a different
@@ -54,14 +56,14 @@ def adopt_cmd(src: Path | None, scope: str, folder: str | None, dry_run: bool, r
     if result.plan.empty:
         click.echo(f"nothing to adopt in {where} (every concept already has okfgit's keys)")
     elif not dry_run:
-        click.echo(f"adopted {len(result.adopted)} concepts into {where} ({(result.commit or '')[:7]}): "
-                   f"{len(result.copied)} other files copied as they are, "
+        click.echo(f"adopted {plural(len(result.adopted), 'concept')} into {where} ({(result.commit or '')[:7]}): "
+                   f"{plural(len(result.copied), 'other file')} copied as they are, "
                    f"{len(result.indexes)} index.md written")
     if result.rewrites and not dry_run:
-        click.echo(f"re-rooted {len(result.rewrites)} bundle-absolute link{'s' if len(result.rewrites) != 1 else ''} "
-                   f"under /{result.folder}/:")
+        click.echo(f"re-rooted {plural(len(result.rewrites), 'path')} under /{result.folder}/ (bundle-absolute links, "
+                   "path-valued frontmatter fields):")
         click.echo("\n".join(f"  {r}" for r in result.rewrites))
     warn(result.notes)
-    warn([f"link did not resolve in the source either (kept as written): {r}" for r in result.unresolved])
+    warn([f"link or path did not resolve in the source either (kept as written): {r}" for r in result.unresolved])
     if result.skipped:
         warn([f"skipped hidden entries: {', '.join(result.skipped)}"])

@@ -5,6 +5,7 @@ from pathlib import Path
 import click
 
 from okfgit.commands._common import emit_json, json_option, repo_option, run_option, warn, with_progress, workspace
+from okfgit.format.words import plural
 
 
 @click.command("capture")
@@ -48,9 +49,9 @@ def summary(report: object, dry_run: bool) -> str:
     if not report.enabled:
         return report.reason
     verb = "would capture" if dry_run else "captured"
-    counts = f"{verb} {len(report.captured)} file(s)"
+    counts = f"{verb} {plural(len(report.captured), 'file')}"
     if report.conflicts:
-        counts += f", {len(report.conflicts)} conflict(s) kept as needs-merge siblings"
+        counts += f", {plural(len(report.conflicts), 'conflict')} kept as needs-merge siblings"
     parts = [counts, f"{len(report.unchanged)} unchanged", f"{len(report.skipped)} skipped"]
     if report.held:
         parts.append(f"{len(report.held)} waiting for a tier")

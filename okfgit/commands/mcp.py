@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from okfgit.commands._common import emit_json, json_option, repo_option, run_option, workspace
+from okfgit.commands._common import emit_json, json_option, repo_option, run_option, warn, workspace
 from okfgit.context import Context
 
 if TYPE_CHECKING:
@@ -24,7 +24,8 @@ def mcp_cmd(click_ctx: click.Context, repo: Path | None, run: str | None) -> Non
     the tools search, cat, ls, links and status read every tier at HEAD (kept warm,
     refreshed when a tier's HEAD moves), and note and log write to the active run's
     job tier only. Each tier's index.md files are resources okf://<tier>/<path>.
-    Needs the MCP SDK: pip install 'okfgit[mcp]'."""
+    Needs the MCP Python SDK, an optional extra (`pipx inject okfgit 'mcp>=2.2,<3'`
+    after `pipx install .`; `okfgit mcp status` says whether it is there)."""
     if click_ctx.invoked_subcommand is not None:
         return
     from okfgit.mcp import tools as mcp
@@ -58,9 +59,15 @@ def install_cmd(agent: str, scope: str | None, dry_run: bool, repo: Path | None,
     entry and byte of the file. Running it again changes nothing."""
     from okfgit.verbs import mcp_install
 
+    from okfgit.mcp import stdio as mcp_stdio
+
     ctx, ws = workspace(repo)
     change = mcp_install.plan_install(ctx, mcp_install.target(ctx, ws.project_repo, agent, scope))
     _report(ctx, change, dry_run, as_json)
+    missing = mcp_stdio.sdk_missing()
+    if missing is not None:
+        warn([f"the MCP SDK is not installed with this okfgit, so the server {agent} starts will stop at once; "
+              f"install it with: {missing}"])
 
 
 @mcp_cmd.command("uninstall")
@@ -85,11 +92,13 @@ def uninstall_cmd(agent: str, scope: str | None, dry_run: bool, repo: Path | Non
 @json_option
 def status_cmd(repo: Path | None, as_json: bool) -> None:
     """For each agent and scope: whether okfgit's server entry is installed, outdated
-    or absent, in which file; and whether `okfgit` is on PATH for agents to start."""
+    or absent, in which file; whether `okfgit` is on PATH for agents to start; and
+    whether the MCP SDK is installed (with the command that installs it when not)."""
+    from okfgit.mcp import stdio as mcp_stdio
     from okfgit.verbs import mcp_install
 
     ctx, ws = workspace(repo)
-    st = mcp_install.status(ctx, ws.project_repo)
+    st = mcp_install.status(ctx, ws.project_repo, sdk_missing=mcp_stdio.sdk_missing())
     if as_json:
         emit_json(st.to_json())
     else:

@@ -28,8 +28,19 @@ def _reading(f: F) -> F:
 
 
 def _view(repo: Path | None, run: str | None, scope: str) -> merged.Merged:
+    return _view_and_notes(repo, run, scope)[0]
+
+
+def _view_and_notes(repo: Path | None, run: str | None, scope: str) -> tuple[merged.Merged, list[str]]:
+    """The view, and the notes of the tiers ``--scope all`` left out (``Workspace.present``)."""
     _, ws = workspace(repo, run)
-    return merged.merged_view(ws, scope)
+    return merged.merged_view(ws, scope), ws.present(scope)[1] if scope == "all" else []
+
+
+def _outside(notes: list[str]) -> list[str]:
+    """The notes a reader needs even when something was found: the project tier skipped
+    because the command ran outside a repository."""
+    return [n for n in notes if n.startswith("project tier skipped")]
 
 
 @click.command("ls")
@@ -40,8 +51,10 @@ def ls_cmd(path: str, scope: str, repo: Path | None, run: str | None, as_json: b
     tiers at HEAD, each concept cited as tier:path@oid with its type, title and
     description. PATH may name a tier, e.g. `project:decisions`; then that tier's
     concepts are listed even where a more specific tier shadows them."""
-    view = _view(repo, run, scope)
+    view, notes = _view_and_notes(repo, run, scope)
     listing = nav.ls(view, path)
+    for note in _outside(notes):
+        click.echo(f"note: {note}", err=True)
     if as_json:
         emit_json(nav.listing_json(view, listing))
         return
@@ -52,8 +65,9 @@ def ls_cmd(path: str, scope: str, repo: Path | None, run: str | None, as_json: b
 @click.argument("ref")
 @_reading
 def cat_cmd(ref: str, scope: str, repo: Path | None, run: str | None, as_json: bool) -> None:
-    """Print the concept REF exactly as committed (the blob's bytes on stdout), then
-    its citation on stderr as `citation: <tier>:<path>@<oid7>`.
+    """Print the concept REF exactly as committed (the blob's bytes on stdout), its
+    citation first, on stderr, as `citation: <tier>:<path>@<oid7>` (a terminal shows it
+    above the text; redirected, stdout holds the exact bytes).
 
     REF is a citation pasted back (`project:x.md@1234567`; a stale @oid is a
     warning), an okf_id, a KB path (decisions/x.md; a folder/ means its index.md),
@@ -69,7 +83,8 @@ def cat_cmd(ref: str, scope: str, repo: Path | None, run: str | None, as_json: b
     if as_json:
         emit_json(nav_render.cat_json(view, hit, data))
         return
-    click.echo(data, nl=False)
+    # Everything about the concept goes to stderr before its bytes go to stdout (click
+    # flushes each line), so a terminal shows the citation above the text.
     click.echo(f"citation: {hit.citation}", err=True)
     if hit.concept is not None:
         for shadowed in view.shadows(hit.concept):
@@ -78,6 +93,7 @@ def cat_cmd(ref: str, scope: str, repo: Path | None, run: str | None, as_json: b
             click.echo(note, err=True)
     if hit.problem:
         warn([refs.unreadable(hit)])
+    click.echo(data, nl=False)
 
 
 @click.command("links")
@@ -122,7 +138,7 @@ def search_cmd(words: tuple[str, ...], like: str | None, type_: str | None, tags
     --similar REF lists instead the concepts whose words (title, description and
     body) are most like REF's, with how alike (0 to 1); at 0.85 or more they are
     near-duplicates: one fact said twice."""
-    view = _view(repo, run, scope)
+    view, notes = _view_and_notes(repo, run, scope)
     if like is not None:
         _similar(view, like, words, type_, tags, limit, as_json)
         return
@@ -134,6 +150,8 @@ def search_cmd(words: tuple[str, ...], like: str | None, type_: str | None, tags
             click.echo(nav_render.concept_line(view, concept))
         if not found.hits:
             click.echo("no matching concepts", err=True)
+    for note in notes if not found.hits else _outside(notes):
+        click.echo(f"note: {note}", err=True)
     if found.more_note:
         click.echo(found.more_note, err=True)
 

@@ -15,6 +15,7 @@ import click
 from okfgit.commands._common import emit_json, json_option, quiet_failures, repo_option, run_option, warn
 from okfgit.errors import UsageError
 from okfgit.local import noop
+from okfgit.format.words import plural
 
 if TYPE_CHECKING:
     from okfgit.targets.budget import Explanation
@@ -122,7 +123,7 @@ def _explained(ex: Explanation) -> str:
         lines.append(f"  recall: the {len(ex.recall)} newest memory files, in the order Claude Code ranks them:")
         for rank, (name, citation) in enumerate(ex.recall, start=1):
             lines.append(f"    {rank:>3}. {name}  {citation or NOT_OURS}")
-        lines.append(f"  in neither: {len(ex.neither)} concept(s)" + (":" if ex.neither else ""))
+        lines.append(f"  in neither: {plural(len(ex.neither), 'concept')}" + (":" if ex.neither else ""))
         lines.extend(f"    {citation}" for citation in ex.neither[:20])
         if len(ex.neither) > 20:
             lines.append(f"    ... and {len(ex.neither) - 20} more (--json lists them all)")

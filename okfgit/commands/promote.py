@@ -47,7 +47,8 @@ def promote_cmd(refs: tuple[str, ...], from_: str, to: str, branch: str | None, 
     if dry_run:
         click.echo(promote.dry_run(ctx, pp))
         return
-    done = promote.promote(ctx, pp)
+    done = promote.promote(ctx, pp, replan=lambda: promote.plan_promotion(ctx, ws, refs, from_, to, branch=branch,
+                                                                          folder=folder))
     pr = pull_request.open_pr(ctx, done, remote) if open_pr else None
     if as_json:
         emit_json(pull_request.to_json(done, pr))
@@ -73,7 +74,7 @@ def _print(done: promote.Promotion, pr: pull_request.PullRequest | None) -> None
         return
     warn(pr.notes)
     if not pr.ran:
-        click.echo(f"gh is not on PATH; the body is kept in {pr.body_file}; to open the pull request, run in "
+        click.echo(f"{pr.why_not}; the body is kept in {pr.body_file}; to open the pull request, run in "
                    f"{pp.destination.repo_path}:\n{pr.shell()}")
     elif pr.error is None:
         click.echo(f"pushed {pp.branch}; body kept in {pr.body_file}\nopened the pull request: {pr.output}")

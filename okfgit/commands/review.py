@@ -32,14 +32,16 @@ _FORMATS = ("json", "markdown", "text")
 @click.option("--verdict", "outcome", type=click.Choice(review.OUTCOMES), default=None,
               help="A maintainer's outcome, recorded in the okf-review block over the checks' verdict: amend (this "
                    "head is not merged as it stands; the amended head is reviewed again) or close.")
+@click.option("--json", "as_json", is_flag=True, help="The report as JSON, as every other verb's --json (the same as "
+              "--format json).")
 @click.option("--full", is_flag=True, help="Markdown without the size bound (every concept's detail).")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
               help="Also write the full, unbounded report in the chosen format to FILE (for a CI artifact).")
 @click.option("--verbose", "-v", is_flag=True, help="Text: show the content of each added concept.")
 @repo_option
 def review_cmd(range_: str | None, base: str | None, fmt: str, pr_body: str | None,
-               approved_by: tuple[str, ...], approvals_checked: str, outcome: str | None, full: bool,
-               output: Path | None, verbose: bool,
+               approved_by: tuple[str, ...], approvals_checked: str, outcome: str | None, as_json: bool,
+               full: bool, output: Path | None, verbose: bool,
                repo: Path | None) -> int:
     """Review the project tier's (.okf/) changes between BASE and HEAD: concepts
     added (with their content), modified (field by field, body as a diff), removed
@@ -55,6 +57,10 @@ def review_cmd(range_: str | None, base: str | None, fmt: str, pr_body: str | No
     merge, 2 for request-changes or needs-human (or a maintainer's --verdict amend
     or close), so CI can gate on it.
     """
+    if as_json:
+        if fmt not in ("text", "json"):
+            raise click.UsageError(f"--json and --format {fmt} ask for two formats; give one")
+        fmt = "json"
     ctx, ws = workspace(repo)
     result = review.review(with_progress(ctx, quiet=fmt == "json"), ws, range_, pr_body, base_ref=base,
                            approved_by=approved_by, approvals_checked=approvals_checked, outcome=outcome)

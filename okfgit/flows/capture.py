@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from okfgit.format import actors, agent_memory, lifecycle, names
+from okfgit.format import actors, agent_memory, lifecycle, names, needs_merge
 from okfgit.format.trailers import path_field
 from okfgit.format import concept as okf
 from okfgit.local import journal, state
@@ -38,10 +38,11 @@ from okfgit.knowledge import capture_policy as switch
 from okfgit.knowledge.cards import TierCard, TierCards
 from okfgit.targets import gemini_home
 from okfgit.targets.claude_home import memory_dir
+from okfgit.targets.claude_memory import origin_problem
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
 from okfgit.git.objects import blob_oid
-from okfgit.plan import Plan, TierCommit, apply, writing
+from okfgit.plan import Plan, TierCommit, apply, retry_moved, writing
 from okfgit.knowledge.tiers import Tier, Workspace, check_scope
 
 if TYPE_CHECKING:  # index_md is read where a capture writes an index (sync's usual run writes none)
@@ -385,6 +386,11 @@ def _read_folder(source: Source, st: state.State, report: Report,
         if _CONTROL.search(origin):
             report.skipped.append((label, "the file name has control characters; rename it to capture it"))
             continue
+        unmirrorable = origin_problem(origin)
+        if unmirrorable is not None:  # projection could not write the fact back under this name
+            report.skipped.append((names.shown(label), f"okfgit cannot keep a memory under this name: it "
+                                                       f"{unmirrorable}; rename the file to capture it"))
+            continue
         recorded = source.recorded(st, origin)
         if _okfgit_wrote(recorded, lst):
             report.unchanged_seen.append(label)  # the loop guard, decided by the stat okfgit recorded
@@ -559,8 +565,12 @@ def capture(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, *, 
     try:
         if dry_run or ws.project_repo is None:
             return plan_capture(ctx, ws, owned, stores, to=to)
-        with writing(ctx, ws.tier("project")):
-            return _capture_locked(ctx, ws, to, owned, stores, unchanged, branch)
+
+        def captured() -> Report:
+            with writing(ctx, ws.tier("project")):
+                return _capture_locked(ctx, ws, to, owned, stores, unchanged, branch)
+
+        return retry_moved(captured)
     finally:
         if collecting:
             gc.enable()
@@ -871,18 +881,24 @@ def _edit(ctx: Context, source: Source, origin: str, oid: str, okf_id: str, tier
             return Captured("update", origin, oid, okf_id, tier, kb_path, data, parsed=split, source=source)
     if projected is not None and projected.oid == head_oid and projected.okf_id in (None, okf_id) and not guarded:
         return Captured("update", origin, oid, okf_id, tier, kb_path, data, parsed=split, source=source)
-    if _sibling_has(kb.snapshot(tier), names.needs_merge_path(kb_path), data, origin):
-        # A sync killed after its commit and before recording the file: committing it again
-        # would add a second, identical needs-merge sibling.
+    snap = kb.snapshot(tier)
+    sibling = names.needs_merge_path(kb_path)
+    if _sibling_has(snap, sibling, data, origin):
+        # That variant is there already (a sync killed after its commit and before recording
+        # the file, or the same edit again): adding it again would only repeat it.
         return None
-    sibling = kb.free_path(tier, names.needs_merge_path(kb_path))
     if guarded:
         # The agent's words, said to be the agent's: a person's ``verified`` copied along
-        # would vouch for text they never saw.
+        # would vouch for text they never saw. A proposal is one version, which ``okfgit
+        # proposal accept`` takes whole: a sibling of its own.
         data, split = okf.set_keys_split(data, origin, {"generated": {"by": source.actor, "at": ctx.iso_now()}},
                                          remove=("verified",), parsed=split)
         why = f"{tier.label}:{kb_path} is {guarded}, so no agent changes it in place"
-        return Captured("proposal", origin, oid, okf_id, tier, sibling, data, why, split, source=source)
+        return Captured("proposal", origin, oid, okf_id, tier, kb.free_path(tier, sibling), data, why, split,
+                        source=source)
+    if sibling in snap.entries:  # one sibling per concept: this variant joins it
+        data = needs_merge.add(snap.blob(sibling), data, f"{source.agent} memory {origin}")
+        split = okf.split(data, sibling)
     if projected is None or projected.okf_id not in (None, okf_id):
         why = (f"the agent edited a copy of {tier.label}:{kb_path} that okfgit never projected to this file, "
                "so it cannot tell which version the agent started from")
@@ -924,24 +940,26 @@ def _valid(item: Captured) -> Captured:
 
 
 def _sibling_has(snap: Snapshot, first: str, data: bytes, origin: str) -> bool:
-    """A needs-merge sibling (``first``, ``-2``, ``-3`` ...) already holds ``data``: the same bytes,
-    or the same keys and body but for ``generated`` (which a migration stamps with the time)."""
+    """A needs-merge sibling (``first``, or ``-2``, ``-3`` ... an earlier okfgit made) already
+    holds ``data`` as one of its variants: the same bytes, or the same keys and body but for
+    ``generated`` (which a migration stamps with the time)."""
     want = blob_oid(data)
     mine: okf.Parsed | None = None
     for candidate in names.numbered(first):
         if candidate not in snap.entries:
             return False
-        if snap.entries[candidate].oid == want:
+        held = snap.blob(candidate)
+        if snap.entries[candidate].oid == want or needs_merge.holds(held, data):
             return True
-        try:
-            mine = mine or okf.split(data, origin)
-            theirs = okf.split(snap.blob(candidate), candidate)
-        except OkfError:
-            theirs = None
-        if mine is not None and theirs is not None and theirs.body == mine.body and \
-                {k: v for k, v in theirs.meta.items() if k != "generated"} == \
-                {k: v for k, v in mine.meta.items() if k != "generated"}:
-            return True
+        for variant in needs_merge.variants(held):
+            try:
+                mine = mine or okf.split(data, origin)
+                theirs = okf.split(variant, candidate)
+            except OkfError:
+                continue
+            if theirs.body == mine.body and {k: v for k, v in theirs.meta.items() if k != "generated"} == \
+                    {k: v for k, v in mine.meta.items() if k != "generated"}:
+                return True
     return False
 
 

@@ -13,10 +13,10 @@ from okfgit.format import actors, index_md
 from okfgit.format import merge as merging
 from okfgit.format import concept as okf
 from okfgit.context import Context
-from okfgit.errors import BusyError, UsageError, ValidationError
+from okfgit.errors import OkfError, UsageError, ValidationError
 from okfgit.git.repository import Repo
-from okfgit.knowledge.snapshot import snapshot
-from okfgit.plan import FileWrite, Plan, TierCommit, apply, ensure_repo, writing
+from okfgit.knowledge.snapshot import Snapshot, snapshot
+from okfgit.plan import FileWrite, Plan, TierCommit, apply, ensure_repo, retry_moved, writing
 from okfgit.knowledge.tiers import RUNSTATE, Tier, Workspace
 from okfgit.local import paths
 
@@ -105,8 +105,7 @@ def new_plan(
     tier = ws.tier(scope)
     path = f"{fsutil.safe_relpath(folder, 'folder')}/{slug}.md" if folder else f"{slug}.md"
     snap = snapshot(tier)
-    if path in snap.entries:
-        raise UsageError(f"{tier.label}:{path} already exists; pick another slug or edit that concept")
+    _free(snap, path)  # before an editor opens
     if description is not None and any(c in description.strip() for c in "\r\n\x85\u2028\u2029"):
         raise UsageError("--description is one sentence on one line (it has a line break)")
     if title is not None and any(c in title for c in "\r\n\x85\u2028\u2029"):
@@ -136,16 +135,29 @@ def new_plan(
         except ValidationError as exc:
             kept = keep_draft(ctx, tier, slug, data)
             raise ValidationError(f"{exc}; nothing was committed, your text is kept in {kept}") from exc
+    return NewConcept(tier, path, okf_id, _adding(tier, path, data, okf_id, by, snap))
+
+
+def _free(snap: Snapshot, path: str) -> None:
+    if path in snap.entries:
+        raise UsageError(f"{snap.tier.label}:{path} already exists; pick another slug or edit that concept")
+
+
+def _adding(tier: Tier, path: str, data: bytes, okf_id: str, by: str, snap: Snapshot | None = None) -> Plan:
+    """The commit by ``by`` that adds ``data`` at ``path`` and refreshes its folder's index,
+    planned on ``snap`` (default: the tier's HEAD now)."""
+    if snap is None:
+        snap = snapshot(tier)
+        _free(snap, path)
     changes: dict[str, bytes | None] = {path: data}
     if "index.md" not in snap.entries:
         changes["index.md"] = root_index(tier)
     changes.update(index_md.regenerate(snap, changes, index_md.affected_folders([path])))
-    plan = Plan(commits=[TierCommit(
+    return Plan(commits=[TierCommit(
         tier, "new", f"okf: add {path}", changes, trailers=(("Okf-Id", okf_id),),
         old={p: (snap.blob(p) if p in snap.entries else None) for p in changes}, base=snap.commit,
         actor=by,
     )])
-    return NewConcept(tier, path, okf_id, plan)
 
 
 def commit(ctx: Context, planned: NewConcept) -> NewConcept:
@@ -162,16 +174,29 @@ def create(ctx: Context, tier: Tier, make: Callable[[], NewConcept], *, typed: b
     person ``typed`` in an editor the plan is made first (the lock is not held while they
     type); if the tier moved meanwhile, their text is kept as a draft."""
     if not typed:
-        with writing(ctx, tier):
-            return commit(ctx, make())
+        def planned_and_committed() -> NewConcept:
+            with writing(ctx, tier):
+                return commit(ctx, make())
+
+        return retry_moved(planned_and_committed)
     planned = make()
+    data = planned.plan.commits[0].changes[planned.path] or b""
+    tries = 0
+
+    def committed() -> NewConcept:
+        nonlocal tries
+        tries += 1
+        with writing(ctx, tier):
+            if tries > 1:  # the branch moved while they typed or since: the same text on the new HEAD
+                planned.plan = _adding(tier, planned.path, data, planned.okf_id, planned.plan.commits[0].actor)
+            return commit(ctx, planned)
+
     try:
-        return commit(ctx, planned)
-    except BusyError as exc:
-        data = planned.plan.commits[0].changes[planned.path] or b""
+        return retry_moved(committed)
+    except OkfError as exc:
         slug = planned.path.rsplit("/", 1)[-1].removesuffix(".md")
         kept = keep_draft(ctx, planned.tier, slug, data)
-        raise BusyError(f"{exc}; your text is kept in {kept}") from exc
+        raise type(exc)(f"{exc}; your text is kept in {kept}") from exc
 
 
 def _check_edited(data: bytes, path: str, okf_id: str) -> None:

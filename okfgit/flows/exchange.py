@@ -28,6 +28,7 @@ from okfgit.local import exchange as exchange_record
 from okfgit.local.store import Store, Stores
 from okfgit.local import lock, paths
 from okfgit.plan import Plan, TierCommit, apply
+from okfgit.format.words import plural
 
 FETCH_INTERVAL_S = 600.0
 UNREACHABLE = "global remote unreachable, will retry"
@@ -89,7 +90,8 @@ class Report:
         if self.pushed:
             out.append("pushed the global tier")
         if self.withheld:
-            out.append(f"not pushed: {self.withheld} user memorie(s) stay on this machine")
+            stay = "stays" if self.withheld == 1 else "stay"
+            out.append(f"not pushed: {plural(self.withheld, 'user memory', 'user memories')} {stay} on this machine")
         if self.unreachable:
             out.append(UNREACHABLE)
         if self.deferred:
@@ -272,7 +274,8 @@ def integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report) 
         report.integrated = "fast-forward"
         return
     here = snapshot(tier)
-    merged = merge.merge(repo.tree_entries(base, tier.prefix) if base else {}, here, snapshot(tier, theirs))
+    merged = merge.merge(repo.tree_entries(base, tier.prefix) if base else {}, here, snapshot(tier, theirs),
+                         source=f"{tg.shown} at {theirs[:12]}")
     lines = [f"- conflict: {master} -> {sibling}" for master, sibling in merged.conflicts]
     lines += [f"- kept: {path} (deleted on one side, changed on the other)" for path in merged.kept]
     lines += [f"- merged: {path} (each side changed other frontmatter keys)" for path in merged.merged]
@@ -290,7 +293,7 @@ def integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report) 
     for master, sibling in merged.conflicts:
         report.warnings.append(
             f"{master}: the concept changed both here and on the global remote; kept this machine's version "
-            f"and committed the remote's as {tier.label}:{sibling} (needs a person to merge)")
+            f"and added the remote's to {tier.label}:{sibling} (needs a person to merge)")
     for path in merged.kept:
         report.warnings.append(f"{path}: deleted on one side and changed on the other; kept the changed version")
 
@@ -328,7 +331,8 @@ def push(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report, timeo
         if mine:
             report.withheld = len(mine)
             report.warnings.append(
-                f"did not push the global tier to {tg.shown}: it holds {len(mine)} user memorie(s) (facts about you, "
+                f"did not push the global tier to {tg.shown}: it holds "
+                f"{plural(len(mine), 'user memory', 'user memories')} (facts about you, "
                 f"such as {mine[0]}), which stay on this machine; move them out of the global tier, or share them with "
                 f"`git -C {tier.repo_path} config {SHARE_USER_MEMORIES} true`")
             report.pending = counts(repo, tg)[0]

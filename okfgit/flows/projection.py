@@ -31,7 +31,7 @@ from okfgit.format import lifecycle
 from okfgit.format.names import is_needs_merge
 from okfgit.plan import FileWrite, Plan, apply, render
 from okfgit.targets import TARGETS
-from okfgit.targets.base import FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, Merged, TierInfo, View
+from okfgit.targets.base import FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, Merged, Save, TierInfo, View
 from okfgit.knowledge.tiers import Tier, Workspace
 
 if TYPE_CHECKING:
@@ -191,6 +191,7 @@ def project(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, *, 
     planned: list[tuple[str, Item]] = []
     watched: list[str] = []
     rendered: list[str] = []
+    saves: list[Save] = []
     memory_dir: Path | None = None  # set only when the memory target could project
     for tgt in TARGETS:
         if target not in ("all", tgt.group):
@@ -200,6 +201,7 @@ def project(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, *, 
         watched.extend(tp.watched)
         rendered.extend(tp.rendered)
         planned.extend((tgt.name, item) for item in tp.items)
+        saves.extend(tp.saves)
         report.kept.extend(tp.kept)
         if tp.kept_rest is not None:
             report.kept_rest, report.kept_but = tp.kept_rest, tp.kept_but
@@ -214,11 +216,14 @@ def project(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, *, 
     report.memory_dir = memory_dir
     if view._merged is not None:
         report.skipped_concepts = view._merged.skipped
+    kept = Plan(writes=[FileWrite(s.path, s.data, s.reason, fsync=True) for s in saves])
     plan = Plan(writes=[_file_write(item) for _, item in planned if item.action in (WRITE, REMOVE, TOUCH)])
     if dry_run:
-        report.diff = render(plan)
+        report.diff = render(Plan(writes=kept.writes + plan.writes))
         report.outcomes = [_outcome(name, item, None) for name, item in planned]
         return report
+    if saves:
+        planned, plan = _unless_lost(ctx, kept, saves, planned, plan)
     done = apply(ctx, plan)
     failures = {w.path: why for w, why in done.failed}
     report.outcomes = [_outcome(name, item, failures.get(item.path)) for name, item in planned]
@@ -413,6 +418,20 @@ def _read(oid: str, cache: dict[str, bytes], repos: dict[str, Repo]) -> bytes:
 
 
 # -- plan and outcomes ------------------------------------------------------------------------
+
+
+def _unless_lost(ctx: Context, kept: Plan, saves: list[Save], planned: list[tuple[str, Item]],
+                 plan: Plan) -> tuple[list[tuple[str, Item]], Plan]:
+    """Keep a person's words first (``kept``); a file whose words could not be kept is not
+    regenerated (its item fails), so they are still where they were."""
+    why = {write.path: problem for write, problem in apply(ctx, kept).failed}
+    failed = {save.before: why[save.path] for save in saves if save.path in why}
+    if not failed:
+        return planned, plan
+    planned = [(name, item._replace(action=FAIL, reason=f"not regenerated: could not keep the lines someone wrote "
+                                                         f"there first ({failed[item.path]})"))
+               if item.path in failed else (name, item) for name, item in planned]
+    return planned, Plan(writes=[w for w in plan.writes if w.path not in failed])
 
 
 def _file_write(item: Item) -> FileWrite:

@@ -29,7 +29,7 @@ from okfgit.knowledge import refs
 from okfgit.knowledge.cards import TierCard, TierCards
 from okfgit.knowledge.merged import Merged
 from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
-from okfgit.plan import Plan, TierCommit, apply, writing
+from okfgit.plan import Plan, TierCommit, apply, retry_moved, writing
 from okfgit.knowledge.tiers import Tier, Workspace
 
 NOTE_TYPES = ("Decision", "Rejected", "Discovery", "Limitation", "Conclusion", "Lesson", "Blocker")
@@ -473,9 +473,12 @@ def log_plan(ctx: Context, ws: Workspace, text: str) -> tuple[Tier, Plan]:
 
 
 def log(ctx: Context, ws: Workspace, text: str) -> RunChange:
-    with writing(ctx, ws.require("job")):
-        tier, plan = log_plan(ctx, ws, text)
-        commit = apply(ctx, plan).commits[-1][1]
+    def logged() -> tuple[Tier, str]:
+        with writing(ctx, ws.require("job")):
+            tier, plan = log_plan(ctx, ws, text)
+            return tier, apply(ctx, plan).commits[-1][1]
+
+    tier, commit = retry_moved(logged)
     return RunChange(tier, LOG, commit, f"logged in {tier.label}:{LOG}")
 
 

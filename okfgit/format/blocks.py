@@ -8,10 +8,17 @@ hand-written line. Blocks of other scopes (``id=global`` beside ``id=project``) 
 alone.
 
 Which text is okfgit's: markers pair in order (a begin closes at the next end, unless
-another begin comes first), so only the content of an innermost well-formed block can be
-replaced, and only of the first one for the scope. With nested begins
-(``begin, a, begin, b, end``), ``b`` lies between a begin and an end for the scope under
-every reading of the markers and is replaced; ``a`` may be a person's and is kept.
+another begin comes first), so the content of an innermost well-formed block is okfgit's, and
+the first one for the scope is replaced. With nested begins (``begin, a, begin, b, end``),
+``b`` lies between a begin and an end for the scope under every reading of the markers and
+is replaced; ``a`` may be a person's and is kept.
+
+okfgit's own text is also recognised where a marker was damaged, so a block is never doubled:
+text that is, line for line, the content being written or one okfgit wrote before (``known``;
+or the file okfgit last wrote, ``wrote``) right after a begin that lost its end, right before
+an end that lost its begin, inside a second block for the scope (pasted twice; or the same
+text as the first block), or inside a block whose id is none of okfgit's (a mangled id). The
+first such text is replaced by the block, every other copy removed; any other text is kept.
 
 Pure functions: text in, text out. Writing the file is the caller's job.
 """
@@ -25,6 +32,7 @@ from dataclasses import dataclass, field
 from okfgit.errors import UsageError, ValidationError
 
 END_MARKER = "<!-- okf:end -->"
+SCOPES = ("global", "project", "job")  # the ids okfgit writes: a block with another id holding its text was mangled
 _BEGIN = re.compile(r"<!-- okf:begin id=(\S+) -->")
 _SCOPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -178,6 +186,27 @@ class _Recognise:
     contents: tuple[str, ...]
     newline: str
 
+    def ours(self, body: list[str]) -> bool:
+        """``body`` (lines without their ends) is, line for line, one of the known contents."""
+        return bool(body) and any(body == want for want in self._wants())
+
+    def start(self, lines: list[str], end: int, lower: int, marker: str) -> int | None:
+        """The index where okfgit's text before ``end`` (an end marker whose begin is gone)
+        starts, not before ``lower``, or None."""
+        if self.wrote is not None:
+            for at in range(lower, end):
+                if self.wrote("".join(lines[:at]) + marker + self.newline + "".join(lines[at:])):
+                    return at
+        for want in self._wants():
+            got = [_body(line) for line in lines[max(end - len(want), 0):end]]
+            if end - len(want) >= lower and got == want:
+                return end - len(want)
+        return None
+
+    def _wants(self) -> list[list[str]]:
+        bodies = (c.replace("\r\n", "\n").rstrip("\r\n") for c in sorted(set(self.contents), key=len, reverse=True))
+        return [body.split("\n") for body in bodies if body]
+
     def end(self, lines: list[str], begin: int, limit: int) -> int | None:
         """The index just past okfgit's text after ``begin`` (up to ``limit``), or None."""
         if self.wrote is not None:
@@ -201,34 +230,64 @@ def _plan(lines: list[str], scope: str, filename: str, recognise: _Recognise | N
     warnings: list[str] = []
     marker = begin_marker(scope)
 
+    ends_lost_begin: list[int] = []
     for index in scan.stray_ends:
         removed.add(index)
+        lower = next((i + 1 for i in range(index - 1, -1, -1) if _marker_of(_body(lines[i])) is not None), 0)
+        start = recognise.start(lines, index, lower, marker) if recognise is not None else None
+        if start is not None:
+            removed.update(range(start, index))
+            ends_lost_begin.append(start)
+            warnings.append(f"{filename}: line {index + 1}: the block id={scope} had lost its begin marker; "
+                            f"the text okfgit wrote there (lines {start + 1}-{index}) was recognised and "
+                            "replaced, the text before it was kept")
+            continue
         warnings.append(
             f"{filename}: line {index + 1}: removed a stray '{END_MARKER}' that closed no block"
         )
 
     # The first well-formed block is ours: its content is okfgit's and gets replaced. Any
-    # other marker for this scope is stray, and the text it enclosed may be a person's.
+    # other marker for this scope is stray, and the text it enclosed may be a person's,
+    # unless it is okfgit's own text again (``_Recognise``).
     chosen = blocks[0] if blocks else None
+    begins = [b for b, _ in blocks] + [i for i, _ in orphans]
     if chosen is not None:
         removed.update(range(chosen[0], chosen[1] + 1))
+    first = [_body(line) for line in lines[chosen[0] + 1:chosen[1]]] if chosen is not None else None
     for begin, end in blocks[1:]:
+        body = [_body(line) for line in lines[begin + 1:end]]
+        if recognise is not None and (body == first or recognise.ours(body)):
+            removed.update(range(begin, end + 1))
+            warnings.append(f"{filename}: lines {begin + 1}-{end + 1}: removed a second copy of the block "
+                            f"id={scope} (okfgit's own text)")
+            continue
         removed.update((begin, end))
         warnings.append(
             f"{filename}: lines {begin + 1}-{end + 1}: removed the markers of a duplicate "
             f"block id={scope}; the text between them was kept"
         )
+    for other, begin, end in scan.blocks:
+        if other == scope or other in SCOPES or recognise is None:
+            continue
+        if recognise.ours([_body(line) for line in lines[begin + 1:end]]):
+            removed.update(range(begin, end + 1))
+            if chosen is None:
+                chosen = (begin, end)
+                begins.append(begin)
+            warnings.append(f"{filename}: lines {begin + 1}-{end + 1}: a block with the id {other!r} holds "
+                            f"okfgit's text for id={scope} (a mangled id); replaced")
     for index, interrupted_by in orphans:
         removed.add(index)
         limit = interrupted_by if interrupted_by is not None else len(lines)
-        ends = recognise.end(lines, index, limit) if recognise is not None and chosen is None else None
+        ends = recognise.end(lines, index, limit) if recognise is not None else None
         if ends is not None:
             # okfgit's own text from last time: replaced by the new block, like a well-formed one.
-            chosen = (index, ends - 1)
+            what = "replaced" if chosen is None else "removed (the block is elsewhere)"
+            chosen = chosen or (index, ends - 1)
             removed.update(range(index, ends))
             warnings.append(f"{filename}: line {index + 1}: the block id={scope} had lost its "
                             f"'{END_MARKER}'; the text okfgit wrote there (lines {index + 2}-{ends}) was "
-                            "recognised and replaced, the text after it was kept")
+                            f"recognised and {what}, the text after it was kept")
             continue
         kept = "the text after it, up to the next marker, was kept"
         if interrupted_by is None:
@@ -248,7 +307,10 @@ def _plan(lines: list[str], scope: str, filename: str, recognise: _Recognise | N
             why = f"another begin marker at line {interrupted_by + 1} comes before any end"
         warnings.append(f"{filename}: line {index + 1}: removed an unclosed '{marker}' ({why}); {kept}")
 
-    begins = [b for b, _ in blocks] + [i for i, _ in orphans]
+    for start in ends_lost_begin:  # okfgit's text before an end that lost its begin
+        if chosen is None:
+            chosen = (start, next(e for e in scan.stray_ends if e >= start))
+        begins.append(start)
     insert_at = min(begins) if begins else None
     return _Plan(frozenset(removed), insert_at, chosen, tuple(warnings))
 

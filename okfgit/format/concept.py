@@ -20,6 +20,12 @@ from okfgit.errors import IntegrityError, OkfError, ValidationError
 BOM = b"\xef\xbb\xbf"
 TIMESTAMP = "tag:yaml.org,2002:timestamp"
 MAX_CONCEPT_BYTES = 1024 * 1024
+# Bounds on what one frontmatter may hold (spec/okf-format.md §1), so that no value can make a
+# later step fail or take unbounded time: Python refuses to turn an integer of over 4,300
+# digits into text, and every reader, writer and JSON report does that.
+MAX_INT_CHARS = 100  # an integer scalar as written (below 10^100 in decimal, 0x..., 0o..., base 60)
+MAX_SCALAR_CHARS = 64 * 1024  # any scalar: a string, a key
+MAX_DEPTH = 64  # mappings and lists inside one another
 
 # Canonical key order for files okfgit writes from scratch; other keys follow in
 # their original order.
@@ -37,6 +43,7 @@ class _Yaml(NamedTuple):
     loader: Any  # a safe loader that keeps timestamps as the strings the author wrote
     base_loader: type  # the safe loader it derives from (libyaml's when PyYAML has it)
     dumper: Any  # libyaml's emitter when PyYAML has it (about 10x faster than the pure-Python one)
+    too_large: type  # the YAMLError a frontmatter past one of the bounds raises
 
 
 @functools.lru_cache(maxsize=1)
@@ -47,8 +54,13 @@ def _yaml() -> _Yaml:
 
     base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-    class Loader(base):  # type: ignore[misc, valid-type]
+    class TooLarge(yaml.MarkedYAMLError):
         pass
+
+    class Loader(base):  # type: ignore[misc, valid-type]
+        def construct_document(self, node: yaml.Node) -> Any:
+            _check_bounds(node, TooLarge)  # before any value is made from it
+            return super().construct_document(node)
 
     # Dates and times stay the strings the author wrote: no timestamp resolver.
     Loader.yaml_implicit_resolvers = {
@@ -60,7 +72,38 @@ def _yaml() -> _Yaml:
         pass
 
     Dumper.add_representer(str, _str_presenter)
-    return _Yaml(Loader, base, Dumper)
+    return _Yaml(Loader, base, Dumper, TooLarge)
+
+
+_INT_TAG = "tag:yaml.org,2002:int"
+
+
+def _check_bounds(root: yaml.Node, too_large: type) -> None:
+    """Raise ``too_large`` at the first node past a bound: an integer written in more than
+    ``MAX_INT_CHARS`` characters, a scalar of more than ``MAX_SCALAR_CHARS``, collections nested
+    more than ``MAX_DEPTH`` deep. One pass over the composed nodes, with no recursion."""
+    stack: list[tuple[Any, int]] = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        value = node.value
+        if isinstance(value, str):
+            if node.tag == _INT_TAG and len(value) > MAX_INT_CHARS:
+                problem = (f"an integer of {len(value):,} characters; okfgit reads integers of at most "
+                           f"{MAX_INT_CHARS} (write a long number as a quoted string)")
+            elif len(value) > MAX_SCALAR_CHARS:
+                problem = (f"a value of {len(value):,} characters; okfgit reads values of at most "
+                           f"{MAX_SCALAR_CHARS:,}")
+            else:
+                continue
+            raise too_large(None, None, problem, node.start_mark)
+        if depth >= MAX_DEPTH:
+            raise too_large(None, None, f"mappings or lists nested more than {MAX_DEPTH} deep", node.start_mark)
+        for item in value:
+            if isinstance(item, tuple):  # a mapping's (key, value) pair
+                stack.append((item[0], depth + 1))
+                stack.append((item[1], depth + 1))
+            else:
+                stack.append((item, depth + 1))
 
 
 _BREAKS = ("\x85", "\u2028", "\u2029", "\r")
@@ -153,7 +196,8 @@ def load_yaml(text: str, name: str) -> Any:
     the rest by PyYAML."""
     from okfgit.format import yamlfast  # only where YAML is read
 
-    fast = yamlfast.parse(text)
+    # A text longer than a scalar may be takes PyYAML's path, which checks the bounds (§1).
+    fast = yamlfast.parse(text) if len(text) <= MAX_SCALAR_CHARS else None
     return fast if fast is not None else _pyyaml(text, name)
 
 
@@ -166,6 +210,9 @@ def _pyyaml(text: str, name: str) -> Any:
         if "&" in text or "*" in text:
             _refuse_aliases(text)
         return yaml.load(text, Loader=kit.loader)  # noqa: S506 - a safe loader
+    except RecursionError as exc:  # PyYAML without libyaml composes nested nodes recursively
+        raise ValidationError(f"{name}: invalid YAML frontmatter: mappings or lists nested more than "
+                              f"{MAX_DEPTH} deep") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
@@ -523,6 +570,9 @@ def yaml_problem(exc: ValidationError) -> tuple[str, str, int | None]:
     cause = exc.__cause__
     mark = getattr(cause, "context_mark", None) or getattr(cause, "problem_mark", None)
     line = mark.line + 2 if mark is not None else None  # +1 for 1-based, +1 for the opening fence
+    if isinstance(cause, _yaml().too_large):
+        bound = getattr(cause, "problem", "")
+        return "yaml-invalid", f"frontmatter past okfgit's bounds (spec/okf-format.md §1): {bound}", line
     if isinstance(cause, yaml.constructor.ConstructorError):
         tag = re.search(r"'([^']+)'", str(cause.problem or ""))
         what = f"the YAML tag {tag.group(1)!r}" if tag else "a YAML tag"

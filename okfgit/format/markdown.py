@@ -26,6 +26,12 @@ _WIKI = re.compile(r"\[\[([^\[\]|#]+)(?:#[^\[\]|]*)?(?:\|[^\[\]]*)?\]\]")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
+def fence_for(text: str) -> str:
+    """A backtick fence longer than any backtick run in ``text``, so nothing inside can close it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
 class Link(NamedTuple):
     """One link as written: ``kind`` is ``md`` or ``wiki``; ``line`` is 1-based in the body."""
 

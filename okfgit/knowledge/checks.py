@@ -28,6 +28,7 @@ from typing import Any, NamedTuple, TypeVar
 from okfgit.format import index_md as index
 from okfgit.format import lifecycle
 from okfgit.format import markdown as links
+from okfgit.format import resources
 from okfgit.format import concept as okf
 from okfgit.format.findings import ERROR, WARNING, Finding
 from okfgit.format.similar import Signature
@@ -141,6 +142,7 @@ class Checked(NamedTuple):
     item: list[str]  # [title, description, type] as the folder's index entry shows them
     stale_after: str  # the instant it goes stale, ISO 8601 ("" when none or unreadable)
     stale_line: int | None
+    resources: list[Any]  # [where, path as written, line] of each path-valued field (format/resources.py)
 
 
 def checked_of(tier_name: str, path: str, entry: Entry, data: bytes, parsed: okf.Parsed | None = None) -> Checked:
@@ -148,12 +150,12 @@ def checked_of(tier_name: str, path: str, entry: Entry, data: bytes, parsed: okf
     ``okf.split(data, path)`` when the caller has it already."""
     if entry.is_link:  # reported as a symlink by the scan; never read
         return Checked(entry.oid, [], False, False, 1, [], None, False, [], None, None,
-                       [index.escape_title(okf.title_from_path(path)), "", ""], "", None)
+                       [index.escape_title(okf.title_from_path(path)), "", ""], "", None, [])
     findings: list[Finding] = []
     doc = _read(path, data, findings, parsed)
     if doc is None:
         return Checked(entry.oid, [_finding_row(f) for f in findings], False, False, 1, [], None, False, [],
-                       None, None, _item_row(index.item_of(data, path)), "", None)
+                       None, None, _item_row(index.item_of(data, path)), "", None, [])
     checks = FileChecks(tier_name)
     checks.concept(doc)
     meta = doc.meta
@@ -181,6 +183,8 @@ def checked_of(tier_name: str, path: str, entry: Entry, data: bytes, parsed: okf
         [index.escape_title(title), okf.one_line(meta.get("description")), okf.one_line(meta.get("type"))],
         stale or "",  # stale_after
         doc.key_line("stale_after") if stale else None,
+        [[f.where, f.value, resources.line_of(doc.data, f, doc.key_line(f.key))]
+         for f in resources.path_fields(meta)] if meta else [],
     )
 
 
@@ -682,6 +686,7 @@ class Checker:
                 self.check_links(path, fact)
         self.duplicate_ids(concepts)
         self.superseded_by(concepts)
+        self.resource_paths(concepts)
         if self.similar:
             self.near_duplicates()
         for path, page in sorted(self.scan.pages.items()):
@@ -730,6 +735,15 @@ class Checker:
                 a, b = b, a
             self.add(PROFILE, "near-duplicate", a, f"nearly duplicates {b} (similarity {score:.2f}): one fact in "
                      "one place: merge them, or supersede one by the other", None, WARNING)
+
+    def resource_paths(self, concepts: list[tuple[str, Checked]]) -> None:
+        """A path-valued field (``sources[].resource`` ...) must name a file of the tier."""
+        for path, fact in concepts:
+            for where, value, line in fact.resources:
+                if resources.resolve(path, value, lambda p: links.exists(p, self.entries)) is None:
+                    self.add(PROFILE, "resource-dangling", path, f"{where} {value} names no file in the tier "
+                             "(a bundle-absolute path, or one relative to the concept's folder or the bundle root)",
+                             line, WARNING)
 
     def duplicate_ids(self, concepts: list[tuple[str, Checked]]) -> None:
         owners: dict[str, list[tuple[str, Checked]]] = {}

@@ -8,13 +8,14 @@ Each file (a concept is one file) is compared at the merge base, here (local) an
 | as at the base | changed, added or deleted | there's |
 | changed, added or deleted | as at the base | here's |
 | the same bytes | the same bytes | that |
-| changed | changed differently (or added twice) | the concept merged key by key (``format.merge.concept``, the merge git's driver uses) when the two changed different keys and not the body both; else here's as the master, and there's committed beside it as its needs-merge sibling (the naming capture uses) |
+| changed | changed differently (or added twice) | the concept merged key by key (``format.merge.concept``, the merge git's driver uses) when the two changed different keys and not the body both; else here's as the master, and there's in its needs-merge sibling (capture's naming; added to the sibling when there is one) |
 | deleted | changed | there's: a change is never lost to a deletion |
 | changed | deleted | here's |
 
-A variant that already sits in the merged tree at the master or one of its siblings is
-not added again, so two machines merging each other's merges converge instead of growing
-sibling after sibling. ``index.md`` files take the side that changed them (here's when
+A concept has one needs-merge sibling: a later conflict on it adds its variant to that
+sibling (``format/needs_merge.py``), and a variant the master or a sibling already holds is
+not added again, so two machines merging each other's merges converge, and a concept that
+keeps conflicting keeps one sibling instead of growing sibling after sibling. ``index.md`` files take the side that changed them (here's when
 both did), then every index is regenerated from the merged tree (``index.regenerate``, the
 ``index`` verb's generator).
 """
@@ -28,7 +29,7 @@ from okfgit.errors import OkfError
 from okfgit.format import concept as okf
 from okfgit.format import index_md as index
 from okfgit.format import merge as by_meaning
-from okfgit.format import names
+from okfgit.format import names, needs_merge
 from okfgit.git.objects import Entry, blob_oid
 from okfgit.knowledge.snapshot import Snapshot
 
@@ -52,9 +53,9 @@ def _is_index(path: str) -> bool:
     return path == "index.md" or path.endswith("/index.md")
 
 
-def merge(base: Mapping[str, Entry], here: Snapshot, there: Snapshot) -> Merged:
+def merge(base: Mapping[str, Entry], here: Snapshot, there: Snapshot, source: str = "the other side") -> Merged:
     """Merge ``there`` into ``here`` (both snapshots of the same tier), from ``base``'s entries
-    (empty for unrelated histories)."""
+    (empty for unrelated histories); ``source`` names ``there`` in a sibling's variant marker."""
     out = Merged()
     read_there: Callable[[str], bytes] = there.blob
     result: dict[str, str] = {p: e.oid for p, e in here.entries.items()}
@@ -79,10 +80,15 @@ def merge(base: Mapping[str, Entry], here: Snapshot, there: Snapshot) -> Merged:
             out.kept.append(path)  # changed here, deleted there
         else:
             both_changed.append(path)
+
+    def now(path: str) -> bytes:  # a path's bytes in the merge so far
+        data = out.changes.get(path)
+        return data if data is not None else here.blob(path)
+
     for path in both_changed:
         master = names.needs_merge_master(path) if names.is_needs_merge(path) else path
-        variant = there.entries[path].oid
-        if any(oid == variant for p, oid in result.items() if p == master or _sibling_of(p, master)):
+        variant = read_there(path)
+        if any(needs_merge.holds(now(p), variant) for p in result if p == master or _sibling_of(p, master)):
             continue  # already in the merged tree: nothing would be lost, nothing to add
         by_key = _by_key(base.get(path), here, there, path)
         if by_key is not None:
@@ -90,9 +96,10 @@ def merge(base: Mapping[str, Entry], here: Snapshot, there: Snapshot) -> Merged:
             result[path] = blob_oid(by_key)
             out.merged.append(path)
             continue
-        sibling = names.free_path(names.needs_merge_path(master), result)
-        out.changes[sibling] = read_there(path)
-        result[sibling] = variant
+        sibling = names.needs_merge_path(master)
+        data = needs_merge.add(now(sibling), variant, source) if sibling in result else variant
+        out.changes[sibling] = data
+        result[sibling] = blob_oid(data)
         out.conflicts.append((master, sibling))
     out.changes.update(index.regenerate(here, out.changes))
     return out

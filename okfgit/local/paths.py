@@ -17,7 +17,8 @@ spells the folder or a file name; each asks here. What each file is for:
   because the git hook's no-op path reads them with nothing but ``open`` (safe to delete);
 - ``sync.lock``: the sync lock (never deleted: see ``local/lock.py``);
 - ``hook.log`` (and ``hook.log.1``): errors from the git hooks, written by the hook scripts;
-- ``drafts/``: text typed into ``okfgit new --edit`` that could not be committed;
+- ``drafts/``: text typed into ``okfgit new --edit`` that could not be committed, and lines someone
+  wrote into ``MEMORY.md``, kept before it is regenerated;
 - ``pr-bodies/``: pull request bodies ``promote --open-pr`` passed to ``gh --body-file`` (kept, so a
   failing push or ``gh`` loses nothing);
 - ``journal/``: one record per working tree of a commit in progress (``local/journal.py``),

@@ -9,7 +9,10 @@ install it. Nothing here may print: stdout is the protocol.
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING, Any
+import json
+import os
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from okfgit.errors import UsageError
 from okfgit.mcp import tools
@@ -17,7 +20,7 @@ from okfgit.mcp import tools
 if TYPE_CHECKING:
     from mcp.server import Server
 
-INSTALL_HINT = "pip install 'okfgit[mcp]'"
+SDK_REQUIREMENT = "mcp>=2.2,<3"  # pyproject.toml's mcp extra
 INSTRUCTIONS = (
     "okfgit serves this project's OKF knowledge base (tiers: job > project > global, read at HEAD). "
     "Consult it before you decide: `search` by words, type and tags, then `cat` the concepts that bear "
@@ -27,12 +30,30 @@ INSTRUCTIONS = (
 )
 
 
-def require_sdk() -> None:
-    """UsageError (exit 2) naming the install command when the MCP SDK is missing."""
+def sdk_missing() -> str | None:
+    """None when the MCP SDK can be imported here; else the command that installs it into
+    the environment this okfgit runs in: ``pipx inject okfgit`` for pipx's (``pip install
+    'okfgit[mcp]'`` would install another okfgit, or be refused: okfgit is not on PyPI and a
+    system Python refuses pip, PEP 668), that environment's own pip for any other."""
     try:
         import mcp.server.lowlevel  # noqa: F401
     except ImportError:
-        raise UsageError(f"`okfgit mcp` needs the MCP Python SDK: {INSTALL_HINT}") from None
+        import shlex
+        import sys
+
+        parts = os.path.normpath(sys.prefix).split(os.sep)
+        if len(parts) >= 3 and parts[-3:-1] == ["pipx", "venvs"]:
+            return f"pipx inject {parts[-1]} '{SDK_REQUIREMENT}'"
+        return f"{shlex.quote(sys.executable)} -m pip install '{SDK_REQUIREMENT}'"
+    return None
+
+
+def require_sdk() -> None:
+    """UsageError (exit 2) naming the install command when the MCP SDK is missing."""
+    missing = sdk_missing()
+    if missing is not None:
+        raise UsageError(f"`okfgit mcp` needs the MCP Python SDK, which is not installed with this okfgit; "
+                         f"install it with: {missing}")
 
 
 def build(reader: tools.Reader) -> Server[Any]:
@@ -105,14 +126,136 @@ def build(reader: tools.Reader) -> Server[Any]:
 
 
 def serve(reader: tools.Reader) -> None:
-    """Serve over stdin/stdout until the client closes the connection."""
+    """Serve over stdin/stdout until the client closes the connection.
+
+    Every line is screened before the SDK reads it (``screen``): the SDK drops a line that is
+    not a JSON-RPC 2.0 message without answering, and its client would wait out its whole
+    timeout, so such a line is answered here with the error JSON-RPC defines for it."""
     server = build(reader)
     import anyio
+    import mcp.types as types
     from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    lines = _ScreenedStdin()
 
     async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        try:
+            async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
+                answers = write_stream.clone()
+
+                async def answer(problem: Problem) -> None:
+                    error = types.ErrorData(code=problem.code, message=problem.message)
+                    await answers.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=problem.id, error=error)))
+
+                lines.answer = answer
+                async with answers:
+                    await server.run(read_stream, write_stream, server.create_initialization_options())
+        finally:
+            lines.release()
 
     anyio.run(main)
+
+
+# -- the JSON-RPC envelope ------------------------------------------------------------------
+
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+
+
+class Problem(NamedTuple):
+    """Why a line is not a message the server can take, as its JSON-RPC error response."""
+
+    id: str | int | None  # the request's id when it could be read, else None ("id": null)
+    code: int
+    message: str
+
+
+def screen(line: bytes) -> Problem | None:
+    """The error a line of the stdio transport is answered with, or None when it is a JSON-RPC
+    2.0 message to pass on (a request, a notification, a response). A notification with
+    params of the wrong shape gets no answer (JSON-RPC never answers one): None too; the SDK
+    drops it."""
+    try:
+        message = json.loads(line)
+    except RecursionError:  # nested deeper than Python's parser goes: not a message okfgit can read
+        return Problem(None, PARSE_ERROR, "Parse error: JSON nested too deeply")
+    except ValueError as exc:  # not JSON, not UTF-8
+        return Problem(None, PARSE_ERROR, f"Parse error: {exc}")
+    if not isinstance(message, dict):
+        kind = "a batch (an array), which MCP does not use" if isinstance(message, list) else "not an object"
+        return Problem(None, INVALID_REQUEST, f"Invalid Request: the message is {kind}")
+    ident = message.get("id")
+    valid_id = type(ident) in (str, int)
+    answer_to = ident if valid_id else None
+    if message.get("jsonrpc") != "2.0":
+        return Problem(answer_to, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"')
+    if "id" in message and not valid_id:
+        return Problem(None, INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer')
+    if "method" not in message:
+        if valid_id and (isinstance(message.get("result"), dict) or isinstance(message.get("error"), dict)):
+            return None  # the client's response to a request of the server's
+        return Problem(answer_to, INVALID_REQUEST, 'Invalid Request: no "method"')
+    if not isinstance(message["method"], str):
+        return Problem(answer_to, INVALID_REQUEST, 'Invalid Request: "method" must be a string')
+    if "params" in message and message["params"] is not None and not isinstance(message["params"], dict):
+        if not valid_id:
+            return None  # a notification is never answered
+        return Problem(answer_to, INVALID_PARAMS, 'Invalid params: "params" must be an object (by name)')
+    return None
+
+
+def _sdk_refuses(line: bytes) -> Problem | None:
+    """What ``screen`` passed but the SDK's own reader would drop (its parser stops at about
+    200 levels of nesting, for one), as an Invalid Request."""
+    from mcp.types import jsonrpc_message_adapter
+
+    try:
+        jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except Exception:  # noqa: BLE001 - whatever the SDK cannot take is answered, never dropped
+        ident = json.loads(line).get("id")
+        return Problem(ident if type(ident) in (str, int) else None, INVALID_REQUEST,
+                       "Invalid Request: not a message the MCP SDK can read (nested too deeply, or not an MCP "
+                       "message)")
+    return None
+
+
+class _ScreenedStdin:
+    """The process's stdin as the SDK reads it (``async for line``), without the lines
+    ``screen`` refuses, which are answered through ``answer``. As the SDK does for its own
+    stdin, fd 0 is pointed at the null device while serving (a git subprocess must not read
+    the protocol) and the wire is read from a private duplicate; ``release`` puts it back."""
+
+    def __init__(self) -> None:
+        import fcntl
+
+        self._wire = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        self._file: Any = None
+        self.answer: Callable[[Problem], Awaitable[None]] | None = None
+
+    def __aiter__(self) -> _ScreenedStdin:
+        return self
+
+    async def __anext__(self) -> str:
+        import anyio
+
+        if self._file is None:
+            self._file = anyio.wrap_file(os.fdopen(self._wire, "rb", closefd=False))
+        while True:
+            line = await self._file.readline()
+            if not line:
+                raise StopAsyncIteration
+            if not line.strip():
+                continue
+            problem = screen(line) or _sdk_refuses(line)
+            if problem is None:
+                return str(line.decode("utf-8", errors="replace"))
+            if self.answer is not None:
+                await self.answer(problem)
+
+    def release(self) -> None:
+        os.dup2(self._wire, 0)
+        os.close(self._wire)
 

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 from okfgit.format.findings import ERROR
+from okfgit.format.markdown import fence_for
+from okfgit.format.words import plural
 from okfgit.verbs.review import (AMEND, APPROVED, CLOSE, HUMAN, MERGE, REQUEST_CHANGES, CommitInfo, ConceptChange,
                                  FieldChange, Review)
 
@@ -61,7 +63,7 @@ def as_text(review: Review, verbose: bool = False) -> str:
     for f in review.findings:
         lines.append(f"  {f.text()}")
     if review.preexisting:
-        lines.append(f"  ({_plural(review.preexisting, 'finding')} already on the base, not counted)")
+        lines.append(f"  ({plural(review.preexisting, 'finding')} already on the base, not counted)")
     lines += ["", f"Commits touching .okf/ ({len(review.commits)})" + (":" if review.commits else ": none")]
     for commit in review.commits:
         lines.append(f"  {commit.oid[:12]}  {_who(commit)}  {commit.subject}")
@@ -271,7 +273,7 @@ def _md_findings(review: Review, cap: int | None) -> list[str]:
             out += ["", f"… and {len(review.findings) - len(shown)} more findings (all of them are in the "
                     "`okf-review` block below or in the full report)."]
     if review.preexisting:
-        out += ["", f"{_plural(review.preexisting, 'finding')} already on the base branch, not counted here."]
+        out += ["", f"{plural(review.preexisting, 'finding')} already on the base branch, not counted here."]
     return out + [""]
 
 
@@ -310,7 +312,7 @@ def _details(summary: str, lang: str, text: str, cap: int | None) -> list[str]:
         kept = kept[: kept.rfind("\n")] if "\n" in kept else kept
         note = f"… {len(text) - len(kept)} more characters in the full report."
         text = kept
-    fence = _fence(text)
+    fence = fence_for(text)
     return ([f"<details><summary>{summary}</summary>", "", fence + lang, text, fence, ""]
             + ([note, ""] if note else []) + ["</details>", ""])
 
@@ -346,7 +348,8 @@ def _md_commits(review: Review, cap: int | None, trailers: int | None = None) ->
         who = _text(_who(commit)) + (f"<br>{notes}" if notes else "")
         out.append(f"| `{commit.oid[:12]}` | {who} | {_text(_short(commit.subject))} |")
     if len(shown) < len(review.commits):
-        out += ["", f"{_plural(len(review.commits) - len(shown), 'more commit')} touch `.okf/`."]
+        more = len(review.commits) - len(shown)
+        out += ["", f"{plural(more, 'more commit')} {'touches' if more == 1 else 'touch'} `.okf/`."]
     return out + [""]
 
 
@@ -370,8 +373,8 @@ def _harvest_line(review: Review) -> str:
     bad = sum(1 for f in review.findings if f.code.startswith("harvest-"))
     run = harvest.get("run")
     origin = f" from run {run}" if isinstance(run, str) else ""
-    verdict = "every claim matches the head tree" if not bad else f"{_plural(bad, 'problem')} (see findings)"
-    return f"Pull request okf-harvest block{origin}: {_plural(len(claims), 'concept')} claimed; {verdict}."
+    verdict = "every claim matches the head tree" if not bad else f"{plural(bad, 'problem')} (see findings)"
+    return f"Pull request okf-harvest block{origin}: {plural(len(claims), 'concept')} claimed; {verdict}."
 
 
 def _counts(review: Review) -> str:
@@ -419,12 +422,3 @@ def _code(text: str) -> str:
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{ticks}{pad}{text.replace('|', chr(92) + '|').replace(chr(10), ' ')}{pad}{ticks}"
 
-
-def _fence(text: str) -> str:
-    """A backtick fence longer than any backtick run in ``text``, so nothing inside can close it."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    return "`" * max(3, longest + 1)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"

@@ -113,6 +113,16 @@ class Item(NamedTuple):
     held: bool = False  # a memory file an agent deleted, not written back (spec/okf-capture-sync.md §7)
 
 
+class Save(NamedTuple):
+    """A person's words a target keeps before it regenerates the file they were in: written
+    (fsynced) first, and when that fails the file at ``before`` is not written."""
+
+    path: Path  # where they are kept
+    data: bytes
+    before: Path  # the file regenerated once they are safe
+    reason: str
+
+
 @dataclass(slots=True)
 class TargetPlan:
     items: list[Item] = field(default_factory=list)
@@ -139,6 +149,7 @@ class TargetPlan:
     skipped: list[str] | None = None
     notes: list[str] | None = None
     needs_merge: list[str] | None = None
+    saves: list[Save] = field(default_factory=list)  # written before every item
 
 
 def folder_problem(folder: Path) -> str | None:

@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from okfgit.format import blocks
+from okfgit.format.names import shown
 from okfgit.local.state import MemoryFile, MemoryFiles, State
 from okfgit.targets import claude_home, memory_index, recall
+from okfgit.format.words import plural
 
 CODEX_MAX_BYTES = 32 * 1024  # Codex's project_doc_max_bytes default
 
@@ -76,8 +78,10 @@ class Explanation:
                        f"concepts (it loads {memory_index.MAX_LINES} lines and {memory_index.MAX_BYTES:,} bytes); "
                        "the rest are reached through the tier indexes it points to")
         if self.neither_count:
-            out.append(f"Claude Code: {self.neither_count} projected concept(s) are neither in MEMORY.md nor among "
-                       f"the {recall.RECALL_LIMIT} files it can recall; agents reach them through the indexes")
+            verb = "is" if self.neither_count == 1 else "are"
+            out.append(f"Claude Code: {plural(self.neither_count, 'projected concept')} {verb} neither in MEMORY.md "
+                       f"nor among the {recall.RECALL_LIMIT} files it can recall; agents reach them through the "
+                       "indexes")
         if self.codex_bytes > CODEX_MAX_BYTES:
             out.append(f"Codex: the project's instruction files hold {self.codex_bytes:,} bytes, over the "
                        f"{CODEX_MAX_BYTES:,} it loads (project_doc_max_bytes); what comes last is cut")
@@ -141,6 +145,7 @@ def explain(owned: State, memory_dir: Path | None, worktree: Path | None, enviro
         else:
             top = recall.claude_candidates(memory_dir) if memory_dir.is_dir() else []
             names = [path.relative_to(memory_dir).as_posix() for path in top]
+        names = [shown(n) for n in names]  # a name that is not UTF-8 is none of okfgit's records
         found = records.get_many(names) if isinstance(records, MemoryFiles) else records
         for name in names:
             rec = found.get(name)

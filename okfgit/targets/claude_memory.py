@@ -31,13 +31,16 @@ from okfgit.targets import claude_home
 from okfgit.format import agent_memory
 from okfgit.format import concept as okf
 from okfgit.format import lifecycle
+from okfgit.format.names import shown
+from okfgit.format.words import plural
 from okfgit.git.objects import FILE_MODE, Entry, blob_oid, sha1_hex
 from okfgit.errors import OkfError
 from okfgit.knowledge.cards import Card, TierCard, card_of
+from okfgit.local import paths
 from okfgit.local.state import MemoryFile
 from okfgit.local.state import State as MemoryState
 from okfgit.targets import memory_index, recall
-from okfgit.targets.base import (FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, TargetPlan, View,
+from okfgit.targets.base import (FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, Save, TargetPlan, View,
                                  folder_problem)
 
 INDEX_NAME = "MEMORY.md"
@@ -292,11 +295,10 @@ def assign_names(concepts: list[TierCard]) -> tuple[dict[str, TierCard], list[st
     for name, concept in wanted:
         chosen = name
         if chosen.casefold() in taken:
-            stem = name[:-3]
-            chosen = f"{stem}-{_suffix(concept)}.md"
+            chosen = _suffixed(name, _suffix(concept))
             n = 2
             while chosen.casefold() in taken:
-                chosen = f"{stem}-{_suffix(concept)}-{n}.md"
+                chosen = _suffixed(name, f"{_suffix(concept)}-{n}")
                 n += 1
         taken.add(chosen.casefold())
         out[chosen] = concept
@@ -309,8 +311,12 @@ def origin_problem(origin: str) -> str | None:
         return None  # the common case, answered without the checks below
     if "\x00" in origin or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in origin):
         return "contains NUL or control characters"
-    if origin.startswith("/") or "\\" in origin or (len(origin) > 1 and origin[1] == ":"):
+    if shown(origin) != origin:
+        return "is not UTF-8"
+    if origin.startswith("/") or "\\" in origin:
         return "is not a relative path"
+    if len(origin) > 1 and origin[1] == ":":
+        return "starts like a Windows drive (X:)"
     parts = origin.split("/")
     if any(p in ("", ".", "..") for p in parts):
         return "tries to leave the memory folder"
@@ -327,6 +333,15 @@ def origin_problem(origin: str) -> str | None:
     if agent_memory.reserved(origin):
         return "lies in a folder Claude Code keeps for itself (a team store, logs, sessions, proposals)"
     return None
+
+
+def _suffixed(name: str, suffix: str) -> str:
+    """``<stem>-<suffix>.md``, the stem's last part cut short (at a character) when the name
+    would not fit the file system any more."""
+    folder, _, base = name[:-3].rpartition("/")
+    room = _MAX_COMPONENT - len(f"-{suffix}.md")
+    base = base.encode("utf-8")[:room].decode("utf-8", "ignore")
+    return f"{folder + '/' if folder else ''}{base}-{suffix}.md"
 
 
 def _own_name(concept: TierCard) -> str:
@@ -580,13 +595,16 @@ def _index_item(view: View, folder: Path, names: dict[str, TierCard], concepts: 
     projected = {i.memory_name for i in out.items if i.action in (WRITE, UNCHANGED, TOUCH) and i.memory_name}
     projected.update(out.kept)
     managed = projected | {i.memory_name for i in out.items if i.action == REMOVE and i.memory_name}
-    kept, other = memory_index.kept_lines(old, managed, lambda name: (folder / name).is_file())
+    kept, others = memory_index.kept_lines(old, managed, lambda name: (folder / name).is_file())
     record = view.state.targets.get(str(path))
-    if old is not None and other and (record is None or record.oid != blob_oid(old)):
-        out.warnings.append(
-            f"{path}: was edited since okfgit wrote it; kept {len(kept)} line(s) linking to memory files "
-            f"okfgit does not manage and regenerated the rest ({other} other line(s) dropped)"
-        )
+    if old is not None and others and (record is None or record.oid != blob_oid(old)):
+        save = _save_lines(view, path, others)
+        out.saves.append(save)
+        were = "was" if len(others) == 1 else "were"
+        links = (f"; {plural(len(kept), 'line')} linking to memory files okfgit does not manage stay in it"
+                 if kept else "")
+        out.warnings.append(f"{path}: was edited since okfgit wrote it; {plural(len(others), 'line')} okfgit did "
+                            f"not write {were} saved to {save.path} before it was regenerated{links}")
     name_of = {c.key: n for n, c in names.items()}
     # Deprecated concepts stay in the folder (reachable through superseded_by) but spend no
     # line of Claude's 200: MEMORY.md is for what is current.
@@ -616,6 +634,20 @@ def _index_item(view: View, folder: Path, names: dict[str, TierCard], concepts: 
             return Item(path, REMOVE, "index of the memory folder, which lists nothing now", old=old)
         return None
     return Item(path, WRITE, "index of the memory folder", data=data, old=old, oid=blob_oid(data))
+
+
+def _save_lines(view: View, path: Path, lines: list[str]) -> Save:
+    """Where the lines someone wrote into MEMORY.md are kept (``<git common dir>/okf/drafts/``),
+    with where and when they came from. Named by the lines, so saving the same ones again (a
+    run that failed before MEMORY.md was written) writes the same file."""
+    body = "\n".join(lines) + "\n"
+    when = dt.datetime.fromtimestamp(view.ctx.now(), dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    head = (f"<!-- okfgit kept these lines from {path} on {when}, before regenerating it: MEMORY.md is okfgit's "
+            "index of the memory folder. A lasting fact goes into a memory file of its own (capture takes it) "
+            "or `okfgit new`. -->\n")
+    name = f"MEMORY-lines-{sha1_hex(body.encode('utf-8'))[:12]}.md"
+    target = paths.drafts(view.state.common_dir, view.ctx.home) / name
+    return Save(target, (head + body).encode("utf-8"), path, f"lines someone wrote in {path}")
 
 
 def _old_index(view: View, path: Path) -> Iterator[Item]:

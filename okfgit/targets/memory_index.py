@@ -28,6 +28,9 @@ MAX_LINE_CHARS = 149  # "under 150"
 DASH = "\u2014"
 ELLIPSIS = "\u2026"
 _LINK = re.compile(r"^\s*[-*+]\s+\[[^\]]*\]\(<?([^)\s>]+)>?\)")
+# okfgit's line pointing to a tier's root index (``pointer_line``)
+_POINTER = re.compile(r"^- \[[^\]]+ knowledge index\]\([^)\s]+\) \u2014 (?:no concepts yet; okfgit adds what is "
+                      r"learned here|[\d,]+ more concepts?, not listed here)$")
 
 
 class Entry(NamedTuple):
@@ -90,26 +93,28 @@ def linked_name(text_line: str) -> str | None:
     return norm
 
 
-def kept_lines(old: bytes | None, managed: set[str], exists: Callable[[str], bool]) -> tuple[list[str], int]:
-    """Lines of the old MEMORY.md to keep, and how many other non-blank lines it had.
+def kept_lines(old: bytes | None, managed: set[str], exists: Callable[[str], bool]) -> tuple[list[str], list[str]]:
+    """Lines of the old MEMORY.md to keep in it, and the other lines okfgit did not write.
 
     Kept: list lines linking to a file that ``exists`` in the folder and is not in
-    ``managed`` (okfgit's own files). Everything else is okfgit's to regenerate.
+    ``managed`` (okfgit's own files). okfgit's own: lines linking to a managed file, and its
+    pointers to the tier indexes. Every other non-blank line is someone's words, which the
+    caller saves before the file is regenerated.
     """
     if not old:
-        return [], 0
+        return [], []
     kept: list[str] = []
-    other = 0
+    others: list[str] = []
     for raw in old.decode("utf-8", errors="replace").split("\n"):
         text = raw.rstrip("\r")
-        if not text.strip():
+        if not text.strip() or _POINTER.match(text):
             continue
         name = linked_name(text)
         if name is not None and name not in managed and name != "MEMORY.md" and exists(name):
             kept.append(text)
         elif name is None or name not in managed:
-            other += 1
-    return kept, other
+            others.append(text)
+    return kept, others
 
 
 def hook(fact: Card, now: dt.datetime) -> str:

@@ -7,9 +7,11 @@ Every other key keeps its value and its formatting, and every body byte stays, b
 keys are added with ``okf.set_keys``. Adopted into a subfolder (``--dir``), a bundle's
 bundle-absolute links (``/glossary/term.md``, OKF §6.1, resolved against the bundle root)
 are re-rooted (``/retail/glossary/term.md``) so that every link that resolved in the
-source resolves in the tier; only those link targets change, each is listed in the commit
-message and the report, and links that did not resolve in the source are reported as the
-source's. Frontmatter values are never rewritten. Missing ``index.md`` files are written;
+source resolves in the tier, and so are the paths in its path-valued frontmatter fields
+(``sources[].resource`` and the like, ``format/resources.py``: ``policies/x.md`` ->
+``retail/policies/x.md``); only those targets change, each is listed in the commit message and
+the report, and links that did not resolve in the source are reported as the source's. No
+other frontmatter value is rewritten. Missing ``index.md`` files are written;
 existing ones keep their form, gaining only missing entries. It all lands as one commit,
 or nothing does: any unreadable or unfit input is reported, with every problem listed,
 before anything is written.
@@ -28,13 +30,15 @@ from okfgit import fsutil
 from okfgit.format import index_md as index
 from okfgit.format import concept as okf
 from okfgit.format import markdown as links
+from okfgit.format import resources
 from okfgit.format.trailers import path_field
 from okfgit.flows.concepts import actor, root_index, runstate_exclusion
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError, ValidationError
 from okfgit.knowledge.snapshot import Snapshot, snapshot
-from okfgit.plan import Plan, TierCommit, apply, writing
+from okfgit.plan import Plan, TierCommit, apply, retry_moved, writing
 from okfgit.knowledge.tiers import Tier, Workspace
+from okfgit.format.words import plural
 
 TREE = "tree"
 
@@ -100,13 +104,14 @@ def adopt_plan(ctx: Context, ws: Workspace, src: Path | None, scope: str, folder
     changes = _concept_changes(tier, snap, files, adoption, problems, rebase)
     if problems:
         lines = "\n".join(f"  {p}" for p in problems)
-        raise ValidationError(f"cannot adopt into {tier.label}: {len(problems)} problem(s), nothing was written:\n{lines}")
+        raise ValidationError(f"cannot adopt into {tier.label}: {plural(len(problems), 'problem')}, nothing was "
+                              f"written:\n{lines}")
     _add_indexes(tier, snap, region, changes, adoption)
     if changes:
         where = f"{region}/" if region else "the root"
         what = "the tier's own files" if src is None else src.name or str(src)
         adoption.plan.commits.append(TierCommit(
-            tier, "adopt", f"okf: adopt {len(adoption.adopted)} concepts from {what} into {where}", changes,
+            tier, "adopt", f"okf: adopt {plural(len(adoption.adopted), 'concept')} from {what} into {where}", changes,
             trailers=(("Okf-Adopted", str(len(adoption.adopted))), ("Okf-Source", _recorded(adoption.source))),
             body=_links_message(adoption),
             old={p: (snap.blob(p) if p in snap.entries else None) for p in changes}, base=snap.commit,
@@ -117,15 +122,17 @@ def adopt_plan(ctx: Context, ws: Workspace, src: Path | None, scope: str, folder
 
 def adopt(ctx: Context, ws: Workspace, src: Path | None, scope: str, folder: str | None = None) -> Adoption:
     """Adopt as one commit (see ``adopt_plan``); no commit when there is nothing to add."""
-    with writing(ctx, ws.tier(scope)):
-        adoption = adopt_plan(ctx, ws, src, scope, folder)
-        if adoption.plan.empty:
+    def adopted() -> Adoption:
+        with writing(ctx, ws.tier(scope)):
+            adoption = adopt_plan(ctx, ws, src, scope, folder)
+            if adoption.plan.empty:
+                return adoption
+            if adoption.tier.name == "job":
+                adoption.plan.writes.extend(runstate_exclusion(ws))
+            adoption.commit = apply(ctx, adoption.plan).raise_failed().commits[-1][1]
             return adoption
-        if adoption.tier.name == "job":
-            adoption.plan.writes.extend(runstate_exclusion(ws))
-        done = apply(ctx, adoption.plan).raise_failed()
-    adoption.commit = done.commits[-1][1]
-    return adoption
+
+    return retry_moved(adopted)
 
 
 # -- reading the input --------------------------------------------------------------
@@ -253,7 +260,8 @@ def _concept_changes(tier: Tier, snap: Snapshot, files: list[_Source], adoption:
                 new = file.data
             else:
                 new = _with_profile(tier, file, parsed, taken, adoption.notes)
-            _shift_lines(adoption, marks, _head_lines(new, parsed.body) - _head_lines(file.data, parsed.body))
+            _shift_lines(adoption, marks, _head_lines(new, parsed.body) - _head_lines(file.data, parsed.body),
+                         _head_lines(file.data, parsed.body) + 1)
         except OkfError as exc:
             problems.append(str(exc))
             continue
@@ -323,11 +331,44 @@ def _rebased(file: _Source, folder: str, bundle: set[str], adoption: Adoption) -
         target = links.resolve(file.rel, link.target)
         if not target.external and (target.escapes or not links.exists(target.path or "index.md", bundle)):
             adoption.unresolved.append(LinkRewrite(file.dest, first + link.line, link.target))
+    head = _rebased_fields(file, parsed, folder, bundle, adoption)
     text, rewrites = links.rebase_absolute(parsed.body.decode("utf-8"), folder)
-    if not rewrites:
-        return file
     adoption.rewrites.extend(LinkRewrite(file.dest, first + r.line, r.old, r.new) for r in rewrites)
+    if not rewrites and head == file.data[: len(file.data) - len(parsed.body)]:
+        return file
     return _Source(file.dest, file.name, head + text.encode("utf-8"), file.rel)
+
+
+def _rebased_fields(file: _Source, parsed: okf.Parsed, folder: str, bundle: set[str], adoption: Adoption) -> bytes:
+    """The head of ``file`` (up to its body) with its path-valued frontmatter fields re-rooted
+    under ``folder`` (``resources.rebase``); the paths that name nothing in the source are
+    recorded as the source's."""
+    head = file.data[: len(file.data) - len(parsed.body)]
+    moves: dict[str, str] = {}
+    lines: dict[str, int] = {}
+    exists = lambda p: links.exists(p, bundle)  # noqa: E731
+    for found in resources.path_fields(parsed.meta):
+        line = resources.line_of(file.data, found, _key_line(file.data, found.key)) or 1
+        if resources.resolve(file.rel, found.value, exists) is None:
+            adoption.unresolved.append(LinkRewrite(file.dest, line, found.value))
+        moved = resources.rebase(file.rel, found.value, folder, exists)
+        if moved is not None and found.value not in moves:
+            moves[found.value] = moved
+            lines[found.value] = line
+    if not moves:
+        return head
+    adoption.rewrites.extend(LinkRewrite(file.dest, lines[old], old, new) for old, new in moves.items())
+    return resources.rewrite(head, file.name, moves)
+
+
+def _key_line(data: bytes, key: str) -> int | None:
+    """The file line of a top-level frontmatter key."""
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if line.startswith(key.encode("ascii")) and line[len(key):].lstrip(b" \t").startswith(b":"):
+            return number
+        if number > 1 and line.rstrip(b"\r") == b"---":
+            return None
+    return None
 
 
 def _without_version(file: _Source, adoption: Adoption) -> _Source:
@@ -349,13 +390,15 @@ def _head_lines(data: bytes, body: bytes) -> int:
     return data[: len(data) - len(body)].count(b"\n")
 
 
-def _shift_lines(adoption: Adoption, marks: tuple[int, int], delta: int) -> None:
+def _shift_lines(adoption: Adoption, marks: tuple[int, int], delta: int, body_line: int) -> None:
     """The links just recorded for a file, at their lines in the file as adopted (the
-    profile keys added above the body move it down)."""
+    profile keys added at the end of the frontmatter move the body, from ``body_line`` on,
+    down; the paths in the frontmatter stay where they are)."""
     if not delta:
         return
     for found, start in ((adoption.rewrites, marks[0]), (adoption.unresolved, marks[1])):
-        found[start:] = [LinkRewrite(r.file, r.line + delta, r.old, r.new) for r in found[start:]]
+        found[start:] = [LinkRewrite(r.file, r.line + delta if r.line >= body_line else r.line, r.old, r.new)
+                         for r in found[start:]]
 
 
 def _links_message(adoption: Adoption) -> str:
@@ -363,11 +406,11 @@ def _links_message(adoption: Adoption) -> str:
     parts = []
     if adoption.rewrites:
         lines = "\n".join(f"- {r}" for r in adoption.rewrites)
-        parts.append(f"Re-rooted {len(adoption.rewrites)} bundle-absolute link"
-                     f"{'s' if len(adoption.rewrites) != 1 else ''} under /{adoption.folder}/:\n\n{lines}")
+        parts.append(f"Re-rooted {plural(len(adoption.rewrites), 'path')} under /{adoption.folder}/ (bundle-absolute "
+                     f"links, path-valued frontmatter fields):\n\n{lines}")
     if adoption.unresolved:
         lines = "\n".join(f"- {r}" for r in adoption.unresolved)
-        parts.append(f"Links that did not resolve in the source either (kept as written):\n\n{lines}")
+        parts.append(f"Links and paths that did not resolve in the source either (kept as written):\n\n{lines}")
     return "\n\n".join(parts)
 
 

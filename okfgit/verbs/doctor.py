@@ -20,6 +20,7 @@ from okfgit.knowledge.snapshot import Snapshot, snapshot, worktree_snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.plan import InProgress, in_progress, index_behind
 from okfgit.targets import budget
+from okfgit.format.words import plural
 
 
 @dataclass(slots=True)
@@ -104,7 +105,7 @@ def render_text(report: Report) -> str:
     out: list[str] = []
     for tier in report.tiers:
         where = "working tree" if tier.worktree else f"HEAD {tier.commit[:7] if tier.commit else '(none)'}"
-        out.append(f"{tier.tier.label} tier: {tier.tier.root} ({where}, {tier.concepts} concepts)")
+        out.append(f"{tier.tier.label} tier: {tier.tier.root} ({where}, {plural(tier.concepts, 'concept')})")
         okf_findings = tier.group(OKF)
         verdict = "conformant" if tier.conformant else "NOT conformant"
         out.append(f"  OKF v0.2 conformance: {verdict}{_counts(okf_findings)}")
@@ -120,8 +121,7 @@ def render_text(report: Report) -> str:
 def summary(report: Report) -> str:
     checked = len(report.tiers)
     conformant = sum(1 for t in report.tiers if t.conformant)
-    tiers = f"{checked} tier{'s' if checked != 1 else ''}"
-    return (f"{_plural(report.errors, 'error')}, {_plural(report.warnings, 'warning')} in {tiers}; "
+    return (f"{plural(report.errors, 'error')}, {plural(report.warnings, 'warning')} in {plural(checked, 'tier')}; "
             f"OKF v0.2 conformant: {conformant} of {checked}")
 
 
@@ -132,9 +132,6 @@ def _finding_line(f: Finding) -> str:
 def _counts(findings: list[Finding]) -> str:
     errors = sum(1 for f in findings if f.severity == ERROR)
     warnings = len(findings) - errors
-    parts = [_plural(n, w) for n, w in ((errors, "error"), (warnings, "warning")) if n]
+    parts = [plural(n, w) for n, w in ((errors, "error"), (warnings, "warning")) if n]
     return f" ({', '.join(parts)})" if parts else ""
 
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"

@@ -18,7 +18,7 @@ from okfgit.errors import EXIT_OK, EXIT_USAGE, OkfError, RepoStateError
 from okfgit.git.objects import Entry
 from okfgit.knowledge import catalog
 from okfgit.knowledge.snapshot import Snapshot, snapshot
-from okfgit.plan import Plan, TierCommit, apply, in_progress, writing
+from okfgit.plan import Applied, Plan, TierCommit, apply, in_progress, retry_moved, writing
 from okfgit.knowledge import checks
 from okfgit.knowledge.tiers import Tier, Workspace
 
@@ -134,9 +134,12 @@ def plan_index(ctx: Context, ws: Workspace, scope: str, *, check: bool = False) 
 
 def regenerate_indexes(ctx: Context, ws: Workspace, scope: str) -> IndexRun:
     """Regenerate and commit; returns what was done (``commit`` set on each tier written)."""
-    with writing(ctx, *ws.present(scope)[0]):
-        run = plan_index(ctx, ws, scope)
-        done = apply(ctx, run.plan)
+    def regenerated() -> tuple[IndexRun, Applied]:
+        with writing(ctx, *ws.present(scope)[0]):
+            run = plan_index(ctx, ws, scope)
+            return run, apply(ctx, run.plan)
+
+    run, done = retry_moved(regenerated)
     by_tier = {commit.tier.label: oid for commit, oid in done.commits}
     for item in run.tiers:
         item.commit = by_tier.get(item.tier.label)

@@ -211,13 +211,17 @@ class Installed:
 class McpStatus:
     entries: list[Installed]
     command: str | None  # where `okfgit` is found on PATH, as the agents will start it
+    sdk_missing: str | None = None  # the command that installs the MCP SDK, when it is missing
 
     def to_json(self) -> dict[str, Any]:
-        return {"servers": [e.to_json() for e in self.entries], "command": self.command}
+        return {"servers": [e.to_json() for e in self.entries], "command": self.command,
+                "sdk": {"installed": self.sdk_missing is None, "install": self.sdk_missing}}
 
 
-def status(ctx: Context, root: Path | None) -> McpStatus:
-    """Where okfgit's server entry is, for every agent and scope; never raises for a bad file."""
+def status(ctx: Context, root: Path | None, sdk_missing: str | None = None) -> McpStatus:
+    """Where okfgit's server entry is, for every agent and scope; never raises for a bad file.
+    ``sdk_missing``: the command that installs the MCP SDK, when it is missing (``mcp/stdio``
+    knows)."""
     out = []
     for agent in AGENTS:
         for scope in SCOPES:
@@ -226,7 +230,7 @@ def status(ctx: Context, root: Path | None) -> McpStatus:
             except UsageError:
                 continue
             out.append(_state(tgt))
-    return McpStatus(out, shutil.which("okfgit", path=ctx.environ.get("PATH")))
+    return McpStatus(out, shutil.which("okfgit", path=ctx.environ.get("PATH")), sdk_missing)
 
 
 def render_status(st: McpStatus) -> str:
@@ -234,6 +238,8 @@ def render_status(st: McpStatus) -> str:
              + (f"  ({e.problem})" if e.problem else "") for e in st.entries]
     lines.append(f"okfgit command: {st.command}" if st.command
                  else "okfgit command: not on PATH (agents start `okfgit mcp`; put okfgit on their PATH)")
+    lines.append("MCP SDK: installed" if st.sdk_missing is None
+                 else f"MCP SDK: missing, so `okfgit mcp` cannot serve; install it with: {st.sdk_missing}")
     return "\n".join(lines)
 
 

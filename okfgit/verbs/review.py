@@ -235,8 +235,16 @@ def resolve_range(repo: Repo, spec: str | None, base: str | None = None,
         head = repo.resolve("HEAD")
         found = _merge_base(repo, repo.resolve(spec), head, spec, "HEAD"), head, f"{spec}...HEAD"
     if next(repo.log(found[0], found[1]), None) is None:
+        side = found[2].split(".")[0]
+        branch = (repo.head_branch() or "").removeprefix("refs/heads/")
+        if branch and side.removeprefix("origin/") == branch:
+            hint = (f"HEAD is {branch} itself, the base: review compares a pull request's branch with its base, so "
+                    f"check that branch out and run it there, or name what to review (`okfgit review HEAD~1..HEAD` "
+                    "for the last commit)")
+        else:
+            hint = "is the branch pushed and checked out, and is the base the pull request's base?"
         raise UsageError(f"nothing to review: {found[2]} is empty (no commit on the head side that the base "
-                         "lacks); is the branch pushed and checked out, and is the base the pull request's base?")
+                         f"lacks); {hint}")
     return found
 
 

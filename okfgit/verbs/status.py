@@ -16,12 +16,13 @@ from okfgit.errors import OkfError, RepoStateError, UsageError
 from okfgit.plan import IndexBehind, InProgress, Plan, in_progress, index_behind
 from okfgit.targets import budget
 from okfgit.flows.projection import Outcome
-from okfgit.format import lifecycle, names
+from okfgit.format import lifecycle, names, needs_merge
 from okfgit.knowledge.snapshot import Snapshot, snapshot
 from okfgit.format.names import is_needs_merge
 from okfgit.format.findings import Finding
 from okfgit.knowledge import checks
 from okfgit.knowledge.tiers import Tier, Workspace
+from okfgit.format.words import plural
 
 if TYPE_CHECKING:  # runs (and the git layer under it) loads only when a run is active
     from okfgit.flows import runs
@@ -38,6 +39,7 @@ class Status:
     blocked: list[str]  # why sync could not commit the pending captures right now
     remote: exchange.RemoteInfo
     needs_merge: list[str] = field(default_factory=list)  # "<tier>:<path>" of siblings at HEAD
+    variants: dict[str, int] = field(default_factory=dict)  # ... and how many variants each holds
     unprojected: list[str] = field(default_factory=list)  # "<tier>:<path>" projection skips
     unprojected_why: list[str] = field(default_factory=list)
     hook_error: str | None = None  # the last hook error since the last successful sync
@@ -60,24 +62,27 @@ class Status:
         cap = self.capture
         out: list[str] = []
         if self.needs_merge or cap.conflicts:
-            out.append(f"{len(self.needs_merge) + len(cap.conflicts)} needs-merge sibling(s) to merge")
+            masters = {_master(s) for s in self.needs_merge}
+            masters |= {f"{c.tier.label}:{names.needs_merge_master(c.kb_path)}" for c in cap.conflicts}
+            out.append(f"{plural(len(masters), 'concept')} with needs-merge variants to merge")
         if cap.skipped:
-            out.append(f"{len(cap.skipped)} memory file(s) okfgit cannot capture")
+            out.append(f"{plural(len(cap.skipped), 'memory file')} okfgit cannot capture")
         if cap.held:
-            out.append(f"{len(cap.held)} memory file(s) with no tier to go to")
+            out.append(f"{plural(len(cap.held), 'memory file')} with no tier to go to")
         if self.unprojected:
-            out.append(f"{len(self.unprojected)} concept(s) not projected")
+            out.append(f"{plural(len(self.unprojected), 'concept')} not projected")
         if self.hook_error:
             out.append("a git hook failed since the last successful sync")
         if self.index_behind:
-            out.append(f"{sum(len(b.paths) for b in self.index_behind)} okfgit path(s) whose index is behind HEAD")
+            out.append(f"{plural(sum(len(b.paths) for b in self.index_behind), 'okfgit path')} whose index is "
+                       "behind HEAD")
         if self.hidden:
-            out.append(f"{len(self.hidden)} okfgit block(s) hidden from Codex by an AGENTS.override.md")
+            out.append(f"{plural(len(self.hidden), 'okfgit block')} hidden from Codex by an AGENTS.override.md")
         out += [f"{busy.operation.what} to finish in {busy.tier.repo_path}" for busy in self.in_progress]
         if self.doctor:
-            out.append(f"{len(self.doctor)} doctor error(s)")
+            out.append(f"{plural(len(self.doctor), 'doctor error')}")
         if self.run_edits and self.run_edits.waiting:
-            out.append(f"{len(self.run_edits.waiting)} edited run file(s) sync will not commit")
+            out.append(f"{plural(len(self.run_edits.waiting), 'edited run file')} sync will not commit")
         return out
 
     @property
@@ -97,6 +102,7 @@ class Status:
             "tiers": self.tiers,
             "needs_merge": self.needs_merge,
             "proposals": [{"sibling": s, "protected": why} for s, why in self.protected.items()],
+            "needs_merge_variants": self.variants,
             "unprojected": self.unprojected,
             "capture": {
                 "enabled": cap.enabled,
@@ -162,6 +168,7 @@ def status(ctx: Context, ws: Workspace) -> Status:
         blocked=_blocked(cap.plan) if cap.enabled else [],
         needs_merge=siblings,
         protected=_protected(tiers, siblings),
+        variants=_variants(tiers, siblings),
         unprojected=unprojected,
         unprojected_why=why,
         hook_error=hooklog.error_since_last_sync(repo.common_dir),
@@ -243,6 +250,25 @@ def _protected(tiers: list[Tier], siblings: list[str]) -> dict[str, str]:
     return out
 
 
+def _variants(tiers: list[Tier], siblings: list[str]) -> dict[str, int]:
+    """How many variants each sibling (``<tier>:<path>``) holds (``format/needs_merge.py``)."""
+    out: dict[str, int] = {}
+    by_label = {t.label: t for t in tiers}
+    for sibling in siblings:
+        label, _, path = sibling.partition(":")
+        tier = by_label[label]
+        repo = tier.open()
+        entry = repo.entry_at(repo.head_commit(), tier.repo_path_of(path))
+        out[sibling] = needs_merge.count(repo.read_blob(entry.oid)) if entry is not None else 1
+    return out
+
+
+def _master(sibling: str) -> str:
+    """``<tier>:<master path>`` of a ``<tier>:<sibling path>``."""
+    label, _, path = sibling.partition(":")
+    return f"{label}:{names.needs_merge_master(path)}"
+
+
 def _blocked(plan: Plan) -> list[str]:
     """Why each pending capture commit would be deferred now (mid-rebase, detached HEAD,
     uncommitted edits in the way); empty when sync could commit them."""
@@ -292,15 +318,28 @@ def render(st: Status) -> str:
         lines.append(f"memory files waiting for a tier (left untouched): {len(cap.held)}")
         lines += [f"  {o}: {r}" for o, r in cap.held]
     if st.needs_merge:
-        lines.append(f"needs-merge siblings waiting for a person: {len(st.needs_merge)}")
+        by_master: dict[str, list[str]] = {}
+        proposals: list[str] = []
         for sibling in st.needs_merge:
-            master = names.needs_merge_master(sibling.split(":", 1)[1])
             if sibling in st.protected:
-                lines.append(f"  {sibling}: an agent's version of {master}, which is {st.protected[sibling]}; "
-                             f"accept it: `okfgit proposal accept {sibling}`; drop it: `okfgit proposal drop {sibling}`")
+                master = names.needs_merge_master(sibling.split(":", 1)[1])
+                proposals.append(f"  {sibling}: an agent's version of {master}, which is {st.protected[sibling]}; "
+                                 f"accept it: `okfgit proposal accept {sibling}`; drop it: `okfgit proposal drop "
+                                 f"{sibling}`")
             else:
-                lines.append(f"  {sibling}: merge what matters into {master}, then delete it (or `okfgit proposal "
-                             f"accept|drop {sibling}`)")
+                by_master.setdefault(_master(sibling), []).append(sibling.partition(":")[2])
+        if by_master:
+            lines.append(f"needs-merge variants waiting for a person: {plural(len(by_master), 'concept')}")
+        for master, found in by_master.items():
+            count = sum(st.variants.get(f"{master.partition(':')[0]}:{s}", 1) for s in found)
+            them = "it" if len(found) == 1 else "them"
+            label = master.partition(":")[0]
+            lines.append(f"  {master}: {plural(count, 'variant')} in {', '.join(found)}; merge what matters into "
+                         f"{master.partition(':')[2]}, then delete {them} (or `okfgit proposal accept|drop "
+                         f"{label}:{found[0]}`)")
+        if proposals:
+            lines.append(f"agent proposals waiting for a person: {len(proposals)}")
+            lines += proposals
     if st.unprojected:
         lines.append(f"concepts not projected: {len(st.unprojected)}")
         lines += [f"  {w}" for w in st.unprojected_why] or [f"  {p}" for p in st.unprojected]

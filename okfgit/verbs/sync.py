@@ -6,9 +6,9 @@ With a global remote the order is fetch → integrate → capture → project �
 Concurrent syncs (two git hooks, a hook and a Claude Code session hook) must not
 interleave, so both steps run under ``<git common dir>/okf/sync.lock``; a second sync
 waits a bounded time, then says it skipped. A capture that cannot commit right now (the
-repository is mid-rebase, HEAD is detached, a person has uncommitted edits in the way)
-is deferred, and projection still runs: projection never overwrites a file okfgit did
-not write, so the agent's memories wait safely for the next sync.
+repository is mid-rebase, HEAD is detached, a person has uncommitted edits in the way, the
+branch kept moving under it) is deferred, and projection still runs: projection never
+overwrites a file okfgit did not write, so the agent's memories wait safely for the next sync.
 """
 
 from __future__ import annotations
@@ -27,12 +27,13 @@ from okfgit.local import state
 from okfgit.local import stamps as syncstamp
 from okfgit.local.store import Stores
 from okfgit.context import Context
-from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, OkfError, RepoStateError, UsageError
+from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, BusyError, OkfError, RepoStateError, UsageError
 from okfgit.format import lifecycle
 from okfgit.knowledge import checks
 from okfgit.knowledge.tiers import Workspace
 from okfgit.plan import in_progress
 from okfgit.git.repository import Repo
+from okfgit.format.words import plural
 
 if TYPE_CHECKING:  # the global tier's exchange loads only when that tier exists
     from okfgit.flows import exchange
@@ -125,7 +126,7 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
             if listed:
                 report.capture.unchanged_seen, report.capture.unchanged_all = report.capture.unchanged, None
             report.warnings.extend(report.capture.warnings)
-        except RepoStateError as exc:
+        except (RepoStateError, BusyError) as exc:  # mid-rebase, edits in the way, a branch that kept moving
             report.capture_deferred = str(exc)
         except OkfError as exc:
             report.capture_error = str(exc)
@@ -273,26 +274,26 @@ def summary_line(report: SyncReport) -> str:
         if merges:
             parts.append(f"{merges} need a merge")
         if cap.proposals:
-            parts.append(f"{len(cap.proposals)} agent proposal(s) for a person to accept or drop")
+            parts.append(f"{plural(len(cap.proposals), 'agent proposal')} for a person to accept or drop")
     if cap is not None and cap.skipped:
-        parts.append(f"{len(cap.skipped)} memory file(s) unreadable")
+        parts.append(f"{plural(len(cap.skipped), 'memory file')} unreadable")
     if cap is not None and cap.held:
-        parts.append(f"{len(cap.held)} memory file(s) waiting for a tier")
+        parts.append(f"{plural(len(cap.held), 'memory file')} waiting for a tier")
     if report.run_edits is not None and report.run_edits.committable:
-        parts.append(f"committed {len(report.run_edits.committable)} edited run file(s)")
+        parts.append(f"committed {plural(len(report.run_edits.committable), 'edited run file')}")
     if report.run_edits is not None and report.run_edits.waiting:
-        parts.append(f"{len(report.run_edits.waiting)} run file(s) waiting for a person")
+        parts.append(f"{plural(len(report.run_edits.waiting), 'run file')} waiting for a person")
     if report.exchange is not None:
         parts.extend(report.exchange.parts())
     proj = report.projection
     if proj is not None:
         written = proj.count("written") + proj.count("removed")
         if written:
-            parts.append(f"{'would project' if report.dry_run else 'projected'} {written} file(s)")
+            parts.append(f"{'would project' if report.dry_run else 'projected'} {plural(written, 'file')}")
         if proj.failed:
-            parts.append(f"{proj.count('failed')} target(s) failed")
+            parts.append(f"{plural(proj.count('failed'), 'target')} failed")
     if report.doctor_errors:
-        where = ", ".join(f"{n} error(s) in {label}" for label, n in sorted(report.doctor_errors.items()))
+        where = ", ".join(f"{plural(n, 'error')} in {label}" for label, n in sorted(report.doctor_errors.items()))
         parts.append(f"doctor: {where} (`okfgit doctor` lists them)")
     head = "okfgit sync (dry run): " if report.dry_run else "okfgit sync: "
     return head + (", ".join(parts) if parts else "up to date")

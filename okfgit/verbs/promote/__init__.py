@@ -13,7 +13,7 @@ into the run if the pull request is closed.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from okfgit.format import index_md as index
@@ -31,7 +31,7 @@ from okfgit.knowledge.cards import TierCards
 from okfgit.knowledge.merged import Merged
 from okfgit.knowledge.refs import resolve_concept
 from okfgit.knowledge.snapshot import Concept, Snapshot, snapshot
-from okfgit.plan import Plan, TierCommit, apply, render, writing
+from okfgit.plan import Plan, TierCommit, apply, render, retry_moved, writing
 from okfgit.flows.concepts import actor, root_index
 from okfgit.knowledge.tiers import Tier, Workspace
 
@@ -135,7 +135,7 @@ def plan_promotion(
         trailers=tuple(t for i in items for t in (
             ("Okf-Id", i.okf_id), ("Okf-Promoted-From", f"{source.label}@{src_snap.commit}:{i.source_path}"))),
         branch=branch, new_branch=branch is not None,
-        old={p: (dst_snap.blob(p) if p in dst_snap.entries else None) for p in changes},
+        old={p: (dst_snap.blob(p) if p in dst_snap.entries else None) for p in changes}, base=dst_snap.commit,
         actor=actor(ctx, source, ws.project_repo),
     )
     pp = PromotionPlan(source, destination, src_snap.commit, items, branch, dest_commit, src_snap,
@@ -351,10 +351,19 @@ def _backlink_warnings(pp: PromotionPlan) -> list[str]:
 # -- applying ------------------------------------------------------------------------
 
 
-def promote(ctx: Context, pp: PromotionPlan) -> Promotion:
-    """Commit into the destination, then remove from the source (both checked beforehand)."""
-    with writing(ctx, pp.destination, pp.source):
-        return _promote_locked(ctx, pp)
+def promote(ctx: Context, pp: PromotionPlan, replan: Callable[[], PromotionPlan] | None = None) -> Promotion:
+    """Commit into the destination, then remove from the source (both checked beforehand).
+    When the destination's branch moved since ``pp`` was planned (a commit landed there and
+    nothing was written), ``replan`` plans the promotion again on the new HEAD and it is
+    tried again (``retry_moved``)."""
+    plans = iter([pp])
+
+    def promoted() -> Promotion:
+        planned = next(plans, None) or (replan() if replan is not None else pp)
+        with writing(ctx, planned.destination, planned.source):
+            return _promote_locked(ctx, planned)
+
+    return retry_moved(promoted, tries=1 if replan is None else None)
 
 
 def _promote_locked(ctx: Context, pp: PromotionPlan) -> Promotion:

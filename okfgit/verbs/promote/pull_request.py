@@ -17,6 +17,7 @@ from okfgit.flows.harvest import BODY_LIMIT, CONTINUED, LABEL, VERSION, provider
 from okfgit.local import pr_bodies
 from okfgit.git import command
 from okfgit.verbs.promote import Item, Promotion, PromotionPlan
+from okfgit.format.words import plural
 
 
 def block(p: Promotion) -> dict[str, object]:
@@ -80,7 +81,7 @@ def pr_body(p: Promotion) -> str:
     origin = f"run `{pp.source.run}`" if pp.source.run else f"the {pp.source.label} tier"
     where = "the project knowledge base (`.okf/`)" if pp.destination.name == "project" else \
         f"the {pp.destination.label} knowledge base"
-    count = "1 concept" if len(pp.items) == 1 else f"{len(pp.items)} concepts"
+    count = plural(len(pp.items), "concept")
     lines = [f"Promotes {count} learned in {origin} into {where}.", "",
              "| concept | type | path | claim |", "|---|---|---|---|"]
     for i in pp.items:
@@ -174,7 +175,7 @@ def _short_prose(p: Promotion) -> str:
     for item in pp.items:
         folder = item.path.rsplit("/", 1)[0] + "/" if "/" in item.path else "(root)"
         folders[folder] = folders.get(folder, 0) + 1
-    lines = [f"Promotes {len(pp.items)} concepts learned in {origin} into the {pp.destination.label} knowledge "
+    lines = [f"Promotes {plural(len(pp.items), 'concept')} learned in {origin} into the {pp.destination.label} knowledge "
              "base; too many to list here (see the Files tab), by folder:", "", "| folder | concepts |", "|---|---|"]
     lines += [f"| `{folder}` | {count} |" for folder, count in sorted(folders.items())[:100]]
     if len(folders) > 100:
@@ -205,20 +206,22 @@ class PullRequest:
     labelled: bool = False
     notes: tuple[str, ...] = ()
     error: OkfError | None = None
+    why_not: str = ""  # why nothing ran (no gh, no remote yet)
 
     def shell(self) -> str:
         return "\n".join(shlex.join(c) for c in self.commands)
 
 
 def check_remote(pp: PromotionPlan, remote: str) -> None:
-    """Before anything is committed: ``--open-pr`` needs ``remote`` in the destination repository."""
+    """Before anything is committed: ``--open-pr`` pushes to ``remote``. A repository with other
+    remotes but not that one is stopped (a mistyped ``--remote``, nothing written); one with no
+    remote at all is promoted on its branch, and ``open_pr`` says what to run once it has one."""
     repo = pp.destination.open() if pp.destination.exists() else None
     remotes = repo.remote_names() if repo is not None else []
-    if remote not in remotes:
-        known = f" (it has: {', '.join(remotes)})" if remotes else " (it has none)"
+    if remotes and remote not in remotes:
         raise UsageError(f"--open-pr pushes to the remote {remote!r}, which {pp.destination.repo_path} does not "
-                         f"have{known}; add it first, e.g. `git remote add {remote} <url>`, or pass --remote "
-                         "(nothing was written)")
+                         f"have (it has: {', '.join(remotes)}); pass --remote, or add it first, e.g. "
+                         f"`git remote add {remote} <url>` (nothing was written)")
 
 
 def pr_commands(p: Promotion, body_file: Path, remote: str = "origin", label: bool = True) -> list[list[str]]:
@@ -256,8 +259,11 @@ def open_pr(ctx: Context, p: Promotion, remote: str = "origin") -> PullRequest:
                                                                                      part=n))]
                 for n, text in enumerate(parts[1:], start=1)]
     commands = pr_commands(p, body_file, remote) + comments
+    if remote not in repo.remote_names():
+        return PullRequest([["git", "remote", "add", remote, "<url>"], *commands], body_file, ran=False,
+                           why_not=f"{pp.destination.repo_path} has no remote yet (add one, then push)")
     if shutil.which("gh", path=ctx.environ.get("PATH")) is None:
-        return PullRequest(commands, body_file, ran=False)
+        return PullRequest(commands, body_file, ran=False, why_not="gh is not on PATH")
     push, label, create = commands[:3]
     where = f"{pp.destination.label} commit {p.destination_oid[:12]} on branch {pp.branch}"
     kept = f"The pull request body is kept in {body_file}."

@@ -1,0 +1,179 @@
+"""One bad file harms only itself, in every verb (issue 25, items 1 and 2).
+
+A concept whose frontmatter holds a 5,000-digit integer (Python cannot turn it into text) sits
+in every tier and in the memory folder; a memory file has a 250-byte name. Every verb runs
+beside them: none exits 3, none prints a traceback, each reports the bad file where it reads
+it, and the good files around it go on working.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Result, Runner, fsck
+from tests.test_capture import memory, write_memory
+
+HUGE = "9" * 5000
+LONG_NAME = "a" * 247 + ".md"  # 250 bytes: its old temp name passed the 255-byte limit
+
+
+def bad_concept(scope: str, okf_id: str) -> bytes:
+    return (f"---\ntype: Note\ntitle: Huge number\ndescription: {HUGE}\nscope: {scope}\n"
+            f"okf_id: {okf_id}\nokf_source: authored\n---\nA body.\n").encode()
+
+
+def memory_file(name: str, description: str) -> bytes:
+    return f"---\nname: {name}\ndescription: {description}\nmetadata:\n  type: project\n---\n{description}\n".encode()
+
+
+def commit_file(git: Runner, repo: Path, rel: str, data: bytes, message: str) -> None:
+    path = repo / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    git("add", rel, cwd=repo)
+    git("commit", "-q", "-m", message, cwd=repo)
+
+
+@pytest.fixture
+def world(project: Path, okfgit: Runner, git: Runner, env: dict[str, str], home: Path) -> Path:
+    """Every tier holds a good concept and a bad one; the memory folder a good fact, a bad one
+    and one with a 250-byte name."""
+    okfgit("init", "--scope", "global", cwd=project)
+    glob = home / ".local" / "share" / "okf"
+    okfgit("new", "global-good", "--type", "Note", "--description", "A good global fact.", "--scope", "global",
+           "--no-edit", cwd=project)
+    commit_file(git, glob, "huge.md", bad_concept("global", "11111111-1111-4111-8111-111111111111"), "huge")
+    okfgit("new", "cache-policy", "--type", "Decision", "--description", "Responses are cached for a day.",
+           "--no-edit", cwd=project)
+    commit_file(git, project, ".okf/huge.md", bad_concept("project", "22222222-2222-4222-8222-222222222222"),
+                "huge")
+    okfgit("run", "start", "r1", "--task", "Try things.", cwd=project)
+    okfgit("note", "--type", "Lesson", "Warm the cache first", "--claim", "Cold runs vary threefold.",
+           "--generalizes", "yes", cwd=project)
+    commit_file(git, project / "runstate" / "r1" / "okf", "notes/huge.md",
+                bad_concept("job", "33333333-3333-4333-8333-333333333333"), "huge")
+    mem = memory(project, env, home)
+    write_memory(mem, "release_freeze.md", memory_file("release-freeze", "The release freeze starts Thursday."))
+    write_memory(mem, LONG_NAME, memory_file("long-name", "A fact in a file with a long name."))
+    write_memory(mem, "huge_number.md", f"---\nname: huge\ndescription: {HUGE}\ntype: project\n---\nx\n".encode())
+    return project
+
+
+def ok(result: Result) -> Result:
+    assert result.code in (0, 2), result
+    assert "internal error" not in result.err and "Traceback" not in result.err, result
+    return result
+
+
+def test_every_verb_goes_on_beside_a_huge_integer_and_a_long_name(
+        world: Path, okfgit: Runner, git: Runner, env: dict[str, str], home: Path) -> None:
+    repo = world
+    run = lambda *args, expect=None: ok(okfgit(*args, cwd=repo, expect=expect))  # noqa: E731
+
+    # sync captures the good facts (the long name too), skips the bad one, projects everything
+    synced = run("sync", expect=0)
+    assert "huge_number.md" in synced.err and "100" in synced.err
+    mem = memory(repo, env, home)
+    assert (mem / LONG_NAME).read_bytes().startswith(b"---\n")
+    assert LONG_NAME in (mem / "MEMORY.md").read_text()
+    assert not list(mem.glob(".*okftmp"))
+    again = run("sync", expect=0)  # and again: the long name does not stop the next run
+    assert "failed" not in again.out
+    run("project", expect=0)
+    assert "Long Name — A fact in a file with a long name." in run("search", "long", expect=0).out
+
+    doctor = run("doctor", expect=2)
+    for where in ("huge.md", "notes/huge.md"):
+        assert f"{where}:4: error: yaml-invalid: frontmatter past okfgit's bounds" in doctor.out, doctor.out
+    assert doctor.out.count("integer of 5,000 characters") == 3
+    findings = json.loads(run("doctor", "--json", expect=2).out)
+    assert {t["tier"] for t in findings["tiers"]} == {"job/r1", "project", "global"}
+
+    listed = run("ls", expect=0).out
+    assert "project:cache-policy.md@" in listed and "project:huge.md@" in listed and "unreadable" in listed
+    assert "cache-policy" in run("search", "cached", expect=0).out
+    assert "Responses are cached for a day." in run("cat", "cache-policy", expect=0).out
+    assert "integer of 5,000 characters" in run("cat", "project:huge.md", expect=0).err
+    run("links", "cache-policy", expect=0)
+    run("index", "--check", expect=None)
+    run("index", expect=0)
+    status = run("status", expect=2)
+    assert "huge_number.md" in status.out and LONG_NAME not in status.out
+    json.loads(run("status", "--json", expect=2).out)
+    run("capture", "--dry-run", expect=0)
+    run("run", "status", expect=0)
+    run("note", "--type", "Lesson", "Another", "--claim", "It works beside a bad note.", expect=0)
+    run("log", "Tried it beside a bad note.", expect=0)
+    run("new", "second", "--type", "Note", "--description", "Made beside a bad one.", "--no-edit", expect=0)
+    run("promote", "warm-the-cache", "--from", "job", "--to", "project", expect=0)
+    review = run("review", "--base", "HEAD~6", expect=2)
+    assert "huge.md" in review.out and "request-changes" in review.out
+    json.loads(run("review", "--base", "HEAD~6", "--format", "json", expect=2).out)
+    run("project", "--explain", expect=0)
+    run("run", "end", expect=0)
+    for tier in (repo, home / ".local" / "share" / "okf"):
+        fsck(git, tier)
+
+
+def test_a_bundle_with_a_huge_integer_is_refused_by_adopt_naming_the_file(
+        project: Path, okfgit: Runner, tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "good.md").write_text("---\ntype: Note\ntitle: Good\ndescription: Fine.\n---\nx\n")
+    (bundle / "huge.md").write_bytes(bad_concept("project", "44444444-4444-4444-8444-444444444444"))
+    result = ok(okfgit("adopt", str(bundle), "--scope", "project", cwd=project, expect=2))
+    assert "huge.md" in result.err and "integer of 5,000 characters" in result.err
+
+
+@pytest.mark.parametrize("text, bound", [
+    ("n: 0x" + "f" * 5000, "integer of 5,002 characters"),  # hexadecimal: Python reads it, never prints it
+    ("n: 1" + ":30" * 2000, "integer of 6,001 characters"),  # base 60
+    ("d: " + "x" * 70000, "a value of 70,000 characters"),
+    ("d: " + "[" * 70 + "]" * 70, "nested more than 64 deep"),
+])
+def test_each_bound_is_one_unreadable_file(project: Path, okfgit: Runner, git: Runner, text: str,
+                                           bound: str) -> None:
+    commit_file(git, project, ".okf/bad.md", f"---\ntype: Note\n{text}\n---\nx\n".encode(), "bad")
+    assert bound in ok(okfgit("doctor", "--scope", "project", cwd=project, expect=2)).out
+    assert "bad.md" in ok(okfgit("ls", cwd=project, expect=0)).out
+
+
+def test_a_memory_name_okfgit_cannot_write_back_is_skipped_with_a_warning_and_left_alone(
+        project: Path, okfgit: Runner, env: dict[str, str], home: Path) -> None:
+    mem = memory(project, env, home)
+    write_memory(mem, "kept.md", memory_file("kept", "A fact that is captured."))
+    latin1 = bytes(mem) + b"/caf\xe9.md"  # a name that is not UTF-8
+    with open(latin1, "wb") as fh:
+        fh.write(memory_file("cafe", "A fact in a Latin-1 name."))
+    write_memory(mem, "back\\slash.md", memory_file("slash", "A fact with a backslash in its name."))
+    synced = ok(okfgit("sync", cwd=project, expect=0))
+    assert "caf\\xe9.md: okfgit cannot keep a memory under this name: it is not UTF-8" in synced.err
+    assert "back\\slash.md: okfgit cannot keep a memory under this name: it is not a relative path" in synced.err
+    status = ok(okfgit("status", cwd=project, expect=2))
+    assert "caf\\xe9.md: okfgit cannot keep a memory under this name: it is not UTF-8" in status.out
+    assert "2 memory files okfgit cannot capture" in status.out
+    json.loads(ok(okfgit("status", "--json", cwd=project, expect=2)).out)
+    ok(okfgit("project", "--explain", cwd=project, expect=0))
+    with open(latin1, "rb") as fh:
+        assert fh.read() == memory_file("cafe", "A fact in a Latin-1 name.")
+    assert "kept.md" in (mem / "MEMORY.md").read_text()
+
+
+def test_a_concept_with_a_250_byte_name_is_projected_and_read(project: Path, okfgit: Runner, git: Runner,
+                                                               env: dict[str, str], home: Path) -> None:
+    name = "b" * 247 + ".md"
+    for folder in ("", "other/"):  # twice: the second memory file needs a suffix to stay distinct
+        commit_file(git, project, f".okf/{folder}{name}", b"---\ntype: Note\ntitle: Long\ndescription: Long.\n"
+                    b"scope: project\nokf_id: 55555555-5555-4555-8555-55555555555" + str(len(folder)).encode()
+                    + b"\nokf_source: authored\n---\nx\n", "long")
+    ok(okfgit("index", cwd=project, expect=0))
+    ok(okfgit("sync", cwd=project, expect=0))
+    ok(okfgit("sync", cwd=project, expect=0))
+    mem = memory(project, env, home)
+    written = sorted(p.name for p in mem.iterdir() if p.name != "MEMORY.md")
+    assert len(written) == 2 and all(len(n.encode()) <= 255 for n in written), written
+    assert ok(okfgit("doctor", "--scope", "project", cwd=project, expect=0))
+    assert "Long" in ok(okfgit("cat", "other/" + name, cwd=project, expect=0)).out
