@@ -200,6 +200,22 @@ def test_dropping_keeps_the_concept_and_a_plain_verified_note_is_accepted_in_pla
     fsck(git, project)
 
 
+@pytest.mark.parametrize(("variable", "value", "actor"), [
+    ("CLAUDECODE", "1", "agent:claude-code"),  # Claude Code 2.1.332: its Bash tool and hooks
+    ("GEMINI_CLI", "1", "agent:gemini-cli"),  # Gemini CLI 0.61.0: its shell tool
+    ("OPENCODE", "1", "agent:opencode"),  # opencode 1.18.33: its own process, inherited
+    ("CODEX_THREAD_ID", "019a0c4e-7b2d-7f31-9c55-3e8a1d2f4b60", "agent:codex"),  # Codex 0.171.0: every command
+    ("CODEX_SANDBOX", "seatbelt", "agent:codex"),  # Codex on macOS, sandboxed
+    ("CODEX_SANDBOX_NETWORK_DISABLED", "1", "agent:codex"),  # Codex with the network off
+])
+def test_each_agents_shell_is_told_apart(variable: str, value: str, actor: str) -> None:
+    from okfgit.format import actors
+
+    assert actors.from_environment({variable: value, "USER": "someone"}) == actor
+    assert actors.from_environment({variable: value, "OKF_ACTOR": "human:me"}) == "human:me"  # a person says so
+    assert actors.from_environment({"USER": "someone"}) is None  # a person's own shell
+
+
 def test_actors_are_truthful(project: Path, okfgit: Runner, git: Runner) -> None:
     okfgit("new", "typed", "--description", "A person typed this.", "--no-edit", cwd=project)
     assert split(blob(git, project, "HEAD:.okf/typed.md"))[0]["generated"]["by"] == "human:author@example.com"
@@ -213,6 +229,10 @@ def test_actors_are_truthful(project: Path, okfgit: Runner, git: Runner) -> None
     okfgit("new", "by-gemini", "--description", "Gemini ran this.", "--no-edit", cwd=project,
            extra_env={"GEMINI_CLI": "1"})
     assert ("Okf-Actor", "agent:gemini-cli") in trailers_by_git(git, project)
+    # Codex with full access on Linux: no sandbox variable, only its thread id
+    okfgit("new", "by-codex", "--description", "Codex ran this.", "--no-edit", cwd=project,
+           extra_env={"CODEX_THREAD_ID": "019a0c4e-7b2d-7f31-9c55-3e8a1d2f4b60"})
+    assert ("Okf-Actor", "agent:codex") in trailers_by_git(git, project)
 
     # the override, and a bad one
     okfgit("new", "by-ci", "--description", "CI wrote this.", "--no-edit", cwd=project,

@@ -26,17 +26,21 @@ CLAUDE_CODE = "agent:claude-code"  # capture of Claude Code's memory folder
 GEMINI_CLI = "agent:gemini-cli"  # capture of Gemini CLI's private memory folder
 MCP = "agent:mcp"  # an MCP client that did not say its name
 
-# Variables an agent sets in the environment of the commands it runs, so a command an
-# agent typed is not taken for a person's. First match wins. Claude Code: ``CLAUDECODE=1``
-# (since 0.2.47, in its Bash tool and hooks); Gemini CLI: ``GEMINI_CLI=1`` (its shell tool);
-# opencode: ``OPENCODE=1``; Codex: ``CODEX_SANDBOX`` / ``CODEX_SANDBOX_NETWORK_DISABLED``
-# (its sandboxed shell). An agent okfgit does not know here is told apart only by the
-# override (``OKF_ACTOR=agent:<name>``), which is also how a person inside an agent's
-# terminal says it is them.
+# Variables an agent sets in the environment of every command it runs, so a command an
+# agent typed is not taken for a person's. First match wins. Claude Code 2.1.332:
+# ``CLAUDECODE=1`` (its Bash tool and hooks); Gemini CLI 0.61.0: ``GEMINI_CLI=1`` (its shell
+# tool and MCP servers); opencode 1.18.33: ``OPENCODE=1`` (set in its own process, which its
+# shell tool inherits); Codex 0.171.0: ``CODEX_THREAD_ID`` (the thread's id, added after its
+# shell environment policy is applied, so in every mode). Codex's ``CODEX_SANDBOX``
+# (``seatbelt``: macOS only) and ``CODEX_SANDBOX_NETWORK_DISABLED`` (only while the network
+# is off) are set in fewer cases; they stay for older Codex releases. An agent okfgit does
+# not know here is told apart only by the override (``OKF_ACTOR=agent:<name>``), which is
+# also how a person inside an agent's terminal says it is them.
 AGENT_SHELLS: tuple[tuple[str, str], ...] = (
     ("CLAUDECODE", "agent:claude-code"),
     ("GEMINI_CLI", "agent:gemini-cli"),
     ("OPENCODE", "agent:opencode"),
+    ("CODEX_THREAD_ID", "agent:codex"),
     ("CODEX_SANDBOX", "agent:codex"),
     ("CODEX_SANDBOX_NETWORK_DISABLED", "agent:codex"),
 )
