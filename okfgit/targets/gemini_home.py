@@ -64,10 +64,17 @@ def context_file_names(project_root: Path | None, environ: Mapping[str, str], us
     for settings in files:
         value = _setting(settings, ("context", "fileName"))
         names = [value] if isinstance(value, str) else value if isinstance(value, list) else []
-        names = [n.strip() for n in names if isinstance(n, str) and n.strip() and "/" not in n.strip()]
+        names = [n.strip() for n in names if isinstance(n, str) and _file_name(n.strip())]
         if names:
             return names
     return [DEFAULT_CONTEXT]
+
+
+def _file_name(name: str) -> bool:
+    """``name`` names a file directly in a folder: a settings value or a registry id that
+    would lead elsewhere (a separator, ``..``) or that no path can hold (NUL, control
+    characters) counts as unset, so one odd value never stops a sync."""
+    return bool(name) and name not in (".", "..") and not any(c in "/\\" or ord(c) < 32 for c in name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,14 +100,14 @@ def memory_folder(project_root: Path, environ: Mapping[str, str], user_home: Pat
     projects = data.get("projects") if isinstance(data, dict) else None
     key = os.path.normpath(os.path.abspath(project_root))
     short_id = projects.get(key) if isinstance(projects, dict) else None
-    if not isinstance(short_id, str) or not short_id or "/" in short_id or short_id in (".", ".."):
+    if not isinstance(short_id, str) or not _file_name(short_id):
         return MemoryFolder(None, None, f"Gemini CLI has not run in {key} yet (not in {registry})", registry)
     marker = runtime / "tmp" / short_id / _PROJECT_ROOT_FILE
     try:
         owner = marker.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         owner = key
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         return MemoryFolder(None, None, f"{marker} cannot be read ({exc})", registry)
     if os.path.normpath(owner) != key:
         return MemoryFolder(None, None, f"{marker} says the short id {short_id!r} is {owner}'s", registry)
