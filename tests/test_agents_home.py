@@ -125,3 +125,38 @@ def test_mcp_and_session_hooks_for_gemini(project: Path, okfgit: Runner, home: P
     again = okfgit("hooks", "install", "--agent", "gemini", cwd=project).out
     assert "nothing to change" in again
     assert "gemini hooks in" in okfgit("hooks", "status", cwd=project).out
+
+
+def test_geminis_index_kept_unread_is_what_reading_every_concept_gives(project: Path, okfgit: Runner, git: Runner,
+                                                                        home: Path) -> None:
+    """Gemini's MEMORY.md block lists every concept; a run where only bodies changed keeps it
+    without reading every concept (``gemini_memory._as_left``). Held to the full plan: made to
+    read every concept right after, the full plan finds the same bytes; and a change an index
+    line shows (a description) is never kept."""
+    memory = gemini_project(home, project)
+    okfgit("new", "alpha", "--description", "Alpha comes first.", "--no-edit", cwd=project)
+    okfgit("new", "beta", "--description", "Beta comes second.", "--no-edit", cwd=project)
+    okfgit("sync", cwd=project)
+    index = memory / "MEMORY.md"
+    before = index.read_bytes()
+    assert b"- [Alpha](" in before and b"Beta comes second." in before
+
+    def project_json() -> dict[str, list[str]]:
+        out = json.loads(okfgit("project", "--json", cwd=project).out)
+        return {kind: [Path(i["path"]).name for i in out[kind] if i["target"] == "gemini-memory"]
+                for kind in ("written", "unchanged")}
+
+    def commit_edit(old: str, new: str) -> None:
+        path = project / ".okf" / "alpha.md"
+        path.write_text(path.read_text().replace(old, new))
+        git("commit", "-q", "-am", f"alpha: {new}", cwd=project)
+
+    commit_edit("\n# Alpha\n", "\n# Alpha\n\nA body line no index shows.\n")
+    assert project_json() == {"written": [], "unchanged": ["MEMORY.md"]}
+    assert index.read_bytes() == before
+    stat = index.stat()
+    os.utime(index, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # no longer as okfgit left it
+    assert project_json() == {"written": [], "unchanged": ["MEMORY.md"]}  # the full plan: the same bytes
+    commit_edit("Alpha comes first.", "Alpha comes first, always.")
+    assert project_json()["written"] == ["MEMORY.md"]
+    assert b"Alpha comes first, always." in index.read_bytes()
