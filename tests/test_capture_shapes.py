@@ -151,3 +151,41 @@ def test_claudes_own_memory_index_backfill_loses_and_doubles_nothing(
     assert index.count("(cache-invalidation.md)") == 1 and index.count("(tabs.md)") == 1
     assert index.startswith("- [tabs](tabs.md) \u2014 The user indents with tabs\n")  # kept: not captured yet
     assert "- [Cache invalidation by event](cache-invalidation.md)" in index
+
+
+def test_without_the_record_an_edit_older_than_the_concept_is_a_conflict(
+        project: Path, git: Runner, okfgit: Runner, env: dict[str, str], home: Path) -> None:
+    mem = projected_concept(project, git, okfgit, env, home)
+    shutil.rmtree(project / ".git" / "okf")
+    changed = CONCEPT.replace(b"Every cache entry", b"Each cache entry")
+    (project / KB_PATH).write_bytes(changed)
+    # the concept changed in the tier after Claude's edit (modified: 2026-12-03T09:30)
+    git("commit", "-q", "-am", "cache: each", cwd=project, extra_env={"GIT_COMMITTER_DATE": "@1798761600 +0000"})
+    write_memory(mem, "cache-invalidation.md", (CASES / "okfgit-concept-edited.md").read_bytes())
+    err = okfgit("sync", cwd=project).err
+    assert "never projected to this file" in err
+    assert blob(git, project, f"HEAD:{KB_PATH}") == changed  # the tier's version kept
+    sibling = ".okf/decisions/cache-invalidation.needs-merge.md"
+    assert concept_files(git, project) == [KB_PATH, sibling]
+    meta, body = split(blob(git, project, f"HEAD:{sibling}"))
+    assert meta["okf_id"] == OKF_ID and b"never the rule" in body and "metadata" not in meta
+
+
+def test_two_files_claude_merged_are_an_edit_and_a_deprecation(
+        project: Path, git: Runner, okfgit: Runner, env: dict[str, str], home: Path) -> None:
+    okfgit("new", "ttl-safety", "--type", "Note", "--description", "A TTL is a safety net.", "--no-edit",
+           cwd=project)
+    mem = projected_concept(project, git, okfgit, env, home)
+    ttl_id = split(blob(git, project, "HEAD:.okf/ttl-safety.md"))[0]["okf_id"]
+    # Claude's consolidation: the TTL memory merged into the cache one, its own file deleted
+    (mem / "ttl-safety.md").unlink()
+    write_memory(mem, "cache-invalidation.md", (CASES / "okfgit-concept-edited.md").read_bytes())
+    okfgit("sync", cwd=project)
+    assert blob(git, project, f"HEAD:{KB_PATH}") == EDITED  # the kept concept says what was merged into it
+    ttl, _ = split(blob(git, project, "HEAD:.okf/ttl-safety.md"))
+    assert (ttl["okf_id"], ttl["status"]) == (ttl_id, "deprecated")  # the other one proposed deprecated
+    assert concept_files(git, project) == [KB_PATH, ".okf/ttl-safety.md"]  # no new fact minted
+    trailers = trailers_by_git(git, project)
+    assert [v.split(" ")[:2] for k, v in trailers if k == "Okf-Captured"] == [[OKF_ID, "cache-invalidation.md"]]
+    assert [v.split(" ") for k, v in trailers if k == "Okf-Deleted"] == [[ttl_id, "ttl-safety.md"]]
+    fsck(git, project)
