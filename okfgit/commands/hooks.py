@@ -6,7 +6,6 @@ from pathlib import Path
 import click
 
 from okfgit.flows import agent_hooks
-from okfgit.targets import gemini_home
 from okfgit.flows import hooks
 from okfgit.commands._common import emit_json, json_option, repo_option, warn, workspace
 from okfgit.context import Context
@@ -81,8 +80,7 @@ def status_cmd(repo: Path | None, as_json: bool) -> None:
     the folder git runs hooks from; the last hook error logged; Claude Code's hooks."""
     ctx, ws = workspace(repo)
     git_status = hooks.status(ws.project_repo, ctx.environ) if ws.project_repo else None
-    agents = [agent_hooks.status(ctx, name) for name in agent_hooks.AGENTS
-              if name == "claude" or gemini_home.in_use(ctx.environ, ctx.home)]
+    agents = [agent_hooks.status(ctx, name) for name in agent_hooks.in_use(ctx)]
     if as_json:
         emit_json({"git": git_status.to_json() if git_status else None, "agents": [a.to_json() for a in agents]})
         return

@@ -53,6 +53,15 @@ GEMINI_COMMANDS: dict[str, str] = {
 }
 
 
+def in_use(ctx: Context) -> tuple[str, ...]:
+    """The agents whose hooks ``hooks status`` reports: Claude Code always, Gemini CLI where
+    it is used (``home_agents.used``)."""
+    from okfgit.targets import home_agents
+
+    gemini = home_agents.used(settings_path(ctx, "gemini"), "gemini", ctx.environ)
+    return AGENTS if gemini else ("claude",)
+
+
 def commands(agent: str) -> dict[str, str]:
     return GEMINI_COMMANDS if agent == "gemini" else COMMANDS
 

@@ -19,14 +19,12 @@ def __getattr__(name: str) -> Any:
     if name != "TARGETS":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from okfgit.targets.agents_md import AgentsMd
-    from okfgit.targets.claude_md import ClaudeMd
     from okfgit.targets.claude_memory import ClaudeMemory
-    from okfgit.targets.codex_agents import CodexAgents
-    from okfgit.targets.gemini_md import GeminiMd, GeminiProject
+    from okfgit.targets.gemini_md import GeminiProject
     from okfgit.targets.gemini_memory import GeminiMemory
     from okfgit.targets import home_agents
 
-    registry = (ClaudeMemory(), ClaudeMd(), AgentsMd(), CodexAgents(), GeminiMemory(), GeminiMd(), GeminiProject(),
-                *home_agents.targets())
+    claude_md, codex_md, gemini_md, *others = home_agents.targets()
+    registry = (ClaudeMemory(), claude_md, AgentsMd(), codex_md, GeminiMemory(), gemini_md, GeminiProject(), *others)
     globals()["TARGETS"] = registry
     return registry

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,11 +47,6 @@ def runtime_dir(environ: Mapping[str, str], user_home: Path) -> Path:
     if environ.get("SANDBOX") == "sandbox-exec":
         return home(environ, user_home) / ".cache" / ".gemini"
     return gemini_dir(environ, user_home)
-
-
-def in_use(environ: Mapping[str, str], user_home: Path) -> bool:
-    """Gemini CLI is used in this home: its folder exists, or ``gemini`` is on the PATH."""
-    return gemini_dir(environ, user_home).is_dir() or shutil.which("gemini", path=environ.get("PATH")) is not None
 
 
 def context_file_names(project_root: Path | None, environ: Mapping[str, str], user_home: Path) -> list[str]:

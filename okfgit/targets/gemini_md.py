@@ -1,17 +1,14 @@
-"""Gemini CLI's context files: ``~/.gemini/GEMINI.md`` and the repository's ``GEMINI.md``.
+"""Gemini CLI's context file in the repository: ``GEMINI.md``, the project tier's block.
 
-Gemini CLI 0.61.0 loads ``<gemini folder>/<name>`` in every session and, in a trusted
-folder, each ``<name>`` from the folder it runs in up to the git root, ``<name>`` being
-``context.fileName`` from its settings (first name; default ``GEMINI.md``; see
-``gemini_home``). So:
-
-- **global** (``gemini-md``): the global tier's block (``global_facts``) in
-  ``<gemini folder>/<name>``, only where Gemini CLI is used (``gemini_home.in_use``);
-- **project** (``gemini-project``): the project tier's block, the same bytes as in
-  ``AGENTS.md`` (a relative pointer, identical in every clone), in ``<worktree>/<name>``,
-  only when the project uses Gemini CLI: that file exists, or the repository has a
-  ``.gemini/`` folder (its Gemini settings). A project opts in by creating either. When
-  ``<name>`` is ``AGENTS.md`` the ``agents-md`` target already writes that block there.
+Gemini CLI 0.61.0 loads ``<gemini folder>/<name>`` in every session (the global block there
+is ``home_agents``' ``gemini-md``) and, in a trusted folder, each ``<name>`` from the folder
+it runs in up to the git root, ``<name>`` being ``context.fileName`` from its settings (first
+name; default ``GEMINI.md``; see ``gemini_home``). So ``gemini-project`` writes the project
+tier's block, the same bytes as in ``AGENTS.md`` (a relative pointer, identical in every
+clone), in ``<worktree>/<name>``, only when the project uses Gemini CLI: that file exists,
+or the repository has a ``.gemini/`` folder (its Gemini settings). A project opts in by
+creating either. When ``<name>`` is ``AGENTS.md`` the ``agents-md`` target already writes
+that block there.
 """
 
 from __future__ import annotations
@@ -19,24 +16,6 @@ from __future__ import annotations
 from okfgit.targets import gemini_home
 from okfgit.targets.agents_md import SCOPE as PROJECT, project_block
 from okfgit.targets.base import TargetPlan, View, plan_block
-from okfgit.targets.global_facts import SCOPE as GLOBAL, global_block
-
-
-class GeminiMd:
-    name = "gemini-md"
-    group = "gemini"
-
-    def plan(self, view: View) -> TargetPlan:
-        if view.tier(GLOBAL) is None:
-            return TargetPlan()
-        if not gemini_home.in_use(view.ctx.environ, view.ctx.home):
-            return TargetPlan(watched=[str(gemini_home.gemini_dir(view.ctx.environ, view.ctx.home))])
-        name = gemini_home.context_file_names(view.worktree, view.ctx.environ, view.ctx.home)[0]
-        path = gemini_home.gemini_dir(view.ctx.environ, view.ctx.home) / name
-        out = plan_block(path, GLOBAL, global_block(view), "global knowledge for Gemini CLI", follow_link=True,
-                         owned=view.state, wrote=view.wrote)
-        out.watched.append(str(gemini_home.gemini_dir(view.ctx.environ, view.ctx.home) / "settings.json"))
-        return out
 
 
 class GeminiProject:

@@ -1,25 +1,35 @@
-"""The global tier's block where opencode, Copilot CLI and Amp read their user instructions.
+"""The global tier's block in every agent's home-level instruction file: one target, six files.
 
-| agent | file (read in every session) | read from |
+Each agent loads its home-level file into every session of every project, so each gets the
+same block (``global_facts.global_block``): the protocol, the global tier's most useful
+facts, the index. The agents differ only in where the file is and whether the agent is
+used on this machine:
+
+| target | file | read from |
 |---|---|---|
-| opencode 1.18.33 | ``$XDG_CONFIG_HOME/opencode/AGENTS.md`` (default ``~/.config/opencode``); only when it is missing, ``~/.claude/CLAUDE.md`` | its shipped binary (``Instruction.systemPaths``: the first of the two that exists) |
-| Copilot CLI 1.0.102 | ``$COPILOT_HOME/copilot-instructions.md`` (default ``~/.copilot``) | ``copilot instruction list``, run offline |
-| Amp | ``$XDG_CONFIG_HOME/amp/AGENTS.md`` (default ``~/.config/amp``) | its documentation |
+| ``claude-md`` | ``<claude home>/CLAUDE.md`` (Claude Code never reads AGENTS.md) | Claude Code 2.1.332 |
+| ``codex-agents`` | ``$CODEX_HOME/AGENTS.md`` (outside its 32 KiB budget for project files) | Codex CLI 0.171.0 |
+| ``gemini-md`` | ``<gemini folder>/<context.fileName>`` (``gemini_home``) | Gemini CLI 0.61.0 |
+| ``opencode-agents`` | ``$XDG_CONFIG_HOME/opencode/AGENTS.md`` (default ``~/.config/opencode``); only when it is missing, ``~/.claude/CLAUDE.md`` | opencode 1.18.33's shipped binary (``Instruction.systemPaths``: the first of the two that exists) |
+| ``copilot-instructions`` | ``$COPILOT_HOME/copilot-instructions.md`` (default ``~/.copilot``) | ``copilot instruction list`` (Copilot CLI 1.0.102), run offline |
+| ``amp-agents`` | ``$XDG_CONFIG_HOME/amp/AGENTS.md`` (default ``~/.config/amp``) | Amp's documentation |
 
-Each block is written only where the agent is used: its folder exists, its command is on the
-PATH, or the file is there already; okfgit never creates an agent's folder in a home that
-does not use the agent. opencode gets no new ``AGENTS.md`` while ``~/.claude/CLAUDE.md`` is
-there and carries the block: creating the file would hide the person's ``CLAUDE.md`` from
-opencode, which reads only the first of the two.
+Claude Code's and Codex's files are always written. Every other agent's only where it is
+used: its folder exists, its command is on the PATH, or the file is there already; okfgit
+never creates an agent's folder in a home that does not use the agent. opencode gets no
+new ``AGENTS.md`` while ``~/.claude/CLAUDE.md`` is there and carries the block: creating
+the file would hide the person's ``CLAUDE.md`` from opencode, which reads only the first
+of the two.
 """
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from okfgit.targets import claude_home
+from okfgit.targets import claude_home, gemini_home
 from okfgit.targets.base import TargetPlan, View, plan_block
 from okfgit.targets.global_facts import SCOPE, global_block
 
@@ -43,33 +53,68 @@ def amp_file(environ: Mapping[str, str], home: Path) -> Path:
 
 
 def used(path: Path, command: str, environ: Mapping[str, str]) -> bool:
-    """The agent is used here: its file or folder exists, or its command is on the PATH."""
+    """The agent is used here: its file or its folder exists, or its command is on the PATH."""
     return path.exists() or path.is_symlink() or path.parent.is_dir() \
         or shutil.which(command, path=environ.get("PATH")) is not None
 
 
+def _nothing(view: View, path: Path) -> str | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
 class HomeBlock:
-    """The global block in one agent's home-level instruction file, where that agent is used."""
+    """The global block in one agent's home-level instruction file."""
 
-    group = "agents"
-
-    def __init__(self, name: str, command: str, why: str, path: Callable[[Mapping[str, str], Path], Path],
-                 unwanted: Callable[[View, Path], str | None] = lambda view, path: None) -> None:
-        self.name, self.command, self.why = name, command, why
-        self.path, self.unwanted = path, unwanted
+    name: str
+    group: str  # what ``--target`` selects it by
+    why: str
+    path: Callable[[View], Path]
+    command: str | None  # the agent's command (on the PATH: the agent is used); None: always written
+    # Why not here (a warning; "": without a word), or None: the block goes in.
+    unwanted: Callable[[View, Path], str | None] = _nothing
+    settings: Callable[[View], list[Path]] = lambda view: []  # files that can move ``path``
 
     def plan(self, view: View) -> TargetPlan:
         if view.tier(SCOPE) is None:
             return TargetPlan()
-        path = self.path(view.ctx.environ, view.ctx.home)
-        if not used(path, self.command, view.ctx.environ):
+        path = self.path(view)
+        watched = [str(p) for p in self.settings(view)]
+        if self.command is not None and not used(path, self.command, view.ctx.environ):
             # When the agent's folder appears, the fast path must not call the next run a no-op.
-            return TargetPlan(watched=[str(path.parent)])
-        problem = self.unwanted(view, path)  # why not here ("": without a word), or None
+            return TargetPlan(watched=[*watched, str(path.parent)])
+        problem = self.unwanted(view, path)
         if problem is not None:
-            return TargetPlan(warnings=[problem] if problem else [], watched=[str(path)])
-        return plan_block(path, SCOPE, global_block(view), self.why, follow_link=True, owned=view.state,
-                          wrote=view.wrote)
+            # The file appearing may change that (a relative path, Claude's home set but empty,
+            # names no file: the variable itself is what the fast path keys on).
+            mine = [str(path)] if path.is_absolute() else []
+            return TargetPlan(warnings=[problem] if problem else [], watched=[*watched, *mine])
+        out = plan_block(path, SCOPE, global_block(view), self.why, follow_link=True, owned=view.state,
+                         wrote=view.wrote)
+        out.watched.extend(watched)
+        return out
+
+
+def _claude_md(view: View) -> Path:
+    return claude_home.claude_home(view.ctx.environ, view.ctx.home) / "CLAUDE.md"
+
+
+def _claude_unwanted(view: View, path: Path) -> str | None:
+    problem = claude_home.empty_config_home(view.ctx.environ)
+    return f"CLAUDE.md: {problem}" if problem is not None else None
+
+
+def _codex_md(view: View) -> Path:
+    return claude_home.codex_home(view.ctx.environ, view.ctx.home) / "AGENTS.md"
+
+
+def _gemini_md(view: View) -> Path:
+    name = gemini_home.context_file_names(view.worktree, view.ctx.environ, view.ctx.home)[0]
+    return gemini_home.gemini_dir(view.ctx.environ, view.ctx.home) / name
+
+
+def _gemini_settings(view: View) -> list[Path]:
+    return [gemini_home.gemini_dir(view.ctx.environ, view.ctx.home) / "settings.json"]
 
 
 def _opencode_unwanted(view: View, path: Path) -> str | None:
@@ -78,8 +123,7 @@ def _opencode_unwanted(view: View, path: Path) -> str | None:
     # opencode reads ~/.claude/CLAUDE.md (by the home folder, whatever $CLAUDE_CONFIG_DIR
     # says) only while its own file is missing: a new file would hide that one from it.
     fallback = view.ctx.home / ".claude" / "CLAUDE.md"
-    ours = claude_home.claude_home(view.ctx.environ, view.ctx.home) / "CLAUDE.md"
-    if fallback == ours and claude_home.empty_config_home(view.ctx.environ) is None:
+    if fallback == _claude_md(view) and claude_home.empty_config_home(view.ctx.environ) is None:
         return ""  # okfgit's block reaches opencode through CLAUDE.md
     if fallback.exists():
         return (f"{path}: not created: opencode reads {fallback} while it is missing, and a new file would "
@@ -88,8 +132,17 @@ def _opencode_unwanted(view: View, path: Path) -> str | None:
 
 
 def targets() -> tuple[HomeBlock, ...]:
-    """opencode's, Copilot CLI's and Amp's home files, in the report's order."""
-    return (HomeBlock("opencode-agents", "opencode", "global knowledge for opencode", opencode_file,
-                      _opencode_unwanted),
-            HomeBlock("copilot-instructions", "copilot", "global knowledge for Copilot CLI", copilot_file),
-            HomeBlock("amp-agents", "amp", "global knowledge for Amp", amp_file))
+    """Every agent's home-level file, each in its place in the report's order."""
+    return (
+        HomeBlock("claude-md", "claude", "global knowledge protocol for Claude Code", _claude_md, None,
+                  _claude_unwanted),
+        HomeBlock("codex-agents", "agents", "global knowledge protocol for Codex", _codex_md, None),
+        HomeBlock("gemini-md", "gemini", "global knowledge for Gemini CLI", _gemini_md, "gemini",
+                  settings=_gemini_settings),
+        HomeBlock("opencode-agents", "agents", "global knowledge for opencode",
+                  lambda view: opencode_file(view.ctx.environ, view.ctx.home), "opencode", _opencode_unwanted),
+        HomeBlock("copilot-instructions", "agents", "global knowledge for Copilot CLI",
+                  lambda view: copilot_file(view.ctx.environ, view.ctx.home), "copilot"),
+        HomeBlock("amp-agents", "agents", "global knowledge for Amp",
+                  lambda view: amp_file(view.ctx.environ, view.ctx.home), "amp"),
+    )
