@@ -669,7 +669,7 @@ def fingerprint(concepts: Mapping[str, Item]) -> str:
     """One digest of a folder's concept entries as an index writes them: name, title and
     description, by name (SHA-1, the trust git's own object names rest on)."""
     rows = [[name, concepts[name].title, concepts[name].description] for name in sorted(concepts)]
-    import hashlib  # only when an index is checked (loading OpenSSL costs a run 3 ms)
+    import hashlib  # only when an index is checked: loading OpenSSL is for runs that need it
 
     return hashlib.sha1(json.dumps(rows).encode("ascii")).hexdigest()
 
