@@ -160,3 +160,32 @@ def test_geminis_index_kept_unread_is_what_reading_every_concept_gives(project: 
     commit_edit("Alpha comes first.", "Alpha comes first, always.")
     assert project_json()["written"] == ["MEMORY.md"]
     assert b"Alpha comes first, always." in index.read_bytes()
+
+
+def test_gemini_notes_sit_in_the_folder_itself(project: Path, okfgit: Runner, git: Runner, home: Path,
+                                               tmp_path: Path) -> None:
+    """Gemini CLI keeps its notes "in that same folder only": a subfolder holds none. A note in
+    one is not captured, and a concept whose origin names one (from another machine, where
+    the folder was real) is not written there: through a link it would land anywhere."""
+    okfgit("init", "--scope", "global", cwd=project)
+    memory = gemini_project(home, project)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (memory / "sub").symlink_to(elsewhere)
+    (memory / "skills").mkdir()
+    (memory / "skills" / "deploy.md").write_bytes(NOTE)  # Gemini CLI's extracted skills
+    global_repo = home / ".local" / "share" / "okf"
+    (global_repo / "memory").mkdir()
+    (global_repo / "memory" / "far.md").write_text(
+        "---\ntype: Note\ntitle: Far\ndescription: A note from another machine.\nscope: global\n"
+        "okf_id: 0f3c6a2e-1b2d-4c5e-8f90-a1b2c3d4e5f6\nokf_source: gemini-cli\nokf_origin: proj/sub/far.md\n---\n\n"
+        "A note from another machine.\n")
+    git("add", "-A", cwd=global_repo)
+    git("commit", "-q", "-m", "a note from another machine", cwd=global_repo)
+    okfgit("index", "--scope", "global", cwd=project)
+    okfgit("sync", cwd=project)
+    assert list(elsewhere.iterdir()) == []  # nothing written through the link
+    assert git("ls-tree", "-r", "--name-only", "HEAD", "memory", cwd=global_repo).out.split() == [
+        "memory/far.md", "memory/index.md"]  # the skill was not captured
+    assert "(sub/far.md)" not in (memory / "MEMORY.md").read_text()  # the index links the tier's file instead
+    assert okfgit("status", cwd=project).code == 0  # neither folder is a memory it cannot take

@@ -697,9 +697,9 @@ def _memory_files(source: Source, report: Report) -> list[tuple[str, str, os.sta
     """
     out: list[tuple[str, str, os.stat_result]] = []
     stack = [("", str(source.folder))]
-    # Claude Code's reserved subtrees (team stores, logs...); Gemini CLI's extracted skills
-    skip = agent_memory.reserved if source.name == agent_memory.CLAUDE else \
-        (lambda rel: rel.split("/", 1)[0] == "skills")
+    # Claude Code's reserved subtrees (team stores, logs...); Gemini CLI keeps its notes directly
+    # in the folder ("sibling *.md notes in that same folder only"; skills/ holds skills)
+    skip = agent_memory.reserved if source.name == agent_memory.CLAUDE else (lambda rel: True)
     while stack:
         rel, folder = stack.pop()
         try:
@@ -717,7 +717,8 @@ def _memory_files(source: Source, report: Report) -> list[tuple[str, str, os.sta
                 if not skip(f"{rel}{name}/x.md"):  # not the agent's memories
                     stack.append((f"{rel}{name}/", entry.path))
             elif entry.is_symlink() and os.path.isdir(entry.path):
-                report.skipped.append((source.label(f"{rel}{name}"), "a symlinked folder; okfgit never follows links"))
+                if not skip(f"{rel}{name}/x.md"):
+                    report.skipped.append((source.label(f"{rel}{name}"), "a symlinked folder; okfgit never follows links"))
             elif name.endswith(".md") and name != "MEMORY.md":  # an index at any depth, as Claude Code reads it
                 try:
                     out.append((f"{rel}{name}", entry.path, entry.stat(follow_symlinks=False)))

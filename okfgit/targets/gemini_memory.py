@@ -106,7 +106,9 @@ def _as_left(view: View, folder: Path) -> list[Item] | None:
 
 
 def _notes(concepts: list[TierCard], short_id: str) -> dict[str, TierCard]:
-    """The notes of this folder the knowledge holds, by name (the first in order keeps a name)."""
+    """The notes of this folder the knowledge holds, by name (the first in order keeps a name).
+    A note sits directly in the folder, as Gemini CLI keeps them: an origin with a subfolder
+    is no note here (a link on the way could lead anywhere on the disk)."""
     prefix = f"{short_id}/"
     out: dict[str, TierCard] = {}
     for concept in concepts:
@@ -114,9 +116,8 @@ def _notes(concepts: list[TierCard], short_id: str) -> dict[str, TierCard]:
         if concept.card.source != agent_memory.GEMINI or not origin or not origin.startswith(prefix):
             continue
         name = origin[len(prefix):]
-        parts = name.split("/")
-        if not name.endswith(".md") or parts[-1] == INDEX or parts[0] == "skills" \
-                or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
+        if not name.endswith(".md") or name == INDEX or "/" in name or "\\" in name or name.startswith(".") \
+                or any(ord(c) < 32 for c in name):
             continue
         out.setdefault(name, concept)
     return out
