@@ -52,6 +52,14 @@ def test_every_agent_home_is_the_temp_home(home: Path, env: dict[str, str]) -> N
 
 def test_the_fast_path_watches_every_variable_that_moves_a_home() -> None:
     from okfgit.local import fastpath
-    from okfgit.targets import claude_home, gemini_home
+    from okfgit.targets import claude_home, gemini_home, home_agents
 
-    assert set(claude_home.ENV_KEYS) | {gemini_home.HOME_VAR} <= set(fastpath.ENV_KEYS)
+    moves = {gemini_home.HOME_VAR, gemini_home.SANDBOX_VAR, home_agents.COPILOT_HOME}
+    assert set(claude_home.ENV_KEYS) | moves <= set(fastpath.ENV_KEYS)
+    # and no target reads another: every environ.get(<a literal>) of targets/ is one of them
+    import re
+    from pathlib import Path
+
+    read = {name for module in Path(home_agents.__file__).parent.glob("*.py")
+            for name in re.findall(r'environ\.get\("([A-Z_]+)"', module.read_text())}
+    assert read <= set(fastpath.ENV_KEYS) | {"PATH"}, read - set(fastpath.ENV_KEYS)

@@ -39,11 +39,11 @@ from okfgit.local import paths
 VERSION = 1
 # Everything in the environment that changes which files a projection reads or writes.
 # The agents' own variables are named here, not imported: this module is on the no-op path
-# (targets/claude_home.ENV_KEYS and the Gemini home are held to it by a test).
+# (targets/claude_home.ENV_KEYS, Gemini CLI's and Copilot CLI's are held to it by a test).
 ENV_KEYS = ("HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "OKF_RUN",
             "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_SYSTEM",
             "CLAUDE_COWORK_MEMORY_PATH_OVERRIDE", "CLAUDE_CODE_REMOTE_MEMORY_DIR", "CLAUDE_CODE_PROJECT_DIR_NAME",
-            "OKF_CLAUDE_MANAGED_DIR", "OKF_CLAUDE_SETTINGS", "GEMINI_CLI_HOME")
+            "OKF_CLAUDE_MANAGED_DIR", "OKF_CLAUDE_SETTINGS", "GEMINI_CLI_HOME", "SANDBOX", "COPILOT_HOME")
 ABSENT = "absent"
 UNBORN = "unborn"
 NAV_PROTOCOL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "nav-protocol.md")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HOME_VAR = "GEMINI_CLI_HOME"
+SANDBOX_VAR = "SANDBOX"  # "sandbox-exec": the runtime state moves under <home>/.cache/.gemini
 DEFAULT_CONTEXT = "GEMINI.md"
 MEMORY_INDEX = "MEMORY.md"
 _PROJECT_ROOT_FILE = ".project_root"
@@ -44,7 +45,7 @@ def gemini_dir(environ: Mapping[str, str], user_home: Path) -> Path:
 
 def runtime_dir(environ: Mapping[str, str], user_home: Path) -> Path:
     """Where Gemini CLI keeps its state (``projects.json``, ``tmp/``)."""
-    if environ.get("SANDBOX") == "sandbox-exec":
+    if environ.get(SANDBOX_VAR) == "sandbox-exec":
         return home(environ, user_home) / ".cache" / ".gemini"
     return gemini_dir(environ, user_home)
 

@@ -43,8 +43,11 @@ def opencode_file(environ: Mapping[str, str], home: Path) -> Path:
     return config_home(environ, home) / "opencode" / "AGENTS.md"
 
 
+COPILOT_HOME = "COPILOT_HOME"
+
+
 def copilot_file(environ: Mapping[str, str], home: Path) -> Path:
-    value = environ.get("COPILOT_HOME")
+    value = environ.get(COPILOT_HOME)
     return (Path(value) if value else home / ".copilot") / "copilot-instructions.md"
 
 
