@@ -189,3 +189,20 @@ def test_gemini_notes_sit_in_the_folder_itself(project: Path, okfgit: Runner, gi
         "memory/far.md", "memory/index.md"]  # the skill was not captured
     assert "(sub/far.md)" not in (memory / "MEMORY.md").read_text()  # the index links the tier's file instead
     assert okfgit("status", cwd=project).code == 0  # neither folder is a memory it cannot take
+
+
+def test_a_legacy_gemini_memory_file_is_not_hidden(project: Path, okfgit: Runner, home: Path) -> None:
+    """While the memory folder has no MEMORY.md, Gemini CLI 0.61.0 reads a GEMINI.md there as the
+    project's memory (an older layout): creating MEMORY.md would hide it from Gemini."""
+    okfgit("init", "--scope", "global", cwd=project)
+    memory = gemini_project(home, project)
+    (memory / "GEMINI.md").write_text("# My project notes\n- Deploys go through stage-3.\n")
+    (memory / "deploy.md").write_bytes(NOTE)
+    result = okfgit("sync", cwd=project)
+    assert result.out.startswith("okfgit sync: captured 1")
+    assert f"{memory / 'MEMORY.md'}: not created: Gemini CLI reads {memory / 'GEMINI.md'}" in result.err
+    assert not (memory / "MEMORY.md").exists()
+    assert (memory / "GEMINI.md").read_text() == "# My project notes\n- Deploys go through stage-3.\n"
+    (memory / "MEMORY.md").write_text("# Index\n")  # the person moves to the new layout
+    okfgit("sync", cwd=project)
+    assert "<!-- okf:begin id=knowledge -->" in (memory / "MEMORY.md").read_text()

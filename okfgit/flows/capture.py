@@ -69,6 +69,7 @@ class Source:
     actor: str  # ``generated.by`` of a new fact
     prefix: str = ""  # what ``okf_origin`` holds before the file's path in the folder
     personal: bool = False  # its files are the person's own (routed as ``user`` memories, §5)
+    indexes: tuple[str, ...] = (agent_memory.INDEX_NAME,)  # the agent's index files, at any depth: no memory
 
     def label(self, origin: str) -> str:
         """How reports name a file of this folder (Claude Code's files by their bare path)."""
@@ -97,10 +98,11 @@ def claude_source(folder: Path) -> Source:
     return Source(agent_memory.CLAUDE, "Claude", folder, AGENT_ACTOR)
 
 
-def gemini_source(folder: Path, short_id: str) -> Source:
+def gemini_source(folder: Path, short_id: str, indexes: tuple[str, ...]) -> Source:
     # Gemini CLI's prompt calls these notes "personal-to-the-user ... must NOT be committed to
     # the repo": they go where a person's facts go (Routes.route, rule 3).
-    return Source(agent_memory.GEMINI, "Gemini CLI", folder, GEMINI_ACTOR, f"{short_id}/", personal=True)
+    return Source(agent_memory.GEMINI, "Gemini CLI", folder, GEMINI_ACTOR, f"{short_id}/", personal=True,
+                  indexes=indexes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,7 +367,7 @@ def _gemini(ctx: Context, worktree: Path) -> Source | None:
     found = gemini_home.memory_folder(worktree, ctx.environ, ctx.home)
     if found.path is None or found.short_id is None:
         return None
-    return gemini_source(found.path, found.short_id)
+    return gemini_source(found.path, found.short_id, gemini_home.memory_indexes(worktree, ctx.environ, ctx.home))
 
 
 def _where(label: str, claude: Source, gemini: Source | None) -> Path:
@@ -719,7 +721,7 @@ def _memory_files(source: Source, report: Report) -> list[tuple[str, str, os.sta
             elif entry.is_symlink() and os.path.isdir(entry.path):
                 if not skip(f"{rel}{name}/x.md"):
                     report.skipped.append((source.label(f"{rel}{name}"), "a symlinked folder; okfgit never follows links"))
-            elif name.endswith(".md") and name != "MEMORY.md":  # an index at any depth, as Claude Code reads it
+            elif name.endswith(".md") and name not in source.indexes:  # an index at any depth, as Claude Code reads it
                 try:
                     out.append((f"{rel}{name}", entry.path, entry.stat(follow_symlinks=False)))
                 except FileNotFoundError:

@@ -65,6 +65,13 @@ def context_file_names(project_root: Path | None, environ: Mapping[str, str], us
     return [DEFAULT_CONTEXT]
 
 
+def memory_indexes(project_root: Path | None, environ: Mapping[str, str], user_home: Path) -> tuple[str, ...]:
+    """The files of the private memory folder Gemini CLI reads as the project's memory itself,
+    not as notes: ``MEMORY.md``, and, while that is missing, a context file (``GEMINI.md``), the
+    older layout (its ``getUserProjectMemoryPaths``)."""
+    return (MEMORY_INDEX, *context_file_names(project_root, environ, user_home))
+
+
 def _file_name(name: str) -> bool:
     """``name`` names a file directly in a folder: a settings value or a registry id that
     would lead elsewhere (a separator, ``..``) or that no path can hold (NUL, control

@@ -56,19 +56,36 @@ class GeminiMemory:
         if kept is not None:
             return TargetPlan(items=kept, watched=[*watched, str(folder)], rendered=[str(folder / INDEX)])
         merged = view.merged()
-        notes = _notes(merged.concepts, found.short_id)
+        indexes = gemini_home.memory_indexes(view.worktree, view.ctx.environ, view.ctx.home)
+        notes = _notes(merged.concepts, found.short_id, indexes)
         out = TargetPlan(watched=[*watched, str(folder)])
         for name, concept in sorted(notes.items()):
             out.items.append(_note(view, folder / name, concept))
         for path in _recorded_in(view, folder):
             if os.path.relpath(path, folder) not in notes and os.path.basename(path) != INDEX:
                 out.items.extend(_removal(view, Path(path)))
+        legacy = _legacy_memory(folder, indexes)
+        if legacy is not None:
+            out.warnings.append(f"{folder / INDEX}: not created: Gemini CLI reads {legacy} as this project's memory "
+                                f"while MEMORY.md is missing, and a new MEMORY.md would hide it; create "
+                                f"{folder / INDEX} to give Gemini CLI okfgit's index")
+            out.watched.append(str(folder / INDEX))
+            return out
         index = plan_block(folder / INDEX, SCOPE, _index(view, folder, notes, merged.concepts),
                            "index of the knowledge for Gemini CLI", owned=view.state, wrote=view.wrote)
         out.items.extend(index.items)
         out.warnings.extend(index.warnings)
         out.rendered.append(str(folder / INDEX))
         return out
+
+
+def _legacy_memory(folder: Path, indexes: tuple[str, ...]) -> Path | None:
+    """The file Gemini CLI reads as the project's memory while ``MEMORY.md`` is missing (the
+    older layout, ``gemini_home.memory_indexes``), when there is one; None when MEMORY.md is
+    there or nothing else is."""
+    if os.path.lexists(folder / INDEX):
+        return None
+    return next((folder / name for name in indexes[1:] if os.path.lexists(folder / name)), None)
 
 
 def _as_left(view: View, folder: Path) -> list[Item] | None:
@@ -105,7 +122,7 @@ def _as_left(view: View, folder: Path) -> list[Item] | None:
     return items
 
 
-def _notes(concepts: list[TierCard], short_id: str) -> dict[str, TierCard]:
+def _notes(concepts: list[TierCard], short_id: str, indexes: tuple[str, ...]) -> dict[str, TierCard]:
     """The notes of this folder the knowledge holds, by name (the first in order keeps a name).
     A note sits directly in the folder, as Gemini CLI keeps them: an origin with a subfolder
     is no note here (a link on the way could lead anywhere on the disk)."""
@@ -116,7 +133,7 @@ def _notes(concepts: list[TierCard], short_id: str) -> dict[str, TierCard]:
         if concept.card.source != agent_memory.GEMINI or not origin or not origin.startswith(prefix):
             continue
         name = origin[len(prefix):]
-        if not name.endswith(".md") or name == INDEX or "/" in name or "\\" in name or name.startswith(".") \
+        if not name.endswith(".md") or name in indexes or "/" in name or "\\" in name or name.startswith(".") \
                 or any(ord(c) < 32 for c in name):
             continue
         out.setdefault(name, concept)
