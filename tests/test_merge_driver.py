@@ -318,3 +318,15 @@ def test_a_conflicted_rebase_is_named_as_one(team: Path, okfgit: Runner, git: Ru
     assert "rebase in progress: finish it, then okfgit sync\n" in status.out
     assert "`git rebase --continue`, or `git rebase --abort`" in status.out
     git("rebase", "--abort", cwd=team, extra_env=path_env)
+
+
+def test_a_symlink_handed_to_the_driver_is_never_written_through(tmp_path: Path, okfgit: Runner) -> None:
+    target = tmp_path / "elsewhere.md"
+    target.write_bytes(b"a person's file\n")
+    base, ours, theirs = tmp_path / "base", tmp_path / "ours", tmp_path / "theirs"
+    base.write_bytes(b"# Index\n")
+    theirs.write_bytes(b"# Index\n\n- [B](b.md)\n")
+    ours.symlink_to(target)
+    result = okfgit("merge-driver", str(base), str(ours), str(theirs), "7", ".okf/index.md", cwd=tmp_path, expect=1)
+    assert "not git's scratch files" in result.err
+    assert target.read_bytes() == b"a person's file\n" and ours.is_symlink()

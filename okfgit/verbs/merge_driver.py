@@ -48,6 +48,9 @@ class DriverResult:
 
 def merge(ctx: Context, base: Path, ours: Path, theirs: Path, marker_size: int, path: str) -> DriverResult:
     """Merge ``theirs`` into ``ours`` (written in place) from ``base``, as git asks of a driver."""
+    odd = [str(file) for file in (base, ours, theirs) if file.is_symlink() or not file.is_file()]
+    if odd:  # git hands the driver its own scratch files: anything else is not ours to write through
+        return DriverResult(path, [], f"not git's scratch files, left as they are: {', '.join(odd)}", True)
     try:
         data = [file.read_bytes() for file in (base, ours, theirs)]
         markers = merging.Markers(marker_size, LABELS[0], LABELS[2])
