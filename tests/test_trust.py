@@ -241,3 +241,27 @@ def test_actors_are_truthful(project: Path, okfgit: Runner, git: Runner) -> None
     bad = okfgit("new", "bad", "--description", "x.", "--no-edit", cwd=project, expect=None,
                  extra_env={"OKF_ACTOR": "alice"})
     assert bad.code == 2 and "OKF_ACTOR must be an OKF actor" in bad.err
+
+
+def test_an_agents_edit_of_a_decision_in_the_run_waits_for_a_person(
+        project: Path, okfgit: Runner, git: Runner) -> None:
+    okfgit("run", "start", "r1", cwd=project)
+    okfgit("note", "Two cache tiers", "--type", "Decision", "--claim", "We cache in two tiers.", cwd=project)
+    job = project / "runstate" / "r1" / "okf"
+    note = job / "notes" / "two-cache-tiers.md"
+    verified = note.read_bytes()
+    note.write_bytes(okf.set_keys(verified, "x", {"verified": {"by": ALICE, "at": "2026-01-05T10:00:00Z"}}))
+    git("commit", "-q", "-am", "Verify the two tiers", cwd=job)
+    head = git("rev-parse", "HEAD", cwd=job).out
+    edited = note.read_bytes().replace(b"two tiers.", b"three tiers.")
+    note.write_bytes(edited)  # the agent working in the run edits the Decision in place
+
+    synced = okfgit("sync", cwd=project)
+
+    assert git("rev-parse", "HEAD", cwd=job).out == head and note.read_bytes() == edited  # nothing lost, nothing taken
+    why = (f"job/r1:notes/two-cache-tiers.md (modified) waits for a person: it is verified by {ALICE} and a "
+           "Decision, so sync does not commit an edit of it as an agent's")
+    assert why in synced.err
+    status = okfgit("status", cwd=project, expect=2)
+    assert "run r1: edits waiting for a person: 1\n  modified: notes/two-cache-tiers.md: it is verified by" in status.out
+

@@ -21,9 +21,9 @@ from okfgit.format import index_md as index
 from okfgit.format import concept as okf
 from okfgit.flows import concepts as store
 from okfgit.format import cites as cite_format
-from okfgit.format import actors, log_md, trailers
+from okfgit.format import actors, lifecycle, log_md, trailers
 from okfgit.context import Context
-from okfgit.errors import UsageError, ValidationError
+from okfgit.errors import OkfError, UsageError, ValidationError
 from okfgit.git.repository import Repo
 from okfgit.knowledge import refs
 from okfgit.knowledge.cards import TierCard, TierCards
@@ -387,12 +387,13 @@ def working_edits(ctx: Context, ws: Workspace) -> WorkingEdits | None:
         if entry is not None and entry.oid == blob_oid(data):
             continue
         change = "added" if entry is None else "modified"
-        why = _why_waiting(tier, path, data, frontmatter_errors)
+        why = _why_waiting(tier, path, data, frontmatter_errors, repo.read_blob(entry.oid) if entry else None)
         out.edits.append(Edit(path, change, why, data if not why else None))
     return out
 
 
-def _why_waiting(tier: Tier, path: str, data: bytes, errors: Callable[..., list[Any]]) -> str:
+def _why_waiting(tier: Tier, path: str, data: bytes, errors: Callable[..., list[Any]], head: bytes | None) -> str:
+    """Why sync leaves this edit for a person ("" when it commits it); ``head``: the file at HEAD."""
     name = path.rsplit("/", 1)[-1]
     if name == "index.md":
         return "an index: okfgit writes the entries (`okfgit index`); commit a hand-written intro yourself"
@@ -400,6 +401,13 @@ def _why_waiting(tier: Tier, path: str, data: bytes, errors: Callable[..., list[
         return "log.md is append-only and `okfgit log` adds to it; commit or revert this edit yourself"
     if not okf.is_concept_path(path):
         return "not a concept (.md); commit it yourself if it belongs in the run"
+    try:  # the one rule (spec/okf-capture-sync.md §4): no agent changes a protected concept in place
+        guarded = lifecycle.protected_by(okf.split(head, path).meta) if head is not None else ""
+    except OkfError:
+        guarded = ""  # unreadable at HEAD: doctor names it
+    if guarded:
+        return (f"it is {guarded}, so sync does not commit an edit of it as an agent's; commit it yourself "
+                f"(`git -C {tier.root} commit {path}`) or take it back (`git -C {tier.root} checkout -- {path}`)")
     found = [f.message for f in errors(tier, path, data)]
     return ("not a valid concept: " + "; ".join(found)) if found else ""
 
