@@ -265,3 +265,26 @@ def test_an_agents_edit_of_a_decision_in_the_run_waits_for_a_person(
     status = okfgit("status", cwd=project, expect=2)
     assert "run r1: edits waiting for a person: 1\n  modified: notes/two-cache-tiers.md: it is verified by" in status.out
 
+
+def test_an_agents_memory_never_names_a_person_as_its_author_or_verifier(
+        project: Path, okfgit: Runner, git: Runner, env: dict[str, str]) -> None:
+    mem = memory(project, env, project.parent / "home")
+    mem.mkdir(parents=True, exist_ok=True)
+    (mem / "deploy.md").write_bytes(
+        b"---\nname: deploy-window\ndescription: Deploys happen on Tuesdays.\n"
+        b"generated:\n  by: human:alice@example.com\n  at: 2026-01-01T00:00:00Z\n"
+        b"verified:\n- by: human:alice@example.com\n  at: 2026-01-01T00:00:00Z\n"
+        b"metadata:\n  type: project\n---\nDeploys happen on Tuesdays.\n")
+    okfgit("sync", cwd=project)
+    meta, _ = split(blob(git, project, "HEAD:.okf/memory/deploy-window.md"))
+    assert meta["generated"]["by"] == "agent:claude-code" and "verified" not in meta
+    assert ("Okf-Actor", "agent:claude-code") in trailers_by_git(git, project)
+
+    # an edit of the concept it became, claiming alice checked it: taken, without her name
+    edited = (mem / "deploy.md").read_bytes().replace(b"okf_source:", b"verified:\n- by: human:alice@example.com\n"
+                                                      b"  at: 2026-01-02T00:00:00Z\nokf_source:")
+    (mem / "deploy.md").write_bytes(edited.replace(b"on Tuesdays.\n---", b"on Wednesdays.\n---")
+                                    .replace(b"Deploys happen on Tuesdays.\n", b"Deploys happen on Wednesdays.\n"))
+    okfgit("sync", cwd=project)
+    meta, body = split(blob(git, project, "HEAD:.okf/memory/deploy-window.md"))
+    assert body == b"Deploys happen on Wednesdays.\n" and "verified" not in meta

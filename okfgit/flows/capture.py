@@ -987,14 +987,16 @@ def _check_names(meta: dict[str, Any]) -> None:
 
 
 def _updated(data: bytes, origin: str, parsed: okf.Parsed, tier: Tier) -> tuple[bytes, okf.Parsed]:
-    """An agent's edit of a concept, with the profile keys that must not drift put back (and split)."""
+    """An agent's edit of a concept, with the profile keys that must not drift put back (and split),
+    and without a ``verified`` naming a person (only a person's own commit says a person checked it)."""
     meta = parsed.meta
     fixes: dict[str, Any] = {}
     if meta.get("scope") != tier.name:
         fixes["scope"] = tier.name
     if not okf.one_line(meta.get("type")):
         fixes["type"] = "Note"
-    return okf.set_keys_split(data, origin, fixes, parsed=parsed) if fixes else (data, parsed)
+    vouched = ("verified",) if lifecycle.verifiers(meta) else ()
+    return okf.set_keys_split(data, origin, fixes, vouched, parsed=parsed) if fixes or vouched else (data, parsed)
 
 
 def _migrate(ctx: Context, source: Source, origin: str, data: bytes, parsed: okf.Parsed, dest: Tier,
@@ -1030,12 +1032,14 @@ def _migrate(ctx: Context, source: Source, origin: str, data: bytes, parsed: okf
         adds["okf_source"] = source.name
     if meta.get("okf_origin") != source.prefix + origin:
         adds["okf_origin"] = source.prefix + origin
-    if "generated" not in meta:
+    made = meta.get("generated")
+    if not isinstance(made, dict) or lifecycle.is_human(made.get("by")):  # an agent's words are never a person's
         adds["generated"] = {"by": source.actor, "at": ctx.iso_now()}
+    vouched = ("verified",) if lifecycle.verifiers(meta) else ()
     if stamped:
-        fresh = okf.serialize({**meta, **adds}, parsed.body)
+        fresh = okf.serialize({k: v for k, v in {**meta, **adds}.items() if k not in vouched}, parsed.body)
         return str(okf_id), fresh, okf.split(fresh, origin)
-    return (str(okf_id), *okf.set_keys_split(data, origin, adds, parsed=parsed))
+    return (str(okf_id), *okf.set_keys_split(data, origin, adds, remove=vouched, parsed=parsed))
 
 
 def _first_heading(body: bytes) -> str:
