@@ -201,6 +201,19 @@ def test_the_same_key_changed_two_ways_is_a_conflict_named_by_the_key() -> None:
         b">>>>>>> theirs (description)\n")
 
 
+def test_a_verification_on_one_side_is_never_merged_with_the_others_words() -> None:
+    verified = CONCEPT.replace(b"scope: project\n", b"scope: project\nverified:\n- by: human:alice\n  at: 2026-01-05\n")
+    reworded = CONCEPT.replace(b"Multi-row transactions.\n", b"Multi-row transactions, mostly.\n")
+    merged = merge.concept(CONCEPT, reworded, verified, "decisions/db.md")
+    assert merged.data == (b"<<<<<<< ours (verified)\n" + reworded + b"=======\n" + verified
+                           + b">>>>>>> theirs (verified)\n")
+    assert merged.conflicts == ["one side changed verified (now human:alice) and the other changed the body: a "
+                                "verification vouches only for the words it was given with"]
+    # the same verification on both sides, or one side only verifying: nothing to keep apart
+    assert merge.concept(CONCEPT, verified, verified, "decisions/db.md") == merge.Merged(verified, [])
+    assert merge.concept(CONCEPT, CONCEPT, verified, "decisions/db.md") == merge.Merged(verified, [])
+
+
 def test_a_key_only_reformatted_on_one_side_takes_the_others_meaning() -> None:
     ours = CONCEPT.replace(b"tags:\n- storage\n", b"tags: [storage]\n")
     theirs = CONCEPT.replace(b"tags:\n- storage\n", b"tags:\n- storage\n- ledger\n")

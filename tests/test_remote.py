@@ -474,3 +474,31 @@ def test_two_machines_editing_one_concept_round_after_round_keep_one_sibling(a: 
     doctor = b.okfgit("doctor", "--scope", "global", cwd=b.proj, expect=2).out
     assert "\n1 error, " in doctor  # the one sibling (and past 4 KB, a warning)
     fsck(lambda *x, **k: b.git(*x), b.tier)  # type: ignore[arg-type]
+
+
+def test_a_persons_verification_is_never_merged_onto_an_agents_words(a: Machine, b: Machine, bare: Path) -> None:
+    """On A, alice verifies a concept; on B, before B fetched it, Claude rewrote the concept's
+    memory file and B's capture took the edit. B's push meets A's verification: the merge keeps
+    alice's version whole as the concept (her name stays on the words she read) and the
+    agent's beside it, for a person; it does not put her verification on the agent's words."""
+    two_machines(a, b, bare)
+    b.okfgit("init", "--scope", "project", cwd=b.proj)
+    b.okfgit("sync", cwd=b.proj)  # global:editor.md projected into B's Claude memory
+    verified = "okf_source: authored\nverified:\n- by: human:alice@example.com\n  at: '2026-01-05T10:00:00Z'\n"
+    a.edit("editor.md", "okf_source: authored\n", verified)
+    a.okfgit("sync", "--fetch", cwd=a.proj)
+    alices = a.git("show", "HEAD:editor.md").out
+    [memory] = [p for p in b.memory.glob("*.md") if p.name != "MEMORY.md"]
+    memory.write_text(memory.read_text().replace("a modal editor.", "a modal editor, vim."))
+
+    result = b.okfgit("sync", cwd=b.proj)  # no fetch due: the capture lands first, the push meets A's commit
+
+    assert "merged the global remote (1 need a merge)" in result.out, result
+    assert ("editor.md: the concept changed both here and on the global remote; the remote's version is verified by "
+            "human:alice@example.com, so it stays the concept; added this machine's to global:editor.needs-merge.md"
+            in result.err)
+    assert b.git("show", "HEAD:editor.md").out == alices
+    sibling = b.git("show", "HEAD:editor.needs-merge.md").out
+    assert "modal editor, vim." in sibling and "human:alice" not in sibling
+    assert "global tier updated from its remote" in a.okfgit("sync", "--fetch", cwd=a.proj).out
+    assert a.git("show", "HEAD:editor.md").out == alices

@@ -291,9 +291,10 @@ def integrate(ctx: Context, tier: Tier, repo: Repo, tg: Target, report: Report) 
     report.conflicts.extend(merged.conflicts)
     report.kept.extend(merged.kept)
     for master, sibling in merged.conflicts:
-        report.warnings.append(
-            f"{master}: the concept changed both here and on the global remote; kept this machine's version "
-            f"and added the remote's to {tier.label}:{sibling} (needs a person to merge)")
+        kept = (f"the remote's version is {merged.guarded[master]}, so it stays the concept; added this machine's"
+                if master in merged.guarded else "kept this machine's version and added the remote's")
+        report.warnings.append(f"{master}: the concept changed both here and on the global remote; {kept} to "
+                               f"{tier.label}:{sibling} (needs a person to merge)")
     for path in merged.kept:
         report.warnings.append(f"{path}: deleted on one side and changed on the other; kept the changed version")
 

@@ -9,7 +9,9 @@ one file (the merge base, ours and theirs) and merge its parts:
   okfgit's own pages (``index_md.own_form``), else where each side put them; intro and outro
   as text.
 - ``log_page``: the date groups, newest first, each with every entry either side has.
-- ``concept``: the frontmatter key by key, the body as text.
+- ``concept``: the frontmatter key by key, the body as text; but a ``verified`` one side
+  changed vouches for that side's words only, so it is never merged with the other side's
+  changes (the whole file conflicts).
 
 What only one side added (an entry, a key, a log item) goes after what it follows on that side
 (``_slots``, the one placing rule; a log reads it from the end, as it grows at the top).
@@ -29,7 +31,7 @@ from typing import Any, NamedTuple, TypeVar
 from okfgit.errors import ValidationError
 from okfgit.format import concept as okf
 from okfgit.format import index_md as index
-from okfgit.format import log_md
+from okfgit.format import lifecycle, log_md
 from okfgit.format import markdown as links
 from okfgit.format.names import MERGE_DRIVER
 
@@ -350,6 +352,10 @@ def concept(base: bytes | None, ours: bytes, theirs: bytes, path: str, markers: 
                 "move the other to a new name")
         whole = markers.block(ours.decode("utf-8"), theirs.decode("utf-8"), newline, "two concepts")
         return Merged(whole.encode("utf-8"), [what])
+    vouched = _vouched_apart(o, a, b)
+    if vouched:
+        whole = markers.block(ours.decode("utf-8"), theirs.decode("utf-8"), newline, "verified")
+        return Merged(whole.encode("utf-8"), [vouched])
     conflicts: list[str] = []
     base_meta: Mapping[str, Any] = o.parsed.meta if o is not None else {}
     base_chunks: Mapping[str, str] = o.chunks if o is not None else {}
@@ -383,6 +389,24 @@ def concept(base: bytes | None, ours: bytes, theirs: bytes, path: str, markers: 
         if check.meta != expected or check.body.decode("utf-8", "surrogateescape") != body:
             raise ValidationError(f"{path}: the merged frontmatter does not read back as merged: merged as text")
     return Merged(data, conflicts)
+
+
+def _vouched_apart(o: _Concept | None, a: _Concept, b: _Concept) -> str:
+    """Why the two sides cannot be merged key by key ("" when they can): one changed
+    ``verified`` (a person vouching for the words as that side has them) and the other
+    changed something that side does not have."""
+    was, was_body = (o.parsed.meta, o.parsed.body) if o is not None else ({}, b"")
+
+    def changed(side: okf.Parsed, other: okf.Parsed) -> set[str]:  # what ``side`` changed that ``other`` lacks
+        keys = {k for k in {*side.meta, *was} if side.meta.get(k, _ABSENT) not in (was.get(k, _ABSENT),
+                                                                                    other.meta.get(k, _ABSENT))}
+        return keys | ({"the body"} if side.body not in (was_body, other.body) else set())
+    for x, y in ((a.parsed, b.parsed), (b.parsed, a.parsed)):
+        if "verified" in changed(x, y) and changed(y, x):
+            who = ", ".join(lifecycle.verifiers(x.meta)) or "nobody"
+            return (f"one side changed verified (now {who}) and the other changed {', '.join(sorted(changed(y, x)))}: "
+                    "a verification vouches only for the words it was given with")
+    return ""
 
 
 def _merged_order(ours: list[str], theirs: list[str], kept: Mapping[str, str]) -> list[str]:

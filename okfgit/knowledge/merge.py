@@ -8,7 +8,7 @@ Each file (a concept is one file) is compared at the merge base, here (local) an
 | as at the base | changed, added or deleted | there's |
 | changed, added or deleted | as at the base | here's |
 | the same bytes | the same bytes | that |
-| changed | changed differently (or added twice) | the concept merged key by key (``format.merge.concept``, the merge git's driver uses) when the two changed different keys and not the body both; else here's as the master, and there's in its needs-merge sibling (capture's naming; added to the sibling when there is one) |
+| changed | changed differently (or added twice) | the concept merged key by key (``format.merge.concept``, the merge git's driver uses) when the two changed different keys and not the body both; else here's as the master, and there's in its needs-merge sibling (capture's naming; added to the sibling when there is one); but when only there's is protected (``lifecycle.protected_by``: a person verified it, or a Decision), there's stays the master and here's goes to the sibling: no merge replaces it |
 | deleted | changed | there's: a change is never lost to a deletion |
 | changed | deleted | here's |
 
@@ -29,7 +29,7 @@ from okfgit.errors import OkfError
 from okfgit.format import concept as okf
 from okfgit.format import index_md as index
 from okfgit.format import merge as by_meaning
-from okfgit.format import names, needs_merge
+from okfgit.format import lifecycle, names, needs_merge
 from okfgit.git.objects import Entry, blob_oid
 from okfgit.knowledge.snapshot import Snapshot
 
@@ -43,6 +43,7 @@ class Merged:
     kept: list[str] = field(default_factory=list)  # deleted on one side, changed on the other: kept
     taken: list[str] = field(default_factory=list)  # paths that took there's version
     merged: list[str] = field(default_factory=list)  # concepts both sides changed, in different keys: merged by key
+    guarded: dict[str, str] = field(default_factory=dict)  # master -> why there's (protected) version stayed it
 
 
 def _key(entry: Entry | None) -> tuple[str, int] | None:
@@ -97,7 +98,12 @@ def merge(base: Mapping[str, Entry], here: Snapshot, there: Snapshot, source: st
             out.merged.append(path)
             continue
         sibling = names.needs_merge_path(master)
-        data = needs_merge.add(now(sibling), variant, source) if sibling in result else variant
+        label, why = source, _protected(variant, path) if path == master else ""
+        if why and not _protected(now(path), path):  # no merge replaces what a person verified, or a Decision
+            out.changes[path], variant, label = variant, now(path), "this side"
+            result[path] = there.entries[path].oid
+            out.guarded[path] = why
+        data = needs_merge.add(now(sibling), variant, label) if sibling in result else variant
         out.changes[sibling] = data
         result[sibling] = blob_oid(data)
         out.conflicts.append((master, sibling))
@@ -116,6 +122,14 @@ def _by_key(base: Entry | None, here: Snapshot, there: Snapshot, path: str) -> b
     except OkfError:
         return None
     return None if merged.conflicts else merged.data
+
+
+def _protected(data: bytes, path: str) -> str:
+    """``lifecycle.protected_by`` of a concept's bytes ("" when unreadable: doctor names it)."""
+    try:
+        return lifecycle.protected_by(okf.split(data, path).meta)
+    except OkfError:
+        return ""
 
 
 def _sibling_of(path: str, master: str) -> bool:
