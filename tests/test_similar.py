@@ -62,6 +62,33 @@ def test_a_memory_repeating_a_decision_becomes_a_proposal_beside_it(project: Pat
     fsck(git, project)
 
 
+def test_a_memory_repeating_a_global_decision_is_settled_by_name_of_its_tier(
+        project: Path, okfgit: Runner, git: Runner, env: dict[str, str], home: Path) -> None:
+    """A project fact that nearly repeats a global Decision stays in the project, as a sibling
+    of a concept the project tier does not have: every remedy names the global tier and the
+    one command that settles it there, and that command works."""
+    okfgit("init", "--scope", "global", cwd=project)
+    okfgit("new", "edge-caching", "--scope", "global", "--type", "Decision", "--title", "Cache responses at the edge",
+           "--description", DECISION, "--dir", "decisions", "--no-edit", cwd=project)
+    okfgit("sync", cwd=project)
+    write_memory(memory(project, env, home), "edge_cache.md", MEMORY)
+    sibling, concept = "project:decisions/edge-caching.needs-merge.md", "global:decisions/edge-caching.md"
+    remedy = (f"merge what matters into {concept} (the global tier) yourself, then `okfgit proposal drop {sibling}`")
+
+    assert f"when it adds nothing, or {remedy}" in okfgit("sync", cwd=project).err
+    doctor = okfgit("doctor", "--scope", "project", cwd=project, expect=2).out
+    assert f"needs-merge: unresolved needs-merge sibling of {concept}: {remedy}\n" in doctor
+    status = okfgit("status", cwd=project, expect=2).out
+    assert f"needs-merge variants waiting for a person: 1 concept\n  {concept}: 1 variant in {sibling}; {remedy}\n" \
+        in status
+    accept = okfgit("proposal", "accept", sibling, cwd=project, expect=2).err
+    assert f"{sibling} proposes a version of {concept}, a concept of another tier: {remedy}" in accept
+    dropped = okfgit("proposal", "drop", sibling, cwd=project).out
+    assert dropped.startswith(f"dropped {sibling}; {concept} stays as it was (")
+    okfgit("status", cwd=project)
+    fsck(git, project)
+
+
 def test_the_pair_is_a_warning_in_review_and_doctor_naming_both(project: Path, okfgit: Runner, git: Runner) -> None:
     _decision(project, okfgit)
     git("checkout", "-q", "-b", "feature", cwd=project)

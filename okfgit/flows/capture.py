@@ -516,10 +516,12 @@ def duplicate_warning(origin: str, item: Captured) -> str:
     """What a person is told when a new memory repeats a concept: which, how alike, where the
     agent's words went and the commands that decide."""
     where = f"{item.tier.label}:{item.kb_path}"
+    master = item.repeats[0] if item.repeats else "the concept"
+    settle = (f"merge what it adds into {master} (`okfgit proposal accept {where}` takes its words)"
+              if master.startswith(f"{item.tier.label}:") or not item.repeats else
+              needs_merge.settled_elsewhere(where, master))  # a concept of another tier
     return (f"{origin}: {item.why}; not captured as a new concept (one fact in one place): the agent's words are "
-            f"committed as {where}, a proposal: `okfgit proposal drop {where}` when it adds nothing, or merge "
-            f"what it adds into {item.repeats[0] if item.repeats else 'the concept'} "
-            f"(`okfgit proposal accept {where}` takes its words)")
+            f"committed as {where}, a proposal: `okfgit proposal drop {where}` when it adds nothing, or {settle}")
 
 
 def _why(exc: OkfError, origin: str) -> str:

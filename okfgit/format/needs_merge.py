@@ -20,6 +20,16 @@ import re
 
 from okfgit.format.markdown import fence_for
 
+
+def settled_elsewhere(sibling: str, master: str) -> str:
+    """What a person does with a sibling (``<tier>:<path>``) whose concept (``<tier>:<path>``)
+    is in another tier (a new fact that nearly repeats a wider tier's concept stays in its own
+    tier): okfgit moves no tier's words into another, so they merge what matters there
+    themselves and drop the sibling."""
+    return (f"merge what matters into {master} (the {master.partition(':')[0]} tier) yourself, then "
+            f"`okfgit proposal drop {sibling}`")
+
+
 _MARK = re.compile(rb"^<!-- okf:needs-merge variant(?:: [^\n]*)? -->\r?\n", re.M)
 
 

@@ -22,11 +22,11 @@ import datetime as dt
 import functools
 import re
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, TypeVar
 
 from okfgit.format import index_md as index
-from okfgit.format import lifecycle
+from okfgit.format import lifecycle, needs_merge
 from okfgit.format import markdown as links
 from okfgit.format import resources
 from okfgit.format import concept as okf
@@ -657,8 +657,10 @@ class Checker:
     """Runs every check over one scanned tier and collects the findings."""
 
     def __init__(self, scan: Scan, now: dt.date | dt.datetime, wiki_elsewhere: Callable[[str], bool],
-                 only: set[str] | None = None, similar: bool = True) -> None:
+                 only: set[str] | None = None, similar: bool = True,
+                 home_elsewhere: Callable[[str], str | None] = lambda path: None) -> None:
         self.scan = scan
+        self.home_elsewhere = home_elsewhere  # the label of another tier that has a concept path
         self.similar = similar  # look for near-duplicates (warnings: a caller counting errors skips them)
         self.only = only  # report findings about these files only (None: every file)
         self.tier = scan.snap.tier
@@ -678,7 +680,7 @@ class Checker:
         concepts = [(p, f) for p, f in facts if f.readable]
         for path, fact in facts:
             if fact.findings and (only is None or path in only):  # most files have none
-                self.findings.extend(Finding(code, severity, path, message, line, g)
+                self.findings.extend(self.placed(Finding(code, severity, path, message, line, g))
                                      for g, code, severity, message, line in fact.findings)
         for path, fact in concepts:
             if only is None or path in only:
@@ -705,6 +707,16 @@ class Checker:
         if only is not None:
             self.findings = [f for f in self.findings if f.file in only]
         return self.findings
+
+    def placed(self, finding: Finding) -> Finding:
+        """A needs-merge sibling whose concept is in another tier: its remedy names that tier,
+        since ``okfgit proposal accept`` settles only a sibling beside its concept."""
+        master = index.needs_merge_master(finding.file)
+        home = self.home_elsewhere(master) if finding.code == "needs-merge" and master not in self.entries else None
+        if home is None:
+            return finding
+        return replace(finding, message=f"unresolved needs-merge sibling of {home}:{master}: "
+                       + needs_merge.settled_elsewhere(f"{self.tier.label}:{finding.file}", f"{home}:{master}"))
 
     def stale(self, path: str, fact: Checked) -> None:
         moment = lifecycle.parse_instant(fact.stale_after) if fact.stale_after else None
@@ -992,7 +1004,8 @@ def check_tiers(ws: Workspace, tiers: list[Tier], today: dt.date | dt.datetime, 
     elsewhere = _Elsewhere(ws, scans, read)
     reports = []
     for label, scan in scans.items():
-        findings = Checker(scan, today, elsewhere.lookup(label), similar=similar).run()
+        findings = Checker(scan, today, elsewhere.lookup(label), similar=similar,
+                           home_elsewhere=elsewhere.holder(label)).run()
         concepts = sum(1 for p in scan.snap.entries if okf.is_concept_path(p))
         reports.append(TierReport(scan.snap.tier, scan.snap.commit, worktree, concepts, findings))
     if not worktree and reports:
@@ -1063,6 +1076,14 @@ class _Elsewhere:
                 if tier.label != label and name in self.scan(tier).names():
                     return True
             return False
+
+        return found
+
+    def holder(self, label: str) -> Callable[[str], str | None]:
+        """The label of the first other active tier (by precedence) that has a path."""
+        def found(path: str) -> str | None:
+            return next((t.label for t in self.active() if t.label != label and path in self.scan(t).snap.entries),
+                        None)
 
         return found
 

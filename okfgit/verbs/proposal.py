@@ -27,7 +27,7 @@ from okfgit.errors import UsageError
 from okfgit.flows.concepts import actor
 from okfgit.format import concept as okf
 from okfgit.format import index_md as index
-from okfgit.format import lifecycle, names
+from okfgit.format import lifecycle, names, needs_merge
 from okfgit.format.trailers import path_field
 from okfgit.knowledge import refs
 from okfgit.knowledge.merged import merged_view
@@ -50,6 +50,7 @@ class Settled:
     actor: str
     protected: str  # why the master is protected ("" when it is not)
     new_path: str | None = None  # the superseding Decision, for "superseded"
+    home: str = ""  # the master's tier, when it is not the sibling's (only dropping settles that)
     plan: Plan = field(default_factory=Plan)
     commit: str | None = None
 
@@ -57,7 +58,7 @@ class Settled:
         where = self.tier.label
         done = f" ({self.commit[:7]})" if self.commit else ""
         if self.outcome == "dropped":
-            return f"dropped {where}:{self.sibling}; {where}:{self.master} stays as it was{done}"
+            return f"dropped {where}:{self.sibling}; {self.home or where}:{self.master} stays as it was{done}"
         if self.outcome == "superseded":
             return (f"{where}:{self.new_path} now supersedes {where}:{self.master} (deprecated), with the agent's "
                     f"words, verified by {self.actor}{done}")
@@ -88,17 +89,26 @@ def plan_settle(ctx: Context, ws: Workspace, ref: str, how: str) -> Settled:
     tier, path = _sibling(ws, ref)
     snap = snapshot(tier)
     master = names.needs_merge_master(path)
-    if master not in snap.entries:
-        raise UsageError(f"{tier.label}:{path} proposes a version of {master}, which {tier.label} no longer has; "
-                         f"delete the sibling, or move it to {master} yourself")
-    old = snap.concept(master)
-    guarded = lifecycle.protected_by(old.meta)
+    # Beside its concept, or (a new fact that nearly repeats a wider tier's concept stays in its
+    # own tier) a version of a concept another tier has: then only dropping it is okfgit's to do.
+    home = snap if master in snap.entries else next(
+        (s for s in (snapshot(t) for t in ws.active() if t.label != tier.label) if master in s.entries), None)
+    old = home.concept(master) if home is not None else snap.concept(path)
+    guarded = lifecycle.protected_by(old.meta) if home is not None else ""
     by = actor(ctx, tier, ws.project_repo)
     if guarded and not lifecycle.is_human(by):
-        raise UsageError(f"{tier.label}:{master} is {guarded}: only a person settles an agent's proposal for it, "
+        raise UsageError(f"{old.tier}:{master} is {guarded}: only a person settles an agent's proposal for it, "
                          f"and this command runs as {by}; run it yourself in a terminal (or say who you are with "
                          "OKF_ACTOR=human:<you>)")
-    done = Settled(tier, path, master, "dropped", by, guarded)
+    if how == ACCEPT and home is not snap:
+        sibling = f"{tier.label}:{path}"
+        if home is None:
+            raise UsageError(f"{sibling} proposes a version of {master}, which no tier has: give its words a concept "
+                             f"of their own, or `okfgit proposal drop {sibling}`")
+        raise UsageError(f"{sibling} proposes a version of {home.tier.label}:{master}, a concept of another tier: "
+                         + needs_merge.settled_elsewhere(sibling, f"{home.tier.label}:{master}"))
+    done = Settled(tier, path, master, "dropped", by, guarded,
+                   home=home.tier.label if home is not None and home is not snap else "")
     changes: dict[str, bytes | None] = {path: None}
     if how == ACCEPT:
         proposed = snap.blob(path)

@@ -47,6 +47,7 @@ class Status:
     hidden: list[str] = field(default_factory=list)  # okfgit's blocks an agent does not read (budget.hidden)
     index_behind: list[IndexBehind] = field(default_factory=list)  # what the next git commit would revert
     protected: dict[str, str] = field(default_factory=dict)  # sibling -> why its concept is protected
+    masters: dict[str, str] = field(default_factory=dict)  # sibling -> "<tier>:<path>" of its concept elsewhere
     in_progress: list[InProgress] = field(default_factory=list)  # merges (rebases...) under way in the tiers
     doctor: list[Finding] = field(default_factory=list)  # doctor's errors at HEAD, file named "<tier>:<path>"
     run_edits: runs.WorkingEdits | None = None  # the active run's uncommitted edits
@@ -62,7 +63,7 @@ class Status:
         cap = self.capture
         out: list[str] = []
         if self.needs_merge or cap.conflicts:
-            masters = {_master(s) for s in self.needs_merge}
+            masters = {self.masters.get(s) or _master(s) for s in self.needs_merge}
             masters |= {f"{c.tier.label}:{names.needs_merge_master(c.kb_path)}" for c in cap.conflicts}
             out.append(f"{plural(len(masters), 'concept')} with needs-merge variants to merge")
         if cap.skipped:
@@ -158,6 +159,7 @@ def status(ctx: Context, ws: Workspace) -> Status:
     explained = budget.explain(owned, owned.memory_dir, repo.workdir, ctx.environ, ctx.home, detail=False,
                                seen=first[1].entries if first and first[0] == str(owned.memory_dir) else None)
     siblings = _needs_merge(tiers, owned)
+    masters, protected = _masters(tiers, siblings)
     return Status(
         capture=cap,
         projection=proj,
@@ -167,7 +169,8 @@ def status(ctx: Context, ws: Workspace) -> Status:
         tiers=[t.label for t in tiers],
         blocked=_blocked(cap.plan) if cap.enabled else [],
         needs_merge=siblings,
-        protected=_protected(tiers, siblings),
+        protected=protected,
+        masters=masters,
         variants=_variants(tiers, siblings),
         unprojected=unprojected,
         unprojected_why=why,
@@ -229,25 +232,31 @@ def _needs_merge(tiers: list[Tier], owned: state.State) -> list[str]:
     return out
 
 
-def _protected(tiers: list[Tier], siblings: list[str]) -> dict[str, str]:
-    """For each sibling whose concept no agent may change (``lifecycle.protected_by``), why:
-    the sibling is an agent's proposal, which a person accepts or drops."""
-    out: dict[str, str] = {}
+def _masters(tiers: list[Tier], siblings: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Each sibling whose concept is in another tier (a new fact that nearly repeats a wider
+    tier's concept stays in its own tier), with that concept's ``<tier>:<path>``; and each
+    sibling beside a concept no agent may change (``lifecycle.protected_by``), with why: that
+    sibling is an agent's proposal, which a person accepts or drops."""
+    elsewhere: dict[str, str] = {}
+    protected: dict[str, str] = {}
     snaps: dict[str, Snapshot] = {}
     for sibling in siblings:
         label, path = sibling.split(":", 1)
-        tier = next((t for t in tiers if t.label == label), None)
-        if tier is None:
-            continue
-        snap = snaps.get(label) or snaps.setdefault(label, snapshot(tier))
         master = names.needs_merge_master(path)
+        snap = snaps.get(label) or snaps.setdefault(label, snapshot(next(t for t in tiers if t.label == label)))
+        if master not in snap.entries:
+            home = next((t.label for t in tiers if t.label != label and master in
+                         (snaps.get(t.label) or snaps.setdefault(t.label, snapshot(t))).entries), None)
+            if home is not None:
+                elsewhere[sibling] = f"{home}:{master}"
+            continue
         try:
-            why = lifecycle.protected_by(snap.concept(master).meta) if master in snap.entries else ""
+            why = lifecycle.protected_by(snap.concept(master).meta)
         except OkfError:
             why = ""  # an unreadable concept: doctor names it
         if why:
-            out[sibling] = why
-    return out
+            protected[sibling] = why
+    return elsewhere, protected
 
 
 def _variants(tiers: list[Tier], siblings: list[str]) -> dict[str, int]:
@@ -327,16 +336,19 @@ def render(st: Status) -> str:
                                  f"accept it: `okfgit proposal accept {sibling}`; drop it: `okfgit proposal drop "
                                  f"{sibling}`")
             else:
-                by_master.setdefault(_master(sibling), []).append(sibling.partition(":")[2])
+                by_master.setdefault(st.masters.get(sibling) or _master(sibling), []).append(sibling)
         if by_master:
             lines.append(f"needs-merge variants waiting for a person: {plural(len(by_master), 'concept')}")
         for master, found in by_master.items():
-            count = sum(st.variants.get(f"{master.partition(':')[0]}:{s}", 1) for s in found)
-            them = "it" if len(found) == 1 else "them"
-            label = master.partition(":")[0]
-            lines.append(f"  {master}: {plural(count, 'variant')} in {', '.join(found)}; merge what matters into "
-                         f"{master.partition(':')[2]}, then delete {them} (or `okfgit proposal accept|drop "
-                         f"{label}:{found[0]}`)")
+            count = sum(st.variants.get(s, 1) for s in found)
+            label, _, path = master.partition(":")
+            shown = ", ".join(s.partition(":")[2] if s.startswith(f"{label}:") else s for s in found)
+            if found[0] in st.masters:
+                remedy = needs_merge.settled_elsewhere(found[0], master)
+            else:
+                remedy = (f"merge what matters into {path}, then delete {'it' if len(found) == 1 else 'them'} "
+                          f"(or `okfgit proposal accept|drop {found[0]}`)")
+            lines.append(f"  {master}: {plural(count, 'variant')} in {shown}; {remedy}")
         if proposals:
             lines.append(f"agent proposals waiting for a person: {len(proposals)}")
             lines += proposals
