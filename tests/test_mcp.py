@@ -277,13 +277,23 @@ def test_notes_written_through_mcp_are_the_clients_not_a_persons(project: Path, 
         assert ("Okf-Actor", "agent:claude-code") in trailers_by_git(git, job, commit)
     assert not seen["state"][0] and ("Okf-Operation", "state") in trailers_by_git(git, job)
 
+    # a person verifies the run's state: no agent rewrites it any more
+    state = job / "STATE.md"
+    state.write_text(state.read_text().replace("okf_source:", "verified:\n  by: human:alice@example.com\nokf_source:"))
+    git("commit", "-q", "-am", "Checked the state", cwd=job)
+    verified = state.read_bytes()
     unnamed: dict[str, Any] = {}
 
     async def second(session: ClientSession) -> None:
         unnamed["log"] = await call(session, "log", text="Another entry.")
+        unnamed["state"] = await call(session, "state", where="Rewritten by an agent.")
 
     serve(project, env, second, client=" ")
     assert ("Okf-Actor", "agent:mcp") in trailers_by_git(git, job)
+    error, texts, _ = unnamed["state"]
+    assert error and "job/r1:STATE.md is verified by human:alice@example.com: only a person rewrites it, and this " \
+        "runs as agent:mcp" in texts[0]
+    assert state.read_bytes() == verified and git("status", "--porcelain", cwd=job).out == ""
 
 
 # -- the protocol, through a raw pipe ----------------------------------------------------------

@@ -255,6 +255,8 @@ def state_plan(ctx: Context, ws: Workspace, *, task: str | None = None, where: s
         raise UsageError(f"run {tier.run} has no {STATE}; `okfgit run start {tier.run}` writes one")
     old = snap.blob(STATE)
     parsed = okf.split(old, f"{tier.label}:{STATE}")
+    by = store.actor(ctx, tier)
+    lifecycle.person_only(parsed.meta, by, f"{tier.label}:{STATE}", "rewrites it")  # the one rule: no agent
     text = parsed.body.decode("utf-8")
     if body is None:
         given = {"Task": _one_block(task), "Where it stands": _one_block(where),
@@ -278,7 +280,7 @@ def state_plan(ctx: Context, ws: Workspace, *, task: str | None = None, where: s
         plan.commits.append(TierCommit(tier, "state", f"okf: state of run {tier.run}", changes,
                                        trailers=(("Okf-Run", tier.run or ""),),
                                        old={p: snap.blob(p) if p in snap.entries else None for p in changes},
-                                       base=snap.commit, actor=store.actor(ctx, tier)))
+                                       base=snap.commit, actor=by))
     return tier, plan
 
 

@@ -94,12 +94,9 @@ def plan_settle(ctx: Context, ws: Workspace, ref: str, how: str) -> Settled:
     home = snap if master in snap.entries else next(
         (s for s in (snapshot(t) for t in ws.active() if t.label != tier.label) if master in s.entries), None)
     old = home.concept(master) if home is not None else snap.concept(path)
-    guarded = lifecycle.protected_by(old.meta) if home is not None else ""
     by = actor(ctx, tier, ws.project_repo)
-    if guarded and not lifecycle.is_human(by):
-        raise UsageError(f"{old.tier}:{master} is {guarded}: only a person settles an agent's proposal for it, "
-                         f"and this command runs as {by}; run it yourself in a terminal (or say who you are with "
-                         "OKF_ACTOR=human:<you>)")
+    guarded = lifecycle.person_only(old.meta, by, f"{old.tier}:{master}", "settles an agent's proposal for it") \
+        if home is not None else ""
     if how == ACCEPT and home is not snap:
         sibling = f"{tier.label}:{path}"
         if home is None:
