@@ -23,7 +23,7 @@ from okfgit.flows import concepts as store
 from okfgit.format import cites as cite_format
 from okfgit.format import actors, lifecycle, log_md, trailers
 from okfgit.context import Context
-from okfgit.errors import OkfError, UsageError, ValidationError
+from okfgit.errors import UsageError, ValidationError
 from okfgit.git.repository import Repo
 from okfgit.knowledge import refs
 from okfgit.knowledge.cards import TierCard, TierCards
@@ -403,10 +403,7 @@ def _why_waiting(tier: Tier, path: str, data: bytes, errors: Callable[..., list[
         return "log.md is append-only and `okfgit log` adds to it; commit or revert this edit yourself"
     if not okf.is_concept_path(path):
         return "not a concept (.md); commit it yourself if it belongs in the run"
-    try:  # the one rule (spec/okf-capture-sync.md §4): no agent changes a protected concept in place
-        guarded = lifecycle.protected_by(okf.split(head, path).meta) if head is not None else ""
-    except OkfError:
-        guarded = ""  # unreadable at HEAD: doctor names it
+    guarded = lifecycle.protected_in(head, path) if head is not None else ""  # no agent changes it in place
     if guarded:
         return (f"it is {guarded}, so sync does not commit an edit of it as an agent's; commit it yourself "
                 f"(`git -C {tier.root} commit {path}`) or take it back (`git -C {tier.root} checkout -- {path}`)")

@@ -24,7 +24,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from okfgit.errors import UsageError
+from okfgit.errors import OkfError, UsageError
+from okfgit.format import concept as okf
 
 DRAFT = "draft"
 STABLE = "stable"
@@ -304,6 +305,14 @@ def protected_by(meta: Mapping[str, Any]) -> str:
     if is_decision(meta):
         reasons.append("a Decision")
     return " and ".join(reasons)
+
+
+def protected_in(data: bytes, path: str) -> str:
+    """``protected_by`` of a concept's bytes ("" when they cannot be read: doctor names them)."""
+    try:
+        return protected_by(okf.split(data, path).meta)
+    except OkfError:
+        return ""
 
 
 def person_only(meta: Mapping[str, Any], actor: str, where: str, act: str) -> str:

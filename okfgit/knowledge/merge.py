@@ -98,8 +98,8 @@ def merge(base: Mapping[str, Entry], here: Snapshot, there: Snapshot, source: st
             out.merged.append(path)
             continue
         sibling = names.needs_merge_path(master)
-        label, why = source, _protected(variant, path) if path == master else ""
-        if why and not _protected(now(path), path):  # no merge replaces what a person verified, or a Decision
+        label, why = source, lifecycle.protected_in(variant, path) if path == master else ""
+        if why and not lifecycle.protected_in(now(path), path):  # no merge replaces what a person verified, or a Decision
             out.changes[path], variant, label = variant, now(path), "this side"
             result[path] = there.entries[path].oid
             out.guarded[path] = why
@@ -122,14 +122,6 @@ def _by_key(base: Entry | None, here: Snapshot, there: Snapshot, path: str) -> b
     except OkfError:
         return None
     return None if merged.conflicts else merged.data
-
-
-def _protected(data: bytes, path: str) -> str:
-    """``lifecycle.protected_by`` of a concept's bytes ("" when unreadable: doctor names it)."""
-    try:
-        return lifecycle.protected_by(okf.split(data, path).meta)
-    except OkfError:
-        return ""
 
 
 def _sibling_of(path: str, master: str) -> bool:
