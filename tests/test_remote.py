@@ -420,12 +420,14 @@ def test_a_remote_that_never_answers_is_cut_off_at_the_deadline(a: Machine, bare
 
 
 def test_user_memories_stay_on_the_machine_unless_the_person_shares_them(a: Machine, bare: Path) -> None:
-    from tests.test_capture_routing import USER_FACT
+    from tests.test_capture_routing import PROJECT_FACT, USER_FACT
 
     a.okfgit("init", "--scope", "global", cwd=a.proj)
     a.okfgit("init", "--scope", "project", cwd=a.proj)
     a.memory.mkdir(parents=True, exist_ok=True)
     (a.memory / "user_tabs.md").write_bytes(USER_FACT)
+    # a project's fact whose frontmatter says scope: global (an agent's text, or an injection)
+    (a.memory / "port.md").write_bytes(PROJECT_FACT.replace(b"metadata:", b"scope: global\nmetadata:"))
     a.okfgit("sync", cwd=a.proj)  # no remote yet: the fact about the person is captured, locally
     assert "memory/prefers-tabs.md" in a.git("ls-tree", "-r", "--name-only", "HEAD").out
 
@@ -446,7 +448,9 @@ def test_user_memories_stay_on_the_machine_unless_the_person_shares_them(a: Mach
     a.git("config", "okf.pushUserMemories", "true")
     a.okfgit("sync", "--fetch", cwd=a.proj)
     assert remote_log(bare) and remote_log(bare)[0] == a.head()
-    assert "memory/uses-vim.md" in a.git("ls-tree", "-r", "--name-only", "HEAD").out
+    arrived = a.git("ls-tree", "-r", "--name-only", "main", cwd=bare).out.split()
+    assert arrived == ["index.md", "memory/index.md", "memory/prefers-tabs.md", "memory/uses-vim.md"]
+    assert ".okf/memory/dev-server-port.md" in a.git("ls-files", cwd=a.proj).out  # the project's stays there
 
 
 @pytest.mark.parametrize("rounds", [3, pytest.param(20, marks=pytest.mark.slow)])
