@@ -288,3 +288,21 @@ def test_an_agents_memory_never_names_a_person_as_its_author_or_verifier(
     okfgit("sync", cwd=project)
     meta, body = split(blob(git, project, "HEAD:.okf/memory/deploy-window.md"))
     assert body == b"Deploys happen on Wednesdays.\n" and "verified" not in meta
+
+
+def test_only_a_person_sends_a_projects_knowledge_to_the_global_tier(
+        project: Path, okfgit: Runner, git: Runner, home: Path, env: dict[str, str]) -> None:
+    okfgit("init", "--scope", "global", cwd=project)
+    mem = memory(project, env, home)
+    mem.mkdir(parents=True)
+    (mem / "port.md").write_bytes(b"---\nname: dev-port\ndescription: The dev server listens on 8443.\n---\nIt does.\n")
+    refused = okfgit("capture", "--to", "global", cwd=project, expect=2, extra_env={"CLAUDECODE": "1"})
+    assert "only a person chooses that, and this runs as agent:claude-code" in refused.err
+    (mem / "port.md").unlink()
+    okfgit("new", "dev-port", "--description", "The dev server listens on 8443.", "--no-edit", cwd=project)
+    refused = okfgit("promote", "dev-port", "--from", "project", "--to", "global", cwd=project, expect=2,
+                     extra_env={"CLAUDECODE": "1"})
+    assert "only a person does that, and this runs as agent:claude-code" in refused.err
+    assert "dev-port.md" not in git("ls-tree", "-r", "--name-only", "HEAD", cwd=home / ".local/share/okf").out
+    okfgit("promote", "dev-port", "--from", "project", "--to", "global", cwd=project)  # a person's terminal
+    assert ("Okf-Actor", "human:author@example.com") in trailers_by_git(git, home / ".local/share/okf")

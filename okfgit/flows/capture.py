@@ -225,7 +225,15 @@ class Routes:
     pushed_to: str | None = None  # the global tier's remote, unless the person shares user memories there
 
     @classmethod
-    def of(cls, ws: Workspace, to: str | None) -> Routes:
+    def of(cls, ws: Workspace, to: str | None, ctx: Context | None = None) -> Routes:
+        """``ctx``: the command's, when ``to`` is the person's choice (only a person widens a fact)."""
+        if to == "global" and ctx is not None:
+            from okfgit.flows.concepts import actor  # only for --to global: a hook's sync never needs it
+
+            by = actor(ctx, ws.tier("project"))
+            if not lifecycle.is_human(by):
+                raise UsageError(f"--to global sends the project's facts to every project on this machine: only a "
+                                 f"person chooses that, and this runs as {by}")
         global_ = ws.tier("global")
         pushed_to = None
         if global_.exists():
@@ -430,7 +438,7 @@ def _classify_all(ctx: Context, ws: Workspace, to: str | None, st: state.State, 
                   candidates: list[tuple[Source, str, bytes, str]], report: Report, present: frozenset[str],
                   at: _At) -> _Known:
     """Decide each file okfgit did not write (new, update, conflict, a copy); the tiers read."""
-    routes = Routes.of(ws, to)
+    routes = Routes.of(ws, to, ctx)
     kb = _known(ws, to, stores, at, routes)
     for done, (source, origin, data, oid) in enumerate(candidates):
         if done and not done % 100:

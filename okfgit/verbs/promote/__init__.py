@@ -111,6 +111,11 @@ def plan_promotion(
         raise UsageError("name at least one concept to promote (a citation, path, slug, okf_id, name or title)")
     source = ws.require(from_)
     destination = ws.tier(to)
+    by = actor(ctx, source, ws.project_repo)
+    if to == "global" and not lifecycle.is_human(by):  # widening is a person's act, never an agent's text
+        raise UsageError(f"promotion to the global tier sends the project's knowledge to every project on this machine "
+                         f"(and to the global remote): only a person does that, and this runs as {by}; run it "
+                         "yourself in a terminal (or say who you are with OKF_ACTOR=human:<you>)")
     src_repo = source.open()
     src_snap = snapshot(source)
     if src_snap.commit is None:
@@ -136,7 +141,7 @@ def plan_promotion(
             ("Okf-Id", i.okf_id), ("Okf-Promoted-From", f"{source.label}@{src_snap.commit}:{i.source_path}"))),
         branch=branch, new_branch=branch is not None,
         old={p: (dst_snap.blob(p) if p in dst_snap.entries else None) for p in changes}, base=dst_snap.commit,
-        actor=actor(ctx, source, ws.project_repo),
+        actor=by,
     )
     pp = PromotionPlan(source, destination, src_snap.commit, items, branch, dest_commit, src_snap,
                        task=runs.task_of(src_snap) if source.name == "job" else "",
