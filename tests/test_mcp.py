@@ -291,7 +291,7 @@ def test_notes_written_through_mcp_are_the_clients_not_a_persons(project: Path, 
     serve(project, env, second, client=" ")
     assert ("Okf-Actor", "agent:mcp") in trailers_by_git(git, job)
     error, texts, _ = unnamed["state"]
-    assert error and "job/r1:STATE.md is verified by human:alice@example.com: only a person rewrites it, and this " \
+    assert error and "rewriting job/r1:STATE.md (verified by human:alice@example.com) is a person's act, and this " \
         "runs as agent:mcp" in texts[0]
     assert state.read_bytes() == verified and git("status", "--porcelain", cwd=job).out == ""
 

@@ -138,7 +138,10 @@ def test_only_a_person_settles_it_and_accepting_a_decision_supersedes_it(
     master = blob(git, project, f"HEAD:{DECISION}")
 
     refused = okfgit("proposal", "accept", PROPOSAL, cwd=project, expect=None, extra_env={"CLAUDECODE": "1"})
-    assert refused.code == 2 and "runs as agent:claude-code" in refused.err
+    assert refused.code == 2 and refused.err == (
+        f"okfgit: error: settling an agent's proposal for project:decisions/cache-policy.md (verified by {ALICE} and "
+        "a Decision) is a person's act, and this runs as agent:claude-code; run it yourself in a terminal (or say "
+        "who you are with OKF_ACTOR=human:<you>)\n")
     assert blob(git, project, f"HEAD:{DECISION}") == master
 
     done = okfgit("proposal", "accept", PROPOSAL, cwd=project, extra_env={"OKF_ACTOR": "human:bob@example.com"})
@@ -297,12 +300,14 @@ def test_only_a_person_sends_a_projects_knowledge_to_the_global_tier(
     mem.mkdir(parents=True)
     (mem / "port.md").write_bytes(b"---\nname: dev-port\ndescription: The dev server listens on 8443.\n---\nIt does.\n")
     refused = okfgit("capture", "--to", "global", cwd=project, expect=2, extra_env={"CLAUDECODE": "1"})
-    assert "only a person chooses that, and this runs as agent:claude-code" in refused.err
+    assert "capturing --to global (read by every project here) is a person's act, and this runs as " \
+        "agent:claude-code" in refused.err
     (mem / "port.md").unlink()
     okfgit("new", "dev-port", "--description", "The dev server listens on 8443.", "--no-edit", cwd=project)
     refused = okfgit("promote", "dev-port", "--from", "project", "--to", "global", cwd=project, expect=2,
                      extra_env={"CLAUDECODE": "1"})
-    assert "only a person does that, and this runs as agent:claude-code" in refused.err
+    assert "promoting to the global tier (read by every project here, pushed to its remote) is a person's act, " \
+        "and this runs as agent:claude-code" in refused.err
     assert "dev-port.md" not in git("ls-tree", "-r", "--name-only", "HEAD", cwd=home / ".local/share/okf").out
     okfgit("promote", "dev-port", "--from", "project", "--to", "global", cwd=project)  # a person's terminal
     assert ("Okf-Actor", "human:author@example.com") in trailers_by_git(git, home / ".local/share/okf")

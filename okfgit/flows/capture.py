@@ -230,10 +230,7 @@ class Routes:
         if to == "global" and ctx is not None:
             from okfgit.flows.concepts import actor  # only for --to global: a hook's sync never needs it
 
-            by = actor(ctx, ws.tier("project"))
-            if not lifecycle.is_human(by):
-                raise UsageError(f"--to global sends the project's facts to every project on this machine: only a "
-                                 f"person chooses that, and this runs as {by}")
+            actors.person_only(actor(ctx, ws.tier("project")), "capturing --to global (read by every project here)")
         global_ = ws.tier("global")
         pushed_to = None
         if global_.exists():

@@ -256,7 +256,8 @@ def state_plan(ctx: Context, ws: Workspace, *, task: str | None = None, where: s
     old = snap.blob(STATE)
     parsed = okf.split(old, f"{tier.label}:{STATE}")
     by = store.actor(ctx, tier)
-    lifecycle.person_only(parsed.meta, by, f"{tier.label}:{STATE}", "rewrites it")  # the one rule: no agent
+    if guarded := lifecycle.protected_by(parsed.meta):  # the one rule: no agent changes it in place
+        actors.person_only(by, f"rewriting {tier.label}:{STATE} ({guarded})")
     text = parsed.body.decode("utf-8")
     if body is None:
         given = {"Task": _one_block(task), "Where it stands": _one_block(where),

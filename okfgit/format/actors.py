@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 
 from okfgit.errors import UsageError
+from okfgit.format.lifecycle import is_human
 
 AGENT = "agent:"
 PROCESS = "process:"
@@ -64,6 +65,14 @@ def agent(name: str) -> str:
     lower-case, runs of other characters than letters, digits, ``.``, ``_``, ``-`` made ``-``."""
     slug = _NAME.sub("-", name.strip().lower()).strip("-")
     return f"{AGENT}{slug}" if slug else MCP
+
+
+def person_only(actor: str, act: str) -> None:
+    """UsageError (exit 2) unless ``actor`` is a person's (``lifecycle.is_human``): ``act``
+    ("promoting to the global tier") is never an agent's."""
+    if not is_human(actor):
+        raise UsageError(f"{act} is a person's act, and this runs as {actor}; run it yourself in a terminal (or say "
+                         "who you are with OKF_ACTOR=human:<you>)")
 
 
 def from_environment(environ: Mapping[str, str]) -> str | None:

@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from okfgit.errors import OkfError, UsageError
+from okfgit.errors import OkfError
 from okfgit.format import concept as okf
 
 DRAFT = "draft"
@@ -314,12 +314,3 @@ def protected_in(data: bytes, path: str) -> str:
     except OkfError:
         return ""
 
-
-def person_only(meta: Mapping[str, Any], actor: str, where: str, act: str) -> str:
-    """``protected_by(meta)``, once ``actor`` may do ``act`` to the concept at ``where`` ("settles
-    an agent's proposal for it"): when it is protected, only a ``human:`` actor may (UsageError)."""
-    guarded = protected_by(meta)
-    if guarded and not is_human(actor):
-        raise UsageError(f"{where} is {guarded}: only a person {act}, and this runs as {actor}; run it yourself in a "
-                         "terminal (or say who you are with OKF_ACTOR=human:<you>)")
-    return guarded

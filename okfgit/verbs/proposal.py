@@ -27,7 +27,7 @@ from okfgit.errors import UsageError
 from okfgit.flows.concepts import actor
 from okfgit.format import concept as okf
 from okfgit.format import index_md as index
-from okfgit.format import lifecycle, names, needs_merge
+from okfgit.format import actors, lifecycle, names, needs_merge
 from okfgit.format.trailers import path_field
 from okfgit.knowledge import refs
 from okfgit.knowledge.merged import merged_view
@@ -95,8 +95,9 @@ def plan_settle(ctx: Context, ws: Workspace, ref: str, how: str) -> Settled:
         (s for s in (snapshot(t) for t in ws.active() if t.label != tier.label) if master in s.entries), None)
     old = home.concept(master) if home is not None else snap.concept(path)
     by = actor(ctx, tier, ws.project_repo)
-    guarded = lifecycle.person_only(old.meta, by, f"{old.tier}:{master}", "settles an agent's proposal for it") \
-        if home is not None else ""
+    guarded = lifecycle.protected_by(old.meta) if home is not None else ""
+    if guarded:
+        actors.person_only(by, f"settling an agent's proposal for {old.tier}:{master} ({guarded})")
     if how == ACCEPT and home is not snap:
         sibling = f"{tier.label}:{path}"
         if home is None:

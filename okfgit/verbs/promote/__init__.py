@@ -20,7 +20,7 @@ from okfgit.format import index_md as index
 from okfgit.format import markdown as links
 from okfgit.format import concept as okf
 from okfgit.format import cites as cite_format
-from okfgit.format import lifecycle, log_md
+from okfgit.format import actors, lifecycle, log_md
 from okfgit.flows import runs
 from okfgit.context import Context
 from okfgit.errors import IntegrityError, OkfError, RepoStateError, UsageError, ValidationError
@@ -112,10 +112,8 @@ def plan_promotion(
     source = ws.require(from_)
     destination = ws.tier(to)
     by = actor(ctx, source, ws.project_repo)
-    if to == "global" and not lifecycle.is_human(by):  # widening is a person's act, never an agent's text
-        raise UsageError(f"promotion to the global tier sends the project's knowledge to every project on this machine "
-                         f"(and to the global remote): only a person does that, and this runs as {by}; run it "
-                         "yourself in a terminal (or say who you are with OKF_ACTOR=human:<you>)")
+    if to == "global":  # widening is a person's act, never an agent's text
+        actors.person_only(by, "promoting to the global tier (read by every project here, pushed to its remote)")
     src_repo = source.open()
     src_snap = snapshot(source)
     if src_snap.commit is None:
