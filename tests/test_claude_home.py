@@ -14,25 +14,6 @@ from okfgit.targets.claude_home import (
 )
 
 
-def java_hash(path: str) -> int:
-    """Java's String.hashCode, computed independently of the code under test."""
-    data = path.encode("utf-16-le")
-    h = 0
-    for i in range(0, len(data), 2):
-        unit = data[i] | (data[i + 1] << 8)
-        h = (h * 31 + unit) % 2**32
-    return h - 2**32 if h >= 2**31 else h
-
-
-def base36(n: int) -> str:
-    out = ""
-    while True:
-        n, r = divmod(n, 36)
-        out = "0123456789abcdefghijklmnopqrstuvwxyz"[r] + out
-        if n == 0:
-            return out
-
-
 # --- homes -------------------------------------------------------------------------------
 
 
@@ -60,69 +41,18 @@ def test_codex_home(tmp_path):
     assert claude_home({"CODEX_HOME": "/x"}, tmp_path) == tmp_path / ".claude"
 
 
-# --- encode_project_dir: expected strings written by hand -------------------------------
+# --- encode_project_dir: the names Claude Code's own function gives ------------------------
+
+# Each path with the folder name Claude Code 2.1.332's J$ gives it, run offline
+# (fixtures/agents/claude-code-2.1.332/README.md): non-ASCII as UTF-16 code units (an emoji is
+# two), the cut at 200 with the base-36 Java hash, a negative hash, and |-2**31|.
+PROJECT_DIRS = json.loads((Path(__file__).resolve().parent.parent / "fixtures" / "agents" / "claude-code-2.1.332"
+                           / "project-dirs.json").read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize(
-    ("path", "expected"),
-    [
-        ("/home/user/repo", "-home-user-repo"),
-        ("/home/user/my.project_v2", "-home-user-my-project-v2"),
-        ("/home/user/My Projects/app", "-home-user-My-Projects-app"),
-        ("/home/user/already-dashed", "-home-user-already-dashed"),
-        ("/home/user/café", "-home-user-caf-"),  # é is one UTF-16 unit
-        ("/home/user/🚀app", "-home-user---app"),  # an emoji is two units
-        ("/home/user/a~b+c@d", "-home-user-a-b-c-d"),
-        ("C:\\Users\\me\\repo", "C--Users-me-repo"),
-        ("/", "-"),
-    ],
-)
-def test_encode_short_paths(path, expected):
-    assert encode_project_dir(path) == expected
-
-
-def test_encode_exactly_200_is_not_hashed():
-    path = "/tmp/" + "a" * 195
-    assert len(path) == 200
-    assert encode_project_dir(path) == "-tmp-" + "a" * 195
-
-
-def test_encode_201_is_cut_and_hashed():
-    path = "/tmp/" + "a" * 196
-    expected = "-tmp-" + "a" * 195 + "-" + base36(abs(java_hash(path)))
-    assert encode_project_dir(path) == expected
-    assert expected.endswith("-r0traf")  # checked with node's sanitizePath algorithm
-
-
-def test_encode_long_path_negative_hash():
-    path = "/srv/repos/" + "deep-folder/" * 20 + "kb"
-    assert java_hash(path) < 0
-    # value of the abs hash checked with jshell: Long.toString(Math.abs((long) s.hashCode()), 36)
-    assert base36(abs(java_hash(path))) == "m7fqok"
-    expected = ("-srv-repos-" + "deep-folder-" * 20)[:200] + "-m7fqok"
-    assert encode_project_dir(path) == expected
-
-
-def test_encode_long_path_counts_utf16_units():
-    # 103 code points but 203 UTF-16 units: Claude Code (JavaScript) sees it as too long
-    path = "/x/" + "🚀" * 100
-    assert len(path) == 103
-    expected = "-x-" + "-" * 197 + "-" + base36(abs(java_hash(path)))
-    assert encode_project_dir(path) == expected
-
-
-def test_encode_long_non_ascii_path():
-    path = "/srv/" + "é" * 210
-    expected = "-srv-" + "-" * 195 + "-" + base36(abs(java_hash(path)))
-    assert encode_project_dir(path) == expected
-    assert expected.endswith("-opquxz")  # checked with node
-
-
-def test_encode_hash_is_of_the_original_path_not_the_encoded_one():
-    a = "/r/" + "x" * 200 + ".a"
-    b = "/r/" + "x" * 200 + "_a"
-    # same encoded prefix, different originals -> different names
-    assert encode_project_dir(a) != encode_project_dir(b)
+@pytest.mark.parametrize(("path", "name"), PROJECT_DIRS, ids=range(len(PROJECT_DIRS)))
+def test_the_project_folder_name_is_claude_codes(path: str, name: str) -> None:
+    assert encode_project_dir(path) == name
 
 
 # --- memory_dir -------------------------------------------------------------------------
