@@ -242,7 +242,8 @@ def test_managed_policy_beats_flag_project_and_user_settings(tmp_path):
     # a drop-in overrides the base file (and drop-ins each other, by name)
     write_json(tmp_path / "etc-claude-code" / "managed-settings.d" / "10-mem.json", {"autoMemoryDirectory": "/a"})
     last = write_json(tmp_path / "etc-claude-code" / "managed-settings.d" / "20-mem.json", {"autoMemoryDirectory": "/b/m"})
-    assert memory_dir(REPO, env, tmp_path).path == Path("/b/m")
+    write_json(tmp_path / "etc-claude-code" / "managed-settings.d" / ".30-hidden.json", {"autoMemoryDirectory": "/h"})
+    assert memory_dir(REPO, env, tmp_path).path == Path("/b/m")  # a hidden drop-in is not read (ule)
     assert memory_dir(REPO, env, tmp_path).shared_by == last
 
 
@@ -270,6 +271,21 @@ def test_project_settings_count_only_in_a_trusted_folder(tmp_path):
     assert memory_dir(project, env, tmp_path).source == f"autoMemoryDirectory in {local} (project local settings)"
 
 
+def test_a_linked_worktree_is_trusted_by_its_main_root_or_a_sandbox(tmp_path):
+    # sD(): $CLAUDE_CODE_SANDBOXED, or the trust recorded for the canonical git root (hSe)
+    main, linked = tmp_path / "main", tmp_path / "wt"
+    (main / ".git").mkdir(parents=True)
+    linked.mkdir()
+    (linked / ".git").write_text(f"gitdir: {main}/.git/worktrees/wt\n")
+    write_json(linked / ".claude" / "settings.json", {"autoMemoryDirectory": "/linked/mem"})
+    env = sources_env(tmp_path)
+    assert memory_dir(main, env, tmp_path, project_root=linked).path != Path("/linked/mem")
+    assert memory_dir(main, {**env, "CLAUDE_CODE_SANDBOXED": "1"}, tmp_path, project_root=linked).path == \
+        Path("/linked/mem")
+    trust(tmp_path, main)
+    assert memory_dir(main, env, tmp_path, project_root=linked).path == Path("/linked/mem")
+
+
 def test_an_empty_value_stops_the_search_and_keeps_the_default(tmp_path):
     # Wg() returns the first value != null ("" included); Bu("") is undefined: the default folder
     write_json(tmp_path / "etc-claude-code" / "managed-settings.json", {"autoMemoryDirectory": ""})
@@ -291,6 +307,9 @@ def test_the_remote_root_replaces_the_config_home_and_ignores_the_dir_name(tmp_p
                       CLAUDE_CODE_PROJECT_DIR_NAME="named")
     choice = memory_dir(REPO, env, tmp_path)
     assert (choice.path, choice.source) == (Path("/remote/projects/-work-my-repo/memory"), "$CLAUDE_CODE_REMOTE_MEMORY_DIR")
+    # a remote root that is the config home itself (`k===rt()`) keeps the name
+    env["CLAUDE_CODE_REMOTE_MEMORY_DIR"] = env["CLAUDE_CONFIG_DIR"]
+    assert memory_dir(REPO, env, tmp_path).path == tmp_path / "cfg" / "projects" / "named" / "memory"
 
 
 @pytest.mark.parametrize(("name", "config", "expected"), [

@@ -77,10 +77,11 @@ class MemoryDirChoice:
 OVERRIDE = "CLAUDE_COWORK_MEMORY_PATH_OVERRIDE"
 REMOTE_ROOT = "CLAUDE_CODE_REMOTE_MEMORY_DIR"
 DIR_NAME = "CLAUDE_CODE_PROJECT_DIR_NAME"
+SANDBOXED = "CLAUDE_CODE_SANDBOXED"  # set: Claude Code trusts the folder it runs in
 MANAGED_DIR = "OKF_CLAUDE_MANAGED_DIR"  # where okfgit reads Claude Code's managed policy (tests, other layouts)
 FLAG_SETTINGS = "OKF_CLAUDE_SETTINGS"  # the file (or JSON) a person passes to `claude --settings`
 INLINE_FLAG = f"${FLAG_SETTINGS}"  # the source's name when that variable holds JSON itself
-ENV_KEYS = (OVERRIDE, REMOTE_ROOT, DIR_NAME, MANAGED_DIR, FLAG_SETTINGS)
+ENV_KEYS = (OVERRIDE, REMOTE_ROOT, DIR_NAME, SANDBOXED, MANAGED_DIR, FLAG_SETTINGS)
 _DIR_NAME_OK = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _RESERVED_NAME = re.compile(r"(?:con|prn|aux|nul|com[0-9]|lpt[0-9])", re.IGNORECASE)
 
@@ -97,7 +98,8 @@ def managed_dir(environ: Mapping[str, str]) -> Path:
     return Path("/etc/claude-code")
 
 
-def settings_sources(project_root: Path | None, environ: Mapping[str, str], home: Path) -> list[tuple[str, Path]]:
+def settings_sources(project_root: Path | None, environ: Mapping[str, str], home: Path,
+                     repo_root: Path | None = None) -> list[tuple[str, Path]]:
     """(label, file) of every settings file Claude Code asks for ``autoMemoryDirectory``, in
     its order: managed policy (``managed-settings.json``, then its ``managed-settings.d/``
     drop-ins by name), ``--settings``, a trusted project's ``.claude/settings.local.json`` and
@@ -105,14 +107,15 @@ def settings_sources(project_root: Path | None, environ: Mapping[str, str], home
     policy = managed_dir(environ)
     out = [("managed policy", policy / "managed-settings.json")]
     try:
-        drop_ins = sorted(n for n in os.listdir(policy / "managed-settings.d") if n.endswith(".json"))
+        drop_ins = sorted(n for n in os.listdir(policy / "managed-settings.d")
+                          if n.endswith(".json") and not n.startswith("."))
     except OSError:
         drop_ins = []
     out += [("managed policy", policy / "managed-settings.d" / n) for n in drop_ins]
     flag = environ.get(FLAG_SETTINGS)
     if flag:
         out.append(("--settings", Path(INLINE_FLAG if flag.lstrip().startswith("{") else flag)))
-    if project_root is not None and _trusted(project_root, environ, home):
+    if project_root is not None and _trusted(project_root, repo_root or project_root, environ, home):
         out.append(("project local settings", project_root / ".claude" / "settings.local.json"))
         out.append(("project settings", project_root / ".claude" / "settings.json"))
     out.append(("user settings", claude_home(environ, home) / "settings.json"))
@@ -139,7 +142,7 @@ def memory_dir(repo_root: Path, environ: Mapping[str, str], home: Path, *,
     """
     project_root = project_root or repo_root
     warnings: list[str] = []
-    sources = settings_sources(project_root, environ, home)
+    sources = settings_sources(project_root, environ, home, repo_root)
     watched = tuple(str(f) for _, f in sources if str(f) != INLINE_FLAG) + (
         str(_global_config(environ, home)), str(managed_dir(environ) / "managed-settings.d"))
     override = environ.get(OVERRIDE)
@@ -174,8 +177,9 @@ def _default(repo_root: Path, project_root: Path, environ: Mapping[str, str], ho
     else:
         root = config if config.is_absolute() else project_root / config  # "": where Claude Code runs
         source = "$CLAUDE_CONFIG_DIR" if environ.get("CLAUDE_CONFIG_DIR") is not None else "the default, ~/.claude"
-    name = environ.get(DIR_NAME, "")
-    if not remote and environ.get("CLAUDE_CONFIG_DIR") and _DIR_NAME_OK.fullmatch(name) \
+    name, config_value = environ.get(DIR_NAME, ""), environ.get("CLAUDE_CONFIG_DIR")
+    # Claude Code's `k===rt()`: the root is the config home, even when the remote root names it.
+    if config_value and (not remote or remote == nfc(config_value)) and _DIR_NAME_OK.fullmatch(name) \
             and not _RESERVED_NAME.fullmatch(name):
         return _nfc(root / "projects" / name / "memory"), f"{source} and ${DIR_NAME}"
     return _nfc(root / "projects" / encode_project_dir(str(repo_root)) / "memory"), source
@@ -213,10 +217,13 @@ def _global_config(environ: Mapping[str, str], home: Path) -> Path:
     return Path(environ.get("CLAUDE_CONFIG_DIR") or home) / ".claude.json"
 
 
-def _trusted(project_root: Path, environ: Mapping[str, str], home: Path) -> bool:
-    """Whether Claude Code has recorded trust for the project (``projects[<folder>]
-    .hasTrustDialogAccepted`` in its global config, for the folder or one above it up to
-    the repository root): only then does it read the project's ``.claude/`` settings."""
+def _trusted(project_root: Path, repo_root: Path, environ: Mapping[str, str], home: Path) -> bool:
+    """Whether Claude Code trusts the project: ``$CLAUDE_CODE_SANDBOXED`` is set, or its global
+    config records ``projects[<folder>].hasTrustDialogAccepted`` for the canonical repo root
+    (a linked worktree's main one) or for the folder or one above it up to the repository
+    root. Only then does it read the project's ``.claude/`` settings."""
+    if environ.get(SANDBOXED):
+        return True
     try:
         data = json.loads(_global_config(environ, home).read_bytes().decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
@@ -224,7 +231,7 @@ def _trusted(project_root: Path, environ: Mapping[str, str], home: Path) -> bool
     projects = data.get("projects") if isinstance(data, dict) else None
     if not isinstance(projects, dict):
         return False
-    for folder in (project_root, *project_root.parents):
+    for folder in (repo_root, project_root, *project_root.parents):
         entry = projects.get(nfc(str(folder)))
         if isinstance(entry, dict) and entry.get("hasTrustDialogAccepted") is True:
             return True
