@@ -136,6 +136,9 @@ def test_unborn_detached_and_linked_worktree(repo: Path, git: Runner, tmp_path: 
     assert Repo.open(tmp_path / "wt").workdir == wt.workdir
     with pytest.raises(UsageError):
         Repo.open(tmp_path / "wt" / "deep")  # exactly a working tree's root
+    git("clone", "-q", "--bare", str(repo), str(tmp_path / "bare.git"), cwd=tmp_path)
+    git("worktree", "add", "-q", "--detach", str(tmp_path / "wt2"), cwd=tmp_path / "bare.git")
+    assert Repo.open(tmp_path / "wt2").main_workdir == (tmp_path / "bare.git").resolve()  # Claude Code keys by it
 
 
 def test_config_is_asked_of_git_only_when_a_file_could_set_it(repo: Path, git: Runner, env: dict[str, str],

@@ -82,13 +82,14 @@ class Repo:
 
     @property
     def main_workdir(self) -> Path:
-        """The main working tree's root: linked worktrees map to it."""
+        """The canonical repo root, as Claude Code 2.1.332 finds it: a linked worktree maps to
+        the main working tree's root, or to the repository itself when that is bare."""
         common = self.common_dir
         if common == self.gitdir:
             return self.workdir
         if common.name == ".git":
             return common.parent.resolve()
-        return self.workdir
+        return self.workdir if (common / ".git").exists() else common.resolve()
 
     @property
     def environ(self) -> Mapping[str, str]:
