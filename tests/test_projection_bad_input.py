@@ -87,6 +87,7 @@ def test_agents_md_that_is_not_utf8_is_refused_untouched(kit: Kit, okfgit: Runne
     ('"a\\0b.md"', "contains NUL or control characters"),
     ("sub/../../x.md", "tries to leave the memory folder"),
     ("MEMORY.md", "is MEMORY.md, which is the folder's index"),
+    ("team/shared/x.md", "lies in a folder Claude Code keeps for itself"),  # a team store, synced from a server
 ])
 def test_origin_that_leaves_the_memory_folder_is_not_followed(origin: str, why: str, kit: Kit, okfgit: Runner,
                                                                 git: Runner) -> None:
@@ -99,6 +100,7 @@ def test_origin_that_leaves_the_memory_folder_is_not_followed(origin: str, why: 
     assert f"project:escape.md@" in result.err and why in result.err
     assert (kit.memory / "escape.md").read_bytes() == path.read_bytes()
     assert not (kit.memory.parent / "x.md").exists() and not Path("/etc/evil.md").exists()
+    assert not (kit.memory / "team").exists()
     assert sorted(p.name for p in kit.memory.parent.iterdir()) == ["memory"]
 
 
