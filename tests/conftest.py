@@ -87,6 +87,8 @@ def locked_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     """Point every home-like variable into tmp_path, for in-process code too."""
     home = tmp_path / "home"
     home.mkdir()
+    for agent in (".claude", ".codex"):  # a home where Claude Code and Codex have run
+        (home / agent).mkdir()
     (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n[user]\n\tname = Test Author\n\temail = author@example.com\n")
     for key in list(os.environ):
         if key.startswith(SCRUBBED):

@@ -294,10 +294,10 @@ def test_session_start_failure_is_exit_1_with_the_reason_on_stderr(run_hook, pro
 
 def test_session_start_unwritable_target_is_exit_1(run_hook, project: Path, home: Path, okfgit: Runner) -> None:
     okfgit("init", "--scope", "global", cwd=project)
-    (home / ".codex").write_text("a file where a folder should be\n")
+    (home / ".codex" / "AGENTS.md").mkdir()  # a folder where the file should be
     r = run_hook("SessionStart", project)
     assert (r.code, r.out) == (1, "")
-    assert f"okfgit: warning: {home / '.codex' / 'AGENTS.md'}: cannot write it" in r.err
+    assert f"okfgit: warning: {home / '.codex' / 'AGENTS.md'}: is not a regular file (nothing was changed)" in r.err
 
 
 @pytest.mark.parametrize("event", ["SessionEnd", "PreCompact"])

@@ -25,17 +25,20 @@ def gemini_project(home: Path, project: Path, short_id: str = "proj") -> Path:
 
 
 def test_home_blocks_go_only_where_the_agent_is_used(project: Path, okfgit: Runner, home: Path) -> None:
+    (home / ".claude").rmdir()
+    (home / ".codex").rmdir()
     okfgit("init", "--scope", "global", cwd=project)
     okfgit("sync", cwd=project)
-    for absent in (".gemini", ".copilot", ".config/opencode", ".config/amp"):
+    for absent in (".claude", ".codex", ".gemini", ".copilot", ".config/opencode", ".config/amp"):
         assert not (home / absent).exists(), absent  # never created in a home that does not use the agent
     assert not (project / "GEMINI.md").exists()
-    (home / ".gemini").mkdir()
-    (home / ".copilot").mkdir()
-    (home / ".config" / "amp").mkdir(parents=True)
-    (home / ".config" / "opencode").mkdir(parents=True)
+    for used in (".claude", ".codex", ".gemini", ".copilot", ".config/amp", ".config/opencode"):
+        (home / used).mkdir(parents=True)
     out = okfgit("sync", cwd=project).out
-    assert out.startswith("okfgit sync: projected 3 files")  # the fast path saw the folders appear
+    # the fast path saw the folders appear: Claude's memory folder (a pointer in MEMORY.md) and five blocks
+    assert out.startswith("okfgit sync: projected 6 files")
+    assert (home / ".claude" / "projects").is_dir()
+    assert "okf:begin id=global" in (home / ".codex" / "AGENTS.md").read_text()
     for made in (".gemini/GEMINI.md", ".copilot/copilot-instructions.md", ".config/amp/AGENTS.md"):
         text = (home / made).read_text()
         assert text.startswith("<!-- okf:begin id=global -->\n") and text.endswith("<!-- okf:end -->\n"), made

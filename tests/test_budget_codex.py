@@ -13,7 +13,7 @@ from tests.conftest import Runner
 
 def test_the_budget_counts_project_files_only(tmp_path: Path, home: Path) -> None:
     codex = home / ".codex"
-    codex.mkdir()
+    codex.mkdir(exist_ok=True)
     (codex / "AGENTS.md").write_text("x" * 30_000)  # global: loaded besides, outside the budget
     work = tmp_path / "work"
     work.mkdir()

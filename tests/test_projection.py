@@ -344,7 +344,7 @@ def test_an_edit_beside_a_new_memory_is_seen_although_the_folder_changed(kit: Ki
 
 
 def test_hand_written_text_around_each_block_survives(kit: Kit, okfgit: Runner) -> None:
-    kit.codex_md.parent.mkdir(parents=True)
+    kit.codex_md.parent.mkdir(parents=True, exist_ok=True)
     kit.codex_md.write_text("# Codex, my way\n\nAlways run the linter.\n")
     project(okfgit, kit)
     for path in (kit.claude_md, kit.agents_md, kit.codex_md):

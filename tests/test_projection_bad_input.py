@@ -52,9 +52,14 @@ def test_a_failed_memory_folder_keeps_the_ownership_records(kit: Kit, okfgit: Ru
     assert kit.state_json()["memory_files"] == records
 
 
-def test_unwritable_block_folder_fails_alone(kit: Kit, okfgit: Runner) -> None:
+def test_unwritable_block_folder_fails_alone(kit: Kit, okfgit: Runner, tmp_path: Path) -> None:
+    (kit.home / ".codex").rmdir()
     (kit.home / ".codex").write_text("not a folder\n")
-    result = project(okfgit, kit, expect=3)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "codex").write_text("#!/bin/sh\n")  # Codex is installed: its folder is to be made
+    (tmp_path / "bin" / "codex").chmod(0o755)
+    path = f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"
+    result = okfgit("project", cwd=kit.repo, extra_env={"PATH": path}, expect=3)
     assert f"{kit.home / '.codex' / 'AGENTS.md'}: cannot write it: a folder on its path is a file" in result.err
     assert (kit.memory / "MEMORY.md").is_file()
     assert "<!-- okf:begin id=global -->" in kit.claude_md.read_text()

@@ -212,7 +212,7 @@ def test_a_dangling_home_link_is_refused(kit: Kit, okfgit: Runner) -> None:
 def test_a_home_link_to_a_folder_is_refused(kit: Kit, okfgit: Runner) -> None:
     folder = kit.home / "dotfiles"
     folder.mkdir()
-    kit.codex_md.parent.mkdir(parents=True)
+    kit.codex_md.parent.mkdir(parents=True, exist_ok=True)
     kit.codex_md.symlink_to(folder)
     result = project(okfgit, kit, expect=3)
     assert (f"okfgit: warning: {kit.codex_md}: is a symlink to {folder}, which is not a regular file; "

@@ -120,6 +120,7 @@ def test_every_relevant_change_ends_the_fast_path(change: str, kit: Kit, okfgit:
         args = ["--run", RUN, "--scope", "project"]
     elif change == "env":
         extra = {"CODEX_HOME": str(tmp_path / "codex2")}
+        (tmp_path / "codex2").mkdir()
     elif change == "ownership-record":  # another okfgit run changed what okfgit owns (capture adopts a file)
         from okfgit.local import state
 

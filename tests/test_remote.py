@@ -58,6 +58,8 @@ class Machine:
 def machine(tmp_path: Path, name: str) -> Machine:
     home = tmp_path / name
     home.mkdir()
+    for agent in (".claude", ".codex"):  # a machine where Claude Code and Codex have run
+        (home / agent).mkdir()
     (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n[user]\n\tname = Test Author\n"
                                      "\temail = author@example.com\n")
     env = _git_env(home)

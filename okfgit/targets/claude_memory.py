@@ -40,6 +40,7 @@ from okfgit.local import paths
 from okfgit.local.state import MemoryFile
 from okfgit.local.state import State as MemoryState
 from okfgit.targets import memory_index, recall
+from okfgit.targets.home_agents import used
 from okfgit.targets.base import (FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, Save, TargetPlan, View,
                                  folder_problem)
 
@@ -64,6 +65,11 @@ class ClaudeMemory:
         folder = Path(os.path.abspath(choice.path))
         if not view.tiers and not view.state.memory_files:
             return out  # nothing projected before, nothing to project now
+        home = claude_home.claude_home(view.ctx.environ, view.ctx.home)
+        if not view.state.memory_files and not folder.exists() and not used(home / "CLAUDE.md", "claude",
+                                                                            view.ctx.environ):
+            out.watched.append(str(home))  # Claude Code never ran here: no folder of its own until it does
+            return out
         problem = folder_problem(folder)
         if problem is not None:
             # No memory_dir on the plan: the ownership records stay exactly as they were.

@@ -14,9 +14,9 @@ used on this machine:
 | ``copilot-instructions`` | ``$COPILOT_HOME/copilot-instructions.md`` (default ``~/.copilot``) | ``copilot instruction list`` (Copilot CLI 1.0.102), run offline |
 | ``amp-agents`` | ``$XDG_CONFIG_HOME/amp/AGENTS.md`` (default ``~/.config/amp``) | Amp's documentation |
 
-Claude Code's and Codex's files are always written. Every other agent's only where it is
-used: its folder exists, its command is on the PATH, or the file is there already; okfgit
-never creates an agent's folder in a home that does not use the agent. opencode gets no
+Each file is written only where its agent is used: its folder exists, its command is on
+the PATH, or the file is there already (so a block okfgit wrote before is kept up to date);
+okfgit never creates an agent's folder in a home that does not use the agent. opencode gets no
 new ``AGENTS.md`` while ``~/.claude/CLAUDE.md`` is there and carries the block: creating
 the file would hide the person's ``CLAUDE.md`` from opencode, which reads only the first
 of the two.
@@ -56,7 +56,8 @@ def amp_file(environ: Mapping[str, str], home: Path) -> Path:
 
 
 def used(path: Path, command: str, environ: Mapping[str, str]) -> bool:
-    """The agent is used here: its file or its folder exists, or its command is on the PATH."""
+    """The agent is used here: its file (``path``) or the folder it sits in exists, or its
+    command is on the PATH."""
     return path.exists() or path.is_symlink() or path.parent.is_dir() \
         or shutil.which(command, path=environ.get("PATH")) is not None
 
@@ -73,7 +74,7 @@ class HomeBlock:
     group: str  # what ``--target`` selects it by
     why: str
     path: Callable[[View], Path]
-    command: str | None  # the agent's command (on the PATH: the agent is used); None: always written
+    command: str  # the agent's command (on the PATH: the agent is used)
     # Why not here (a warning; "": without a word), or None: the block goes in.
     unwanted: Callable[[View, Path], str | None] = _nothing
     settings: Callable[[View], list[Path]] = lambda view: []  # files that can move ``path``
@@ -83,7 +84,7 @@ class HomeBlock:
             return TargetPlan()
         path = self.path(view)
         watched = [str(p) for p in self.settings(view)]
-        if self.command is not None and not used(path, self.command, view.ctx.environ):
+        if not used(path, self.command, view.ctx.environ):
             # When the agent's folder appears, the fast path must not call the next run a no-op.
             return TargetPlan(watched=[*watched, str(path.parent)])
         problem = self.unwanted(view, path)
@@ -126,7 +127,8 @@ def _opencode_unwanted(view: View, path: Path) -> str | None:
     # opencode reads ~/.claude/CLAUDE.md (by the home folder, whatever $CLAUDE_CONFIG_DIR
     # says) only while its own file is missing: a new file would hide that one from it.
     fallback = view.ctx.home / ".claude" / "CLAUDE.md"
-    if fallback == _claude_md(view) and claude_home.empty_config_home(view.ctx.environ) is None:
+    if fallback == _claude_md(view) and claude_home.empty_config_home(view.ctx.environ) is None \
+            and used(fallback, "claude", view.ctx.environ):
         return ""  # okfgit's block reaches opencode through CLAUDE.md
     if fallback.exists():
         return (f"{path}: not created: opencode reads {fallback} while it is missing, and a new file would "
@@ -137,9 +139,9 @@ def _opencode_unwanted(view: View, path: Path) -> str | None:
 def targets() -> tuple[HomeBlock, ...]:
     """Every agent's home-level file, each in its place in the report's order."""
     return (
-        HomeBlock("claude-md", "claude", "global knowledge protocol for Claude Code", _claude_md, None,
+        HomeBlock("claude-md", "claude", "global knowledge protocol for Claude Code", _claude_md, "claude",
                   _claude_unwanted),
-        HomeBlock("codex-agents", "agents", "global knowledge protocol for Codex", _codex_md, None),
+        HomeBlock("codex-agents", "agents", "global knowledge protocol for Codex", _codex_md, "codex"),
         HomeBlock("gemini-md", "gemini", "global knowledge for Gemini CLI", _gemini_md, "gemini",
                   settings=_gemini_settings),
         HomeBlock("opencode-agents", "agents", "global knowledge for opencode",
