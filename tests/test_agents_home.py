@@ -50,6 +50,19 @@ def test_home_blocks_go_only_where_the_agent_is_used(project: Path, okfgit: Runn
     okfgit("sync", cwd=project)
     assert (home / ".config" / "opencode" / "AGENTS.md").read_text().startswith("# Mine\n\n<!-- okf:begin id=global")
     assert okfgit("sync", cwd=project).out == "okfgit sync: up to date\n"
+    # set but empty, opencode's own file is the project's AGENTS.md (its `??`): no global block there
+    err = okfgit("sync", cwd=project, extra_env={"OPENCODE_CONFIG_DIR": ""}).err
+    assert "AGENTS.md: the opencode home variable is set but empty" in err
+    assert "id=global" not in (project / "AGENTS.md").read_text()
+
+
+def test_opencodes_own_config_dir_comes_first(home: Path) -> None:
+    # opencode 1.18.33's @opencode/Global: config is $OPENCODE_CONFIG_DIR ?? $XDG_CONFIG_HOME/opencode
+    from okfgit.targets import home_agents
+
+    env = {"XDG_CONFIG_HOME": str(home / "xdg"), "OPENCODE_CONFIG_DIR": str(home / "oc")}
+    assert home_agents.opencode_file(env, home) == home / "oc" / "AGENTS.md"
+    assert home_agents.opencode_file({"XDG_CONFIG_HOME": str(home / "xdg")}, home) == home / "xdg" / "opencode" / "AGENTS.md"
 
 
 def test_the_global_block_carries_the_facts_that_matter_most(project: Path, okfgit: Runner, home: Path) -> None:

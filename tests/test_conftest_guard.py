@@ -54,7 +54,7 @@ def test_the_fast_path_watches_every_variable_that_moves_a_home() -> None:
     from okfgit.local import fastpath
     from okfgit.targets import claude_home, gemini_home, home_agents
 
-    moves = {gemini_home.HOME_VAR, gemini_home.SANDBOX_VAR, home_agents.COPILOT_HOME}
+    moves = {gemini_home.HOME_VAR, gemini_home.SANDBOX_VAR, home_agents.COPILOT_HOME, home_agents.OPENCODE_CONFIG_DIR}
     assert set(claude_home.ENV_KEYS) | moves <= set(fastpath.ENV_KEYS)
     # and no target reads another: every environ.get(<a literal>) of targets/ is one of them
     import re

@@ -44,7 +44,7 @@ ENV_KEYS = ("HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "CLAUDE_CONFIG_DIR", "CO
             "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_SYSTEM",
             "CLAUDE_COWORK_MEMORY_PATH_OVERRIDE", "CLAUDE_CODE_REMOTE_MEMORY_DIR", "CLAUDE_CODE_PROJECT_DIR_NAME",
             "CLAUDE_CODE_SANDBOXED", "OKF_CLAUDE_MANAGED_DIR", "OKF_CLAUDE_SETTINGS", "GEMINI_CLI_HOME", "SANDBOX",
-            "COPILOT_HOME")
+            "COPILOT_HOME", "OPENCODE_CONFIG_DIR")
 ABSENT = "absent"
 UNBORN = "unborn"
 NAV_PROTOCOL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "nav-protocol.md")

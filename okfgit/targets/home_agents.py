@@ -10,7 +10,7 @@ used on this machine:
 | ``claude-md`` | ``<claude home>/CLAUDE.md`` (Claude Code never reads AGENTS.md) | Claude Code 2.1.332 |
 | ``codex-agents`` | ``$CODEX_HOME/AGENTS.md`` (outside its 32 KiB budget for project files) | Codex CLI 0.171.0 |
 | ``gemini-md`` | ``<gemini folder>/<context.fileName>`` (``gemini_home``) | Gemini CLI 0.61.0 |
-| ``opencode-agents`` | ``$XDG_CONFIG_HOME/opencode/AGENTS.md`` (default ``~/.config/opencode``); only when it is missing, ``~/.claude/CLAUDE.md`` | opencode 1.18.33's shipped binary (``Instruction.systemPaths``: the first of the two that exists) |
+| ``opencode-agents`` | ``$OPENCODE_CONFIG_DIR/AGENTS.md``, else ``$XDG_CONFIG_HOME/opencode/AGENTS.md`` (default ``~/.config/opencode``); only when it is missing, ``~/.claude/CLAUDE.md`` | opencode 1.18.33's shipped binary (``Instruction.systemPaths``: the first of the two that exists) |
 | ``copilot-instructions`` | ``$COPILOT_HOME/copilot-instructions.md`` (default ``~/.copilot``) | ``copilot instruction list`` (Copilot CLI 1.0.102), run offline |
 | ``amp-agents`` | ``$XDG_CONFIG_HOME/amp/AGENTS.md`` (default ``~/.config/amp``) | Amp's documentation |
 
@@ -39,8 +39,12 @@ def config_home(environ: Mapping[str, str], home: Path) -> Path:
     return Path(value) if value else home / ".config"
 
 
+OPENCODE_CONFIG_DIR = "OPENCODE_CONFIG_DIR"
+
+
 def opencode_file(environ: Mapping[str, str], home: Path) -> Path:
-    return config_home(environ, home) / "opencode" / "AGENTS.md"
+    value = environ.get(OPENCODE_CONFIG_DIR)  # set, even empty (opencode's ``??``), it is the folder
+    return (Path(value) if value is not None else config_home(environ, home) / "opencode") / "AGENTS.md"
 
 
 COPILOT_HOME = "COPILOT_HOME"
@@ -84,15 +88,17 @@ class HomeBlock:
             return TargetPlan()
         path = self.path(view)
         watched = [str(p) for p in self.settings(view)]
+        if not path.is_absolute():
+            # The agent's home variable is set but empty (Claude Code's and opencode's `??`): its
+            # file is the one in the folder it runs in, the project's, no place for a machine's block.
+            return TargetPlan(warnings=[f"{path}: the {self.command} home variable is set but empty, so its "
+                                        "home-level file is the project's own; okfgit writes no global block there"])
         if not used(path, self.command, view.ctx.environ):
             # When the agent's folder appears, the fast path must not call the next run a no-op.
             return TargetPlan(watched=[*watched, str(path.parent)])
         problem = self.unwanted(view, path)
-        if problem is not None:
-            # The file appearing may change that (a relative path, Claude's home set but empty,
-            # names no file: the variable itself is what the fast path keys on).
-            mine = [str(path)] if path.is_absolute() else []
-            return TargetPlan(warnings=[problem] if problem else [], watched=[*watched, *mine])
+        if problem is not None:  # the file appearing may change that
+            return TargetPlan(warnings=[problem] if problem else [], watched=[*watched, str(path)])
         out = plan_block(path, SCOPE, global_block(view), self.why, follow_link=True, owned=view.state,
                          wrote=view.wrote)
         out.watched.extend(watched)
@@ -101,11 +107,6 @@ class HomeBlock:
 
 def _claude_md(view: View) -> Path:
     return claude_home.claude_home(view.ctx.environ, view.ctx.home) / "CLAUDE.md"
-
-
-def _claude_unwanted(view: View, path: Path) -> str | None:
-    problem = claude_home.empty_config_home(view.ctx.environ)
-    return f"CLAUDE.md: {problem}" if problem is not None else None
 
 
 def _codex_md(view: View) -> Path:
@@ -127,8 +128,7 @@ def _opencode_unwanted(view: View, path: Path) -> str | None:
     # opencode reads ~/.claude/CLAUDE.md (by the home folder, whatever $CLAUDE_CONFIG_DIR
     # says) only while its own file is missing: a new file would hide that one from it.
     fallback = view.ctx.home / ".claude" / "CLAUDE.md"
-    if fallback == _claude_md(view) and claude_home.empty_config_home(view.ctx.environ) is None \
-            and used(fallback, "claude", view.ctx.environ):
+    if fallback == _claude_md(view) and used(fallback, "claude", view.ctx.environ):
         return ""  # okfgit's block reaches opencode through CLAUDE.md
     if fallback.exists():
         return (f"{path}: not created: opencode reads {fallback} while it is missing, and a new file would "
@@ -139,8 +139,7 @@ def _opencode_unwanted(view: View, path: Path) -> str | None:
 def targets() -> tuple[HomeBlock, ...]:
     """Every agent's home-level file, each in its place in the report's order."""
     return (
-        HomeBlock("claude-md", "claude", "global knowledge protocol for Claude Code", _claude_md, "claude",
-                  _claude_unwanted),
+        HomeBlock("claude-md", "claude", "global knowledge protocol for Claude Code", _claude_md, "claude"),
         HomeBlock("codex-agents", "agents", "global knowledge protocol for Codex", _codex_md, "codex"),
         HomeBlock("gemini-md", "gemini", "global knowledge for Gemini CLI", _gemini_md, "gemini",
                   settings=_gemini_settings),
