@@ -47,3 +47,5 @@ def test_an_override_that_hides_the_block_is_said_by_status_and_doctor(project: 
     (home / ".codex" / "AGENTS.override.md").write_text("# mine\n")
     status = okfgit("status", cwd=project, expect=2)
     assert f"{home / '.codex' / 'AGENTS.override.md'} hides {home / '.codex' / 'AGENTS.md'}" in status.out
+    doctor = okfgit("doctor", "--scope", "global", cwd=project)
+    assert "block-hidden" in doctor.out and str(home / ".codex" / "AGENTS.override.md") in doctor.out
