@@ -666,7 +666,7 @@ def test_a_first_review_in_a_clone_tells_of_its_progress(tmp_path: Path, git: Ru
 
 def test_a_tree_looked_up_path_by_path_answers_as_the_walked_tree(tmp_path: Path, git: Runner) -> None:
     from okfgit.git.repository import Repo
-    from okfgit.verbs.review import Tree
+    from okfgit.knowledge.snapshot import TreeEntries
 
     repo = _tricky_kb(tmp_path, git)
     raw = Repo.open(repo)
@@ -674,7 +674,7 @@ def test_a_tree_looked_up_path_by_path_answers_as_the_walked_tree(tmp_path: Path
     whole = raw.tree_entries(head, ".okf")
     odd = ["", "alpha", "alpha/", "alpha/notes.md", "/alpha/one.md", "alpha//one.md", "alpha/./one.md",
            "alpha/../alpha/one.md", "nope/one.md", "alpha/one.md/x", "index.md/"]
-    lazy = Tree(raw, head, ".okf", raw.tree_oid(head, ".okf"))
+    lazy = TreeEntries(raw, head, ".okf", raw.tree_oid(head, ".okf"))
     for path in [*whole, *odd]:
         assert (path in lazy, lazy.get(path)) == (path in whole, whole.get(path)), path
     assert lazy.copy() == whole and dict(lazy.items()) == whole and sorted(lazy) == sorted(whole)

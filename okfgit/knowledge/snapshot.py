@@ -10,13 +10,21 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from okfgit.format import concept as okf
 from okfgit.errors import OkfError, UsageError, ValidationError
 from okfgit.git.objects import FILE_MODE, LINK_MODE, Entry, blob_oid
 from okfgit.knowledge import cards
+from okfgit.git.repository import Repo
 from okfgit.knowledge.tiers import Tier
+
+if TYPE_CHECKING:
+    from _collections_abc import dict_items, dict_keys, dict_values
+
+_T = TypeVar("_T")
+_V = TypeVar("_V")
+_NOT_NAMES = ("", ".", "..")  # never a part of a path in a tree
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +125,92 @@ class Snapshot:
         for _ in self.concepts():
             pass
         return dict(self._problems)
+
+
+class Lookup(dict[str, _V]):
+    """A mapping whose values are found when asked for (``_look``), not listed up front."""
+
+    def _look(self, key: str) -> _V | None:
+        raise NotImplementedError
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._look(key) is not None
+
+    def __getitem__(self, key: str) -> _V:
+        found = self._look(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    @overload
+    def get(self, key: str, default: None = None, /) -> _V | None: ...
+
+    @overload
+    def get(self, key: str, default: _V, /) -> _V: ...
+
+    @overload
+    def get(self, key: str, default: _T, /) -> _V | _T: ...
+
+    def get(self, key: str, default: Any = None, /) -> Any:
+        found = self._look(key)
+        return default if found is None else found
+
+
+class TreeEntries(Lookup[Entry]):
+    """The blobs of one KB tree by path, for a snapshot's ``entries``: a path is looked up in
+    its folder's listing (each folder read once), and the tree is walked whole only when
+    something iterates it (doctor does for a link to a missing file, a ``[[name]]`` link or
+    an index the root does not reach)."""
+
+    def __init__(self, repo: Repo, commit: str, prefix: str, tree: str | None) -> None:
+        super().__init__()
+        self._repo = repo
+        self._commit = commit
+        self._prefix = prefix
+        self._tree = tree
+        self._folders: dict[str, dict[str, Entry]] = {}
+        self._whole = tree is None
+
+    def _look(self, path: str) -> Entry | None:
+        if self._whole or self._tree is None:
+            return dict.get(self, path)
+        folder, _, name = path.rpartition("/")
+        if name in _NOT_NAMES or (folder and any(part in _NOT_NAMES for part in folder.split("/"))):
+            return None  # "a//b", "/a", "a/./b": never a path of the tree
+        listing = self._folders.get(folder)
+        if listing is None:
+            listing = self._folders[folder] = self._repo.listing(self._tree, folder)
+        entry = listing.get(name)
+        return entry if entry is not None and entry.is_blob else None
+
+    def _walk(self) -> None:
+        if not self._whole:
+            super().update(self._repo.tree_entries(self._commit, self._prefix))
+            self._whole = True
+
+    def __iter__(self) -> Iterator[str]:
+        self._walk()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._walk()
+        return super().__len__()
+
+    def keys(self) -> dict_keys[str, Entry]:
+        self._walk()
+        return super().keys()
+
+    def items(self) -> dict_items[str, Entry]:
+        self._walk()
+        return super().items()
+
+    def values(self) -> dict_values[str, Entry]:
+        self._walk()
+        return super().values()
+
+    def copy(self) -> dict[str, Entry]:
+        self._walk()
+        return dict(super().items())
 
 
 def snapshot(tier: Tier, rev: str | None = None) -> Snapshot:

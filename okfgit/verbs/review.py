@@ -25,7 +25,7 @@ import posixpath
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, overload
+from typing import Any, NamedTuple
 
 from okfgit import TOOL
 from okfgit.knowledge import checks
@@ -44,13 +44,10 @@ from okfgit.git.objects import Entry
 from okfgit.git.repository import Repo
 from okfgit.knowledge import cards, catalog
 from okfgit.knowledge.catalog import TierCatalog
-from okfgit.knowledge.snapshot import Concept, Snapshot
+from okfgit.knowledge.snapshot import Concept, Lookup, Snapshot, TreeEntries
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.local.store import Store
 from okfgit.progress import Progress, silent
-
-if TYPE_CHECKING:
-    from _collections_abc import dict_items, dict_keys, dict_values
 
 HUMAN = "needs-human"
 APPROVED = "approved"  # a needs-human finding a person approved (``--approved-by``)
@@ -73,9 +70,6 @@ LIFECYCLE_KEYS = ("status", "superseded_by", "stale_after")
 # The project's okfgit settings (the capture opt-out among them): a person decides them.
 SETTINGS = "okfgit.toml"
 
-_T = TypeVar("_T")
-_V = TypeVar("_V")
-_NOT_NAMES = ("", ".", "..")  # never a part of a path in a tree
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,93 +464,7 @@ class Graph:
         return built
 
 
-class _Lookup(dict[str, _V]):
-    """A mapping whose values are found when asked for (``_look``), not listed up front."""
-
-    def _look(self, key: str) -> _V | None:
-        raise NotImplementedError
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self._look(key) is not None
-
-    def __getitem__(self, key: str) -> _V:
-        found = self._look(key)
-        if found is None:
-            raise KeyError(key)
-        return found
-
-    @overload
-    def get(self, key: str, default: None = None, /) -> _V | None: ...
-
-    @overload
-    def get(self, key: str, default: _V, /) -> _V: ...
-
-    @overload
-    def get(self, key: str, default: _T, /) -> _V | _T: ...
-
-    def get(self, key: str, default: Any = None, /) -> Any:
-        found = self._look(key)
-        return default if found is None else found
-
-
-class Tree(_Lookup[Entry]):
-    """The blobs of one KB tree by path, for a snapshot's ``entries``: a path is looked up in
-    its folder's listing (each folder read once), and the tree is walked whole only when
-    something iterates it (doctor does for a link to a missing file, a ``[[name]]`` link or
-    an index the root does not reach)."""
-
-    def __init__(self, repo: Repo, commit: str, prefix: str, tree: str | None) -> None:
-        super().__init__()
-        self._repo = repo
-        self._commit = commit
-        self._prefix = prefix
-        self._tree = tree
-        self._folders: dict[str, dict[str, Entry]] = {}
-        self._whole = tree is None
-
-    def _look(self, path: str) -> Entry | None:
-        if self._whole or self._tree is None:
-            return dict.get(self, path)
-        folder, _, name = path.rpartition("/")
-        if name in _NOT_NAMES or (folder and any(part in _NOT_NAMES for part in folder.split("/"))):
-            return None  # "a//b", "/a", "a/./b": never a path of the tree
-        listing = self._folders.get(folder)
-        if listing is None:
-            listing = self._folders[folder] = self._repo.listing(self._tree, folder)
-        entry = listing.get(name)
-        return entry if entry is not None and entry.is_blob else None
-
-    def _walk(self) -> None:
-        if not self._whole:
-            super().update(self._repo.tree_entries(self._commit, self._prefix))
-            self._whole = True
-
-    def __iter__(self) -> Iterator[str]:
-        self._walk()
-        return super().__iter__()
-
-    def __len__(self) -> int:
-        self._walk()
-        return super().__len__()
-
-    def keys(self) -> dict_keys[str, Entry]:
-        self._walk()
-        return super().keys()
-
-    def items(self) -> dict_items[str, Entry]:
-        self._walk()
-        return super().items()
-
-    def values(self) -> dict_values[str, Entry]:
-        self._walk()
-        return super().values()
-
-    def copy(self) -> dict[str, Entry]:
-        self._walk()
-        return dict(super().items())
-
-
-class _Pages(_Lookup["checks.Page"]):
+class _Pages(Lookup["checks.Page"]):
     """Doctor's pages of one side's index and log files, each read when doctor asks for it
     (a scoped check reads a few; one that meets an index the root does not reach, all)."""
 
@@ -571,7 +479,7 @@ class _Pages(_Lookup["checks.Page"]):
 class Side:
     """One side of the range: the project tier at one commit, read as far as the change reaches.
 
-    ``snap`` is a snapshot whose entries are looked up, not walked (``Tree``); ``nodes`` every
+    ``snap`` is a snapshot whose entries are looked up, not walked (``TreeEntries``); ``nodes`` every
     concept's ``Node``; ``keep``: the head, whose nodes are worth saving."""
 
     def __init__(self, graph: Graph, commit: str, keep: bool = False) -> None:
@@ -580,7 +488,7 @@ class Side:
         self.keep = keep
         tier = graph.tier
         self.tree = graph.repo.tree_oid(commit, tier.prefix)
-        self.entries = Tree(graph.repo, commit, tier.prefix, self.tree)
+        self.entries = TreeEntries(graph.repo, commit, tier.prefix, self.tree)
         self.snap = Snapshot(tier, commit, self.entries, graph.repo.read_blob)
 
     @cached_property
