@@ -141,6 +141,35 @@ def test_unborn_detached_and_linked_worktree(repo: Path, git: Runner, tmp_path: 
     assert Repo.open(tmp_path / "wt2").main_workdir == (tmp_path / "bare.git").resolve()  # Claude Code keys by it
 
 
+def test_the_previous_branch_only_when_heads_newest_reflog_entry_proves_it(repo: Path, git: Runner,
+                                                                           tmp_path: Path) -> None:
+    """What post-checkout capture relies on (spec/okf-merge.md §5): git's @{-1} when the
+    newest entry of HEAD's reflog is the checkout that just ran, else nothing (never a guess)."""
+    main = git("rev-parse", "HEAD", cwd=repo).out.strip()
+    git("branch", "feature", cwd=repo)
+    git("checkout", "-q", "feature", cwd=repo)
+    assert Repo.open(repo).previous_branch(main) == "main"
+    git("checkout", "-q", "-b", "other", cwd=repo)
+    assert Repo.open(repo).previous_branch(main) == "feature"  # a new branch at the same commit
+    git("commit", "-q", "--allow-empty", "-m", "moved", cwd=repo)
+    assert Repo.open(repo).previous_branch(main) is None  # the newest entry is that commit
+    git("checkout", "-q", "--detach", "main", cwd=repo)
+    git("checkout", "-q", "feature", cwd=repo)
+    assert Repo.open(repo).previous_branch(main) is None  # a detached previous HEAD
+    git("worktree", "add", "-q", str(tmp_path / "wt"), "other", cwd=repo)
+    git("checkout", "-q", "-b", "in-wt", cwd=tmp_path / "wt")
+    other = git("rev-parse", "other", cwd=repo).out.strip()
+    assert Repo.open(tmp_path / "wt").previous_branch(other) == "other"  # a linked worktree's own HEAD
+    git("reflog", "expire", "--expire=now", "--all", cwd=repo)
+    assert Repo.open(repo).previous_branch(main) is None  # expired
+    log = repo / ".git" / "logs" / "HEAD"
+    log.unlink()
+    git("config", "core.logAllRefUpdates", "false", cwd=repo)
+    git("checkout", "-q", "main", cwd=repo)
+    assert Repo.open(repo).previous_branch(main) is None  # no reflog...
+    assert not log.exists()  # ...and none made by reading it (libgit2 would create it)
+
+
 def test_config_is_asked_of_git_only_when_a_file_could_set_it(repo: Path, git: Runner, env: dict[str, str],
                                                               tmp_path: Path) -> None:
     r = Repo.open(repo, env)

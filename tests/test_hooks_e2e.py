@@ -257,3 +257,39 @@ def test_a_memory_written_on_a_branch_is_committed_there_when_you_switch(
     assert (mem / "feedback_testing.md").read_bytes() == blob(git, hooked, "main:.okf/memory/feedback-testing.md")
     assert_agree(git, hooked, mem)
     fsck(git, hooked)
+
+
+def test_a_switch_no_reflog_proves_holds_the_capture_for_the_next_sync(
+        hooked: Path, git: Runner, okfgit_proc: Runner, env: dict[str, str], home: Path,
+        hook_env: dict[str, str]) -> None:
+    """Which branch a memory was written on is never guessed: a switch from a detached HEAD
+    (like one nothing in HEAD's reflog proves: test_git_repository.py) holds the capture (said
+    once; later hooks stay quiet), and the next sync outside a git hook commits it on the
+    branch checked out then and projects it there."""
+    mem = memory(hooked, env, home)
+    git("branch", "feature", cwd=hooked, extra_env=hook_env)
+    git("checkout", "-q", "--detach", cwd=hooked, extra_env=hook_env)
+    quiet = git("checkout", "-q", "feature", cwd=hooked, extra_env=hook_env)
+    assert "capture" not in quiet.err  # nothing written: nothing to hold
+    git("checkout", "-q", "--detach", cwd=hooked, extra_env=hook_env)
+    tops = {b: git("rev-parse", b, cwd=hooked).out for b in ("main", "feature")}
+    write_memory(mem, "feedback_testing.md", CURRENT)  # the agent, before the switch to main
+    switched = git("checkout", "-q", "main", cwd=hooked, extra_env=hook_env)
+    one_hook_line(switched.err)
+    assert "capture held: nothing shows the branch the memories were written on (`okfgit sync` commits them " \
+           "on the branch checked out then)" in switched.err
+    assert {b: git("rev-parse", b, cwd=hooked).out for b in tops} == tops  # on no branch
+    assert (mem / "feedback_testing.md").read_bytes() == CURRENT
+    (hooked / "code.txt").write_text("work\n")
+    git("add", "code.txt", cwd=hooked, extra_env=hook_env)
+    later = git("commit", "-q", "-m", "code", cwd=hooked, extra_env=hook_env)
+    assert "capture" not in later.err  # held: said once
+    assert git("log", "-1", "--format=%s", cwd=hooked).out == "code\n"
+    assert (mem / "feedback_testing.md").read_bytes() == CURRENT
+    assert "captured 1" in okfgit_proc("sync", cwd=hooked, extra_env=hook_env).out
+    assert git("log", "-1", "--format=%s", "main", cwd=hooked).out == "okf: capture 1 fact from Claude Code memory\n"
+    assert git("rev-parse", "feature", cwd=hooked).out == tops["feature"]
+    assert (mem / "feedback_testing.md").read_bytes() == blob(git, hooked, "main:.okf/memory/feedback-testing.md")
+    assert_agree(git, hooked, mem)
+    assert okfgit_proc("sync", cwd=hooked, extra_env=hook_env).out == "okfgit sync: up to date\n"
+    fsck(git, hooked)

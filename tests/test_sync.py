@@ -250,7 +250,7 @@ def test_hook_mode_obeys_should_run_and_prints_at_most_one_line(project: Path, m
     assert head(git, project) == top
     amend = okfgit("sync", "--hook", "post-rewrite", "--", "amend", cwd=project)
     assert (amend.out, amend.err) == ("", "") and head(git, project) == top
-    done = okfgit("sync", "--hook", "post-checkout", "--", top, top, "1", cwd=project)
+    done = okfgit("sync", "--hook", "post-commit", cwd=project)
     assert done.out == "" and done.err.count("\n") == 1 and "captured 1" in done.err
     quiet = okfgit("sync", "--hook", "post-merge", "--", "0", cwd=project)
     assert (quiet.out, quiet.err) == ("", "")

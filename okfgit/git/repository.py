@@ -162,14 +162,20 @@ class Repo:
         return target if isinstance(target, str) else None
 
     def previous_branch(self, commit: str) -> str | None:
-        """The branch checked out before the last checkout (git's ``@{-1}``, from HEAD's reflog),
-        when it still points at ``commit``; None when that was a detached HEAD, or it moved."""
+        """The branch checked out before the checkout that just moved HEAD from ``commit``
+        (git's ``@{-1}``), when HEAD's newest reflog entry is that checkout (from ``commit`` to
+        HEAD now) and the branch still points at ``commit``; None when nothing proves one (no
+        reflog, an expired one, a newest entry that is another move, a detached previous HEAD).
+        A missing reflog is not read: libgit2 would create it, and git then appends to it."""
         head = self.raw.references.get("HEAD")
-        for entry in head.log() if head is not None else ():
-            if entry.message.startswith("checkout: moving from "):
-                name = entry.message[len("checkout: moving from "):].rsplit(" to ", 1)[0]
-                return name if self.ref_target(f"refs/heads/{name}") == commit else None
-        return None
+        if head is None or not (self.gitdir / "logs" / "HEAD").is_file():
+            return None
+        entry = next(iter(head.log()), None)
+        if entry is None or not entry.message.startswith("checkout: moving from ") \
+                or str(entry.oid_old) != commit or str(entry.oid_new) != self.head_commit():
+            return None
+        name = entry.message[len("checkout: moving from "):].rsplit(" to ", 1)[0]
+        return name if self.ref_target(f"refs/heads/{name}") == commit else None
 
     def resolve(self, rev: str) -> str:
         """A revision to its commit OID; UsageError if it does not resolve."""

@@ -11,7 +11,10 @@ records after each successful sync:
 - ``dirs``: inode and mtime of the folder and each folder below it (a file added, removed
   or renamed changes its folder's mtime);
 - ``digest``: inode, size and mtime of every entry, summed as 64-bit hashes of integer
-  tuples (order-independent: no sort and no string work per file).
+  tuples (order-independent: no sort and no string work per file);
+- ``held``: a branch switch held the capture for the next sync outside a git hook (no record
+  proved the branch the memories were written on): git hooks leave it, and the deep check
+  never calls that sync a no-op.
 
 Two checks: **shallow** (the folders only: cost independent of the number of files; git
 hooks use it, since an in-place edit of a memory file does not change what git did) and
@@ -201,14 +204,23 @@ def path(common_dir: str) -> str:
     return paths.sync_stamp(common_dir)
 
 
+def held(common_dir: str) -> bool:
+    """The last sync held its capture for a sync outside a git hook: no record proved the branch
+    the memories were written on (spec/okf-capture-sync.md §8)."""
+    try:
+        return _load(common_dir).get("held") is True
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def matches(common_dir: str, *, deep: bool = True) -> bool:
     """True when the memory folder is as the last sync left it (see the module docstring)."""
     try:
         data = _load(common_dir)
         since = int(data["since"])
         memory_dir = str(data["memory_dir"])
-        if deep:
-            return _as_left(data, scan(memory_dir)) and _job_as_left(data)
+        if deep:  # a held capture is for this sync to make
+            return not data.get("held") and _as_left(data, scan(memory_dir)) and _job_as_left(data)
         dirs = data["dirs"]
         if not dirs:
             return not os.path.lexists(memory_dir)
@@ -281,7 +293,7 @@ def _as_left(data: Any, seen: Scan) -> bool:
 
 def save(common_dir: str, memory_dir: str, since: int,
          okfgit_wrote: Callable[[str, int, int], bool] | None = None, clean: bool = False,
-         first: Scan | None = None, written: Iterable[str] = (), job: str | None = None) -> None:
+         first: Scan | None = None, written: Iterable[str] = (), job: str | None = None, held: bool = False) -> None:
     """Write the stamp for ``memory_dir`` as it is now (``record``), once a sync is done; only
     a cache, so a failed write is ignored (the next sync does the full work). With
     ``okfgit_wrote`` the stamp's ``since`` moves past the files okfgit wrote while the sync
@@ -289,7 +301,7 @@ def save(common_dir: str, memory_dir: str, since: int,
     or waiting. ``first``: the folder's kept scan from the start of the sync, and ``written``
     the files the sync wrote there since: the folder is then known from them (``after_writes``)
     without a stat of every file. ``job``: the active run's KB root, whose working tree the
-    stamp records too."""
+    stamp records too. ``held``: a capture waits for a sync outside a git hook (``held``)."""
     from pathlib import Path
 
     from okfgit import fsutil  # not on the no-op path
@@ -298,14 +310,14 @@ def save(common_dir: str, memory_dir: str, since: int,
     seen = after_writes(memory_dir, first, written, since, okfgit_wrote) \
         if first is not None and okfgit_wrote is not None else None
     try:
-        fsutil.atomic_write(Path(path(common_dir)), record(memory_dir, since, okfgit_wrote, clean, seen, job),
+        fsutil.atomic_write(Path(path(common_dir)), record(memory_dir, since, okfgit_wrote, clean, seen, job, held),
                             fsync=False)
     except (OkfError, OSError):
         pass
 
 
 def record(memory_dir: str, since: int, okfgit_wrote: Callable[[str, int, int], bool] | None = None,
-           clean: bool = False, seen: Scan | None = None, job: str | None = None) -> bytes:
+           clean: bool = False, seen: Scan | None = None, job: str | None = None, held: bool = False) -> bytes:
     """The stamp bytes for ``memory_dir`` as it is now, for a sync that started at file-system
     time ``since`` (ns); the caller writes them atomically.
 
@@ -320,7 +332,7 @@ def record(memory_dir: str, since: int, okfgit_wrote: Callable[[str, int, int], 
     if okfgit_wrote is not None and seen.vouched and seen.digest != ABSENT:
         since = max(since, seen.newest) + 1
     data: dict[str, Any] = {"memory_dir": memory_dir, "since": since, "digest": seen.digest, "dirs": seen.dirs,
-                            "clean": clean}
+                            "clean": clean and not held, "held": held}
     if job is not None:
         data["job"] = {"root": job, "digest": job_digest(job)[0]}
     return json.dumps(data, separators=(",", ":")).encode("utf-8") + b"\n"

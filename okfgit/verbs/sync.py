@@ -9,6 +9,8 @@ waits a bounded time, then says it skipped. A capture that cannot commit right n
 repository is mid-rebase, HEAD is detached, a person has uncommitted edits in the way, the
 branch kept moving under it) is deferred, and projection still runs: projection never
 overwrites a file okfgit did not write, so the agent's memories wait safely for the next sync.
+One a branch switch cannot place (no reflog proves the branch they were written on) is held
+for the next sync outside a git hook, which commits it on the branch checked out then.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class SyncReport:
     capture: capture.Report | None = None
     capture_error: str | None = None
     capture_deferred: str | None = None
+    capture_held: bool = False  # this sync held the capture for one outside a git hook (said once)
     in_progress: str | None = None  # "merge", "rebase"...: what git is in the middle of in the project repo
     doctor_errors: dict[str, int] = field(default_factory=dict)  # tier label -> errors, for tiers that changed
     projection: projection.Report | None = None
@@ -73,6 +76,7 @@ class SyncReport:
             "capture": self.capture.to_json() if self.capture is not None else None,
             "capture_error": self.capture_error,
             "capture_deferred": self.capture_deferred,
+            "capture_held": self.capture_held,
             "in_progress": self.in_progress,
             "doctor_errors": self.doctor_errors,
             "projection": self.projection.to_json() if self.projection is not None else None,
@@ -117,15 +121,21 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         was = dict(owned.inputs)  # the trees the last projection read: a tier whose tree differs changed
         first = syncstamp.clean_scan(str(repo.common_dir))  # no agent wrote a memory since the last sync
         busy = None if hook else in_progress(ws.tier("project"))
+        holding = hook is not None and syncstamp.held(str(repo.common_dir))  # git hooks leave a held capture
         try:
             if busy is not None:  # nothing is committed until the person has finished it
                 report.in_progress = busy.kind
                 raise RepoStateError(busy.message())
-            report.capture = capture.capture(ctx, ws, owned, stores, unchanged=first[0] if first is not None else None,
-                                             branch=_switched_from(repo, hook, hook_args))
-            if listed:
+            unchanged = first[0] if first is not None else None
+            branch, proven = _switched_from(repo, hook, hook_args)
+            if not holding and not proven and not capture.plan_capture(ctx, ws, owned, stores,
+                                                                        unchanged=unchanged).plan.empty:
+                holding = report.capture_held = True
+            if not holding:
+                report.capture = capture.capture(ctx, ws, owned, stores, unchanged=unchanged, branch=branch)
+            if listed and report.capture is not None:
                 report.capture.unchanged_seen, report.capture.unchanged_all = report.capture.unchanged, None
-            report.warnings.extend(report.capture.warnings)
+            report.warnings.extend(report.capture.warnings if report.capture is not None else [])
         except (RepoStateError, BusyError) as exc:  # mid-rebase, edits in the way, a branch that kept moving
             report.capture_deferred = str(exc)
         except OkfError as exc:
@@ -149,7 +159,7 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
             job = ws.tier("job") if ws.run else None
             syncstamp.save(str(repo.common_dir), str(memory), started, (report.projection.owned or owned).wrote_as,
                            clean=clean, first=kept, written=_written_in(memory, report.projection),
-                           job=str(job.root) if job is not None and job.exists() else None)
+                           job=str(job.root) if job is not None and job.exists() else None, held=holding)
     return report
 
 
@@ -192,14 +202,18 @@ def preview(ctx: Context, ws: Workspace, *, run_arg: str | None = None) -> SyncR
     return report
 
 
-def _switched_from(repo: Repo, hook: str | None, hook_args: Sequence[str]) -> str | None:
-    """After a branch switch (post-checkout), the branch checked out before it: what agents
-    wrote until now was written there. None for any other run, or when the previous HEAD was
-    no branch (detached) or was this same branch."""
+def _switched_from(repo: Repo, hook: str | None, hook_args: Sequence[str]) -> tuple[str | None, bool]:
+    """After a branch switch (post-checkout), the branch checked out before it, where what
+    agents wrote until now was written: (that branch, True) when HEAD's reflog proves it
+    (``Repo.previous_branch``), (None, True) when it is the branch checked out now, (None,
+    False) when nothing proves which branch it was (no reflog, a detached previous HEAD): the
+    capture is then held, never guessed. (None, True) for any other run."""
     if hook != "post-checkout" or len(hook_args) < 2:
-        return None
+        return None, True
     previous = repo.previous_branch(hook_args[0])
-    return previous if previous is not None and f"refs/heads/{previous}" != repo.head_branch() else None
+    if previous is None:
+        return None, False
+    return (previous if f"refs/heads/{previous}" != repo.head_branch() else None), True
 
 
 def _doctor_errors(ctx: Context, ws: Workspace, stores: Stores, was: Mapping[str, state.TierInput],
@@ -266,6 +280,9 @@ def summary_line(report: SyncReport) -> str:
         parts.append(f"{report.in_progress} in progress: finish it, then okfgit sync")
     elif report.capture_deferred:
         parts.append("capture deferred (repository busy)")
+    elif report.capture_held:
+        parts.append("capture held: nothing shows the branch the memories were written on (`okfgit sync` "
+                     "commits them on the branch checked out then)")
     elif cap is not None and not cap.enabled:
         parts.append("capture off")
     elif cap is not None and cap.captured:
