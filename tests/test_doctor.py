@@ -479,7 +479,84 @@ def test_the_errors_doctor_found_at_these_trees_are_one_lookup_away(repo: Path, 
                      for f in report["tiers"][0][group]["findings"] if f["severity"] == "error"}
     policy.write_text(policy.read_text().replace("kind:", "type:", 1))
     git("commit", "-q", "-am", "its type back", cwd=repo)
-    assert errors() == set() and len(ran) == 2  # another tree: checked again
+    assert errors() == set() and len(ran) == 1  # another tree: brought forward (the test below)
+
+
+def test_errors_brought_forward_from_the_last_check_equal_doctors(repo: Path, okfgit: Runner, git: Runner,
+                                                                 env: dict[str, str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a change to one tier, its errors are those recorded at the tree before, with the
+    files the change reaches checked again (checks.errors_at_head): after each kind of change
+    they equal what doctor finds reading every file of the tree afresh (``--worktree``, no
+    store), one change after another, and the whole check runs only where reachability needs
+    it (a folder with no index). Then the facts the store was brought forward to serve doctor
+    the same report."""
+    import datetime as dt
+
+    from okfgit.context import Context
+    from okfgit.knowledge import checks
+    from okfgit.knowledge.tiers import open_workspace
+    from okfgit.local.store import Stores
+
+    kb = kb_repo(repo, git, FIXTURES / "kb-clean")
+    ws = open_workspace(Context(env, repo), repo)
+    doctor_json(okfgit, repo, "--scope", "project", expect=0)
+    ran: list[object] = []
+    real = checks.check_tiers
+    monkeypatch.setattr(checks, "check_tiers", lambda *a, **k: ran.append(a) or real(*a, **k))
+
+    def errors() -> set[tuple[str, str, int | None, str]]:
+        stores = Stores()
+        found = checks.errors_at_head(ws, [ws.tier("project")], dt.date(2026, 1, 1), stores)
+        stores.save()
+        return {(f.code, f.file, f.line, f.message) for f in found["project"]}
+
+    def fresh() -> set[tuple[str, str, int | None, str]]:
+        _, report = doctor_json(okfgit, repo, "--scope", "project", "--worktree")
+        return {(f["code"], f["file"], f["line"], f["message"]) for group in ("okf", "profile")
+                for f in report["tiers"][0][group]["findings"] if f["severity"] == "error"}
+
+    def edit(path: str, old: str, new: str) -> None:
+        file = kb / path
+        assert old in file.read_text()
+        file.write_text(file.read_text().replace(old, new, 1))
+
+    postgres_id = "7f5e0002-790f-4c15-bc49-f8a9660e3c1b"
+    steps = [
+        ("a concept added, no index entry", lambda: (kb / "decisions" / "cache.md").write_text(
+            concept("Cache invoices", "Invoices are cached for a day.", UID.format(1), "See [[ledger]]."))),
+        ("an index edit lists it", lambda: edit("decisions/index.md", "- [Use", "- [Cache invoices](cache.md) "
+                                                "\u2014 Invoices are cached for a day.\n- [Use")),
+        ("a broken link", lambda: edit("runbooks/db-failover.md", "# Database failover",
+                                       "# Database failover\n\nSee [the plan](plan.md).")),
+        ("a duplicated id", lambda: edit("decisions/cache.md", UID.format(1), postgres_id)),
+        ("a name change", lambda: edit("decisions/retry-policy.md", "name: retry-policy", "name: retries")),
+        ("a name that answers a [[name]] link", lambda: edit("overview.md", "okf_source: authored",
+                                                             "okf_source: authored\nname: ledger")),
+        ("a title change", lambda: edit("decisions/use-postgres.md", "title: Use PostgreSQL for the ledger",
+                                        "title: PostgreSQL for the ledger")),
+        ("a delete", lambda: (kb / "decisions" / "use-postgres.md").unlink()),
+        ("a rename", lambda: (kb / "runbooks" / "db-failover.md").rename(kb / "runbooks" / "failover.md")),
+        ("the index regenerated", lambda: okfgit("index", cwd=repo)),
+        ("a link repaired", lambda: edit("runbooks/failover.md", "[the plan](plan.md)", "[the overview](../overview.md)")),
+    ]
+    for what, change in steps:
+        change()
+        git("add", "-A", ".okf", cwd=repo)
+        git("commit", "-q", "--allow-empty", "-m", what, cwd=repo)
+        assert errors() == fresh(), what
+        assert ran == [], what  # brought forward, not checked whole
+    # A concept in a folder with no index: an index-missing finding reaches past the change.
+    (kb / "notes").mkdir()
+    (kb / "notes" / "loose.md").write_text(concept("Loose", "Nowhere listed.", UID.format(2)))
+    git("add", "-A", ".okf", cwd=repo)
+    git("commit", "-q", "-m", "a folder with no index", cwd=repo)
+    assert errors() == fresh() != set()
+    assert len(ran) == 1
+    _, warm = doctor_json(okfgit, repo, "--scope", "project", expect=2)
+    _, cold = doctor_json(okfgit, repo, "--scope", "project", "--worktree", expect=2)
+    assert warm["tiers"][0]["okf"] == cold["tiers"][0]["okf"]
+    assert warm["tiers"][0]["profile"] == cold["tiers"][0]["profile"]
 
 
 def test_the_cache_never_hides_an_index_finding(repo: Path, okfgit: Runner, git: Runner) -> None:

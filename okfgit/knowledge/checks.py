@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import json
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
@@ -36,9 +37,9 @@ from okfgit.errors import OkfError, ValidationError
 from okfgit.git.objects import FILE_MODE, Entry, blob_oid
 from okfgit.git.repository import Repo
 from okfgit.knowledge import catalog
-from okfgit.knowledge.snapshot import Snapshot, snapshot
+from okfgit.knowledge.snapshot import Snapshot, TreeEntries, snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
-from okfgit.local.store import Store, Stores
+from okfgit.local.store import Row, Store, Stores
 from okfgit.progress import Progress, silent
 
 OKF = "okf"
@@ -961,7 +962,7 @@ class IndexCheck:
 
 def check_snapshot(snap: Snapshot, today: dt.date | dt.datetime, wiki_elsewhere: Callable[[str], bool] | None = None,
                    worktree: bool = False, *, facts: dict[str, Checked] | None = None,
-                   only: set[str] | None = None) -> TierReport:
+                   only: set[str] | None = None, similar: bool = True) -> TierReport:
     """Every finding for one tier's snapshot (``today``: a date means its midnight UTC).
 
     ``facts``: the snapshot's ``checked_facts`` when the caller has them already. ``only``:
@@ -976,7 +977,7 @@ def check_snapshot(snap: Snapshot, today: dt.date | dt.datetime, wiki_elsewhere:
     if only is not None:
         wanted = {index.index_path(folder) for folder in index.folders_of(only) | {""}} | set(only)
     scan = Scan(snap, facts, wanted)
-    findings = Checker(scan, today, wiki_elsewhere or (lambda name: False), only).run()
+    findings = Checker(scan, today, wiki_elsewhere or (lambda name: False), only, similar).run()
     concepts = sum(1 for p in scan.snap.entries if okf.is_concept_path(p)) if only is None else len(scan.facts)
     return TierReport(scan.snap.tier, scan.snap.commit, worktree, concepts, findings)
 
@@ -1011,9 +1012,14 @@ def check_tiers(ws: Workspace, tiers: list[Tier], today: dt.date | dt.datetime, 
     if not worktree and reports:
         heads = _heads(ws)
         for report in reports:
-            errors = [[f.group, f.code, f.file, f.message, f.line] for f in report.findings if f.severity == ERROR]
-            _store_of(run_stores, report.tier).stage_record(_errors_name(report.tier),
-                                                            {"trees": heads, "errors": errors})
+            errors = [f for f in report.findings if f.severity == ERROR]
+            facts = scans[report.tier.label].facts
+            owners: dict[str, list[str]] = {}
+            for f in errors:
+                if f.code == "duplicate-okf-id":
+                    owners.setdefault(str(facts[f.file].okf_id), []).append(f.file)
+            _record(_store_of(run_stores, report.tier), report.tier, heads, errors,
+                    {k: sorted(v) for k, v in owners.items()})
     if stores is None:
         run_stores.save()
     return reports, skipped
@@ -1024,23 +1030,193 @@ def errors_at_head(ws: Workspace, tiers: list[Tier], today: dt.date | dt.datetim
     """Doctor's errors in each of ``tiers`` at HEAD, by tier label: one lookup in the tier's
     store when the last check (``doctor``, ``sync`` or ``status``) saw exactly the trees the
     active tiers have now (a tier's errors depend on no clock, and on the other tiers only
-    through ``[[name]]`` links), else ``check_tiers`` on those tiers now (and recorded)."""
+    through ``[[name]]`` links); when only the tier's own tree moved since, those errors
+    brought forward with what the change reaches checked again (``_brought_forward``); else
+    ``check_tiers`` on those tiers now. Each tier's errors are recorded for the next asker."""
     heads = _heads(ws)
     out: dict[str, list[Finding]] = {}
     unknown: list[Tier] = []
     for tier in tiers:
-        found = _store_of(stores, tier).record(_errors_name(tier))
+        store = _store_of(stores, tier)
+        found = store.record(_errors_name(tier))
         try:
-            if not isinstance(found, dict) or found.get("trees") != heads:
-                raise ValueError("not checked at these trees")
-            out[tier.label] = [Finding(code, ERROR, file, message, line, group=group)
-                               for group, code, file, message, line in found["errors"]]
-        except (KeyError, TypeError, ValueError):
+            errors = [Finding(code, ERROR, file, message, line, group=group)
+                      for group, code, file, message, line in found["errors"]]
+            if found["trees"] != heads:
+                errors = _brought_forward(tier, store, found, heads, errors, today, _Elsewhere(ws, {}, snapshot))
+        except (KeyError, TypeError, ValueError, OkfError, OSError):  # the whole check says what is wrong
             unknown.append(tier)
+            continue
+        out[tier.label] = errors
     if unknown:
         reports, _ = check_tiers(ws, unknown, today, similar=False, stores=stores)  # near-duplicates are warnings
         out.update({r.tier.label: [f for f in r.findings if f.severity == ERROR] for r in reports})
     return out
+
+
+def _brought_forward(tier: Tier, store: Store, found: dict[str, Any], heads: dict[str, str | None],
+                     errors: list[Finding], today: dt.date | dt.datetime, elsewhere: _Elsewhere) -> list[Finding]:
+    """Doctor's errors in ``tier`` at HEAD from those ``found`` recorded at an earlier tree: the
+    files the change reaches are checked again (``check_snapshot`` with ``only``, from the
+    store's facts), the others keep their recorded errors; recorded in turn, the store's facts
+    moved to HEAD's tree. A changed file reaches the links and index entries leading to it (when
+    it came or went, or its entry words changed), its folder's index, the concepts sharing an
+    okf_id it took or left, the ``[[name]]`` links its names answer; an edited index, the
+    concepts whose entries came or went. Their checks read the owners of their okf_ids
+    (``found["ids"]``), every concept of a reached index's folder and entries, the concepts
+    their ``[[name]]`` links may name. ValueError where only the whole check can tell: another
+    tier moved, an index came or went or links a folder anew, a file came or went in a folder
+    with no index, the store's facts are of another tree."""
+    label, was = tier.label, found["trees"]
+    if {k: v for k, v in was.items() if k != label} != {k: v for k, v in heads.items() if k != label}:
+        raise ValueError("another tier's tree moved: [[name]] links may resolve otherwise")
+    repo, old, new = tier.open(), was[label], heads[label]
+    commit = repo.head_commit()
+    if old is None or new is None or commit is None:
+        raise ValueError("no knowledge base on one side")
+    changed = sorted({c.path for c in repo.diff_paths(old, new)})
+    kind = doctor_kind(tier)
+    entries = TreeEntries(repo, commit, tier.prefix, new)
+    snap = Snapshot(tier, commit, entries, repo.read_blob)
+    before = {p for p, e in repo.entries_in(old, changed).items() if e is not None and e.is_blob}
+    then = _stored_facts(store, kind.name, label, old, [p for p in before if kind.wants(p)], [], ())
+    now = {p: fact_of(tier.name, p, entries[p], b"" if entries[p].is_link else snap.blob(p))
+           for p in changed if p in entries and kind.wants(p)}
+    if any(p not in then for p in before if kind.wants(p)):
+        raise ValueError("a file of the old tree has no facts in the store")
+    reach = set(changed)
+    paths: set[str] = set()  # files that came or went, or whose entry words changed
+    names: set[str] = set()  # [[name]] targets that may resolve otherwise
+    ids: set[str] = set()  # okf_ids whose owners changed
+    for p in changed:
+        a, b = then.get(p), now.get(p)
+        if (p in before) != (p in entries):
+            if any(index.index_path(f) not in entries for f in index.folders_of([p])):
+                raise ValueError("a file came or went in a folder with no index")
+            paths.add(p)
+        if p.rsplit("/", 1)[-1] == "index.md":
+            if a is None or b is None:
+                raise ValueError("an index came or went")
+            for target in _edges(p, a) ^ _edges(p, b):
+                if not okf.is_concept_path(target):
+                    raise ValueError("an index gained or lost a link to a folder")
+                reach.add(target)
+        elif okf.is_concept_path(p):
+            if _owner_id(p, a) != _owner_id(p, b):
+                ids.update(k for k in (_owner_id(p, a), _owner_id(p, b)) if k)
+            names.update(_names(p, a) ^ _names(p, b))
+            if _entry_words(a) != _entry_words(b):
+                reach.add(index.index_path(index.parent(p)))
+                paths.add(p)
+    needles = _needles(paths | ids, names)
+    facts = {**_stored_facts(store, kind.name, label, old, reach - set(changed), needles, changed), **now}
+    reach.update(p for p, f in facts.items() if p not in now and _leads_to(p, f, paths, names, ids))
+    need: set[str] = set()  # what the checks of the reached files read
+    wiki: set[str] = set()
+    for path in sorted(reach):
+        entry = entries.get(path)
+        if entry is not None and path.rsplit("/", 1)[-1] == "index.md":
+            folder = index.parent(path)
+            need.update(f"{folder}/{name}" if folder else name for name in repo.listing(new, folder))
+            page = facts[path] = facts.get(path) or page_of(path, entry, snap.blob(path))
+            need.update(_edges(path, page))
+        fact = facts.get(path)
+        need.update(found["ids"].get(fact.okf_id, ()) if type(fact) is Checked and fact.okf_id else ())
+        wiki.update(_wiki_targets(fact))
+    need = {p for p in need if okf.is_concept_path(p) and p not in facts}
+    if need or wiki:
+        facts.update(_stored_facts(store, kind.name, label, old, need, _needles((), wiki), changed))
+    concepts = {p: f for p, f in facts.items() if type(f) is Checked and p in entries}
+    pages = {p: f for p, f in facts.items() if type(f) is Page and p in entries}
+    report = check_snapshot(snap, today, elsewhere.lookup(label), facts=Facts(concepts, pages), only=reach,
+                            similar=False)
+    errors = [f for f in errors if f.file not in reach] + [f for f in report.findings if f.severity == ERROR]
+    owners = {k: v for k, v in found["ids"].items() if k not in ids}
+    for k in ids:
+        having = sorted(p for p, f in concepts.items() if _owner_id(p, f) == k)
+        if len(having) > 1:
+            owners[k] = having
+    _record(store, tier, heads, errors, owners)
+    rows = {p: Row(f.oid, json.dumps(f, separators=(",", ":"), ensure_ascii=False)) for p, f in now.items()}
+    store.stage_catalog(kind.name, label, new, commit, {**{p: None for p in then if p not in now}, **rows}, old)
+    return errors
+
+
+def _stored_facts(store: Store, kind: str, label: str, tree: str, paths: Collection[str], containing: list[str],
+                  changed: Collection[str]) -> dict[str, Checked | Page]:
+    """Doctor's stored facts at ``tree`` of ``paths`` and of the files whose facts hold one of
+    the strings ``containing`` (``Store.rows``), the ``changed`` files left out (their stored
+    facts are of the old tree)."""
+    found = store.rows(kind, label, tree, sorted(paths), containing)
+    if found is None:
+        raise ValueError("doctor's facts in the store are of another tree")
+    return {p: fact_from_json(json.loads(row.value)) for p, row in found.items()
+            if row.value is not None and p not in changed}
+
+
+def _needles(quoted: Collection[str], plain: Collection[str]) -> list[str]:
+    """What to look for in the stored facts' JSON: ``quoted`` strings as JSON strings, ``plain``
+    ones as they appear inside one (a ``[[name]]`` target may add ``.md`` or a leading ``/``);
+    none that holds another (which finds every fact it would)."""
+    out: list[str] = []
+    found = {json.dumps(s, ensure_ascii=False) for s in quoted}
+    for needle in sorted(found | {json.dumps(s, ensure_ascii=False)[1:-1] for s in plain}, key=len):
+        if not any(kept in needle for kept in out):
+            out.append(needle)
+    return out
+
+
+def _record(store: Store, tier: Tier, heads: dict[str, str | None], errors: list[Finding],
+            owners: dict[str, list[str]]) -> None:
+    """Stage the record of ``tier``'s errors at ``heads`` and the owners of each duplicated okf_id."""
+    store.stage_record(_errors_name(tier), {"trees": heads, "ids": owners,
+                                            "errors": [[f.group, f.code, f.file, f.message, f.line] for f in errors]})
+
+
+def _owner_id(path: str, fact: Checked | Page | None) -> str | None:
+    """The okf_id ``duplicate-okf-id`` counts ``path`` an owner of, if any."""
+    if type(fact) is not Checked or not fact.readable or fact.merge_status or index.is_needs_merge(path):
+        return None
+    return fact.okf_id or None
+
+
+def _names(path: str, fact: Checked | Page | None) -> set[str]:
+    """What a ``[[name]]`` link may say to reach the concept at ``path`` (none when it is absent)."""
+    if fact is None:
+        return set()
+    stem = path.rsplit("/", 1)[-1][:-3]
+    return {stem, path[:-3]} | ({fact.name} if type(fact) is Checked and fact.readable and fact.name else set())
+
+
+def _entry_words(fact: Checked | Page | None) -> Any:
+    """What index checks read of a concept: whether it takes part, and its entry's title and description."""
+    return (fact.readable, fact.has_frontmatter, fact.item[:2]) if type(fact) is Checked else None
+
+
+def _edges(path: str, page: Checked | Page | None) -> set[str]:
+    """Where the entries and other links of the index at ``path`` lead inside the tier."""
+    if type(page) is not Page:
+        return set()
+    out = {where for _, _, where, *_ in page.entries}
+    out.update(links.leads_to(path, target) for kind, target, _ in page.links if kind != "wiki")
+    return {where for where in out if where is not None and where != "/"}
+
+
+def _wiki_targets(fact: Checked | Page | None) -> set[str]:
+    """The ``[[name]]`` links of a file, as the names they ask for."""
+    found = [link[1] for link in fact.links if link[0] == "wiki"] if fact is not None else []
+    return {t[:-3] if t.endswith(".md") else t for t in found}
+
+
+def _leads_to(path: str, fact: Checked | Page, paths: set[str], names: set[str], ids: set[str]) -> bool:
+    """Whether the unchanged file at ``path`` has a finding that depends on the change: a link
+    or entry leading to one of ``paths``, a ``[[name]]`` link asking for one of ``names``, an
+    okf_id in ``ids``."""
+    if _owner_id(path, fact) in ids or any(t in names or t.lstrip("/") in names for t in _wiki_targets(fact)):
+        return True
+    if type(fact) is Page:
+        return bool(_edges(path, fact) & paths)
+    return any(where in paths for kind, _, _, where in fact.links if kind != "wiki")
 
 
 def _errors_name(tier: Tier) -> str:

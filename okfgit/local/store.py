@@ -210,6 +210,35 @@ class Store:
             return None
         return Row(*found) if found is not None else None
 
+    def rows(self, kind: str, tier: str, tree: str, paths: Iterable[str] = (),
+             containing: Iterable[str] = ()) -> dict[str, Row] | None:
+        """The stored ``kind`` facts of ``tier`` at ``paths`` and of every path whose fact's JSON
+        holds one of the strings ``containing`` (by path; maybe a few more: SQLite's ``LIKE``
+        ignores ASCII case and reads ``%`` and ``_`` as wildcards), when they describe the KB
+        tree ``tree``; None when they describe another (or other code computed them, or the
+        store cannot be read)."""
+        import sqlite3
+
+        conn = self.connection()
+        if conn is None:
+            return None
+        paths, containing = list(paths), list(containing)
+        select = "SELECT path, oid, value, problem FROM facts WHERE kind = ? AND tier = ? AND "
+        try:
+            if conn.execute("SELECT tree, code FROM catalogs WHERE kind = ? AND tier = ?",
+                            (kind, tier)).fetchone() != (tree, code_key()):
+                return None
+            found: list[tuple[str, str, str | None, str | None]] = []
+            for at in range(0, len(paths), 500):  # SQLite's limit of variables in one statement
+                chunk = paths[at:at + 500]
+                found += conn.execute(select + f"path IN ({', '.join('?' * len(chunk))})", (kind, tier, *chunk))
+            if containing:
+                found += conn.execute(select + "(" + " OR ".join(["value LIKE '%' || ? || '%'"] * len(containing))
+                                      + ")", (kind, tier, *containing))
+        except sqlite3.Error:
+            return None
+        return {path: Row(oid, value, problem) for path, oid, value, problem in found}
+
     def stage_catalog(self, kind: str, tier: str, tree: str, commit: str | None, rows: dict[str, Row | None],
                       base: str | None, saved: Callable[[], None] = lambda: None) -> None:
         """Stage the ``kind`` facts of ``tier`` at ``tree``: ``rows`` are every row it has
