@@ -117,16 +117,44 @@ def test_the_same_entry_changed_two_ways_leaves_one_conflicted_line(team: Path, 
     assert "<<<<<<< ours (description)\ndescription: Said another way.\n=======\n" in text
     assert text.count("<<<<<<<") == 1
     assert "okfgit: .okf/d/base-a.md: frontmatter key 'description' changed two ways" in result.err
+    # every verb says something true of the merge under way, and none advises a reset
     doctor = okfgit("doctor", cwd=team, expect=2)
-    assert "git reset" not in doctor.out + doctor.err
     assert "d/index.md: error: merge-conflict: not merged yet: resolve the conflict in .okf/d/index.md and " \
            "`git add` it" in doctor.out
+    status = okfgit("status", cwd=team, expect=2)
+    assert "  unmerged .okf/d/index.md: resolve the conflict in .okf/d/index.md and `git add` it\n" in status.out
+    index = okfgit("index", cwd=team, expect=3)
+    assert "is in the middle of a merge: finish it" in index.err and "(nothing was changed)" in index.err
+    sync = okfgit("sync", cwd=team)
+    assert sync.out.startswith("okfgit sync: merge in progress: finish it, then okfgit sync")
+    assert "git reset" not in doctor.out + doctor.err + status.out + index.err + sync.out + sync.err
+
+
+def test_the_same_path_added_with_two_okf_ids_keeps_both_concepts_whole(team: Path, okfgit: Runner, git: Runner,
+                                                                        path_env: dict[str, str]) -> None:
+    sides = {}
+    for branch in ("c", "e"):
+        git("checkout", "-q", "-b", branch, "main", cwd=team, extra_env=path_env)
+        sides[branch] = concept_bytes("d/same", f"Said on {branch}.")
+        (team / ".okf" / "d" / "same.md").write_bytes(sides[branch])
+        git("add", ".okf", cwd=team, extra_env=path_env)
+        git("commit", "-q", "-m", f"{branch}: d/same", cwd=team, extra_env=path_env)
+    result = git("merge", "--no-edit", "c", cwd=team, extra_env=path_env, expect=1)
+    assert "CONFLICT (add/add): Merge conflict in .okf/d/same.md" in result.out
+    assert (team / ".okf" / "d" / "same.md").read_bytes() == (b"<<<<<<< ours (two concepts)\n" + sides["e"]
+                                                             + b"=======\n" + sides["c"]
+                                                             + b">>>>>>> theirs (two concepts)\n")
+    ids = [okf.split(sides[b], "x.md").meta["okf_id"] for b in ("e", "c")]
+    assert f"okfgit: .okf/d/same.md: two concepts were added at d/same.md (okf_id {ids[0]} and {ids[1]}): keep " \
+           "one here, move the other to a new name" in result.err
 
 
 def test_a_clone_without_the_driver_gets_gits_conflict_and_doctor_names_the_fix(
-        project: Path, okfgit: Runner, git: Runner, path_env: dict[str, str]) -> None:
-    add(git, okfgit, project, {}, ["d/base-a"], "one concept")
-    two_branches(git, okfgit, project, path_env, n=2)  # the attribute is committed, the driver not configured
+        team: Path, okfgit: Runner, git: Runner, path_env: dict[str, str], tmp_path: Path) -> None:
+    two_branches(git, okfgit, team, path_env, n=2)
+    project = tmp_path / "clone"  # the attribute comes with the clone, the driver's config does not
+    git("clone", "-q", str(team), str(project), cwd=tmp_path, extra_env=path_env)
+    git("checkout", "-q", "c", cwd=project, extra_env=path_env)
     git("checkout", "-q", "e", cwd=project, extra_env=path_env)
     result = git("merge", "--no-edit", "c", cwd=project, extra_env=path_env, expect=1)
     assert "CONFLICT (content): Merge conflict in .okf/d/index.md" in result.out
