@@ -194,29 +194,13 @@ class Store:
             return None
         return Catalog(head[0], head[1], facts, problems)
 
-    def fact(self, kind: str, tier: str, path: str) -> Row | None:
-        """The stored ``kind`` fact of one path of ``tier`` (one lookup: the rows are keyed by
-        path), from the KB tree the catalog describes; None as for ``catalog``."""
-        import sqlite3
-
-        conn = self.connection()
-        if conn is None:
-            return None
-        try:
-            found = conn.execute("SELECT f.oid, f.value, f.problem FROM facts f JOIN catalogs c ON c.kind = f.kind "
-                                 "AND c.tier = f.tier WHERE f.kind = ? AND f.tier = ? AND f.path = ? AND c.code = ?",
-                                 (kind, tier, path, code_key())).fetchone()
-        except sqlite3.Error:
-            return None
-        return Row(*found) if found is not None else None
-
-    def rows(self, kind: str, tier: str, tree: str, paths: Iterable[str] = (),
+    def rows(self, kind: str, tier: str, tree: str | None, paths: Iterable[str] = (),
              containing: Iterable[str] = ()) -> dict[str, Row] | None:
-        """The stored ``kind`` facts of ``tier`` at ``paths`` and of every path whose fact's JSON
-        holds one of the strings ``containing`` (by path; maybe a few more: SQLite's ``LIKE``
-        ignores ASCII case and reads ``%`` and ``_`` as wildcards), when they describe the KB
-        tree ``tree``; None when they describe another (or other code computed them, or the
-        store cannot be read)."""
+        """The stored ``kind`` facts of ``tier`` at ``paths`` (one lookup each: the rows are keyed
+        by path) and of every path whose fact's JSON holds one of the strings ``containing`` (maybe
+        a few more: SQLite's ``LIKE`` ignores ASCII case and reads ``%`` and ``_`` as wildcards),
+        by path, when they describe the KB tree ``tree`` (None: any); None when they describe
+        another (or other code computed them, or the store cannot be read)."""
         import sqlite3
 
         conn = self.connection()
@@ -225,8 +209,8 @@ class Store:
         paths, containing = list(paths), list(containing)
         select = "SELECT path, oid, value, problem FROM facts WHERE kind = ? AND tier = ? AND "
         try:
-            if conn.execute("SELECT tree, code FROM catalogs WHERE kind = ? AND tier = ?",
-                            (kind, tier)).fetchone() != (tree, code_key()):
+            head = conn.execute("SELECT tree, code FROM catalogs WHERE kind = ? AND tier = ?", (kind, tier)).fetchone()
+            if head is None or head[1] != code_key() or tree not in (None, head[0]):
                 return None
             found: list[tuple[str, str, str | None, str | None]] = []
             for at in range(0, len(paths), 500):  # SQLite's limit of variables in one statement

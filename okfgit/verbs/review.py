@@ -430,7 +430,7 @@ class Graph:
         return fact
 
     def _stored(self, path: str, entry: Entry) -> Doctored | None:
-        row = self.store.fact(self.kind.name, self.tier.label, path)
+        row = (self.store.rows(self.kind.name, self.tier.label, None, [path]) or {}).get(path)
         if row is None or row.value is None or row.oid != entry.oid:
             return None
         try:
