@@ -177,3 +177,51 @@ def test_a_concept_with_a_250_byte_name_is_projected_and_read(project: Path, okf
     assert len(written) == 2 and all(len(n.encode()) <= 255 for n in written), written
     assert ok(okfgit("doctor", "--scope", "project", cwd=project, expect=0))
     assert "Long" in ok(okfgit("cat", "other/" + name, cwd=project, expect=0)).out
+
+
+# -- what okfgit is asked to write --------------------------------------------------------------
+
+
+def unchanged(git: Runner, *repos: Path) -> list[str]:
+    """What a user checks after a refused write: HEAD, the index and the working tree of each repository."""
+    return [git(*args, cwd=repo).out for repo in repos
+            for args in (("rev-parse", "HEAD"), ("ls-files", "--stage"), ("status", "--porcelain", "--ignored"))]
+
+
+@pytest.mark.parametrize("args, said", [
+    (("new", "big", "--description", "x" * 70_000, "--no-edit"),
+     "project:big.md: invalid YAML frontmatter (line 3): a value of 70,000 characters; okfgit reads values of at "
+     "most 65,536"),
+    (("note", "--type", "Lesson", "Big", "--claim", "x" * 70_000),
+     "job/r1:notes/big.md: invalid YAML frontmatter (line 3): a value of 70,000 characters"),
+    (("note", "--type", "Lesson", "Big", "--why", "x" * (1 << 20)), "job/r1:notes/big.md: file is over 1 MiB"),
+    (("log", "x" * (1 << 20)), "job/r1:log.md: file is over 1 MiB"),
+    # a byte of an argument that is not UTF-8 reaches Python as a lone surrogate
+    (("new", "cafe", "--description", "Caf\udce9 au lait.", "--no-edit"),
+     "description: not UTF-8 text (character 4 is a byte that is not UTF-8)"),
+    (("new", "cafe", "--type", "Caf\udce9", "--description", "Coffee.", "--no-edit"), "type: not UTF-8 text"),
+    (("note", "--type", "Lesson", "Caf\udce9"), "title: not UTF-8 text"),
+    (("note", "--type", "Lesson", "Coffee", "--evidence", "caf\udce9"), "evidence: not UTF-8 text"),
+    (("log", "Tried caf\udce9."), "text: not UTF-8 text (character 10 is a byte that is not UTF-8)"),
+    (("state", "--where", "At the caf\udce9."), "where: not UTF-8 text"),
+    (("state", "--next", "ok", "--next", "caf\udce9"), "next: not UTF-8 text"),
+])
+def test_what_okfgit_could_not_read_back_is_refused_and_nothing_is_written(
+        project: Path, okfgit: Runner, git: Runner, args: tuple[str, ...], said: str) -> None:
+    okfgit("run", "start", "r1", "--task", "Try things.", cwd=project)
+    job = project / "runstate" / "r1" / "okf"
+    before = unchanged(git, project, job)
+    refused = okfgit(*args, cwd=project, expect=2)
+    assert refused.err.startswith(f"okfgit: error: {said}") and refused.err.endswith("; nothing was written\n")
+    assert unchanged(git, project, job) == before
+
+
+def test_a_byte_of_an_argument_that_is_not_utf8_is_refused_by_name(project: Path, okfgit_proc: Runner,
+                                                                   git: Runner) -> None:
+    """The same through a real process's argv: the byte 0xe9 as the shell passes it."""
+    okfgit_proc("run", "start", "r1", "--task", "Try things.", cwd=project)
+    before = unchanged(git, project, project / "runstate" / "r1" / "okf")
+    refused = okfgit_proc("log", "Tried caf\udce9.", cwd=project, expect=2)
+    assert refused.err == ("okfgit: error: text: not UTF-8 text (character 10 is a byte that is not UTF-8); "
+                           "nothing was written\n")
+    assert unchanged(git, project, project / "runstate" / "r1" / "okf") == before

@@ -263,12 +263,18 @@ def test_notes_written_through_mcp_are_the_clients_not_a_persons(project: Path, 
     seen: dict[str, Any] = {}
 
     async def body(session: ClientSession) -> None:
+        seen["refused"] = await call(session, "note", type="lesson", title="Huge", claim="x" * 70_000)
         seen["note"] = await call(session, "note", type="lesson", title="Warm the cache first")
         seen["log"] = await call(session, "log", text="Measured the cold start.")
         seen["state"] = await call(session, "state", where="Cold start measured.")
 
     # even with the person's override set in the server's environment: the client writes
+    before = git("rev-parse", "HEAD", cwd=job).out
     serve(project, {**env, "OKF_ACTOR": "human:alice@example.com"}, body, client="Claude Code")
+    error, texts, _ = seen["refused"]  # a note no reader could read back is never committed
+    assert error and texts[0] == ("job/r1:notes/huge.md: invalid YAML frontmatter (line 3): a value of 70,000 "
+                                  "characters; okfgit reads values of at most 65,536; nothing was written")
+    assert git("rev-parse", "HEAD~3", cwd=job).out == before and not (job / "notes" / "huge.md").exists()
     error, _, data = seen["note"]
     assert not error and data is not None
     note = (job / data["path"]).read_text()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 from pathlib import Path
 
 from okfgit import fsutil
@@ -21,6 +22,7 @@ from okfgit.knowledge.tiers import RUNSTATE, Tier, Workspace
 from okfgit.local import paths
 
 Editor = Callable[[bytes], bytes]
+T = TypeVar("T")
 _TAG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 TIER_INTROS = {
@@ -100,7 +102,11 @@ def new_plan(
     extra: dict[str, object] | None = None,
     body: str | None = None,
 ) -> NewConcept:
-    """Plan the commit that adds one concept and refreshes its folder's index."""
+    """Plan the commit that adds one concept and refreshes its folder's index. The concept is
+    read back through the one parser first (``format/concept``, with its bounds): what okfgit
+    could not read is never committed."""
+    okf.check_utf8({"type": type_, "title": title, "description": description, "tag": tags, "dir": folder,
+                    "body": body})
     slug = okf.check_slug(slug)
     tier = ws.tier(scope)
     path = f"{fsutil.safe_relpath(folder, 'folder')}/{slug}.md" if folder else f"{slug}.md"
@@ -128,13 +134,15 @@ def new_plan(
         meta.update(extra)
     text = body if body is not None else f"\n# {meta['title']}\n\n{meta.get('description', '')}\n".replace("\n\n\n", "\n\n")
     data = okf.new_file(meta, text)
-    if editor is not None:
+    if editor is None:
+        _check_new(data, f"{tier.label}:{path}", okf_id, "nothing was written")
+    else:
         data = editor(data)
         try:
-            _check_edited(data, path, okf_id)
+            _check_new(data, path, okf_id, "nothing was committed")
         except ValidationError as exc:
             kept = keep_draft(ctx, tier, slug, data)
-            raise ValidationError(f"{exc}; nothing was committed, your text is kept in {kept}") from exc
+            raise ValidationError(f"{exc}, your text is kept in {kept}") from exc
     return NewConcept(tier, path, okf_id, _adding(tier, path, data, okf_id, by, snap))
 
 
@@ -199,14 +207,24 @@ def create(ctx: Context, tier: Tier, make: Callable[[], NewConcept], *, typed: b
         raise type(exc)(f"{exc}; your text is kept in {kept}") from exc
 
 
-def _check_edited(data: bytes, path: str, okf_id: str) -> None:
-    parsed = okf.split(data, path)
+def read_back(read: Callable[[], T], outcome: str = "nothing was written") -> T:
+    """``read()``: a file okfgit is about to write, read through its one parser (with its
+    bounds); what okfgit could not read back is never written, and the error says so."""
+    try:
+        return read()
+    except ValidationError as exc:
+        raise ValidationError(f"{exc}; {outcome}") from exc
+
+
+def _check_new(data: bytes, path: str, okf_id: str, outcome: str) -> None:
+    """Refuse ``data`` unless every reader would read it as this new concept."""
+    parsed = read_back(lambda: okf.split(data, path), outcome)
     if not parsed.has_frontmatter or not okf.one_line(parsed.meta.get("type")):
-        raise ValidationError(f"{path}: the edited concept needs frontmatter with a non-empty type")
+        raise ValidationError(f"{path}: the concept needs frontmatter with a non-empty type; {outcome}")
     if parsed.meta.get("okf_id") != okf_id:
-        raise ValidationError(f"{path}: okf_id must not be changed while creating a concept")
+        raise ValidationError(f"{path}: okf_id must not be changed while creating a concept; {outcome}")
     if not okf.one_line(parsed.meta.get("description")):
-        raise ValidationError(f"{path}: the concept needs a one-sentence description")
+        raise ValidationError(f"{path}: the concept needs a one-sentence description; {outcome}")
 
 
 def keep_draft(ctx: Context, tier: Tier, slug: str, data: bytes) -> Path:

@@ -138,6 +138,7 @@ def project_repo(ws: Workspace) -> Repo:
 
 def start_plan(ctx: Context, ws: Workspace, task: str | None = None) -> tuple[Tier, Plan]:
     """Plan the one commit that scaffolds the run (empty when it is already scaffolded)."""
+    okf.check_utf8({"task": task})
     tier = ws.tier("job")
     snap = snapshot(tier)
     plan = Plan()
@@ -147,7 +148,8 @@ def start_plan(ctx: Context, ws: Workspace, task: str | None = None) -> tuple[Ti
     changes: dict[str, bytes | None] = {}
     if "index.md" not in snap.entries:
         changes["index.md"] = scaffold_index(tier)
-    changes[STATE] = state_file(ctx, tier, task, ws.project_repo)
+    changes[STATE] = state = state_file(ctx, tier, task, ws.project_repo)
+    store.read_back(lambda: okf.split(state, f"{tier.label}:{STATE}"))
     if LOG not in snap.entries:
         changes[LOG] = log_md.add_entry(None, today, f"**Start**: run {tier.run} started.", log_title(tier))
     if f"{NOTES}/index.md" not in snap.entries:
@@ -246,6 +248,7 @@ def state_plan(ctx: Context, ws: Workspace, *, task: str | None = None, where: s
     are. ``body`` replaces the whole body instead. The frontmatter is kept byte for byte but
     for ``description``, which follows the first sentence of a new *Task*.
     """
+    okf.check_utf8({"task": task, "where": where, "next": next_steps, "question": questions, "body": body})
     tier = ws.require("job")
     if body is None and task is None and where is None and next_steps is None and questions is None:
         raise UsageError("nothing to write: give the task, where it stands, next steps, open questions, or a "
@@ -273,7 +276,7 @@ def state_plan(ctx: Context, ws: Workspace, *, task: str | None = None, where: s
             updates["description"] = sentence
     data, kept = okf.set_keys_split(old, f"{tier.label}:{STATE}", updates, parsed=parsed) if updates else (old, parsed)
     new = data[: len(data) - len(kept.body)] + body.replace("\n", parsed.newline).encode("utf-8")
-    okf.check_text(new, f"the new {tier.label}:{STATE}")  # what okfgit could not read back is not written
+    store.read_back(lambda: okf.split(new, f"{tier.label}:{STATE}"))
     plan = Plan()
     if new != old:
         changes: dict[str, bytes | None] = {STATE: new}
@@ -469,10 +472,12 @@ def log_title(tier: Tier) -> str:
 
 def log_plan(ctx: Context, ws: Workspace, text: str) -> tuple[Tier, Plan]:
     """Plan the commit that adds one entry to the active run's ``log.md``."""
+    okf.check_utf8({"text": text})
     tier = ws.require("job")
     snap = snapshot(tier)
     old = snap.blob(LOG) if LOG in snap.entries else None
     new = log_md.add_entry(old, ctx.today(), text, log_title(tier))
+    store.read_back(lambda: log_md.read(new, f"{tier.label}:{LOG}"))
     changes: dict[str, bytes | None] = {LOG: new}
     summary = " ".join(text.split())
     subject = f"okf: log {summary[:60]}" + ("..." if len(summary) > 60 else "")
@@ -535,6 +540,7 @@ def note_plan(
     ``cites`` (a REF in the project tier, else the global one; ``tier:REF`` picks the tier)
     and ``relation`` record which concept the note bears on, and how (``format/cites``).
     """
+    okf.check_utf8({"title": title, "claim": claim, "why": why, "evidence": evidence})
     tier = ws.require("job")
     type_ = check_note_type(type_)
     extra: dict[str, object] = {"generalizes": check_generalizes(generalizes)}

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from okfgit.format.names import RESERVED, is_concept_path, is_reserved, nfc  # noqa: F401
-from okfgit.errors import IntegrityError, OkfError, ValidationError
+from okfgit.errors import IntegrityError, OkfError, UsageError, ValidationError
 
 BOM = b"\xef\xbb\xbf"
 TIMESTAMP = "tag:yaml.org,2002:timestamp"
@@ -187,6 +187,19 @@ def check_text(data: bytes, name: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValidationError(f"{name}: not UTF-8 (byte {exc.start})") from exc
+
+
+def check_utf8(given: Mapping[str, str | Sequence[str] | None]) -> None:
+    """Refuse, naming it, a text argument that UTF-8 cannot carry: a byte of a command-line
+    argument that is not UTF-8 reaches Python as a lone surrogate (so does a ``\\udcxx``
+    escape in JSON), and a file okfgit wrote from it would not be text."""
+    for what, value in given.items():
+        for text in [value] if isinstance(value, str) else value or ():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise UsageError(f"{what}: not UTF-8 text (character {exc.start + 1} is a byte that is not "
+                                 "UTF-8); nothing was written") from exc
 
 
 def load_yaml(text: str, name: str) -> Any:
