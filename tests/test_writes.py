@@ -435,6 +435,76 @@ def test_sync_captures_on_top_of_a_person_commit_and_defers_when_the_branch_keep
     fsck(git, project)
 
 
+def commits_between_read_and_move(monkeypatch: pytest.MonkeyPatch, git: Runner, repo: Path, times: int) -> list[str]:
+    """Land a commit on ``repo``'s branch in each of okfgit's next ``times`` commits after it
+    read HEAD and before it moves the ref (its ``before-ref`` step, git's index.lock held by
+    okfgit): made as a writer that does not use the index makes one, with `git commit-tree`
+    and a compare-and-swap `git update-ref`; returns the commits made."""
+    from okfgit.local import journal
+
+    real = journal.crash_point
+    made: list[str] = []
+
+    def racing(environ, step):  # noqa: ANN001, ANN202
+        if step == "before-ref" and len(made) < times:
+            old, ref = head(git, repo), git("symbolic-ref", "HEAD", cwd=repo).out.strip()
+            new = git("commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", f"theirs {len(made)}", cwd=repo).out.strip()
+            git("update-ref", ref, new, old, cwd=repo)
+            made.append(new)
+        real(environ, step)
+
+    monkeypatch.setattr(journal, "crash_point", racing)
+    return made
+
+
+@pytest.mark.parametrize("verb", [
+    ("new", "cache", "--description", "Cached a day.", "--no-edit"),
+    ("sync",),
+    ("state", "--where", "Measured."),
+])
+def test_a_commit_between_reading_the_ref_and_moving_it_is_built_on(
+        project: Path, okfgit: Runner, git: Runner, env: dict[str, str], home: Path,
+        monkeypatch: pytest.MonkeyPatch, verb: tuple[str, ...]) -> None:
+    """The compare-and-swap of the ref: it loses, nothing of that try lands, and the next plan
+    builds on the commit that landed (a forced move of the ref would drop it)."""
+    from tests.test_capture import memory, write_memory
+
+    repo = project
+    if verb[0] == "sync":
+        write_memory(memory(project, env, home), "freeze.md",
+                     b"---\nname: freeze\ndescription: Freeze on Thursday.\ntype: project\n---\nx\n")
+    elif verb[0] == "state":
+        okfgit("run", "start", "r1", "--task", "Try things.", cwd=project)
+        repo = project / "runstate" / "r1" / "okf"
+    before = head(git, repo)
+    theirs = commits_between_read_and_move(monkeypatch, git, repo, times=1)
+    result = okfgit(*verb, cwd=project)
+    assert "failed" not in result.out + result.err and "deferred" not in result.out, result
+    assert len(theirs) == 1 and git("rev-list", "--reverse", f"{before}..HEAD", cwd=repo).out.split()[0] == theirs[0]
+    assert git("rev-parse", "HEAD^", cwd=repo).out.strip() == theirs[0]  # the retry landed on top of theirs
+    assert "Okf-Operation: " + {"new": "new", "sync": "capture", "state": "state"}[verb[0]] in git(
+        "log", "-1", "--format=%B", cwd=repo).out
+    kb = ".okf" if repo == project else "."  # sync also writes AGENTS.md, untracked
+    assert porcelain(git, repo, kb) == "" and index_matches_head(git, repo, kb)
+    assert not journal_files(repo)
+    fsck(git, repo)
+
+
+def test_sync_defers_a_capture_whose_ref_moves_under_every_try(project: Path, okfgit: Runner, git: Runner,
+                                                               env: dict[str, str], home: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.test_capture import memory, write_memory
+
+    fact = write_memory(memory(project, env, home), "freeze.md",
+                        b"---\nname: freeze\ndescription: Freeze on Thursday.\ntype: project\n---\nx\n")
+    theirs = commits_between_read_and_move(monkeypatch, git, project, times=99)
+    deferred = okfgit("sync", cwd=project)
+    assert deferred.out.startswith("okfgit sync: capture deferred (repository busy)"), deferred
+    assert "capture failed" not in deferred.out and len(theirs) == 5
+    assert head(git, project) == theirs[-1] and fact.read_bytes().startswith(b"---\nname: freeze\n")
+    assert porcelain(git, project, ".okf") == "" and not journal_files(project)
+
+
 def test_new_gives_up_when_the_branch_never_stops_moving(project: Path, okfgit: Runner, git: Runner,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     commits_while_okfgit_plans(monkeypatch, git, project, times=99)

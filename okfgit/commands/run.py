@@ -148,7 +148,7 @@ def log_cmd(text: tuple[str, ...], dry_run: bool, repo: Path | None, run: str | 
     if dry_run:
         click.echo(plan_mod.render(runs.log_plan(ctx, ws, words)[1]))
         return
-    done = runs.log(ctx, ws, words)
+    done = runs.log(ctx, ws, lambda: runs.log_plan(ctx, ws, words))
     if as_json:
         emit_json({"run": done.tier.run, "path": done.path, "commit": done.commit})
     else:

@@ -312,14 +312,22 @@ def _state_body(text: str, given: dict[str, str]) -> str:
 
 
 def write_state(ctx: Context, ws: Workspace, make: Callable[[], tuple[Tier, Plan]]) -> RunChange:
-    """Rewrite the active run's STATE.md as one commit, planned (``make``: a call of
-    ``state_plan``) and made under the job tier's write lock."""
-    with writing(ctx, ws.require("job")):
-        tier, plan = make()
-        if not plan.commits:
-            return RunChange(tier, STATE, None, f"{tier.label}:{STATE} already says that; nothing to commit")
-        commit = apply(ctx, plan).raise_failed().commits[-1][1]
+    """Rewrite the active run's STATE.md as one commit (``make``: a call of ``state_plan``)."""
+    tier, commit = _commit(ctx, ws, make)
+    if commit is None:
+        return RunChange(tier, STATE, None, f"{tier.label}:{STATE} already says that; nothing to commit")
     return RunChange(tier, STATE, commit, f"rewrote {tier.label}:{STATE}")
+
+
+def _commit(ctx: Context, ws: Workspace, make: Callable[[], tuple[Tier, Plan]]) -> tuple[Tier, str | None]:
+    """Plan (``make``) and apply under the job tier's write lock, planned again on a branch
+    that moved meanwhile; the commit made (None when the plan has none)."""
+    def attempt() -> tuple[Tier, str | None]:
+        with writing(ctx, ws.require("job")):
+            tier, plan = make()
+            return tier, apply(ctx, plan).raise_failed().commits[-1][1] if plan.commits else None
+
+    return retry_moved(attempt)
 
 
 # -- edits in the run's working tree --------------------------------------------------
@@ -485,13 +493,9 @@ def log_plan(ctx: Context, ws: Workspace, text: str) -> tuple[Tier, Plan]:
                                           actor=store.actor(ctx, tier))])
 
 
-def log(ctx: Context, ws: Workspace, text: str) -> RunChange:
-    def logged() -> tuple[Tier, str]:
-        with writing(ctx, ws.require("job")):
-            tier, plan = log_plan(ctx, ws, text)
-            return tier, apply(ctx, plan).commits[-1][1]
-
-    tier, commit = retry_moved(logged)
+def log(ctx: Context, ws: Workspace, make: Callable[[], tuple[Tier, Plan]]) -> RunChange:
+    """Add one entry to the run's ``log.md`` as one commit (``make``: a call of ``log_plan``)."""
+    tier, commit = _commit(ctx, ws, make)
     return RunChange(tier, LOG, commit, f"logged in {tier.label}:{LOG}")
 
 

@@ -32,10 +32,11 @@ from okfgit.knowledge import refs
 from okfgit.knowledge.cards import TierCards
 from okfgit.knowledge.merged import Merged
 from okfgit.knowledge.tiers import Tier, Workspace, check_scope, open_workspace
-from okfgit.plan import Plan, apply
+from okfgit.plan import Plan
 from okfgit.verbs import nav
 from okfgit.render import nav as nav_render
 from okfgit.flows import runs
+from okfgit.flows.concepts import NewConcept
 
 SCHEME = "okf"
 
@@ -182,51 +183,62 @@ def status(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
 
 def note(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
     ws = reader.workspace()
-    planned = runs.note_plan(
-        reader.writer, ws, _required(args, "type"), _required(args, "title"),
-        claim=_text(args, "claim"), why=_text(args, "why"), evidence=_text(args, "evidence"),
-        generalizes=_text(args, "generalizes") or "unsure", tags=tuple(_strings(args, "tags")),
-        slug=_text(args, "slug"), cites=_text(args, "cites"), relation=_text(args, "relation"),
-    )
-    tier, path, okf_id = planned.tier, planned.path, planned.okf_id
-    commit = _apply_to_job(reader.writer, planned.plan)
-    hit = reader.view("all", ws).hit(tier.label, path)
-    cited = hit.citation if hit else f"{tier.label}:{path}"
-    data = {"run": tier.run, "path": path, "okf_id": okf_id, "commit": commit, "citation": cited}
-    return ToolResult(f"noted {cited} ({commit[:7]})", data)
+
+    def make() -> NewConcept:
+        planned = runs.note_plan(
+            reader.writer, ws, _required(args, "type"), _required(args, "title"),
+            claim=_text(args, "claim"), why=_text(args, "why"), evidence=_text(args, "evidence"),
+            generalizes=_text(args, "generalizes") or "unsure", tags=tuple(_strings(args, "tags")),
+            slug=_text(args, "slug"), cites=_text(args, "cites"), relation=_text(args, "relation"),
+        )
+        _job_only(planned.plan)
+        return planned
+
+    done = runs.note(reader.writer, ws, make)
+    return _written(reader, ws, done, "noted", {"okf_id": done.okf_id})
 
 
 def log(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
     ws = reader.workspace()
-    tier, plan = runs.log_plan(reader.writer, ws, _required(args, "text"))
-    commit = _apply_to_job(reader.writer, plan)
-    hit = reader.view("all", ws).hit(tier.label, runs.LOG)
-    cited = hit.citation if hit else f"{tier.label}:{runs.LOG}"
-    data = {"run": tier.run, "path": runs.LOG, "commit": commit, "citation": cited}
-    return ToolResult(f"logged in {cited} ({commit[:7]})", data)
+
+    def make() -> tuple[Tier, Plan]:
+        tier, plan = runs.log_plan(reader.writer, ws, _required(args, "text"))
+        return tier, _job_only(plan)
+
+    return _written(reader, ws, runs.log(reader.writer, ws, make), "logged in")
 
 
 def state(reader: Reader, args: Mapping[str, Any]) -> ToolResult:
     ws = reader.workspace()
-    tier, plan = runs.state_plan(reader.writer, ws, task=_text(args, "task"), where=_text(args, "where"),
-                                 next_steps=_strings(args, "next") if "next" in args else None,
-                                 questions=_strings(args, "questions") if "questions" in args else None)
-    if not plan.commits:
-        return ToolResult(f"{tier.label}:{runs.STATE} already says that; nothing was committed",
-                          {"run": tier.run, "path": runs.STATE, "commit": None})
-    commit = _apply_to_job(reader.writer, plan)
-    hit = reader.view("all", ws).hit(tier.label, runs.STATE)
-    cited = hit.citation if hit else f"{tier.label}:{runs.STATE}"
-    return ToolResult(f"rewrote {cited} ({commit[:7]})",
-                      {"run": tier.run, "path": runs.STATE, "commit": commit, "citation": cited})
+
+    def make() -> tuple[Tier, Plan]:
+        tier, plan = runs.state_plan(reader.writer, ws, task=_text(args, "task"), where=_text(args, "where"),
+                                     next_steps=_strings(args, "next") if "next" in args else None,
+                                     questions=_strings(args, "questions") if "questions" in args else None)
+        return tier, _job_only(plan)
+
+    done = runs.write_state(reader.writer, ws, make)
+    if done.commit is None:
+        return ToolResult(f"{done.tier.label}:{runs.STATE} already says that; nothing was committed",
+                          {"run": done.tier.run, "path": runs.STATE, "commit": None})
+    return _written(reader, ws, done, "rewrote")
 
 
-def _apply_to_job(ctx: Context, plan: Plan) -> str:
-    """Carry out ``plan`` only if it commits to a job tier and writes nothing else."""
+def _job_only(plan: Plan) -> Plan:
+    """``plan``, refused unless it commits only to a job tier and writes nothing else
+    (spec/okf-mcp.md, the write rule)."""
     if plan.writes or any(c.tier.name != "job" for c in plan.commits):
         raise IntegrityError("an MCP tool writes only to the active run's job tier; nothing was changed")
-    done = apply(ctx, plan)
-    return done.commits[-1][1]
+    return plan
+
+
+def _written(reader: Reader, ws: Workspace, done: runs.RunChange, verb: str,
+             more: Mapping[str, Any] = {}) -> ToolResult:
+    """A write tool's result: what it wrote, cited as HEAD has it now, and the commit."""
+    hit = reader.view("all", ws).hit(done.tier.label, done.path)
+    cited = hit.citation if hit else f"{done.tier.label}:{done.path}"
+    data = {"run": done.tier.run, "path": done.path, **more, "commit": done.commit, "citation": cited}
+    return ToolResult(f"{verb} {cited} ({(done.commit or '')[:7]})", data)
 
 
 Tool = Callable[[Reader, Mapping[str, Any]], ToolResult]
