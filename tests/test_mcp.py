@@ -345,6 +345,10 @@ def test_every_request_is_answered_with_the_json_rpc_error_it_calls_for(project:
              + b"}}", 8, -32600),  # too deep for the SDK's own parser
             (request(9, "no/such/method"), 9, -32601),
             (request(10, "tools/call", params={"name": "search", "arguments": "words"}), 10, -32602),
+            (b'{"jsonrpc": "2.0", "id": "\\ud800", "method": "tools/list"}', None, -32600),  # no UTF-8 answer carries it
+            (b'{"jsonrpc": "2.0", "id": ' + b"9" * 5000 + b', "method": "tools/list"}', None, -32600),
+            (b'{"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": {"name": "cat", "arguments": '
+             b'{"ref": "\\udce9"}}}', 12, -32600),  # a byte of a name that is not UTF-8, as a JSON escape
         ]
         for line, ident, code in cases:
             answer = ask(line)

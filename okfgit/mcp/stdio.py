@@ -176,7 +176,7 @@ def screen(line: bytes) -> Problem | None:
     params of the wrong shape gets no answer (JSON-RPC never answers one): None too; the SDK
     drops it."""
     try:
-        message = json.loads(line)
+        message = _load(line)
     except RecursionError:  # nested deeper than Python's parser goes: not a message okfgit can read
         return Problem(None, PARSE_ERROR, "Parse error: JSON nested too deeply")
     except ValueError as exc:  # not JSON, not UTF-8
@@ -185,12 +185,13 @@ def screen(line: bytes) -> Problem | None:
         kind = "a batch (an array), which MCP does not use" if isinstance(message, list) else "not an object"
         return Problem(None, INVALID_REQUEST, f"Invalid Request: the message is {kind}")
     ident = message.get("id")
-    valid_id = type(ident) in (str, int)
+    valid_id = _usable_id(ident)
     answer_to = ident if valid_id else None
     if message.get("jsonrpc") != "2.0":
         return Problem(answer_to, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"')
     if "id" in message and not valid_id:
-        return Problem(None, INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer')
+        return Problem(None, INVALID_REQUEST, 'Invalid Request: "id" must be a string (of UTF-8 text) or an '
+                                              'integer (of at most 100 digits)')
     if "method" not in message:
         if valid_id and (isinstance(message.get("result"), dict) or isinstance(message.get("error"), dict)):
             return None  # the client's response to a request of the server's
@@ -212,11 +213,31 @@ def _sdk_refuses(line: bytes) -> Problem | None:
     try:
         jsonrpc_message_adapter.validate_json(line, by_name=False)
     except Exception:  # noqa: BLE001 - whatever the SDK cannot take is answered, never dropped
-        ident = json.loads(line).get("id")
-        return Problem(ident if type(ident) in (str, int) else None, INVALID_REQUEST,
-                       "Invalid Request: not a message the MCP SDK can read (nested too deeply, or not an MCP "
-                       "message)")
+        ident = _load(line).get("id")
+        return Problem(ident if _usable_id(ident) else None, INVALID_REQUEST,
+                       "Invalid Request: not a message the MCP SDK can read (nested too deeply, text that is not "
+                       "UTF-8, or not an MCP message)")
     return None
+
+
+def _load(line: bytes) -> Any:
+    """``line`` as JSON; an integer of more than 100 digits reads as a float (Python would
+    refuse to print one past 4,300 digits), so that it is no usable id."""
+    return json.loads(line, parse_int=lambda text: int(text) if len(text) <= 100 else float(text))
+
+
+def _usable_id(ident: object) -> bool:
+    """An id the answer can carry back: an integer, or a string of UTF-8 text (a ``\\ud800``
+    escape reads as a lone surrogate, which no UTF-8 output takes)."""
+    if type(ident) is int:
+        return True
+    if type(ident) is not str:
+        return False
+    try:
+        ident.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class _ScreenedStdin:
