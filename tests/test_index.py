@@ -173,6 +173,24 @@ def test_needs_merge_siblings_and_symlinks_are_not_listed(repo: Path, okfgit: Ru
     assert "needs-merge" not in text and "link.md" not in text
 
 
+def test_a_name_no_link_can_hold_as_written_is_listed_once_percent_encoded(repo: Path, okfgit: Runner,
+                                                                            git: Runner) -> None:
+    """A space, a parenthesis, an angle bracket or a line break would end or break the link, and
+    ``%``, ``#``, ``?`` or a scheme-like ``a:`` would be read as something else: the entry was
+    not read back as a link, and each `okfgit index` added it again."""
+    names = {"my file": "my%20file", "a(b)": "a%28b%29", "x>y": "x%3Ey", "new\nline": "new%0Aline",
+             "p%20q": "p%2520q", "c#": "c%23", "why?": "why%3F", "note:x": "./note:x"}
+    kb_repo(repo, git, files={f"{name}.md": note(name.replace("\n", " "), "Named oddly.") for name in names})
+    okfgit("index", cwd=repo)
+    okfgit("index", cwd=repo)  # nothing left to add
+    entries = [line for line in (repo / ".okf" / "index.md").read_text().splitlines() if line.startswith("- [")]
+    assert sorted(entries) == sorted(f"- [{name.replace(chr(10), ' ')}]({target}.md) {DASH} Named oddly."
+                                     for name, target in names.items())
+    okfgit("index", "--check", cwd=repo, expect=0)
+    doctor = okfgit("doctor", "--scope", "project", cwd=repo, expect=None).out
+    assert "index-omission" not in doctor and "index-entry-not-link" not in doctor and "dangling" not in doctor
+
+
 def test_dry_run_shows_the_diff_and_writes_nothing(repo: Path, okfgit: Runner, git: Runner) -> None:
     kb_repo(repo, git, FIXTURES / "kb-broken-index-omission")
     before = head(git, repo)

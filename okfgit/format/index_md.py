@@ -376,7 +376,7 @@ class Form:
     separator: str
 
     def entry(self, title: str, target: str, description: str) -> str:
-        link = f"{self.bullet} [{title}]({target})"
+        link = f"{self.bullet} [{title}]({links.link_target(target)})"
         return f"{link}{self.separator}{description}" if description else link
 
 

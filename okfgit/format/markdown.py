@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 
 # An opening fence: indent, the run, the info string (CommonMark: a backtick fence's info string has no backtick)
@@ -186,6 +186,18 @@ def resolve(source: str, target: str) -> Target:
     if normal == ".." or normal.startswith("../") or normal.startswith("/"):
         return Target(None, escapes=True)
     return Target("" if normal == "." else normal)
+
+
+_UNSAFE_IN_TARGET = re.compile(r"[\s\x00-\x1f\x7f()<>%#?]")
+
+
+def link_target(path: str) -> str:
+    """A relative ``path`` as a markdown link destination that ``resolve`` reads back as
+    ``path``: what would end or break the link (a space or line break, a parenthesis, an
+    angle bracket) or be read otherwise (``%``, ``#``, ``?``) is percent-encoded, and a name
+    that would read as a URL scheme (``a:b.md``) starts with ``./``."""
+    target = _UNSAFE_IN_TARGET.sub(lambda found: quote(found.group(), safe=""), path)
+    return "./" + target if _SCHEME.match(target) else target
 
 
 def leads_to(source: str, target: str) -> str | None:
