@@ -50,11 +50,20 @@ def world(project: Path, okfgit: Runner, git: Runner, env: dict[str, str], home:
            "--no-edit", cwd=project)
     commit_file(git, project, ".okf/huge.md", bad_concept("project", "22222222-2222-4222-8222-222222222222"),
                 "huge")
+    good = ("---\ntype: Note\ntitle: {0}\ndescription: A fact named oddly.\nscope: project\nokf_id: {1}\n"
+            "okf_source: authored\n---\nx\n")
+    commit_file(git, project, ".okf/caf\udce9.md",  # a name that is not UTF-8: git keeps its bytes
+                good.format("Cafe", "66666666-6666-4666-8666-666666666666").encode(), "latin-1 name")
+    commit_file(git, project, ".okf/new\nline.md", good.format("Two lines", "77777777-7777-4777-8777-777777777777")
+                .encode(), "a line break in a name")
     okfgit("run", "start", "r1", "--task", "Try things.", cwd=project)
     okfgit("note", "--type", "Lesson", "Warm the cache first", "--claim", "Cold runs vary threefold.",
            "--generalizes", "yes", cwd=project)
-    commit_file(git, project / "runstate" / "r1" / "okf", "notes/huge.md",
-                bad_concept("job", "33333333-3333-4333-8333-333333333333"), "huge")
+    job = project / "runstate" / "r1" / "okf"
+    commit_file(git, job, "notes/huge.md", bad_concept("job", "33333333-3333-4333-8333-333333333333"), "huge")
+    (job / "notes" / "escape.md").symlink_to("/etc/hostname")  # a committed symlink that leaves the tier
+    git("add", "notes/escape.md", cwd=job)
+    git("commit", "-q", "-m", "a link", cwd=job)
     mem = memory(project, env, home)
     write_memory(mem, "release_freeze.md", memory_file("release-freeze", "The release freeze starts Thursday."))
     write_memory(mem, LONG_NAME, memory_file("long-name", "A fact in a file with a long name."))
@@ -89,6 +98,9 @@ def test_every_verb_goes_on_beside_a_huge_integer_and_a_long_name(
     for where in ("huge.md", "notes/huge.md"):
         assert f"{where}:4: error: yaml-invalid: frontmatter past okfgit's bounds" in doctor.out, doctor.out
     assert doctor.out.count("integer of 5,000 characters") == 3
+    assert "caf\\xe9.md.not-utf8: error: not-utf8: its name is not UTF-8" in doctor.out
+    assert "notes/escape.md: error: symlink: is a symlink" in doctor.out
+    assert "caf\\xe9.md.not-utf8: error: not-utf8" in run("doctor", "--worktree", expect=2).out
     findings = json.loads(run("doctor", "--json", expect=2).out)
     assert {t["tier"] for t in findings["tiers"]} == {"job/r1", "project", "global"}
 
@@ -100,8 +112,11 @@ def test_every_verb_goes_on_beside_a_huge_integer_and_a_long_name(
     run("links", "cache-policy", expect=0)
     run("index", "--check", expect=None)
     run("index", expect=0)
+    run("index", expect=0)  # a second run changes nothing: each entry is written once
+    assert (repo / ".okf" / "index.md").read_text().count("](new%0Aline.md) — A fact named oddly.") == 1
     status = run("status", expect=2)
     assert "huge_number.md" in status.out and LONG_NAME not in status.out
+    assert "escape.md (deleted)" not in status.out and "deleted: notes/escape.md" not in status.out  # no edit
     json.loads(run("status", "--json", expect=2).out)
     run("capture", "--dry-run", expect=0)
     run("run", "status", expect=0)
@@ -124,8 +139,10 @@ def test_a_bundle_with_a_huge_integer_is_refused_by_adopt_naming_the_file(
     bundle.mkdir()
     (bundle / "good.md").write_text("---\ntype: Note\ntitle: Good\ndescription: Fine.\n---\nx\n")
     (bundle / "huge.md").write_bytes(bad_concept("project", "44444444-4444-4444-8444-444444444444"))
+    (bundle / "caf\udce9.md").write_text("---\ntype: Note\ntitle: Cafe\ndescription: Fine.\n---\nx\n")
     result = ok(okfgit("adopt", str(bundle), "--scope", "project", cwd=project, expect=2))
     assert "huge.md" in result.err and "integer of 5,000 characters" in result.err
+    assert "caf\\xe9.md: its name is not UTF-8 text; rename it to adopt it" in result.err
 
 
 @pytest.mark.parametrize("text, bound", [

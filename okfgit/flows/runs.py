@@ -24,6 +24,7 @@ from okfgit.format import cites as cite_format
 from okfgit.format import actors, lifecycle, log_md, trailers
 from okfgit.context import Context
 from okfgit.errors import UsageError, ValidationError
+from okfgit.git.objects import text_path
 from okfgit.git.repository import Repo
 from okfgit.knowledge import refs
 from okfgit.knowledge.cards import TierCard, TierCards
@@ -393,15 +394,16 @@ def working_edits(ctx: Context, ws: Workspace) -> WorkingEdits | None:
             out.edits.append(Edit(path, "deleted", "removed from the working tree; removing knowledge is a "
                                   "person's commit (commit the removal, or `git checkout` it back)"))
             continue
-        try:
-            data = file.read_bytes()
-        except OSError as exc:
-            out.edits.append(Edit(path, "modified", f"cannot be read ({exc.strerror or exc})"))
-            continue
-        if entry is not None and entry.oid == blob_oid(data):
-            continue
         change = "added" if entry is None else "modified"
-        why = _why_waiting(tier, path, data, frontmatter_errors, repo.read_blob(entry.oid) if entry else None)
+        try:
+            data = os.fsencode(os.readlink(file)) if file.is_symlink() else file.read_bytes()
+        except OSError as exc:
+            out.edits.append(Edit(path, change, f"cannot be read ({exc.strerror or exc})"))
+            continue
+        if entry is not None and entry.oid == blob_oid(data) and entry.is_link == file.is_symlink():
+            continue
+        why = ("a symlink: okfgit never follows links; commit or remove it yourself" if file.is_symlink()
+               else _why_waiting(tier, path, data, frontmatter_errors, repo.read_blob(entry.oid) if entry else None))
         out.edits.append(Edit(path, change, why, data if not why else None))
     return out
 
@@ -424,7 +426,8 @@ def _why_waiting(tier: Tier, path: str, data: bytes, errors: Callable[..., list[
 
 
 def _working_files(root: Path) -> dict[str, Path]:
-    """Every file under ``root`` by KB path, leaving out ``.git`` and other dot-names."""
+    """Every file and symlink under ``root`` by KB path (``text_path``), leaving out ``.git``
+    and other dot-names."""
     out: dict[str, Path] = {}
     stack = [("", root)]
     while stack:
@@ -438,8 +441,8 @@ def _working_files(root: Path) -> dict[str, Path]:
                 continue
             if entry.is_dir(follow_symlinks=False):
                 stack.append((f"{rel}{entry.name}/", Path(entry.path)))
-            elif entry.is_file(follow_symlinks=False):
-                out[rel + entry.name] = Path(entry.path)
+            elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                out[text_path(rel + entry.name)] = Path(entry.path)
     return out
 
 

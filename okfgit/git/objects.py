@@ -42,6 +42,23 @@ class Entry(NamedTuple):
         return self.mode == TREE_MODE
 
 
+NOT_UTF8 = ".not-utf8"  # what ends a path that is not UTF-8 text, as every reader is given it
+
+
+def text_path(path: str) -> str:
+    """``path`` (a tree's or the file system's: bytes that are not UTF-8 come as lone
+    surrogates) as text every reader, report and database can carry: as it is when it is
+    UTF-8; else those bytes written ``\\xe9`` and ``NOT_UTF8`` appended, so that it is no
+    ``.md`` file, nothing reads or writes it as knowledge, and doctor names it."""
+    if path.isascii():
+        return path
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") + NOT_UTF8
+    return path
+
+
 class Change(NamedTuple):
     """One path changed between two trees (``old``/``new`` None when added/removed)."""
 

@@ -18,7 +18,7 @@ from pygit2.enums import RepositoryOpenFlag, RepositoryState, SortMode
 
 from okfgit.errors import RepoStateError, UnwritableError, UsageError
 from okfgit.git import config
-from okfgit.git.objects import Change, Entry, blob_oid
+from okfgit.git.objects import Change, Entry, blob_oid, text_path
 from okfgit.local import fastpath, lock
 from okfgit.local import paths as okf_paths
 from okfgit.local.noop import operation
@@ -284,7 +284,7 @@ class Repo:
             if kind == "tree":
                 self._walk(self.raw[item.id].peel(pygit2.Tree), f"{base}{item.name}/", out)
             elif kind == "blob":
-                out[base + (item.name or "")] = Entry(str(item.id), int(item.filemode))
+                out[text_path(base + (item.name or ""))] = Entry(str(item.id), int(item.filemode))
 
     def entry_at(self, commit: str | None, path: str) -> Entry | None:
         """The tree entry at ``path`` in ``commit`` (blob, tree, link or submodule), or None."""
@@ -309,7 +309,8 @@ class Repo:
             return {}
         if sub.type_str != "tree":
             return {}
-        return {item.name or "": Entry(str(item.id), int(item.filemode)) for item in self.raw[sub.id].peel(pygit2.Tree)}
+        return {text_path(item.name or ""): Entry(str(item.id), int(item.filemode))
+                for item in self.raw[sub.id].peel(pygit2.Tree)}
 
     def entries_in(self, tree: str, paths: list[str]) -> dict[str, Entry | None]:
         """The entry at each of ``paths`` inside the tree ``tree``, None where absent; each
@@ -336,7 +337,7 @@ class Repo:
         for delta in a.diff_to_tree(b).deltas:
             old = str(delta.old_file.id) if delta.old_file.mode else None
             new = str(delta.new_file.id) if delta.new_file.mode else None
-            path = delta.new_file.path if new else delta.old_file.path
+            path = text_path(delta.new_file.path if new else delta.old_file.path)
             was = changes.get(path)  # a change of kind (file to link) comes as a deletion and an addition
             changes[path] = Change(path, was.old if was is not None else old, new if new else
                                    (was.new if was is not None else None))

@@ -34,7 +34,7 @@ from okfgit.format import concept as okf
 from okfgit.format.findings import ERROR, WARNING, Finding
 from okfgit.format.similar import Signature
 from okfgit.errors import OkfError, ValidationError
-from okfgit.git.objects import FILE_MODE, Entry, blob_oid
+from okfgit.git.objects import FILE_MODE, NOT_UTF8, Entry, blob_oid
 from okfgit.git.repository import Repo
 from okfgit.knowledge import catalog
 from okfgit.knowledge.snapshot import Snapshot, TreeEntries, snapshot
@@ -415,6 +415,10 @@ class Scan:
             if entries[path].is_link:
                 self.findings.append(Finding("symlink", ERROR, path, "is a symlink; okfgit never follows links in a tier "
                                              "(commit the file itself instead)", group=OKF))
+            elif path.endswith(NOT_UTF8):
+                self.findings.append(Finding("not-utf8", ERROR, path, "its name is not UTF-8 (shown with \\x escapes, "
+                                             f"{NOT_UTF8} appended), so okfgit never reads it; rename it (git mv)",
+                                             group=OKF))
             elif path.endswith(".md") and okf.is_reserved(path):  # not a concept: index.md, log.md
                 self._reserved(path)
 

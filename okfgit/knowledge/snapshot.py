@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from okfgit.format import concept as okf
 from okfgit.errors import OkfError, UsageError, ValidationError
-from okfgit.git.objects import FILE_MODE, LINK_MODE, Entry, blob_oid
+from okfgit.git.objects import FILE_MODE, LINK_MODE, Entry, blob_oid, text_path
 from okfgit.knowledge import cards
 from okfgit.git.repository import Repo
 from okfgit.knowledge.tiers import Tier
@@ -236,7 +236,7 @@ def worktree_snapshot(tier: Tier) -> Snapshot:
                 files.append(name)
             for name in files:
                 full = Path(folder) / name
-                rel = full.relative_to(root).as_posix()
+                rel = text_path(full.relative_to(root).as_posix())
                 if full.is_symlink():
                     raw = os.readlink(full).encode()
                     entries[rel] = Entry(blob_oid(raw), LINK_MODE)

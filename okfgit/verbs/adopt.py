@@ -31,6 +31,7 @@ from okfgit.format import index_md as index
 from okfgit.format import concept as okf
 from okfgit.format import markdown as links
 from okfgit.format import resources
+from okfgit.format.names import shown
 from okfgit.format.trailers import path_field
 from okfgit.flows.concepts import actor, root_index, runstate_exclusion
 from okfgit.context import Context
@@ -181,6 +182,8 @@ def _source_files(source: Path, region: str, adoption: Adoption, problems: list[
             rel = full.relative_to(source).as_posix()
             if full.is_symlink():
                 problems.append(f"{full}: is a symlink; okfgit never follows links out of the source")
+            elif _not_utf8(full, problems):
+                continue
             elif name.startswith("."):
                 adoption.skipped.append(rel + "/")
             else:
@@ -189,6 +192,8 @@ def _source_files(source: Path, region: str, adoption: Adoption, problems: list[
         for name in sorted(names):
             full = base / name
             rel = full.relative_to(source).as_posix()
+            if _not_utf8(full, problems):
+                continue
             if name.startswith("."):
                 adoption.skipped.append(rel)
                 continue
@@ -206,6 +211,14 @@ def _source_files(source: Path, region: str, adoption: Adoption, problems: list[
                 problems.append(f"{full}: cannot be read ({getattr(exc, 'strerror', None) or exc})")
                 continue
             yield _Source(dest, str(full), data, rel)
+
+
+def _not_utf8(full: Path, problems: list[str]) -> bool:
+    """A name that is not UTF-8 text is a problem: a tier's paths are text (spec/okf-format.md §1)."""
+    if shown(full.name) == full.name:
+        return False
+    problems.append(f"{shown(str(full))}: its name is not UTF-8 text; rename it to adopt it")
+    return True
 
 
 def _tree_files(snap: Snapshot, region: str, problems: list[str]) -> Iterator[_Source]:
