@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,6 +132,41 @@ def test_every_verb_goes_on_beside_a_huge_integer_and_a_long_name(
     run("run", "end", expect=0)
     for tier in (repo, home / ".local" / "share" / "okf"):
         fsck(git, tier)
+
+
+def test_the_mcp_tools_go_on_beside_a_huge_integer_and_a_long_name(world: Path, okfgit: Runner, git: Runner,
+                                                                    env: dict[str, str]) -> None:
+    from tests.test_mcp import ClientSession, call, serve
+
+    okfgit("sync", cwd=world)  # the long-named memory is a concept now
+    seen: dict[str, Any] = {}
+
+    async def body(session: ClientSession) -> None:
+        for name, args in (("search", {"words": ["long"]}), ("search", {"words": ["huge"]}), ("ls", {}),
+                           ("cat", {"ref": "cache-policy"}), ("cat", {"ref": "project:huge.md"}),
+                           ("links", {"ref": "cache-policy"}), ("status", {}), ("log", {"text": "Still here."}),
+                           ("note", {"type": "Lesson", "title": "Beside a bad one", "claim": "Notes still work."}),
+                           ("state", {"where": "Beside a bad note."})):
+            seen[f"{name} {args}"] = await call(session, name, **args)
+
+    serve(world, env, body)
+    for key, (error, texts, _) in seen.items():
+        assert not error and "internal error" not in texts[0], (key, texts)
+    assert "Long Name — A fact in a file with a long name." in seen["search {'words': ['long']}"][1][0]
+    assert "integer of 5,000 characters" in " ".join(seen["cat {'ref': 'project:huge.md'}"][2]["warnings"])
+    assert "huge_number.md" in seen["status {}"][1][0]
+
+
+def test_the_merge_driver_merges_a_file_past_the_bounds_as_git_would(tmp_path: Path, okfgit: Runner) -> None:
+    """Both sides changed a concept okfgit cannot read (a 5,000-digit integer) at a 250-byte
+    path: git's own text merge, never a failed merge or a lost side."""
+    sides = {name: bad_concept("project", "88888888-8888-4888-8888-888888888888").replace(b"A body.", body)
+             for name, body in (("base", b"A body."), ("ours", b"A body.\nOurs."), ("theirs", b"Theirs.\nA body."))}
+    for name, data in sides.items():
+        (tmp_path / name).write_bytes(data)
+    merged = ok(okfgit("merge-driver", "base", "ours", "theirs", "7", f".okf/{LONG_NAME}", cwd=tmp_path))
+    assert "merged as text by git merge-file" in merged.err and "integer of 5,000 characters" in merged.err
+    assert (tmp_path / "ours").read_bytes().endswith(b"---\nTheirs.\nA body.\nOurs.\n")
 
 
 def test_a_bundle_with_a_huge_integer_is_refused_by_adopt_naming_the_file(
