@@ -80,6 +80,8 @@ def test_every_install_the_readme_shows_works_where_a_bare_pip_is_refused() -> N
             for match in re.finditer(r"(\S*)\bpip3? install", command):
                 assert match.group(1).endswith("/bin/") or match.group(0).startswith("pipx"), line
             assert not re.search(r"(?<![\w/.-])python(?![\w.-])", command), line
+    for span in re.findall(r"`([^`\n]+)`", README):  # the commands the prose shows, too
+        assert not re.search(r"(?<![\w/.-])python(?![\w.-])", span), span
     assert setup_block()[0] == "pipx install . && pipx ensurepath"
     assert "python3 -m venv" in README and "mkdir -p ~/.local/bin" in README  # the venv way, for hooks
 
