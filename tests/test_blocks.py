@@ -3,7 +3,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from okfgit.format.blocks import (
@@ -211,7 +211,9 @@ PROTOCOL = "## Knowledge\nRead the index first.\nThen open one concept."
     f"# Mine\n\n<!-- okf:begin id=projcet -->\n{PROTOCOL}\n{E}\nHand after.\n",  # its id mangled
     f"# Mine\n\n{B}\n{PROTOCOL}\n{E}\nHand after.\n{B}\n{PROTOCOL}\n{E}\n",  # pasted twice
     f"# Mine\n\n{PROTOCOL}\n{E}\nHand after.\n{B}\n{PROTOCOL}\n{E}\n",  # a copy that lost its begin
-], ids=["lost-begin", "mangled-id", "pasted-twice", "copy-lost-begin"])
+    f"# Mine\n\n{PROTOCOL}\nHand after.\n",  # both markers lost
+    f"# Mine\n\n{B}\n{PROTOCOL}\n{E}\nHand after.\n{PROTOCOL}\n",  # pasted again without its markers
+], ids=["lost-begin", "mangled-id", "pasted-twice", "copy-lost-begin", "both-lost", "copy-without-markers"])
 def test_okfgits_own_text_is_recognised_without_its_markers_and_never_doubled(damaged):
     result = upsert_block(damaged, "project", PROTOCOL, "AGENTS.md")
     assert result.text == f"# Mine\n\n{B}\n{PROTOCOL}\n{E}\nHand after.\n"
@@ -423,6 +425,15 @@ content = st.lists(hand_line, max_size=6).map("\n".join)
 newline = st.sampled_from(["\n", "\r\n"])
 
 
+def holds_a_copy(lines: list[str], content: str) -> bool:
+    """``lines`` hold ``content`` (three lines of text or more) line for line: okfgit's text
+    without its markers, which is replaced, not kept as a person's."""
+    want = content.split("\n")
+    if sum(1 for line in want if line.strip()) < 3:
+        return False
+    return any(lines[at:at + len(want)] == want for at in range(len(lines)))
+
+
 def is_subsequence(needles: list[str], haystack: list[str]) -> bool:
     it = iter(haystack)
     return all(any(n == h for h in it) for n in needles)
@@ -435,6 +446,7 @@ def count(text: str, marker: str) -> int:
 @settings(max_examples=examples(300))
 @given(above=hand_lines, below=hand_lines, old=content, new=content, nl=newline)
 def test_property_replace_keeps_everything_outside(above, below, old, new, nl):
+    assume(not holds_a_copy(above, new) and not holds_a_copy(below, new))
     head = "".join(line + nl for line in above)
     tail = "".join(line + nl for line in below)
     existing = head + block(old, nl=nl) + tail
@@ -449,6 +461,7 @@ def test_property_replace_keeps_everything_outside(above, below, old, new, nl):
 @settings(max_examples=examples(300))
 @given(lines=hand_lines, final_newline=st.booleans(), new=content, nl=newline)
 def test_property_append_is_idempotent_and_keeps_hand_lines(lines, final_newline, new, nl):
+    assume(not holds_a_copy(lines, new))
     existing = nl.join(lines) + (nl if final_newline and lines else "")
     first = upsert_block(existing, "project", new, "F.md")
     assert first.warnings == ()
@@ -474,6 +487,7 @@ def expected_survivors(lines: list[str], new: str = "") -> list[str]:
     new=content,
 )
 def test_property_broken_markers_are_repaired_without_losing_hand_lines(lines, new):
+    assume(not holds_a_copy(lines, new))
     existing = "".join(line + "\n" for line in lines)
     first = upsert_block(existing, "project", new, "F.md")
     out = lines_of(first.text)
@@ -493,6 +507,7 @@ def test_property_broken_markers_are_repaired_without_losing_hand_lines(lines, n
 @settings(max_examples=examples(200))
 @given(above=hand_lines, middle=hand_lines, below=hand_lines, g=content, p=content, new=content)
 def test_property_other_scope_block_is_untouched(above, middle, below, g, p, new):
+    assume(not any(holds_a_copy(part, new) for part in (above, middle, below)))
     glob = block(g, scope="global")
     existing = (
         "".join(x + "\n" for x in above)
@@ -549,6 +564,7 @@ def without_trailing_blanks(lines: list[str]) -> list[str]:
     nl=newline,
 )
 def test_property_no_line_outside_the_replaced_block_is_ever_lost(lines, new, nl):
+    assume(not holds_a_copy(lines, new))
     existing = "".join(line + nl for line in lines)
     result = upsert_block(existing, "project", new, "F.md")
     out = lines_of(result.text)

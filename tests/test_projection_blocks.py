@@ -72,8 +72,10 @@ def test_a_deleted_end_marker_leaves_exactly_one_copy_of_the_protocol(which: str
     assert f"okfgit: warning: {path}: line" in result.err and "recognised and replaced" in result.err
 
 
-@pytest.mark.parametrize("damage", ["lost-begin", "mangled-id", "pasted-twice"])
-@pytest.mark.parametrize("which", ["claude_md", "agents_md", "codex_md"])
+@pytest.mark.parametrize("which, damage", [
+    (which, damage) for which in ("claude_md", "agents_md", "codex_md")
+    for damage in ("lost-begin", "mangled-id", "pasted-twice")
+] + [("agents_md", "both-lost"), ("claude_md", "both-lost"), ("codex_md", "copy-without-markers")])
 def test_a_damaged_block_is_never_doubled(which: str, damage: str, kit: Kit, okfgit: Runner) -> None:
     path = getattr(kit, which)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -84,7 +86,10 @@ def test_a_damaged_block_is_never_doubled(which: str, damage: str, kit: Kit, okf
     block = first[first.index(begin):]
     damaged = {"lost-begin": first.replace(begin + "\n", ""),
                "mangled-id": first.replace(begin, begin.replace("id=", "id=x")),
-               "pasted-twice": first + "Hand line after.\n\n" + block}[damage]
+               "pasted-twice": first + "Hand line after.\n\n" + block,
+               "both-lost": first.replace(begin + "\n", "").replace(END + "\n", ""),
+               "copy-without-markers": first + "Hand line after.\n\n" + block.replace(begin + "\n", "").replace(
+                   END + "\n", "")}[damage]
     path.write_text(damaged)
     kit.stamp.unlink()
     result = project(okfgit, kit)
@@ -92,7 +97,7 @@ def test_a_damaged_block_is_never_doubled(which: str, damage: str, kit: Kit, okf
     assert text.count("## Knowledge base (OKF)") == 1 and text.count(begin) == 1 and text.count(END) == 1
     assert text.startswith(first) and "<!-- okf:begin id=x" not in text
     assert f"okfgit: warning: {path}: line" in result.err
-    if damage == "pasted-twice":
+    if damage in ("pasted-twice", "copy-without-markers"):
         assert text == first + "Hand line after.\n\n"  # the copy goes, the person's line stays
 
 

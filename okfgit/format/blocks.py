@@ -17,8 +17,9 @@ okfgit's own text is also recognised where a marker was damaged, so a block is n
 text that is, line for line, the content being written or one okfgit wrote before (``known``;
 or the file okfgit last wrote, ``wrote``) right after a begin that lost its end, right before
 an end that lost its begin, inside a second block for the scope (pasted twice; or the same
-text as the first block), or inside a block whose id is none of okfgit's (a mangled id). The
-first such text is replaced by the block, every other copy removed; any other text is kept.
+text as the first block), inside a block whose id is none of okfgit's (a mangled id), or with
+no marker at all (both lost, or pasted without them; three lines of text or more). The first such text
+is replaced by the block, every other copy removed; any other text is kept.
 
 Pure functions: text in, text out. Writing the file is the caller's job.
 """
@@ -207,6 +208,25 @@ class _Recognise:
         bodies = (c.replace("\r\n", "\n").rstrip("\r\n") for c in sorted(set(self.contents), key=len, reverse=True))
         return [body.split("\n") for body in bodies if body]
 
+    def unmarked(self, lines: list[str], taken: set[int]) -> list[tuple[int, int]]:
+        """Each run of lines outside ``taken`` that is, line for line, one of the known
+        contents with three lines of text or more (fewer could be a person's own words), as
+        ``(start, stop)``, in file order."""
+        found: list[tuple[int, int]] = []
+        used = set(taken)
+        bodies = [_body(line) for line in lines]
+        for want in (w for w in self._wants() if sum(1 for line in w if line.strip()) >= 3):
+            at = 0
+            while at + len(want) <= len(bodies):
+                span = range(at, at + len(want))
+                if bodies[at] == want[0] and bodies[span.start:span.stop] == want and used.isdisjoint(span):
+                    found.append((span.start, span.stop))
+                    used.update(span)
+                    at = span.stop
+                else:
+                    at += 1
+        return sorted(found)
+
     def end(self, lines: list[str], begin: int, limit: int) -> int | None:
         """The index just past okfgit's text after ``begin`` (up to ``limit``), or None."""
         if self.wrote is not None:
@@ -311,6 +331,16 @@ def _plan(lines: list[str], scope: str, filename: str, recognise: _Recognise | N
         if chosen is None:
             chosen = (start, next(e for e in scan.stray_ends if e >= start))
         begins.append(start)
+    # okfgit's text with both markers lost, or pasted without them: outside every block
+    inside = removed | {i for _, begin, end in scan.blocks for i in range(begin, end + 1)}
+    for start, stop in recognise.unmarked(lines, inside) if recognise is not None else ():
+        what = "replaced" if chosen is None else "removed (the block is elsewhere)"
+        if chosen is None:
+            chosen = (start, stop - 1)
+            begins.append(start)
+        removed.update(range(start, stop))
+        warnings.append(f"{filename}: lines {start + 1}-{stop}: okfgit's text for id={scope} without its markers "
+                        f"was recognised and {what}")
     insert_at = min(begins) if begins else None
     return _Plan(frozenset(removed), insert_at, chosen, tuple(warnings))
 
