@@ -39,9 +39,11 @@ def commit_file(git: Runner, repo: Path, rel: str, data: bytes, message: str) ->
 
 
 @pytest.fixture
-def world(project: Path, okfgit: Runner, git: Runner, env: dict[str, str], home: Path) -> Path:
+def world(project: Path, okfgit: Runner, git: Runner, env: dict[str, str], home: Path, tmp_path: Path) -> Path:
     """Every tier holds a good concept and a bad one; the memory folder a good fact, a bad one
-    and one with a 250-byte name."""
+    and one with a 250-byte name; both hold the other hostile files of the same class (nested
+    past the bound, an alias bomb, NUL bytes, not UTF-8, a symlink leaving the folder, a line
+    break or a byte that is not UTF-8 in a name)."""
     okfgit("init", "--scope", "global", cwd=project)
     glob = home / ".local" / "share" / "okf"
     okfgit("new", "global-good", "--type", "Note", "--description", "A good global fact.", "--scope", "global",
@@ -49,6 +51,10 @@ def world(project: Path, okfgit: Runner, git: Runner, env: dict[str, str], home:
     commit_file(git, glob, "huge.md", bad_concept("global", "11111111-1111-4111-8111-111111111111"), "huge")
     okfgit("new", "cache-policy", "--type", "Decision", "--description", "Responses are cached for a day.",
            "--no-edit", cwd=project)
+    for name, data in HOSTILE.items():
+        (project / ".okf" / name).write_bytes(data)
+    git("add", ".okf", cwd=project)
+    git("commit", "-q", "-m", "hostile files", cwd=project)
     commit_file(git, project, ".okf/huge.md", bad_concept("project", "22222222-2222-4222-8222-222222222222"),
                 "huge")
     good = ("---\ntype: Note\ntitle: {0}\ndescription: A fact named oddly.\nscope: project\nokf_id: {1}\n"
@@ -69,7 +75,22 @@ def world(project: Path, okfgit: Runner, git: Runner, env: dict[str, str], home:
     write_memory(mem, "release_freeze.md", memory_file("release-freeze", "The release freeze starts Thursday."))
     write_memory(mem, LONG_NAME, memory_file("long-name", "A fact in a file with a long name."))
     write_memory(mem, "huge_number.md", f"---\nname: huge\ndescription: {HUGE}\ntype: project\n---\nx\n".encode())
+    for name, data in HOSTILE.items():
+        write_memory(mem, name, data.replace(b"type: Note", b"metadata:\n  type: project"))
+    (tmp_path / "outside.md").write_bytes(memory_file("outside", "A fact outside the folder."))
+    (mem / "escape.md").symlink_to(tmp_path / "outside.md")
+    write_memory(mem, "two\nlines.md", memory_file("two-lines", "A fact with a line break in its name."))
     return project
+
+
+HOSTILE = {  # each harms only itself
+    "deep.md": b"---\ntype: Note\nx: " + b"[" * 200 + b"]" * 200 + b"\n---\nx\n",
+    "long-value.md": b"---\ntype: Note\ndescription: " + b"x" * 70_000 + b"\n---\nx\n",
+    "bomb.md": b"---\ntype: Note\na: &a [x, x, x, x, x, x, x, x, x]\n" + b"".join(
+        b"%c: &%c [%s]\n" % (97 + i, 97 + i, b", ".join([b"*%c" % (96 + i)] * 9)) for i in range(1, 9)) + b"---\nx\n",
+    "nul.md": b"---\ntype: Note\ndescription: d\n---\nx\0y\n",
+    "latin1.md": b"---\ntype: Note\ndescription: caf\xe9\n---\nx\n",
+}
 
 
 def ok(result: Result) -> Result:
@@ -86,6 +107,10 @@ def test_every_verb_goes_on_beside_a_huge_integer_and_a_long_name(
     # sync captures the good facts (the long name too), skips the bad one, projects everything
     synced = run("sync", expect=0)
     assert "huge_number.md" in synced.err and "100" in synced.err
+    for name, why in (("deep.md", "nested more than 64 deep"), ("long-value.md", "a value of 70,000 characters"),
+                      ("bomb.md", "anchors and aliases"), ("nul.md", "binary file"), ("latin1.md", "not UTF-8"),
+                      ("escape.md", "leaves the memory folder"), ("two\nlines.md", "control characters")):
+        assert f"{name}: " in synced.err and why in synced.err.split(f"{name}: ", 1)[1].split("\n")[0], name
     mem = memory(repo, env, home)
     assert (mem / LONG_NAME).read_bytes().startswith(b"---\n")
     assert LONG_NAME in (mem / "MEMORY.md").read_text()
@@ -96,6 +121,9 @@ def test_every_verb_goes_on_beside_a_huge_integer_and_a_long_name(
     assert "Long Name — A fact in a file with a long name." in run("search", "long", expect=0).out
 
     doctor = run("doctor", expect=2)
+    for name, code in (("deep.md", "yaml-invalid"), ("long-value.md", "yaml-invalid"), ("bomb.md", "yaml-invalid"),
+                       ("nul.md", "binary"), ("latin1.md", "not-utf8")):
+        assert f"\n    {name}:" in doctor.out and f"error: {code}:" in doctor.out.split(f"\n    {name}:", 1)[1], name
     for where in ("huge.md", "notes/huge.md"):
         assert f"{where}:4: error: yaml-invalid: frontmatter past okfgit's bounds" in doctor.out, doctor.out
     assert doctor.out.count("integer of 5,000 characters") == 3
@@ -132,6 +160,7 @@ def test_every_verb_goes_on_beside_a_huge_integer_and_a_long_name(
     run("run", "end", expect=0)
     for tier in (repo, home / ".local" / "share" / "okf"):
         fsck(git, tier)
+    assert (mem / "escape.md").read_bytes() == memory_file("outside", "A fact outside the folder.")  # untouched
 
 
 def test_the_mcp_tools_go_on_beside_a_huge_integer_and_a_long_name(world: Path, okfgit: Runner, git: Runner,
