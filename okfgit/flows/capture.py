@@ -41,7 +41,7 @@ from okfgit.targets.claude_home import memory_dir
 from okfgit.targets.claude_memory import origin_problem
 from okfgit.context import Context
 from okfgit.errors import OkfError, UsageError
-from okfgit.git.objects import blob_oid
+from okfgit.git.objects import blob_oid, shown
 from okfgit.plan import Plan, TierCommit, apply, retry_moved, writing
 from okfgit.knowledge.tiers import Tier, Workspace, check_scope
 
@@ -395,7 +395,7 @@ def _read_folder(source: Source, st: state.State, report: Report,
             continue
         unmirrorable = origin_problem(origin)
         if unmirrorable is not None:  # projection could not write the fact back under this name
-            report.skipped.append((names.shown(label), f"okfgit cannot keep a memory under this name: it "
+            report.skipped.append((shown(label), f"okfgit cannot keep a memory under this name: it "
                                                        f"{unmirrorable}; rename the file to capture it"))
             continue
         recorded = source.recorded(st, origin)

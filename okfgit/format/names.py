@@ -24,17 +24,6 @@ def nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
-def shown(name: str) -> str:
-    """A file name as text any report can carry: a byte the file system gave that is not
-    UTF-8 (Python holds it as a lone surrogate, which no UTF-8 output or database takes)
-    written as ``\\xe9``."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return name
-
-
 def is_reserved(path: str) -> bool:
     return path.rsplit("/", 1)[-1] in RESERVED
 

@@ -45,18 +45,25 @@ class Entry(NamedTuple):
 NOT_UTF8 = ".not-utf8"  # what ends a path that is not UTF-8 text, as every reader is given it
 
 
-def text_path(path: str) -> str:
-    """``path`` (a tree's or the file system's: bytes that are not UTF-8 come as lone
-    surrogates) as text every reader, report and database can carry: as it is when it is
-    UTF-8; else those bytes written ``\\xe9`` and ``NOT_UTF8`` appended, so that it is no
-    ``.md`` file, nothing reads or writes it as knowledge, and doctor names it."""
-    if path.isascii():
-        return path
+def shown(name: str) -> str:
+    """A file name as text any report can carry: a byte the file system or a tree gave that
+    is not UTF-8 (Python holds it as a lone surrogate, which no UTF-8 output or database
+    takes) written as ``\\xe9``."""
+    if name.isascii():
+        return name
     try:
-        path.encode("utf-8")
+        name.encode("utf-8")
     except UnicodeEncodeError:
-        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") + NOT_UTF8
-    return path
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return name
+
+
+def text_path(path: str) -> str:
+    """``path`` (a tree's or the file system's) as every reader is given it: as it is when it
+    is UTF-8 text; else ``shown`` with ``NOT_UTF8`` appended, so that it is no ``.md`` file,
+    nothing reads or writes it as knowledge, and doctor names it."""
+    text = shown(path)
+    return path if text == path else text + NOT_UTF8
 
 
 class Change(NamedTuple):

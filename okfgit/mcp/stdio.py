@@ -229,15 +229,12 @@ def _load(line: bytes) -> Any:
 def _usable_id(ident: object) -> bool:
     """An id the answer can carry back: an integer, or a string of UTF-8 text (a ``\\ud800``
     escape reads as a lone surrogate, which no UTF-8 output takes)."""
-    if type(ident) is int:
-        return True
-    if type(ident) is not str:
-        return False
-    try:
-        ident.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    if type(ident) is str:
+        try:
+            ident.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+    return type(ident) in (str, int)
 
 
 class _ScreenedStdin:

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from okfgit.format import blocks
-from okfgit.format.names import shown
 from okfgit.local.state import MemoryFile, MemoryFiles, State
 from okfgit.targets import claude_home, memory_index, recall
 from okfgit.format.words import plural
+from okfgit.git.objects import shown
 
 CODEX_MAX_BYTES = 32 * 1024  # Codex's project_doc_max_bytes default
 

@@ -31,9 +31,8 @@ from okfgit.targets import claude_home
 from okfgit.format import agent_memory
 from okfgit.format import concept as okf
 from okfgit.format import lifecycle
-from okfgit.format.names import shown
 from okfgit.format.words import plural
-from okfgit.git.objects import FILE_MODE, Entry, blob_oid, sha1_hex
+from okfgit.git.objects import FILE_MODE, Entry, blob_oid, sha1_hex, shown
 from okfgit.errors import OkfError
 from okfgit.knowledge.cards import Card, TierCard, card_of
 from okfgit.local import paths

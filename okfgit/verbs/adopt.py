@@ -31,7 +31,6 @@ from okfgit.format import index_md as index
 from okfgit.format import concept as okf
 from okfgit.format import markdown as links
 from okfgit.format import resources
-from okfgit.format.names import shown
 from okfgit.format.trailers import path_field
 from okfgit.flows.concepts import actor, root_index, runstate_exclusion
 from okfgit.context import Context
@@ -40,6 +39,7 @@ from okfgit.knowledge.snapshot import Snapshot, snapshot
 from okfgit.plan import Plan, TierCommit, apply, retry_moved, writing
 from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.format.words import plural
+from okfgit.git.objects import shown
 
 TREE = "tree"
 
