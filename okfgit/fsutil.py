@@ -209,6 +209,8 @@ def safe_relpath(value: str, what: str = "path") -> str:
         raise UsageError(f"invalid {what} {value!r}: must stay inside the knowledge base")
     if any(p == ".git" for p in parts):
         raise UsageError(f"invalid {what} {value!r}: .git is reserved")
+    if any(len(os.fsencode(p)) > 255 for p in parts):
+        raise UsageError(f"invalid {what} {value!r}: a file or folder name is at most 255 bytes")
     return "/".join(parts)
 
 

@@ -298,6 +298,19 @@ def test_what_okfgit_could_not_read_back_is_refused_and_nothing_is_written(
     assert unchanged(git, project, job) == before
 
 
+@pytest.mark.parametrize("args, what", [
+    (("new", "c" * 253, "--description", "Long.", "--no-edit"), "path"),
+    (("new", "ok", "--dir", "a/" + "c" * 256, "--description", "Long.", "--no-edit"), "folder"),
+])
+def test_a_name_past_255_bytes_is_refused_before_anything_is_written(project: Path, okfgit: Runner, git: Runner,
+                                                                      args: tuple[str, ...], what: str) -> None:
+    before = unchanged(git, project)
+    refused = ok(okfgit(*args, cwd=project, expect=2))  # was: internal error, File name too long
+    assert refused.err.startswith(f"okfgit: error: invalid {what} ")
+    assert refused.err.endswith(": a file or folder name is at most 255 bytes\n")
+    assert unchanged(git, project) == before
+
+
 def test_a_byte_of_an_argument_that_is_not_utf8_is_refused_by_name(project: Path, okfgit_proc: Runner,
                                                                    git: Runner) -> None:
     """The same through a real process's argv: the byte 0xe9 as the shell passes it."""

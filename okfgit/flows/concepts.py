@@ -109,7 +109,7 @@ def new_plan(
                     "body": body})
     slug = okf.check_slug(slug)
     tier = ws.tier(scope)
-    path = f"{fsutil.safe_relpath(folder, 'folder')}/{slug}.md" if folder else f"{slug}.md"
+    path = fsutil.safe_relpath(f"{fsutil.safe_relpath(folder, 'folder')}/{slug}.md" if folder else f"{slug}.md")
     snap = snapshot(tier)
     _free(snap, path)  # before an editor opens
     if description is not None and any(c in description.strip() for c in "\r\n\x85\u2028\u2029"):
@@ -231,7 +231,7 @@ def keep_draft(ctx: Context, tier: Tier, slug: str, data: bytes) -> Path:
     """Save what a person typed in the editor, so a validation error loses nothing (a
     planned write like any other, fsynced: it holds a person's words)."""
     repo = tier.open() if tier.exists() else None
-    target = paths.drafts(repo.common_dir if repo else None, ctx.home) / f"{slug}-{ctx.now()}.md"
+    target = paths.drafts(repo.common_dir if repo else None, ctx.home) / f"{slug[:200]}-{ctx.now()}.md"
     apply(ctx, Plan(writes=[FileWrite(target, data, "a draft that could not be committed", fsync=True)])).raise_failed()
     return target
 
