@@ -320,3 +320,7 @@ def test_the_candidates_from_a_scan_are_the_candidates_claude_lists(tmp_path: Pa
                       "link-to-file.md"]
     seen = stamps.scan(str(folder), keep=True).entries
     assert seen is not None and recall.claude_candidates(folder, seen) == walked
+    os.unlink(folder / "link-to-folder.md")  # no linked folder: the scan's own entries decide
+    seen = stamps.scan(str(folder), keep=True).entries
+    assert seen is not None and recall.claude_candidates(folder, seen) == recall.claude_candidates(folder) \
+        == [folder / n for n in ("team/mine.md", "sub/deeper/c.md", "sub/b.md", "a.md", "link-to-file.md")]

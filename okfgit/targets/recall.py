@@ -16,6 +16,7 @@ Pure functions: bytes and records in, data out; projection applies the result.
 
 from __future__ import annotations
 
+import heapq
 import os
 import stat
 from collections.abc import Iterable, Mapping, Sequence
@@ -161,32 +162,36 @@ def _walked(folder: Path) -> list[str]:
                         visited.add(real)
                         stack.append((f"{name}/", entry.path))
                     continue
-                if agent_memory.recall_candidate(name):
-                    found.append((entry.stat().st_mtime_ns, name))
+                if name.endswith(".md"):
+                    found.append((-entry.stat().st_mtime_ns, name))
             except OSError:
                 continue
-    found.sort(key=lambda t: (-t[0], t[1]))
-    return [rel for _, rel in found[:RECALL_LIMIT]]
+    return _newest(found)
 
 
 def candidate_names(folder: Path, seen: Mapping[str, tuple[int, int, int, bool, bool]]) -> list[str]:
     """``claude_candidates`` from a scan, as names relative to ``folder`` (the scan enters no
     linked folder: when there is one, the folder is walked the way Claude Code walks it)."""
-    found: list[tuple[int, str]] = []
     top = str(folder)
-    for rel, (_, _, mtime, is_dir, is_link) in seen.items():
-        if is_dir or not agent_memory.recall_candidate(rel):
-            if is_link and is_dir or is_link and os.path.isdir(os.path.join(top, rel)):
-                return _walked(folder)
+    found = [(-entry[2], rel) for rel, entry in seen.items() if not entry[3] and not entry[4]]
+    for rel in [rel for rel, entry in seen.items() if entry[4]]:  # Claude follows a link for its time
+        try:
+            st = os.stat(os.path.join(top, rel))
+        except OSError:
             continue
-        if is_link:  # Claude follows a link for its time
-            try:
-                st = os.stat(os.path.join(top, rel))
-            except OSError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                return _walked(folder)
-            mtime = st.st_mtime_ns
-        found.append((-mtime, rel))
-    found.sort()  # newest first, then by path (every path shares the folder's prefix)
-    return [rel for _, rel in found[:RECALL_LIMIT]]
+        if stat.S_ISDIR(st.st_mode):
+            return _walked(folder)
+        found.append((-st.st_mtime_ns, rel))
+    return _newest(found)
+
+
+def _newest(found: list[tuple[int, str]]) -> list[str]:
+    """The first ``RECALL_LIMIT`` recall candidates of ``found`` (-mtime, name) pairs, newest
+    first, then by name: only as many taken from a heap as it takes to find them."""
+    heapq.heapify(found)
+    out: list[str] = []
+    while found and len(out) < RECALL_LIMIT:
+        rel = heapq.heappop(found)[1]
+        if agent_memory.recall_candidate(rel):
+            out.append(rel)
+    return out
