@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from okfgit import fsutil
-from okfgit.flows import capture, runs
+from okfgit.flows import capture
 from okfgit.local import journal, lock, paths
 from okfgit.flows import projection
 from okfgit.local import state
@@ -37,8 +37,8 @@ from okfgit.plan import in_progress
 from okfgit.git.repository import Repo
 from okfgit.format.words import plural
 
-if TYPE_CHECKING:  # the global tier's exchange loads only when that tier exists
-    from okfgit.flows import exchange
+if TYPE_CHECKING:  # the global tier's exchange, and the job tier's runs, load only when that tier is in use
+    from okfgit.flows import exchange, runs
 
 DEFAULT_WAIT_S = 30.0
 
@@ -166,6 +166,10 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
 def _commit_run_edits(ctx: Context, ws: Workspace, report: SyncReport) -> None:
     """Commit what an agent edited in the active run's working tree (STATE.md, notes) before
     projecting; name what waits for a person. A busy run repository defers it, like capture."""
+    if not ws.run:
+        return
+    from okfgit.flows import runs
+
     try:
         report.run_edits = runs.commit_edits(ctx, ws)
     except RepoStateError as exc:
