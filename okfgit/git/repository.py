@@ -309,8 +309,7 @@ class Repo:
             return {}
         if sub.type_str != "tree":
             return {}
-        return {text_path(item.name or ""): Entry(str(item.id), int(item.filemode))
-                for item in self.raw[sub.id].peel(pygit2.Tree)}
+        return self._items(str(sub.id))
 
     def entries_in(self, tree: str, paths: list[str]) -> dict[str, Entry | None]:
         """The entry at each of ``paths`` inside the tree ``tree``, None where absent; each
@@ -327,21 +326,34 @@ class Repo:
 
     def diff_paths(self, old_tree: str | None, new_tree: str | None) -> list[Change]:
         """Blob and submodule paths that differ between two trees (renames not detected), one
-        change per path; subtrees with equal OIDs are not read."""
-        if old_tree == new_tree:
-            return []
-        empty = self.raw[self.raw.TreeBuilder().write()].peel(pygit2.Tree)
-        a = self.raw[old_tree].peel(pygit2.Tree) if old_tree else empty
-        b = self.raw[new_tree].peel(pygit2.Tree) if new_tree else empty
-        changes: dict[str, Change] = {}
-        for delta in a.diff_to_tree(b).deltas:
-            old = str(delta.old_file.id) if delta.old_file.mode else None
-            new = str(delta.new_file.id) if delta.new_file.mode else None
-            path = text_path(delta.new_file.path if new else delta.old_file.path)
-            was = changes.get(path)  # a change of kind (file to link) comes as a deletion and an addition
-            changes[path] = Change(path, was.old if was is not None else old, new if new else
-                                   (was.new if was is not None else None))
-        return list(changes.values())
+        change per path; subtrees with equal OIDs are not read (libgit2's tree
+        diff reads every subtree of both)."""
+        out: list[Change] = []
+        if old_tree != new_tree:
+            self._diff(old_tree, new_tree, "", out)
+        return out
+
+    def _diff(self, old_tree: str | None, new_tree: str | None, base: str, out: list[Change]) -> None:
+        old, new = self._items(old_tree), self._items(new_tree)
+        for name in sorted(old.keys() | new.keys()):
+            a, b = old.get(name), new.get(name)
+            if a == b:
+                continue
+            path = base + name
+            if (a is not None and a.is_tree) or (b is not None and b.is_tree):
+                self._diff(a.oid if a is not None and a.is_tree else None,
+                           b.oid if b is not None and b.is_tree else None, f"{path}/", out)
+            before = a.oid if a is not None and not a.is_tree else None
+            after = b.oid if b is not None and not b.is_tree else None
+            if before or after:  # a change of kind (file to folder) is a change and a walk
+                out.append(Change(path, before, after))
+
+    def _items(self, tree: str | None) -> dict[str, Entry]:
+        """The entries directly in the tree ``tree`` (none for None), by name."""
+        if tree is None:
+            return {}
+        return {text_path(item.name or ""): Entry(str(item.id), int(item.filemode))
+                for item in self.raw[tree].peel(pygit2.Tree)}
 
     # -- blobs ------------------------------------------------------------------------
 
