@@ -160,6 +160,13 @@ def test_memory_dir_json_not_an_object_warns(tmp_path):
     assert choice.warnings == (f"{settings}: not a JSON object, so Claude Code skips it; using {default_dir(tmp_path)}",)
 
 
+def test_memory_dir_nan_warns_as_claude_codes_json_parse_refuses_it(tmp_path):
+    settings = write_settings(tmp_path, '{"autoMemoryDirectory": "/x", "limit": NaN}')
+    choice = memory_dir(REPO, {}, tmp_path)
+    assert choice.path == default_dir(tmp_path)
+    assert choice.warnings == (f"{settings}: NaN is not JSON, so Claude Code skips it; using {default_dir(tmp_path)}",)
+
+
 def test_memory_dir_not_utf8_warns(tmp_path):
     settings = write_settings(tmp_path, b'{"autoMemoryDirectory": "/caf\xe9"}')
     choice = memory_dir(REPO, {}, tmp_path)

@@ -78,6 +78,12 @@ def test_context_file_names_as_gemini_reads_them(tmp_path: Path, setting: object
     assert gemini_home.context_file_names(None, {}, tmp_path) == names
 
 
+def test_settings_gemini_cannot_parse_set_no_context_file_name(tmp_path: Path) -> None:
+    (tmp_path / ".gemini").mkdir()
+    (tmp_path / ".gemini" / "settings.json").write_text('{"context": {"fileName": "X.md"}, "n": Infinity}')
+    assert gemini_home.context_file_names(None, {}, tmp_path) == ["GEMINI.md"]
+
+
 def test_the_projects_context_file_name_comes_first(tmp_path: Path) -> None:
     project = tmp_path / "proj"
     (project / ".gemini").mkdir(parents=True)

@@ -1,7 +1,7 @@
-"""A person's JSON settings file read strictly, before okfgit edits one entry in it.
+"""The one reader of an agent's JSON files (settings, MCP configs, registries). Bytes in, data out.
 
-An object only; a key that appears twice, ``NaN`` or ``Infinity`` are refused, because
-writing the file back would silently drop or change them. Bytes in, data out.
+JSON as the agents' ``JSON.parse`` reads it: UTF-8, no BOM, no comments, no trailing comma, no
+``NaN``. A file okfgit rewrites is refused for a repeated key too: writing it back would drop one.
 """
 
 from __future__ import annotations
@@ -12,18 +12,27 @@ from typing import Any
 from okfgit.errors import IntegrityError
 
 
-def load(text: str, where: str) -> dict[str, Any]:
-    """The JSON object in ``text``; IntegrityError naming ``where`` (nothing is changed) otherwise."""
+def parse(data: bytes | str, *, unique_keys: bool = False, obj: bool = False) -> Any:
+    """The JSON value in ``data`` (an object when ``obj``); ValueError saying why not."""
     try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8") from None
+    try:
+        value = json.loads(text, object_pairs_hook=_no_duplicates if unique_keys else None, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
-        raise IntegrityError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
-                             "not rewriting it (nothing was changed)") from None
+        raise ValueError(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    if obj and not isinstance(value, dict):
+        raise ValueError("not a JSON object")
+    return value
+
+
+def load(data: bytes | str, where: str) -> dict[str, Any]:
+    """The JSON object in ``data``, before okfgit rewrites it; IntegrityError naming ``where``."""
+    try:
+        return parse(data, unique_keys=True, obj=True)  # type: ignore[no-any-return]
     except ValueError as exc:
         raise IntegrityError(f"{where}: {exc}; not rewriting it (nothing was changed)") from None
-    if not isinstance(data, dict):
-        raise IntegrityError(f"{where}: not a JSON object; not rewriting it (nothing was changed)")
-    return data
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

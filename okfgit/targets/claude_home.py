@@ -8,7 +8,6 @@ Pure: the environment and the home folder are passed in, so tests never see the 
 
 from __future__ import annotations
 
-import json
 import os
 import os.path
 import re
@@ -17,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from okfgit.format import json_object
 from okfgit.format.names import nfc
 
 _MAX_ENCODED = 200
@@ -207,9 +207,22 @@ def _auto_memory_directory(sources: list[tuple[str, Path]], environ: Mapping[str
 
 
 def _read_source(settings: Path, environ: Mapping[str, str]) -> tuple[str | None, str | None]:
-    if str(settings) != INLINE_FLAG:
-        return _read_setting(settings, "autoMemoryDirectory")
-    return _setting_of(environ.get(FLAG_SETTINGS, "").encode("utf-8"), "autoMemoryDirectory")
+    """(``autoMemoryDirectory``, None), (None, None) when unset (no file, absent or null), or
+    (None, why the file cannot be used). An empty string is a value: Claude Code stops there."""
+    key = "autoMemoryDirectory"
+    try:
+        inline = str(settings) == INLINE_FLAG
+        data = environ.get(FLAG_SETTINGS, "").encode("utf-8", "surrogateescape") if inline else settings.read_bytes()
+        value = json_object.parse(data, obj=True).get(key)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"cannot read ({exc.strerror or exc})"
+    except ValueError as exc:
+        return None, str(exc)
+    if value is not None and not isinstance(value, str):
+        return None, f"{key} is not a string"
+    return value, None
 
 
 def _global_config(environ: Mapping[str, str], home: Path) -> Path:
@@ -225,10 +238,9 @@ def _trusted(project_root: Path, repo_root: Path, environ: Mapping[str, str], ho
     if environ.get(SANDBOXED):
         return True
     try:
-        data = json.loads(_global_config(environ, home).read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        projects = json_object.parse(_global_config(environ, home).read_bytes(), obj=True).get("projects")
+    except (OSError, ValueError):
         return False
-    projects = data.get("projects") if isinstance(data, dict) else None
     if not isinstance(projects, dict):
         return False
     for folder in (repo_root, project_root, *project_root.parents):
@@ -238,35 +250,6 @@ def _trusted(project_root: Path, repo_root: Path, environ: Mapping[str, str], ho
         if (folder / ".git").exists():
             break
     return False
-
-
-def _read_setting(settings: Path, key: str) -> tuple[str | None, str | None]:
-    """(value, None), (None, None) when unset (absent or null), or (None, why the file
-    cannot be used). An empty string is a value: Claude Code stops looking there."""
-    try:
-        data = settings.read_bytes()
-    except FileNotFoundError:
-        return None, None
-    except OSError as exc:
-        return None, f"cannot read ({exc.strerror or exc})"
-    return _setting_of(data, key)
-
-
-def _setting_of(data: bytes, key: str) -> tuple[str | None, str | None]:
-    try:
-        parsed = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        return None, "not UTF-8"
-    except json.JSONDecodeError as exc:
-        return None, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-    if not isinstance(parsed, dict):
-        return None, "not a JSON object"
-    value = parsed.get(key)
-    if value is None:
-        return None, None
-    if not isinstance(value, str):
-        return None, f"{key} is not a string"
-    return value, None
 
 
 def _validated_memory_path(raw: str, home: Path, *, tilde: bool = True) -> Path | None:

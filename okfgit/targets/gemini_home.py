@@ -19,11 +19,12 @@ Pure but for reading those files: the environment and the home are passed in.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from okfgit.format import json_object
 
 HOME_VAR = "GEMINI_CLI_HOME"
 SANDBOX_VAR = "SANDBOX"  # "sandbox-exec": the runtime state moves under <home>/.cache/.gemini
@@ -94,10 +95,10 @@ def memory_folder(project_root: Path, environ: Mapping[str, str], user_home: Pat
     runtime = runtime_dir(environ, user_home)
     registry = runtime / "projects.json"
     try:
-        data = json.loads(registry.read_bytes().decode("utf-8"))
+        data = json_object.parse(registry.read_bytes())
     except FileNotFoundError:
         return MemoryFolder(None, None, "Gemini CLI has not run in this project yet (no projects.json)", registry)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:
         return MemoryFolder(None, None, f"{registry} cannot be read ({exc})", registry)
     projects = data.get("projects") if isinstance(data, dict) else None
     key = os.path.normpath(os.path.abspath(project_root))
@@ -118,8 +119,8 @@ def memory_folder(project_root: Path, environ: Mapping[str, str], user_home: Pat
 
 def _setting(path: Path, keys: tuple[str, ...]) -> object:
     try:
-        value: object = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        value: object = json_object.parse(path.read_bytes())
+    except (OSError, ValueError):
         return None
     for key in keys:
         if not isinstance(value, dict):
