@@ -70,13 +70,7 @@ class _Object:
 def json_entry(text: str, where: str, name: str) -> Any:
     """The current entry ``name`` (None when absent); IntegrityError for a file okfgit
     will not edit (not JSON, not an object, ``mcpServers`` not an object)."""
-    data = _load_json(text, where)
-    servers = data.get(JSON_KEY)
-    if servers is None:
-        return None
-    if not isinstance(servers, dict):
-        raise IntegrityError(f"{where}: \"{JSON_KEY}\" is not an object; not rewriting it (nothing was changed)")
-    return servers.get(name)
+    return _entry(_load_json(text, where).get(JSON_KEY), f'"{JSON_KEY}" is not an object', where, name)
 
 
 def json_set(text: str | None, where: str, name: str, entry: dict[str, Any]) -> Splice | None:
@@ -210,12 +204,14 @@ def toml_entry(text: str, where: str, name: str) -> Any:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise IntegrityError(f"{where}: not valid TOML ({exc}); not rewriting it (nothing was changed)") from None
-    servers = data.get(TOML_KEY)
-    if servers is None:
-        return None
-    if not isinstance(servers, dict):
-        raise IntegrityError(f"{where}: {TOML_KEY} is not a table; not rewriting it (nothing was changed)")
-    return servers.get(name)
+    return _entry(data.get(TOML_KEY), f"{TOML_KEY} is not a table", where, name)
+
+
+def _entry(servers: Any, problem: str, where: str, name: str) -> Any:
+    """``servers[name]`` (None when absent); IntegrityError when ``servers`` is no mapping."""
+    if servers is not None and not isinstance(servers, dict):
+        raise IntegrityError(f"{where}: {problem}; not rewriting it (nothing was changed)")
+    return None if servers is None else servers.get(name)
 
 
 def toml_set(text: str | None, where: str, name: str, entry: dict[str, Any]) -> Splice | None:
