@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from okfgit.format import concept as okf
 from okfgit.knowledge.cards import TierCards
 from okfgit.knowledge.tiers import Tier
 from okfgit.local import paths
-from okfgit.local.store import Store
+from okfgit.local.store import Row, Store
 from tests.conftest import Runner
 from tests.test_local_store import damage_facts, kinds, rows
 from tests.test_nav import commit_files, concept
@@ -196,10 +197,11 @@ def test_a_run_that_redid_a_few_concepts_writes_only_their_rows(project: Path, g
     staged: list[tuple[str | None, list[str]]] = []
     real = Store.stage_catalog
 
-    def stage(self: Store, kind: str, label: str, tree: str, commit: str | None, rows: dict[str, object],
-              base: str | None, saved: Any = lambda: None) -> None:
-        staged.append((base, sorted(rows)))
-        real(self, kind, label, tree, commit, rows, base, saved)  # type: ignore[arg-type]
+    def stage(self: Store, kind: str, label: str, tree: str, commit: str | None,
+              rows: Callable[[], Iterable[tuple[str, Row | None]]], base: str | None,
+              saved: Any = lambda: None) -> None:
+        staged.append((base, sorted(path for path, _ in rows())))
+        real(self, kind, label, tree, commit, rows, base, saved)
 
     monkeypatch.setattr(Store, "stage_catalog", stage)
     # one concept changed: its row alone is written, from the stored tree, and the next
@@ -223,7 +225,7 @@ def test_a_run_that_redid_a_few_concepts_writes_only_their_rows(project: Path, g
     store = Store(common)
     stored = store.catalog("cards", "project")
     assert stored is not None
-    store.stage_catalog("cards", "project", "2" * 40, head, {"n1.md": None}, "1" * 40)
+    store.stage_catalog("cards", "project", "2" * 40, head, {"n1.md": None}.items, "1" * 40)
     assert store.save()
     assert kinds(common)[("cards", "project")] == stored.tree
     assert _cards(tier) == _cold(tier, project)

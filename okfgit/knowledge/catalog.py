@@ -96,9 +96,9 @@ def build_kind(kind: Kind[F], repo: Repo, tier: Tier, commit: str, tree: str, ca
     Reuses ``cached`` as is when its tree is ``tree``, updates it from a tree diff when it
     is another tree still in the repository, and reads the whole tree otherwise. Every
     blob read on the way is added to ``blobs`` (OID -> bytes), so a projection that goes
-    on to write the files does not read them twice.
+    on to write the files does not read them twice; without it, none is kept (a blob is
+    dropped once its fact is made: what a first doctor at 100,000 concepts holds at once).
     """
-    blobs = {} if blobs is None else blobs
     if cached is not None and cached.tree == tree:
         if cached.commit == commit:
             return cached
@@ -113,24 +113,29 @@ def build_kind(kind: Kind[F], repo: Repo, tier: Tier, commit: str, tree: str, ca
     return _full(repo, tier, commit, tree, blobs, kind, progress)
 
 
-def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes], kind: Kind[F],
+def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes] | None, kind: Kind[F],
           progress: Progress = silent) -> TierCatalog[F]:
     entries = repo.tree_entries(commit, tier.prefix)
     out: TierCatalog[F] = TierCatalog(tree, commit=commit, reread=len(entries))
     concepts = [p for p in sorted(entries) if kind.wants(p)]
     what = f"reading {tier.label} concepts"
-    wanted = [entries[p].oid for p in concepts if not entries[p].is_link and entries[p].oid not in blobs]
+    read = {} if blobs is None else blobs
+    wanted = [entries[p].oid for p in concepts if not entries[p].is_link and entries[p].oid not in read]
     # Each blob parsed as it comes (in the order asked), while git reads the next ones.
     stream = repo.iter_blobs(wanted)
+    streamed: set[str] = set()
     try:
         for done, path in enumerate(concepts, start=1):
             entry = entries[path]
-            if not entry.is_link and entry.oid not in blobs:
+            if not entry.is_link and entry.oid not in read and entry.oid not in streamed:
                 for oid, data in stream:
-                    blobs[oid] = data
+                    read[oid] = data
+                    streamed.add(oid)
                     if oid == entry.oid:
                         break
-            _add(out, repo, tier, path, entry, blobs, kind)
+            _add(out, repo, tier, path, entry, read, kind)
+            if blobs is None:
+                del read[entry.oid]
             if not done % 100:
                 progress(what, done, len(concepts))
     finally:
@@ -140,7 +145,7 @@ def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes
 
 
 def _updated(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog[F], paths: list[str],
-             blobs: dict[str, bytes], kind: Kind[F], progress: Progress = silent) -> TierCatalog[F]:
+             blobs: dict[str, bytes] | None, kind: Kind[F], progress: Progress = silent) -> TierCatalog[F]:
     out = TierCatalog(tree, dict(cached.facts), dict(cached.problems), commit, cached.base,
                       cached.delta | frozenset(paths), reread=len(paths), changed=paths)
     found = repo.entries_in(tree, [p for p in paths if kind.wants(p)])
@@ -152,7 +157,7 @@ def _updated(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog
         out.problems.pop(path, None)
         entry = found.get(path)
         if entry is not None and not entry.is_tree:
-            _add(out, repo, tier, path, entry, blobs, kind)
+            _add(out, repo, tier, path, entry, {} if blobs is None else blobs, kind)
     progress(what, len(paths), len(paths))
     return out
 
@@ -201,20 +206,20 @@ def remember(kind: Kind[F], store: Store, label: str, built: TierCatalog[F],
         return
     base = built.base
     where = sorted(built.delta) if base is not None else sorted(built.facts.keys() | built.problems.keys())
-    rows: dict[str, Row | None] = {}
-    for path in where:
-        fact = (stored(path) if stored is not None else built.facts[path]) if path in built.facts else None
-        if fact is not None:
-            rows[path] = Row(fact.oid, json.dumps(fact, separators=(",", ":"), ensure_ascii=False))
-        elif path in built.facts:
-            return  # a view whose stored fact is not at hand: rows that say less would mislead
-        elif path in built.problems:
+    if stored is not None and any(path in built.facts and stored(path) is None for path in where):
+        return  # a view whose stored fact is not at hand: rows that say less would mislead
+
+    def row(path: str) -> Row | None:  # made as it is written: no catalog is held twice, as facts and as text
+        if path in built.facts:
+            fact = stored(path) if stored is not None else built.facts[path]
+            assert fact is not None
+            return Row(fact.oid, json.dumps(fact, separators=(",", ":"), ensure_ascii=False))
+        if path in built.problems:
             oid, why = built.problems[path]
-            rows[path] = Row(oid, None, why)
-        else:
-            rows[path] = None
+            return Row(oid, None, why)
+        return None
 
     def saved() -> None:  # the stored rows are this catalog's now: later changes count from it
         built.base, built.delta = built.tree, frozenset()
 
-    store.stage_catalog(kind.name, label, built.tree, built.commit, rows, base, saved)
+    store.stage_catalog(kind.name, label, built.tree, built.commit, lambda: ((p, row(p)) for p in where), base, saved)

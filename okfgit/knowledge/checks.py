@@ -1142,7 +1142,7 @@ def _brought_forward(tier: Tier, store: Store, found: dict[str, Any], heads: dic
             owners[k] = having
     _record(store, tier, heads, errors, owners)
     rows = {p: Row(f.oid, json.dumps(f, separators=(",", ":"), ensure_ascii=False)) for p, f in now.items()}
-    store.stage_catalog(kind.name, label, new, commit, {**{p: None for p in then if p not in now}, **rows}, old)
+    store.stage_catalog(kind.name, label, new, commit, {**{p: None for p in then if p not in now}, **rows}.items, old)
     return errors
 
 

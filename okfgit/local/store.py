@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -106,8 +106,8 @@ class _Staged:
 
     __slots__ = ("tree", "commit", "rows", "base", "saved")
 
-    def __init__(self, tree: str, commit: str | None, rows: dict[str, Row | None], base: str | None,
-                 saved: Callable[[], None]) -> None:
+    def __init__(self, tree: str, commit: str | None, rows: Callable[[], Iterable[tuple[str, Row | None]]],
+                 base: str | None, saved: Callable[[], None]) -> None:
         self.tree = tree
         self.commit = commit
         self.rows = rows
@@ -223,13 +223,15 @@ class Store:
             return None
         return {path: Row(oid, value, problem) for path, oid, value, problem in found}
 
-    def stage_catalog(self, kind: str, tier: str, tree: str, commit: str | None, rows: dict[str, Row | None],
-                      base: str | None, saved: Callable[[], None] = lambda: None) -> None:
+    def stage_catalog(self, kind: str, tier: str, tree: str, commit: str | None,
+                      rows: Callable[[], Iterable[tuple[str, Row | None]]], base: str | None,
+                      saved: Callable[[], None] = lambda: None) -> None:
         """Stage the ``kind`` facts of ``tier`` at ``tree``: ``rows`` are every row it has
         (``base`` None), or the paths that changed since the stored tree ``base`` (None: the
         path is gone). When the store holds another tree by the time it is written (another
-        okfgit stored one meanwhile), changes from ``base`` are not written: what is there stays."""
-        self._catalogs[(kind, tier)] = _Staged(tree, commit, dict(rows), base, saved)
+        okfgit stored one meanwhile), changes from ``base`` are not written: what is there stays.
+        ``rows()`` gives them when they are written (each made then: no catalog is held twice)."""
+        self._catalogs[(kind, tier)] = _Staged(tree, commit, rows, base, saved)
 
     # -- records --------------------------------------------------------------------------
 
@@ -307,11 +309,18 @@ class Store:
             elif conn.execute("SELECT 1 FROM catalogs WHERE kind = ? AND tier = ? AND tree = ? AND code = ?",
                               (kind, tier, staged.base, code)).fetchone() is None:
                 continue
-            conn.executemany("DELETE FROM facts WHERE kind = ? AND tier = ? AND path = ?",
-                             [(kind, tier, path) for path, row in staged.rows.items() if row is None])
+            gone: list[tuple[str, str, str]] = []
+
+            def present(kind: str = kind, tier: str = tier, staged: _Staged = staged) -> Iterator[tuple[Any, ...]]:
+                for path, row in staged.rows():  # one at a time, each made as it is written
+                    if row is None:
+                        gone.append((kind, tier, path))
+                    else:
+                        yield (kind, tier, path, *row)
+
             conn.executemany("INSERT OR REPLACE INTO facts (kind, tier, path, oid, value, problem) "
-                             "VALUES (?, ?, ?, ?, ?, ?)",
-                             [(kind, tier, path, *row) for path, row in staged.rows.items() if row is not None])
+                             "VALUES (?, ?, ?, ?, ?, ?)", present())
+            conn.executemany("DELETE FROM facts WHERE kind = ? AND tier = ? AND path = ?", gone)
             conn.execute("INSERT OR REPLACE INTO catalogs (kind, tier, tree, commit_oid, code) VALUES (?, ?, ?, ?, ?)",
                          (kind, tier, staged.tree, staged.commit, code))
         conn.executemany("DELETE FROM records WHERE name = ?",
