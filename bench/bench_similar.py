@@ -2,25 +2,27 @@
 """What near-duplicate detection costs, against the same work without it, in the same run.
 
 A project of ``--size`` concepts (default 10,000, ``genkb.make_repo``) is synced once and its
-caches warmed (cards, signatures, doctor's facts), then, each figure the median of
-``--repeat`` runs after one warm-up, timed pair by pair:
+caches warmed, then, each figure the median of ``--repeat`` runs after one warm-up, timed pair
+by pair, each run from the same saved state:
 
-* **capture** of ``--files`` native Claude memory files (default 1,000), each run from the same
-  synced state: new facts only (what detection adds to a capture that finds nothing: the aim),
-  then with one in ten restating a concept of the KB (each becomes a proposal beside it, not a
-  new concept: the outcome differs, so does the work);
+* **capture** of ``--files`` native Claude memory files (default 1,000): new facts only (what
+  detection adds to a capture that finds nothing: the aim), then with one in ten restating a
+  concept of the KB (each becomes a proposal beside it, not a new concept: the outcome differs,
+  so does the work);
 * **review** of a one-line change (one concept's body edited on a branch);
-* **doctor** of the project tier.
+* **doctor** with a cold cache (every blob read: the keys of each concept are made), and
+  **doctor** after that one-line change (the pairs kept at the last tree, the changed concept
+  paired again).
 
-"Without" is the same command in the same interpreter with the detection replaced by one that
-finds nothing (capture's lookup of the concept a memory repeats; doctor's and review's
-near-duplicate check), so the ratio is what the detection adds. Each run's figure is the CPU
-time (user + system) the command used, as the kernel accounts it: on a machine others share,
-wall time measures them too. Aim: capture within 1.5x.
+"Without" is the same command in the same interpreter with the detection replaced by nothing
+(no keys made for a concept, no pair looked for, no lookup at capture), so the ratio is what
+detection adds. Each run's figure is the CPU time (user + system) the command used, as the
+kernel accounts it: on a machine others share, wall time measures them too. Aim: capture
+within 1.5x.
 
     python bench/bench_similar.py [--size 10000] [--files 1000] [--repeat 5] [--keep]
 
-The signatures of the KB (cold, once per clone and then per changed blob) are timed alone.
+``search --similar`` (which scores every concept from its text) is timed alone.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -46,9 +49,10 @@ RUNNER = """
 import sys
 if sys.argv[1] == "off":
     from okfgit.flows import capture
-    from okfgit.knowledge import checks
+    from okfgit.knowledge import checks, similar
     capture._Known.repeats = lambda self, parsed: None
-    checks.Checker.near_duplicates = lambda self: None
+    checks.Checker.near_duplicates = lambda self, near: None
+    similar.keys_of = lambda path, meta, body: None
 from okfgit.cli import main
 main(sys.argv[2:])
 """
@@ -98,57 +102,58 @@ def main(argv: list[str] | None = None) -> int:
     try:
         repo = genkb.make_repo(tmp / "repo", args.size)
         home = tmp / "home"
-        home.mkdir()
+        (home / ".claude").mkdir(parents=True)  # Claude Code in use: okfgit projects into its memory folder
         env = bench_env(home, tmp / "pycache")
         settle(repo, env)
-        cold = cpu(okfgit("on", "search", "--similar", "area-00/topic-00/concept-00000.md"), repo, env)
-        timed(okfgit("on", "doctor", "--scope", "project"), repo, env)  # doctor's own cache, warm
+        timed(okfgit("on", "doctor", "--scope", "project"), repo, env)  # doctor's facts and pairs, warm
+        similar = cpu(okfgit("on", "search", "--similar", "area-00/topic-00/concept-00000.md"), repo, env)
         base = tmp / "base"
         base.mkdir()
         shutil.copytree(repo / ".git" / "okf", base / "okf")
         folder = memory_folder(repo, env)
         shutil.copytree(folder, base / "memory")
-        top = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             check=True).stdout.strip()
+        git = ["git", "-C", str(repo)]
+        top = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
         restated = descriptions(repo, args.files // 10)
 
-        def fresh(restating: bool) -> None:
-            subprocess.run(["git", "-C", str(repo), "reset", "-q", "--hard", top], check=True, env=genkb.git_env())
+        def store(cold: bool = False) -> None:  # each run from the saved store (the other's writes undone)
             shutil.rmtree(repo / ".git" / "okf")
             shutil.copytree(base / "okf", repo / ".git" / "okf")
+            if cold:
+                (repo / ".git" / "okf" / "state.db").unlink()
+
+        def fresh(restating: bool) -> None:
+            subprocess.run([*git, "reset", "-q", "--hard", top], check=True, env=genkb.git_env())
+            store()
             shutil.rmtree(folder)
             shutil.copytree(base / "memory", folder)
             for n in range(args.files):
                 text = restated[n // 10] if restating and n % 10 == 0 and n // 10 < len(restated) else None
                 (folder / f"learned_{n:05d}.md").write_bytes(native(n, text))
 
+        def pair(label: str, *argv: str, setup: Callable[[], None] = store) -> None:
+            with_it, without = paired(lambda: cpu(okfgit("on", *argv), repo, env),
+                                      lambda: cpu(okfgit("off", *argv), repo, env), args.repeat, setup, setup)
+            rows.append((f"{args.size:>6} {label}", with_it, without))
+
         rows: list[tuple[str, float, float]] = []
         for restating, label in ((False, "new facts"), (True, "one in ten restating")):
-            with_it, without = paired(lambda: cpu(okfgit("on", "capture"), repo, env),
-                                      lambda: cpu(okfgit("off", "capture"), repo, env), args.repeat,
-                                      lambda: fresh(restating), lambda: fresh(restating))
-            rows.append((f"{args.size:>6} capture of {args.files} memory files, {label}", with_it, without))
+            pair(f"capture of {args.files} memory files, {label}", "capture", setup=lambda r=restating: fresh(r))
         fresh(True)
         out = subprocess.run(okfgit("on", "capture", "--json"), cwd=repo, env=env, capture_output=True, text=True,
                              check=True).stdout
         proposals = out.count('"action": "duplicate"')
-
         fresh(False)
-        subprocess.run(["git", "-C", str(repo), "checkout", "-q", "-b", "one-line"], check=True, env=genkb.git_env())
+        pair("doctor, cold cache", "doctor", "--scope", "project", setup=lambda: store(cold=True))
+        subprocess.run([*git, "checkout", "-q", "-b", "one-line"], check=True, env=genkb.git_env())
         edited = sorted((repo / ".okf").rglob("concept-*.md"))[123]
         edited.write_text(edited.read_text() + "One more line of evidence.\n")
-        subprocess.run(["git", "-C", str(repo), "commit", "-qam", "one line"], check=True, env=genkb.git_env())
-        review = ["review", "main...one-line", "--format", "json"]
-        with_it, without = paired(lambda: cpu(okfgit("on", *review), repo, env),
-                                  lambda: cpu(okfgit("off", *review), repo, env), args.repeat)
-        rows.append((f"{args.size:>6} review of a one-line change", with_it, without))
-        with_it, without = paired(lambda: cpu(okfgit("on", "doctor", "--scope", "project"), repo, env),
-                                  lambda: cpu(okfgit("off", "doctor", "--scope", "project"), repo, env),
-                                  args.repeat)
-        rows.append((f"{args.size:>6} doctor", with_it, without))
+        subprocess.run([*git, "commit", "-qam", "one line"], check=True, env=genkb.git_env())
+        pair("review of a one-line change", "review", "main...one-line", "--format", "json")
+        pair("doctor after the one-line change", "doctor", "--scope", "project")
         baselines.report(rows, baseline="without detection")  # CPU seconds
         print()
-        print(f"{args.size:>6} signatures of every concept, cold (one search --similar): {cold:.2f} s CPU")
+        print(f"{args.size:>6} search --similar (every concept scored): {similar:.2f} s CPU")
         print(f"{args.files} memory files, {len(restated)} restating a concept: {proposals} proposals")
         ratio = rows[0][1] / rows[0][2]
         verdict = "met" if ratio <= AIM_CAPTURE else "MISSED"

@@ -639,16 +639,18 @@ class _Known:
     def repeats(self, parsed: okf.Parsed) -> tuple[TierCard, float] | None:
         """The concept a new memory (``parsed``: split as it would be committed) nearly
         duplicates, and how alike they are: the most alike visible one at or above
-        ``similar.THRESHOLD``; None when there is none. The concepts' signatures are read once."""
+        ``similar.THRESHOLD``; None when there is none. The concepts' keys are read once."""
         from okfgit.knowledge import similar
 
-        query = similar.features_of(f"{CAPTURE_FOLDER}/new.md", parsed)
+        path = f"{CAPTURE_FOLDER}/new.md"
+        keys = similar.keys_of(path, parsed.meta, parsed.body)
+        if not keys:
+            return None
         if self._similar is None:
-            self._similar = similar.Index(((label, path), sig) for label, cards in self.cards.items()
-                                          for path, sig in cards.signatures.items())
-        for near in self._similar.near(query):
-            label, path = near.key
-            card = self.cards[label].card_at(path)
+            self._similar = similar.across(self.cards.values())
+        for near in self._similar.near(keys, lambda: similar.probe(path, parsed.meta, parsed.body)):
+            label, found = near.key
+            card = self.cards[label].card_at(found)
             if card is not None and self.view.is_visible(card):  # a shadowed concept is not what agents read
                 return card, near.score
         return None

@@ -3,49 +3,48 @@
 Lexical and local, as the design asks (no embeddings, no service): the words of a concept,
 normalised (NFKC, lower case, number words as digits, English function words left out, a light
 suffix stemmer, so "Responses are cached for one day" and "response cached 1 day" meet), each
-word a 32-bit feature (CRC-32 of its stem). A ``Signature`` holds two sets of features:
+word a 32-bit feature (a hash of its stem). Two views of a concept are compared:
 
-- ``claim``: the words of the one sentence a concept says: its description, else its title and
-  its body's first sentence (a memory's title is made from a file name; its description is
-  what it claims);
-- ``whole``: the words of title, description and body, as a bottom-``SKETCH`` MinHash sketch
-  (the ``SKETCH`` smallest features: the whole set for a short concept, a uniform sample of a
-  long one), so a signature stays small whatever the concept's size.
+- its **claim**: the words of the one sentence it says: its description, else its title and its
+  body's first sentence (a memory's title is made from a file name; its description is what it
+  claims);
+- its **whole** text: the two-word shingles (each pair of neighbouring words) of its title,
+  description and body, as a bottom-``SKETCH`` sketch (the ``SKETCH`` smallest: every shingle of
+  a short concept, a uniform sample of a long one).
 
-Two concepts are alike by the larger of the two views' weighted Jaccard similarity, each
-feature weighted by how rare it is among the concepts compared (``weight``: how many of their
-whole-text sketches carry it): sharing "edge",
-"TTL" and "86400" says more than sharing "use" and "data". ``THRESHOLD`` is where a pair is a
-near-duplicate; spec/okf-format.md states it and the false-positive rate measured on real
-bundles.
+Two concepts are alike by the larger of the two views' Jaccard similarity (estimated from the
+sketches: of the ``SKETCH`` smallest features of both together, the share both have). It is a
+function of the two concepts alone, so a pair's score never changes while neither concept does.
+``THRESHOLD`` is where a pair is a near-duplicate; spec/okf-format.md §12 states it and the
+false-positive rate measured on real bundles.
 
-A signature also holds each view's locality-sensitive **bands** (MinHash, ``BANDS`` bands of
-``ROWS`` rows per view): two concepts whose view is alike share a band with high probability
-(Jaccard 0.85: 99.95%; 0.5: 66%; 0.2: 6%), so the candidates for a near-duplicate are the
-concepts sharing a band, found without comparing all pairs. A signature is a pure function of a
-concept's bytes, so it is cached per blob.
+What is kept of each blob is small and cheap to make, since doctor makes it for every concept:
+its ``Keys``, which find its candidates without comparing all pairs (``knowledge/similar.py``):
+the hashes of its claim's word set and of its body, and when a claim one word longer would be
+alike enough, its claim's hash without each word. So two concepts are compared when their claims
+have the same words, or one word more, or their bodies are the same; the two views (``Probe``)
+are made from the text when a candidate is scored (two claims with the same words are alike 1.0
+without it).
 """
 
 from __future__ import annotations
 
-import base64
-import math
+import binascii
+import hashlib
 import re
 import unicodedata
 import zlib
 from array import array
-from collections.abc import Callable, Collection, Iterable, Mapping
+from functools import reduce
+from itertools import repeat
+from operator import xor
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 THRESHOLD = 0.85  # at or above: a near-duplicate (measured: spec/okf-format.md §12)
-SKETCH = 64  # features kept of a concept's whole text
+SKETCH = 64  # features kept of a view
 MIN_FEATURES = 3  # a view with fewer words than this says too little to call two concepts alike
-BANDS = 8  # MinHash bands per view
-ROWS = 3  # features per band: a band is shared when the ROWS smallest under its hash are
-_PRIME = (1 << 61) - 1
-# One universal hash (a * f + b mod p) per band; fixed, so a cached signature's bands never change.
-_HASHES = ((0x5BD1E995, 0x1B873593), (0x85EBCA6B, 0xC2B2AE35), (0x27D4EB2F, 0x165667B1), (0x9E3779B1, 0x7F4A7C15),
-           (0xD3A2646C, 0xFD7046C5), (0xB55A4F09, 0x6C8E9CF5), (0x68E31DA4, 0x3243F6A9), (0x1656067D, 0xCC9E2D51))
+NUMBER_WEIGHT = 3  # a word with a digit in it is often the fact itself: "cached 1 day", "port 8080"
 
 # Function words: they carry no claim. Negations, quantities and comparisons stay: "not cached"
 # and "cached" are not the same fact.
@@ -61,49 +60,21 @@ NUMBERS = {"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five
            "single": "1", "double": "2", "dozen": "12"}
 _SUFFIXES = ("ational", "ization", "fulness", "ousness", "iveness", "ations", "ation", "ments", "ment", "ness",
              "ings", "ing", "edly", "ied", "ed", "ies", "ly", "es", "s")
+# Lower-case ASCII text to words: letters and digits kept, anything else a space (text with
+# other characters takes the Unicode way, _words).
+_ASCII = bytes(c if 48 <= c <= 57 or 97 <= c <= 122 else 32 for c in range(256))
 _WORD = re.compile(r"[^\W_]+")
-_LINK_TARGET = re.compile(r"\]\([^)]*\)")  # a markdown link's target: a path, not words
-_URL = re.compile(r"https?://\S+")
-_MASK = 0xFFFFFFFF
+_LINK_TARGET = re.compile(rb"\]\([^)]*\)")  # a markdown link's target: a path, not words
+_URL = re.compile(rb"https?://\S+")
+_FEATURE: dict[bytes, int] = {}  # a word as written -> its feature (0: a function word); words recur
 
 
-class Signature(NamedTuple):
-    """One concept's features and bands, packed (base64 of 32-bit integers: small in a cache of
-    10,000), and whether it takes part at all (a deprecated concept is history: it is not compared)."""
+class Probe(NamedTuple):
+    """What comparing a concept needs: its claim's features and its whole text's sketch (each
+    sorted, at most ``SKETCH``; the sketch made when first asked for)."""
 
-    claim: str
-    whole: str
-    compared: bool = True
-    bands: str = ""
-    oid: str = ""  # the blob's, when it was read from one (a fact kept by blob: knowledge/catalog.py)
-
-    def features(self) -> Features:
-        whole = unpack(self.whole)
-        return Features(frozenset(unpack(self.claim)), whole, frozenset(whole), unpack(self.bands))
-
-
-class Features(NamedTuple):
-    """A signature unpacked, for comparing: the claim's features, the whole text's sketch
-    (sorted) and the same as a set, and the bands of both views."""
-
-    claim: frozenset[int]
-    whole: tuple[int, ...]
-    whole_set: frozenset[int]
-    bands: tuple[int, ...] = ()
-
-
-def words(text: str) -> list[str]:
-    """The normalised words of ``text``, in order: what two texts are compared by."""
-    out = []
-    for word in _raw_words(text):
-        word = NUMBERS.get(word, word)
-        if word not in STOPWORDS:
-            out.append(stem(word))
-    return out
-
-
-def _raw_words(text: str) -> list[str]:
-    return _WORD.findall(_URL.sub(" ", _LINK_TARGET.sub("]", unicodedata.normalize("NFKC", text).lower())))
+    claim: tuple[int, ...]
+    whole: Callable[[], tuple[int, ...]]
 
 
 def stem(word: str) -> str:
@@ -117,100 +88,131 @@ def stem(word: str) -> str:
     return word
 
 
-_FEATURE: dict[str, int | None] = {}  # a word as written -> its feature (None: a stop word); words recur
+def _words(data: bytes) -> list[bytes]:
+    """The lower-case words of ``data`` (runs of letters and digits after NFKC), markdown link
+    targets and URLs left out."""
+    if b"](" in data:
+        data = _LINK_TARGET.sub(b"]", data)
+    if b"://" in data:
+        data = _URL.sub(b" ", data)
+    if data.isascii():  # NFKC leaves ASCII as it is: the same words, without decoding
+        return data.lower().translate(_ASCII).split()
+    text = unicodedata.normalize("NFKC", data.decode("utf-8", errors="replace")).lower()
+    return [word.encode("utf-8") for word in _WORD.findall(text)]
 
 
-def features(text: str) -> set[int]:
-    """The words of ``text`` as features (each normalised word's CRC-32)."""
-    out: set[int] = set()
-    known = _FEATURE
-    for word in set(_raw_words(text)):
-        feature = known.get(word, -1)
-        if feature == -1:
-            plain = NUMBERS.get(word, word)
-            feature = None if plain in STOPWORDS else zlib.crc32(stem(plain).encode("utf-8")) & _MASK
-            if len(known) < 200_000:
-                known[word] = feature
-        if feature is not None:
-            out.add(feature)
-    return out
+def _feature(word: bytes) -> int:
+    """A word's feature: a 32-bit BLAKE2 hash of its stem (not a CRC: the xor of CRCs of
+    "0" and "104" is the xor of those of "2" and "106", so sets would hash alike), odd when
+    the word has a digit (it weighs ``NUMBER_WEIGHT``), else even; 0 for a function word."""
+    plain = word.decode("utf-8")
+    plain = NUMBERS.get(plain, plain)
+    if plain in STOPWORDS:
+        return 0
+    found = int.from_bytes(hashlib.blake2b(stem(plain).encode("utf-8"), digest_size=4).digest(), "little") & ~1
+    return found | 1 if any(c.isdigit() for c in plain) else found or 2
 
 
-def signature(title: str, description: str, body: str, summary: Callable[[], str] = str,
-              compared: bool = True) -> Signature:
-    """The signature of a concept from its title, description and body text; ``summary`` gives
-    the body's first sentence, asked for only when the description says too little."""
-    claim = features(description)
-    if len(claim) < MIN_FEATURES:
-        claim |= features(f"{title} {summary()}")
-    whole = sorted(features(f"{title}\n{description}\n{body}"))[:SKETCH]
-    return Signature(_pack(sorted(claim)), _pack(whole), compared, _pack(bands(0, claim) + bands(1, whole)))
+def _known(word: bytes) -> int:
+    """``_feature`` of ``word``, remembered (the memo stops growing at 200,000 words)."""
+    found = _FEATURE.get(word)
+    if found is None:
+        found = _feature(word)
+        if len(_FEATURE) < 200_000:
+            _FEATURE[word] = found
+    return found
 
 
-def bands(view: int, found: Collection[int]) -> list[int]:
-    """The ``BANDS`` MinHash bands of one view's features (none for fewer than ``MIN_FEATURES``):
-    each the CRC-32 of the view, the band's number and the ``ROWS`` smallest values of the band's
-    hash over the features (the hash is one-to-one on 32-bit features, so they name the features)."""
+def sequence(data: bytes) -> list[int]:
+    """The features of the words of ``data`` in order, function words left out."""
+    words = _words(data)
+    found = list(map(_FEATURE.get, words, repeat(-1)))
+    if -1 in found:  # a word not met yet
+        found = list(map(_known, words))
+    return list(filter(None, found))
+
+
+def features(data: bytes) -> set[int]:
+    """The word features of ``data``."""
+    return set(sequence(data))
+
+
+def claim(description: str, summary: Callable[[], str]) -> tuple[int, ...]:
+    """The claim's features: the description's words, with ``summary()``'s (the title and the
+    body's first sentence) when the description says too little."""
+    found = features(description.encode("utf-8"))
     if len(found) < MIN_FEATURES:
-        return []
-    out = []
-    for number, (a, b) in enumerate(_HASHES):
-        rows = sorted([(a * f + b) % _PRIME for f in found])[:ROWS]
-        out.append(zlib.crc32(array("Q", [view, number, *rows]).tobytes()) & _MASK)
-    return out
+        found |= features(summary().encode("utf-8"))
+    return tuple(sorted(found)[:SKETCH])
 
 
-def weight(count: int, total: int) -> float:
-    """The weight of a feature that ``count`` of ``total`` concepts carry (an unseen one: the most)."""
-    return math.log(1.0 + total / max(1, count))
+class Keys(NamedTuple):
+    """What finds a concept's near-duplicates (``keys``): the hashes of its claim's word set and
+    of its body (0: none; ``ident``: those it has), each matched against the others' same, and
+    ``less``, matched against the others' claim: its claim's hash without each word."""
+
+    claim: int
+    body: int
+    less: tuple[int, ...]
+    ident: tuple[int, ...]
+
+    def packed(self) -> str:
+        """The keys as what doctor's facts keep: base64 of 32-bit integers (``array("I")``)."""
+        return binascii.b2a_base64(array("I", (self.claim, self.body, *self.less)).tobytes(), newline=False).decode()
 
 
-class Weights(NamedTuple):
-    """Each feature's weight among the concepts compared, and the weight of one none of them has."""
-
-    known: Mapping[int, float]
-    unseen: float
-
-    def total(self, found: Iterable[int]) -> float:
-        get, unseen = self.known.get, self.unseen
-        return sum(get(f, unseen) for f in found)
+def _keys(claim: int, body: int, less: tuple[int, ...]) -> Keys:
+    return Keys(claim, body, less, tuple(k for k in (claim, body) if k))
 
 
-def similarity(a: Features, b: Features, weights: Weights,
-               totals: tuple[tuple[float, float], tuple[float, float]] | None = None) -> float:
-    """How alike two concepts are, 0 to 1: the larger of the claim view's weighted Jaccard and
-    the whole view's (estimated from the two sketches: the ``SKETCH`` smallest features of both
-    together, and the weight of those both have). A view with fewer than ``MIN_FEATURES`` words
-    on either side counts 0. ``totals``: each side's ``totals_of`` when the caller keeps them."""
-    ta, tb = totals or (totals_of(a, weights), totals_of(b, weights))
-    best = 0.0
-    if len(a.claim) >= MIN_FEATURES and len(b.claim) >= MIN_FEATURES:
-        shared = weights.total(a.claim & b.claim)
-        best = shared / (ta[0] + tb[0] - shared)
-    if len(a.whole) >= MIN_FEATURES and len(b.whole) >= MIN_FEATURES:
-        if len(a.whole) < SKETCH and len(b.whole) < SKETCH:  # both whole: the exact union
-            shared = weights.total(a.whole_set & b.whole_set)
-            whole = shared / (ta[1] + tb[1] - shared)
-        else:
-            among = sorted(a.whole_set | b.whole_set)[:SKETCH]
-            both = a.whole_set & b.whole_set
-            whole = weights.total(f for f in among if f in both) / weights.total(among)
-        best = max(best, whole)
-    return best
+def unpacked(text: str) -> Keys:
+    """``Keys.packed``'s text back to the keys."""
+    found = array("I")
+    found.frombytes(binascii.a2b_base64(text))
+    return _keys(found[0], found[1], tuple(found[2:]))
 
 
-def totals_of(found: Features, weights: Weights) -> tuple[float, float]:
-    """The weight of a concept's claim and of its whole sketch (what ``similarity`` divides by)."""
-    return weights.total(found.claim), weights.total(found.whole_set)
+def keys(claimed: tuple[int, ...], body: bytes) -> Keys:
+    """The keys of a concept whose claim is ``claimed``: the hash of its claim's word set (the
+    xor of its features: one word more or less is one xor away) and of its body (its CRC-32,
+    spaces around it left out); and, when a claim one word shorter can be alike enough, the
+    claim's hash without each word."""
+    text = body.strip()
+    hashed = zlib.crc32(text) if text else 0
+    if len(claimed) < MIN_FEATURES:
+        return _keys(0, hashed, ())
+    both = reduce(xor, claimed)
+    numbers = sum(map((1).__and__, claimed))  # the odd features: words with a digit
+    weight = len(claimed) + (NUMBER_WEIGHT - 1) * numbers
+    lightest = 1 if numbers < len(claimed) else NUMBER_WEIGHT
+    return _keys(both, hashed, tuple(map(both.__xor__, claimed)) if (weight - lightest) / weight >= THRESHOLD else ())
 
 
-def _pack(values: list[int]) -> str:
-    """Feature values as base64 of native 32-bit integers (``array("I")``)."""
-    return base64.b64encode(array("I", values).tobytes()).decode("ascii")
+def whole(title: str, description: str, body: bytes) -> tuple[int, ...]:
+    """The whole view of a concept: the ``SKETCH`` smallest of its two-word shingles (each the
+    two words' features combined, in either order; odd, and so weighing more, when either is)."""
+    words = sequence(b"%s\n%s\n%s" % (title.encode("utf-8"), description.encode("utf-8"), body))
+    return tuple(sorted({(a ^ b) & ~1 | (a | b) & 1 for a, b in zip(words, words[1:])})[:SKETCH])
 
 
-def unpack(text: str) -> tuple[int, ...]:
-    """Packed feature values (``Signature``'s fields) back to integers."""
-    out = array("I")
-    out.frombytes(base64.b64decode(text))
-    return tuple(out)
+def similarity(a: Probe, b: Probe) -> float:
+    """How alike two concepts are, 0 to 1: the larger of their two views' ``view`` (the whole
+    texts are not looked at when the claims have the same words)."""
+    claimed = view(a.claim, b.claim)
+    return claimed if claimed == 1.0 else max(claimed, view(a.whole(), b.whole()))
+
+
+def view(a: tuple[int, ...], b: tuple[int, ...]) -> float:
+    """How alike two sketches are, 0 to 1: of the ``SKETCH`` smallest features of both, the
+    weight of those both have over the weight of all (their weighted Jaccard similarity when
+    neither was cut); 0 when either has fewer than ``MIN_FEATURES``."""
+    if len(a) < MIN_FEATURES or len(b) < MIN_FEATURES:
+        return 0.0
+    first, second = set(a), set(b)
+    among = sorted(first | second)[:SKETCH]
+    return _weight((first & second).intersection(among)) / _weight(among)
+
+
+def _weight(found: Iterable[int]) -> int:
+    """The weight of some features: 1 each, ``NUMBER_WEIGHT`` for an odd one (a word with a digit)."""
+    return sum(NUMBER_WEIGHT if f & 1 else 1 for f in found)

@@ -37,7 +37,6 @@ from okfgit.progress import Progress, silent
 
 if TYPE_CHECKING:
     from okfgit.format.markdown import Link
-    from okfgit.format.similar import Signature
 
 F = TypeVar("F", bound=catalog.Fact)
 _SEP = "\0"  # never in a parsed concept body (okf.split refuses NUL), so it can join link fields
@@ -391,16 +390,18 @@ class TierCards:
         return found
 
     @cached_property
-    def signatures(self) -> dict[str, Signature]:
-        """Each concept's near-duplicate signature (``knowledge.similar.SIGNATURES``, kept by
-        tree like the cards; read only by what compares concepts)."""
-        from okfgit.knowledge import similar
+    def compared(self) -> dict[str, tuple[str, str]]:
+        """Each concept compared for near-duplicates: its blob OID and its keys, packed (doctor's
+        facts, ``checks.doctor_kind``, kept by tree like the cards; read only by what compares
+        concepts)."""
+        from okfgit.knowledge import checks
 
-        found = _catalog(similar.SIGNATURES, self.repo, self.tier, self.commit, self.tree, None, silent, None,
-                         self._stores)
+        found = _catalog(checks.doctor_kind(self.tier), self.repo, self.tier, self.commit, self.tree, None, silent,
+                         None, self._stores)
         if self._own:
             self._stores.save()
-        return found.facts
+        return {path: (fact.oid, fact.similar) for path, fact in found.facts.items()
+                if isinstance(fact, checks.Checked) and fact.similar is not None}
 
     def links_of(self, path: str) -> tuple[int, list[Link]]:
         """(lines before the body, the body's links) of the concept at ``path`` (none when unreadable)."""

@@ -22,7 +22,7 @@ import datetime as dt
 import functools
 import json
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, TypeVar
 
@@ -32,14 +32,14 @@ from okfgit.format import markdown as links
 from okfgit.format import resources
 from okfgit.format import concept as okf
 from okfgit.format.findings import ERROR, WARNING, Finding
-from okfgit.format.similar import Signature
+from okfgit.format.similar import Keys, unpacked
 from okfgit.errors import OkfError, ValidationError
 from okfgit.git.objects import FILE_MODE, NOT_UTF8, Entry, blob_oid
 from okfgit.git.repository import Repo
-from okfgit.knowledge import catalog
+from okfgit.knowledge import catalog, similar
 from okfgit.knowledge.snapshot import Snapshot, TreeEntries, snapshot
 from okfgit.knowledge.tiers import Tier, Workspace
-from okfgit.local.store import Row, Store, Stores
+from okfgit.local.store import Row, Store, Stores, code_key
 from okfgit.progress import Progress, silent
 
 OKF = "okf"
@@ -144,6 +144,7 @@ class Checked(NamedTuple):
     stale_after: str  # the instant it goes stale, ISO 8601 ("" when none or unreadable)
     stale_line: int | None
     resources: list[Any]  # [where, path as written, line] of each path-valued field (format/resources.py)
+    similar: str | None  # its near-duplicate keys (knowledge/similar.py), packed; None: not compared
 
 
 def checked_of(tier_name: str, path: str, entry: Entry, data: bytes, parsed: okf.Parsed | None = None) -> Checked:
@@ -151,12 +152,12 @@ def checked_of(tier_name: str, path: str, entry: Entry, data: bytes, parsed: okf
     ``okf.split(data, path)`` when the caller has it already."""
     if entry.is_link:  # reported as a symlink by the scan; never read
         return Checked(entry.oid, [], False, False, 1, [], None, False, [], None, None,
-                       [index.escape_title(okf.title_from_path(path)), "", ""], "", None, [])
+                       [index.escape_title(okf.title_from_path(path)), "", ""], "", None, [], None)
     findings: list[Finding] = []
     doc = _read(path, data, findings, parsed)
     if doc is None:
         return Checked(entry.oid, [_finding_row(f) for f in findings], False, False, 1, [], None, False, [],
-                       None, None, _item_row(index.item_of(data, path)), "", None, [])
+                       None, None, _item_row(index.item_of(data, path)), "", None, [], None)
     checks = FileChecks(tier_name)
     checks.concept(doc)
     meta = doc.meta
@@ -167,6 +168,7 @@ def checked_of(tier_name: str, path: str, entry: Entry, data: bytes, parsed: okf
     stale = life.stale_label() if life is not None and not life.stale_after_invalid else None
     title = okf.one_line(meta.get("title")) or okf.title_from_path(path)
     leads = links.leads_to
+    keys = similar.keys_of(path, meta, doc.body) if doc.has_frontmatter else None
     # Positional, in the fields' order (keywords cost a microsecond a concept).
     return Checked(
         entry.oid,
@@ -186,6 +188,7 @@ def checked_of(tier_name: str, path: str, entry: Entry, data: bytes, parsed: okf
         doc.key_line("stale_after") if stale else None,
         [[f.where, f.value, resources.line_of(doc.data, f, doc.key_line(f.key))]
          for f in resources.path_fields(meta)] if meta else [],
+        None if keys is None else keys.packed(),
     )
 
 
@@ -255,11 +258,13 @@ def fact_from_json(value: list[Any]) -> Checked | Page:
 
 class Facts(dict[str, Checked]):
     """Every concept of a snapshot checked on its own (path -> ``Checked``), with ``pages``:
-    its reserved files (path -> ``Page``), read from the same cache."""
+    its reserved files (path -> ``Page``), read from the same cache, and ``tree``: the KB tree
+    they were read from (None: a working tree)."""
 
-    def __init__(self, concepts: dict[str, Checked], pages: dict[str, Page]) -> None:
+    def __init__(self, concepts: dict[str, Checked], pages: dict[str, Page], tree: str | None = None) -> None:
         super().__init__(concepts)
         self.pages = pages
+        self.tree = tree
 
 
 def doctor_kind(tier: Tier) -> catalog.Kind[Checked | Page]:
@@ -295,7 +300,7 @@ def checked_facts(snap: Snapshot, progress: Progress = silent, stores: Stores | 
                          for path, entry in snap.entries.items() if path.endswith(".md")})
 
 
-def _split_facts(facts: dict[str, Checked | Page]) -> Facts:
+def _split_facts(facts: dict[str, Checked | Page], tree: str | None = None) -> Facts:
     concepts: dict[str, Checked] = {}
     pages: dict[str, Page] = {}
     for path, fact in facts.items():
@@ -304,7 +309,7 @@ def _split_facts(facts: dict[str, Checked | Page]) -> Facts:
         else:
             assert isinstance(fact, Page)
             pages[path] = fact
-    return Facts(concepts, pages)
+    return Facts(concepts, pages, tree)
 
 
 F = TypeVar("F", bound=catalog.Fact)
@@ -348,36 +353,6 @@ class _Listed(Repo):
         return super().tree_entries(commit, prefix)
 
 
-def signatures_of(snap: Snapshot) -> dict[str, Signature]:
-    """Each concept's ``similar.Signature`` in ``snap``: from the tier's cache at a commit; in a
-    working tree, from that cache for a file as HEAD has it, made from the bytes otherwise."""
-    from okfgit.knowledge import similar
-
-    head: dict[str, tuple[str, Signature]] = {}  # path -> (blob, signature) at HEAD, from the cache
-    if snap.tier.exists():
-        try:
-            at = snap if snap.commit is not None else snapshot(snap.tier)
-            built = cached_catalog(similar.SIGNATURES, at) if at.commit is not None else None
-            if built is not None and snap.commit is not None:
-                return dict(built.facts)
-            if built is not None:
-                head = {p: (at.entries[p].oid, sig) for p, sig in built.facts.items() if p in at.entries}
-        except (OkfError, OSError):
-            pass  # only a cache: read the files instead
-    out: dict[str, Signature] = {}
-    for path in snap.concept_paths():
-        entry = snap.entries[path]
-        known = head.get(path)
-        if known is not None and known[0] == entry.oid:  # a working-tree file as committed
-            out[path] = known[1]
-            continue
-        try:
-            out[path] = similar.signature_of(snap.tier.label, path, entry, b"" if entry.is_link else snap.blob(path))
-        except OkfError:
-            continue
-    return out
-
-
 def _cached_facts(snap: Snapshot, progress: Progress = silent, stores: Stores | None = None) -> Facts:
     tier = snap.tier
     built = cached_catalog(doctor_kind(tier), snap, progress, stores)
@@ -388,7 +363,62 @@ def _cached_facts(snap: Snapshot, progress: Progress = silent, stores: Stores | 
         entry = snap.entries.get(path)
         if entry is not None:
             facts[path] = fact_of(tier.name, path, entry, b"" if entry.is_link else snap.blob(path))
-    return _split_facts(facts)
+    return _split_facts(facts, built.tree)
+
+
+Pairs = list[tuple[float, str, str]]  # near-duplicate pairs: (score, path, path), most alike first
+
+
+def near_pairs(snap: Snapshot, packed: Mapping[str, str | None], tree: str | None = None,
+               store: Store | None = None) -> Callable[[set[str] | None], Pairs]:
+    """The near-duplicate pairs of ``snap``, whose concepts' keys are ``packed`` (each concept's
+    ``Checked.similar``), as ``Checker`` asks for them: those with a concept of ``only`` in
+    them, or every pair (``None``), then kept in ``store`` between runs (``similar.kept_pairs``)
+    when they are of the KB tree ``tree``."""
+    label = snap.tier.label
+
+    def keys() -> dict[similar.Key, Keys]:
+        return {(label, path): unpacked(found) for path, found in packed.items() if found is not None}
+
+    def blob(key: similar.Key) -> bytes:
+        return snap.blob(key[1])
+
+    def pairs(only: set[str] | None) -> Pairs:
+        if only is not None:
+            known = keys()
+            among = [(label, p) for p in sorted(only) if (label, p) in known]
+            wanted = {k for key in among for k in known[key].ident + known[key].less}
+            found = similar.Index(known, blob, wanted).pairs(among)
+        else:
+            found = _kept(keys, blob, tree, snap.tier, store).pairs
+        return [(score, a[1], b[1]) for score, a, b in found]
+
+    return pairs
+
+
+def _kept(keys: Callable[[], dict[similar.Key, Keys]], blob: Callable[[similar.Key], bytes], tree: str | None,
+          tier: Tier, store: Store | None) -> similar.Kept:
+    """Every near-duplicate pair of ``tier`` at ``tree``, from those ``store`` kept at an earlier tree."""
+    if tree is None or store is None:
+        return similar.kept_pairs(keys, blob, tree or "")
+    label = tier.label
+    name = f"near-duplicates {label}"
+    before: similar.Kept | None = None
+    changed: list[similar.Key] | None = None
+    found = store.record(name)
+    try:
+        if found["code"] == code_key():
+            before = similar.Kept(found["tree"], [(s, (label, a), (label, b)) for s, a, b in found["pairs"]],
+                                  set(found["crowded"]))
+            if before.tree != tree:
+                changed = [(label, c.path) for c in tier.open().diff_paths(before.tree, tree)]
+    except Exception:  # noqa: BLE001 - only a cache (absent, damaged, or its tree gc'd away): pair every concept
+        before = None
+    kept = similar.kept_pairs(keys, blob, tree, before, changed)
+    if kept is not before:
+        store.stage_record(name, {"code": code_key(), "tree": tree, "crowded": sorted(kept.crowded),
+                                  "pairs": [[s, a[1], b[1]] for s, a, b in kept.pairs]})
+    return kept
 
 
 class Scan:
@@ -662,11 +692,13 @@ class Checker:
     """Runs every check over one scanned tier and collects the findings."""
 
     def __init__(self, scan: Scan, now: dt.date | dt.datetime, wiki_elsewhere: Callable[[str], bool],
-                 only: set[str] | None = None, similar: bool = True,
+                 only: set[str] | None = None, near: Callable[[set[str] | None], Pairs] | None = None,
                  home_elsewhere: Callable[[str], str | None] = lambda path: None) -> None:
         self.scan = scan
         self.home_elsewhere = home_elsewhere  # the label of another tier that has a concept path
-        self.similar = similar  # look for near-duplicates (warnings: a caller counting errors skips them)
+        # The near-duplicate pairs (``near_pairs``); None: not looked for (warnings: a caller
+        # counting errors skips them).
+        self.near = near
         self.only = only  # report findings about these files only (None: every file)
         self.tier = scan.snap.tier
         self.entries = scan.snap.entries
@@ -694,8 +726,8 @@ class Checker:
         self.duplicate_ids(concepts)
         self.superseded_by(concepts)
         self.resource_paths(concepts)
-        if self.similar:
-            self.near_duplicates()
+        if self.near is not None:
+            self.near_duplicates(self.near)
         for path, page in sorted(self.scan.pages.items()):
             if page.findings and (only is None or path in only):
                 self.findings.extend(Finding(code, severity, path, message, line, g)
@@ -739,15 +771,10 @@ class Checker:
                 self.add(PROFILE, "superseded-by-dangling", path, f"superseded_by names {ref}, which is no "
                          "concept path or okf_id in this tier", fact.superseded_line, WARNING)
 
-    def near_duplicates(self) -> None:
+    def near_duplicates(self, near: Callable[[set[str] | None], Pairs]) -> None:
         """Two concepts that say one fact (``knowledge.similar``): a warning on one of them
         (the one ``only`` asks about), naming the other and the score."""
-        from okfgit.knowledge import similar
-
-        label = self.tier.label
-        found = similar.Index(((label, p), sig) for p, sig in signatures_of(self.scan.snap).items())
-        among = None if self.only is None else [(label, p) for p in self.only if okf.is_concept_path(p)]
-        for score, (_, a), (_, b) in found.pairs(among):
+        for score, a, b in near(self.only):
             if self.only is not None and a not in self.only:
                 a, b = b, a
             self.add(PROFILE, "near-duplicate", a, f"nearly duplicates {b} (similarity {score:.2f}): one fact in "
@@ -966,7 +993,7 @@ class IndexCheck:
 
 def check_snapshot(snap: Snapshot, today: dt.date | dt.datetime, wiki_elsewhere: Callable[[str], bool] | None = None,
                    worktree: bool = False, *, facts: dict[str, Checked] | None = None,
-                   only: set[str] | None = None, similar: bool = True) -> TierReport:
+                   only: set[str] | None = None, near: Callable[[set[str] | None], Pairs] | None = None) -> TierReport:
     """Every finding for one tier's snapshot (``today``: a date means its midnight UTC).
 
     ``facts``: the snapshot's ``checked_facts`` when the caller has them already. ``only``:
@@ -975,25 +1002,26 @@ def check_snapshot(snap: Snapshot, today: dt.date | dt.datetime, wiki_elsewhere:
     is looked up path by path, not walked (unless a finding needs every path: a link to a
     missing file or to a folder, a ``[[name]]`` link, an index the root index does not
     reach). With ``only``, ``facts`` may hold just the concepts those findings involve (see
-    ``verbs.review``), and the report counts the concepts it checked.
+    ``verbs.review``), and the report counts the concepts it checked. ``near``: the
+    near-duplicate pairs (``near_pairs``; None: not looked for).
     """
     wanted = None
     if only is not None:
         wanted = {index.index_path(folder) for folder in index.folders_of(only) | {""}} | set(only)
     scan = Scan(snap, facts, wanted)
-    findings = Checker(scan, today, wiki_elsewhere or (lambda name: False), only, similar).run()
+    findings = Checker(scan, today, wiki_elsewhere or (lambda name: False), only, near).run()
     concepts = sum(1 for p in scan.snap.entries if okf.is_concept_path(p)) if only is None else len(scan.facts)
     return TierReport(scan.snap.tier, scan.snap.commit, worktree, concepts, findings)
 
 
 def check_tiers(ws: Workspace, tiers: list[Tier], today: dt.date | dt.datetime, *,
                 read: Callable[[Tier], Snapshot] = snapshot, worktree: bool = False,
-                progress: Progress = silent, similar: bool = True,
+                progress: Progress = silent, near: bool = True,
                 stores: Stores | None = None) -> tuple[list[TierReport], list[str]]:
     """Every finding for each of ``tiers`` (as ``read`` gives them: at HEAD, or the working
     tree), ``[[name]]`` links resolved across the workspace's other active tiers; and a note
     for each tier skipped because it holds no knowledge base. What ``doctor`` reports, and
-    what ``sync`` and ``status`` count (their errors: without ``similar``, no near-duplicate,
+    what ``sync`` and ``status`` count (their errors: without ``near``, no near-duplicate,
     which is a warning, is looked for). The facts read, and each tier's errors at HEAD
     (``errors_at_head``), are staged in ``stores`` (the run's; without it, saved here)."""
     run_stores = stores if stores is not None else Stores()
@@ -1009,7 +1037,12 @@ def check_tiers(ws: Workspace, tiers: list[Tier], today: dt.date | dt.datetime, 
     elsewhere = _Elsewhere(ws, scans, read)
     reports = []
     for label, scan in scans.items():
-        findings = Checker(scan, today, elsewhere.lookup(label), similar=similar,
+        pairs = None
+        if near:
+            facts = scan.facts
+            pairs = near_pairs(scan.snap, {p: f.similar for p, f in facts.items()}, getattr(facts, "tree", None),
+                               None if worktree else _store_of(run_stores, scan.snap.tier))
+        findings = Checker(scan, today, elsewhere.lookup(label), near=pairs,
                            home_elsewhere=elsewhere.holder(label)).run()
         concepts = sum(1 for p in scan.snap.entries if okf.is_concept_path(p))
         reports.append(TierReport(scan.snap.tier, scan.snap.commit, worktree, concepts, findings))
@@ -1053,7 +1086,7 @@ def errors_at_head(ws: Workspace, tiers: list[Tier], today: dt.date | dt.datetim
             continue
         out[tier.label] = errors
     if unknown:
-        reports, _ = check_tiers(ws, unknown, today, similar=False, stores=stores)  # near-duplicates are warnings
+        reports, _ = check_tiers(ws, unknown, today, near=False, stores=stores)  # near-duplicates are warnings
         out.update({r.tier.label: [f for f in r.findings if f.severity == ERROR] for r in reports})
     return out
 
@@ -1132,8 +1165,7 @@ def _brought_forward(tier: Tier, store: Store, found: dict[str, Any], heads: dic
         facts.update(_stored_facts(store, kind.name, label, old, need, _needles((), wiki), changed))
     concepts = {p: f for p, f in facts.items() if type(f) is Checked and p in entries}
     pages = {p: f for p, f in facts.items() if type(f) is Page and p in entries}
-    report = check_snapshot(snap, today, elsewhere.lookup(label), facts=Facts(concepts, pages), only=reach,
-                            similar=False)
+    report = check_snapshot(snap, today, elsewhere.lookup(label), facts=Facts(concepts, pages), only=reach)
     errors = [f for f in errors if f.file not in reach] + [f for f in report.findings if f.severity == ERROR]
     owners = {k: v for k, v in found["ids"].items() if k not in ids}
     for k in ids:

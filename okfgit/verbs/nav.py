@@ -190,31 +190,31 @@ def similar(view: Merged, concept: TierCard, type_: str | None = None, tags: Seq
     """The visible concepts most alike ``concept`` by their words (``knowledge.similar``), most
     alike first, at least ``SIMILAR_FLOOR``; those at ``THRESHOLD`` or above are near-duplicates.
     Deprecated concepts are not compared; ``type_`` and ``tags`` narrow as ``search`` does."""
-    from okfgit.knowledge.similar import Index
+    from okfgit.knowledge import similar
 
     wanted_type = okf.one_line(type_).lower() if type_ else None
     wanted_tags = {t.lower() for t in tags}
-    signatures = []
+    me = (concept.tier, concept.path)
     cards: dict[tuple[str, str], TierCard] = {}
-    query = None
-    for label in view.labels:
-        tier = view.tier(label)
-        for path, sig in tier.signatures.items():
-            if (label, path) == (concept.tier, concept.path):
-                query = sig.features()
-                continue
-            card = tier.card_at(path)
-            if card is None or not view.is_visible(card):
-                continue
-            if wanted_type is not None and card.card.type.lower() != wanted_type:
-                continue
-            if wanted_tags and not wanted_tags <= {t.lower() for t in card.card.tags}:
-                continue
-            cards[(label, path)] = card
-            signatures.append(((label, path), sig))
+
+    def wanted(key: tuple[str, str]) -> bool:
+        card = view.tier(key[0]).card_at(key[1])
+        if key == me:
+            return True
+        if card is None or not view.is_visible(card):
+            return False
+        if wanted_type is not None and card.card.type.lower() != wanted_type:
+            return False
+        if wanted_tags and not wanted_tags <= {t.lower() for t in card.card.tags}:
+            return False
+        cards[key] = card
+        return True
+
+    index = similar.across([view.tier(label) for label in view.labels], wanted)
+    query = index.probe(me) if me in index.keys else None
     if query is None:
         return AlikeFound([], 0)
-    alike = [Alike(near.score, cards[near.key]) for near in Index(signatures).nearest(query, SIMILAR_FLOOR)]
+    alike = [Alike(near.score, cards[near.key]) for near in index.nearest(query, SIMILAR_FLOOR, exclude={me})]
     shown = alike if not limit else alike[:limit]
     return AlikeFound(shown, len(alike) - len(shown))
 

@@ -368,22 +368,23 @@ class Node(NamedTuple):
     frontmatter: bool
     links: list[str]  # where each markdown link of the body leads in the tier (a KB path)
     wiki: list[str]  # the target of each ``[[name]]`` link of the body
+    similar: str | None  # its near-duplicate keys, packed (``checks.Checked.similar``)
 
 
 def node_of(fact: checks.Checked | checks.Page) -> Node:
     if not isinstance(fact, checks.Checked):
-        return Node(fact.oid, None, None, False, False, [], [])  # an index or a log: no concept
-    return _node(fact.oid, fact.okf_id, fact.name, fact.readable, fact.has_frontmatter, fact.links)
+        return Node(fact.oid, None, None, False, False, [], [], None)  # an index or a log: no concept
+    return _node(fact.oid, fact.okf_id, fact.name, fact.readable, fact.has_frontmatter, fact.links, fact.similar)
 
 
 def _node(oid: str, okf_id: str | None, name: str | None, readable: bool, frontmatter: bool,
-          found: list[Any]) -> Node:
+          found: list[Any], keys: str | None) -> Node:
     return Node(oid, okf_id, name, bool(readable), bool(frontmatter),
                 [where for kind, _, _, where in found if kind != "wiki" and where and where != "/"],
-                [target for kind, target, *_ in found if kind == "wiki"])
+                [target for kind, target, *_ in found if kind == "wiki"], keys)
 
 
-_FIELDS = ("oid", "okf_id", "name", "readable", "has_frontmatter", "links")
+_FIELDS = ("oid", "okf_id", "name", "readable", "has_frontmatter", "links", "similar")
 # A node's fields of each stored doctor fact, picked out by SQLite (a concept's fact is a JSON list
 # in Checked's order; an index's or a log's is shorter): review parses these, not every finding.
 _NODE_VIEW = (f"CASE WHEN json_array_length(value) = {len(checks.Checked._fields)} THEN json_array("
@@ -392,7 +393,7 @@ _NODE_VIEW = (f"CASE WHEN json_array_length(value) = {len(checks.Checked._fields
 
 
 def _node_from_view(value: list[Any]) -> Node:
-    return _node(*value) if len(value) == len(_FIELDS) else Node(value[0], None, None, False, False, [], [])
+    return _node(*value) if len(value) == len(_FIELDS) else Node(value[0], None, None, False, False, [], [], None)
 
 
 Doctored = checks.Checked | checks.Page
@@ -573,7 +574,8 @@ class Side:
         """Doctor's findings about the files in ``only`` (none when the tier is not in the tree)."""
         if self.tree is None:
             return []
-        return checks.check_snapshot(self.snap, today, facts=self.facts_for(only), only=only).findings
+        near = checks.near_pairs(self.snap, {p: n.similar for p, n in self.nodes.items()})
+        return checks.check_snapshot(self.snap, today, facts=self.facts_for(only), only=only, near=near).findings
 
 
 def changed_paths(old: Side, new: Side) -> list[tuple[str, Entry | None, Entry | None]]:
