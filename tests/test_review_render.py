@@ -6,6 +6,11 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
+from okfgit.format.findings import ERROR, WARNING, Finding
+from okfgit.render.review import as_markdown
+from okfgit.verbs.review import ConceptChange, Review
 from tests.conftest import Runner
 
 LIMIT = 60_000
@@ -176,3 +181,22 @@ def test_a_300_concept_harvest_names_every_concept(project: Path, okfgit: Runner
     assert block["counts"] == {"added": 300, "modified": 0, "removed": 0, "renamed": 0}
     assert len(block["concepts"]) + block.get("omitted", {}).get("concepts", 0) == 300
     assert block["concepts"][:2] == ["00000000-0000-4000-8000-000000000000", "00000000-0000-4000-8000-000000000001"]
+
+
+@pytest.mark.parametrize(("concepts", "severity"), [(800, ERROR), (3000, WARNING)])
+def test_a_comment_never_passes_the_limit(concepts: int, severity: str) -> None:
+    """However many concepts and findings, the comment stays within LIMIT and ends with the
+    complete block: the concept lines that fit are counted with what surrounds them (800
+    concepts with an error each once came to 60,012 characters)."""
+    paths = [f"area-{i % 8}/c-{i}.md" for i in range(concepts)]
+    review = Review("a" * 40, "b" * 40, "main...HEAD", findings=[
+        Finding("dangling-link", severity, paths[i % concepts], f"links to missing-{i}.md, which does not exist", 9,
+                "profile") for i in range(2047)])
+    review.concepts = [ConceptChange("added", path, None, f"{i:08x}-0000-4000-8000-{i:012x}", "Lesson", f"Lesson {i} ",
+                                     f"What lesson {i} teaches, in a sentence long enough to look like a real one.",
+                                     "c" * 40, None) for i, path in enumerate(paths)]
+    out = as_markdown(review)
+    assert len(out) <= LIMIT, len(out)
+    block = _block(out)
+    assert len(block["concepts"]) + block["omitted"]["concepts"] == concepts
+    assert len(block["findings"]) + block["omitted"]["findings"] == 2047

@@ -216,7 +216,10 @@ def _md_some_lines(review: Review, room: int) -> list[str]:
     total = len(review.concepts)
     rest_note = ("… and {n} more concepts: `okfgit review --full` (or the review report artifact) lists every one, "
                  "`okfgit review --format json` too.")
-    room -= len(rest_note) + 20
+    header = "{n} of {total} concepts, those with findings first:"
+    # What surrounds the lines, at its longest: the header, the note, and the line ends of the
+    # five lines they take (the header, a blank line, a blank line, the note, a blank line).
+    room -= len(header.format(n=total, total=total)) + len(rest_note.format(n=total)) + 5
     lines: list[str] = []
     # What needs a decision first: concepts with errors, then with needs-human findings, then warnings.
     rank = {ERROR: 0, HUMAN: 1}
@@ -228,7 +231,7 @@ def _md_some_lines(review: Review, room: int) -> list[str]:
             break
         lines.append(line)
         room -= len(line) + 1
-    out = [f"{len(lines)} of {total} concepts, those with findings first:", ""] if lines else []
+    out = [header.format(n=len(lines), total=total), ""] if lines else []
     out += lines
     if len(lines) < total:
         out += ["", rest_note.format(n=total - len(lines))]
