@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import zlib
 from pathlib import Path
 
 import pytest
@@ -137,6 +138,23 @@ def test_search_similar_lists_the_nearest_concepts(project: Path, okfgit: Runner
     assert data["results"][0]["path"] == "memory/edge-ttl.md" and data["results"][0]["near_duplicate"] is True
     assert all(r["score"] < similar.THRESHOLD for r in data["results"][1:])
     assert "takes no WORDS" in okfgit("search", "cache", "--similar", "edge-caching", cwd=project, expect=2).err
+
+
+def test_claims_with_other_numbers_are_other_claims() -> None:
+    """A claim's key is the xor of its words' features, and two concepts with the same key are
+    taken to say the same words (alike 1.00, unread). Were a feature a word's CRC-32, "0" and
+    "104" would xor like "2" and "106": two claims about other ports, one fact."""
+    assert zlib.crc32(b"0") ^ zlib.crc32(b"104") == zlib.crc32(b"2") ^ zlib.crc32(b"106")  # the case it is for
+    blobs = {("t", f"{a}.md"): (f"---\ntype: Note\ntitle: Ports {a}\ndescription: Ports {a} and {b} are open on "
+                                f"the edge proxy.\n---\n\nOpened for the {a} rollout.\n").encode()
+             for a, b in (("0", "104"), ("2", "106"))}
+    keys = {}
+    for key, data in blobs.items():
+        parsed = okf.parse_concept(data, key[1])
+        keys[key] = keys_of(key[1], parsed.meta, parsed.body)
+    first, second = keys.values()
+    assert first is not None and second is not None and first.claim != second.claim
+    assert Index(keys, blobs.__getitem__).pairs() == []
 
 
 def _bundle_index(root: Path) -> Index:
