@@ -156,6 +156,26 @@ def sweep(common_dir: Path, gitdir: Path, workdir: Path, since_ns: int, folders:
     return removed + sweep_objects(common_dir / "objects", since_ns)
 
 
+def sweep_placed(memory: Path | None, placed: Iterable[str], since_ns: int,
+                 temp: Iterable[str] | None = None) -> None:
+    """Temp files a killed sync left where projection writes: the memory folder (all of it)
+    and the folders of the other files it ``placed``. Only okfgit's own pattern, only files
+    older than this sync's lock (``fsutil.sweep_temp``). ``temp``: the temp files in the
+    memory folder (relative to it) a scan at the start of this sync found there (none is
+    made after it but this sync's own, which are never left)."""
+    folders = {os.path.dirname(p) for p in placed}  # strings: one per memory file
+    if memory is None:
+        fsutil.sweep_temp([Path(f) for f in folders], since_ns)
+        return
+    inside = str(memory).rstrip(os.sep) + os.sep
+    fsutil.sweep_temp([Path(f) for f in folders if not (f + os.sep).startswith(inside)], since_ns)
+    if temp is None:
+        fsutil.sweep_temp([memory], since_ns, recursive=True)
+        return
+    for rel in temp:
+        fsutil.sweep_temp([(memory / rel).parent], since_ns)
+
+
 _SWEPT: set[str] = set()  # okf folders this process has looked at (``sweep_okf_dir``)
 
 

@@ -30,9 +30,13 @@ import json
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NamedTuple
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from okfgit.local import paths
+
+if TYPE_CHECKING:
+    from okfgit.local.lock import Lock
 
 ABSENT = "absent"
 _MASK = (1 << 64) - 1
@@ -336,3 +340,75 @@ def record(memory_dir: str, since: int, okfgit_wrote: Callable[[str, int, int], 
     if job is not None:
         data["job"] = {"root": job, "digest": job_digest(job)[0]}
     return json.dumps(data, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+class Repository(Protocol):
+    """The project repository a sync writes to (``okfgit.git.repository.Repo`` is one)."""
+
+    @property
+    def common_dir(self) -> Path: ...
+    @property
+    def gitdir(self) -> Path: ...
+    @property
+    def workdir(self) -> Path: ...
+
+
+class SyncStamp:
+    """One sync's bookkeeping of the memory folder: made under the sync lock, before capture
+    reads the folder; ``finish``-ed once, after projection saved its record. It says
+    whether the folder is as the last sync left it (``unchanged``) and whether a capture is
+    held for a sync outside a git hook (``holding``), and at the end sweeps the temp files
+    killed writes left and saves the stamp for the next sync."""
+
+    __slots__ = ("repo", "since_ns", "started", "first", "holding")
+
+    def __init__(self, repo: Repository, lock: Lock, *, hook: bool) -> None:
+        common = str(repo.common_dir)
+        self.repo = repo
+        self.since_ns = lock.since_ns
+        # The file-system clock at the start: a memory file written from now on may be
+        # missed by this capture, so the stamp must not vouch for it.
+        self.started = os.fstat(lock.fd).st_mtime_ns
+        self.first = clean_scan(common)  # no agent wrote a memory since the last sync
+        self.holding = hook and held(common)  # git hooks leave a held capture where it is
+
+    @property
+    def unchanged(self) -> str | None:
+        """The memory folder, when no agent wrote in it since the last sync and that sync's
+        capture left nothing waiting: a capture has nothing there to take."""
+        return self.first[0] if self.first is not None else None
+
+    def finish(self, memory: Path | None, placed: Iterable[Path], *, done: bool,
+               wrote_as: Callable[[str, int, int], bool], clean: bool, job: Path | None) -> None:
+        """Sweep what killed writes left in the repository and where projection ``placed``
+        files, then, when the sync is ``done`` (nothing failed or was deferred) and knows its
+        ``memory`` folder, save the stamp: ``wrote_as`` says which new files okfgit wrote,
+        ``clean`` that capture took every file it could, ``job`` the active run's KB root."""
+        from okfgit.local import journal  # not on the no-op path
+
+        repo = self.repo
+        files = [str(p) for p in placed]
+        journal.sweep(repo.common_dir, repo.gitdir, repo.workdir, self.since_ns, {repo.workdir})
+        # the folder's scan at the start, if it is of this memory folder
+        seen = self.first[1] if self.first is not None and memory is not None and self.first[0] == str(memory) else None
+        journal.sweep_placed(memory, files, self.since_ns, seen.temp if seen is not None else None)
+        if memory is None or not done:
+            return
+        save(str(repo.common_dir), str(memory), self.started, wrote_as, clean=clean, first=seen,
+             written=_inside(memory, files), job=str(job) if job is not None else None, held=self.holding)
+
+
+def _inside(memory: Path, placed: list[str]) -> list[str]:
+    """The files projection ``placed`` in the memory folder (written, touched, removed or
+    left), relative to it: what changed there, and a few that did not."""
+    out: list[str] = []
+    inside = str(memory).rstrip(os.sep) + os.sep
+    for text in placed:  # one per memory file: compared as strings, a Path only for the rest
+        if text.startswith(inside):
+            out.append(text[len(inside):] if os.sep == "/" else Path(text[len(inside):]).as_posix())
+            continue
+        try:
+            out.append(Path(text).relative_to(memory).as_posix())
+        except ValueError:
+            continue
+    return out

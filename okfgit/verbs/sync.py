@@ -15,24 +15,21 @@ for the next sync outside a git hook, which commits it on the branch checked out
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from okfgit import fsutil
 from okfgit.flows import capture
-from okfgit.local import journal, lock, paths
+from okfgit.local import lock, paths
 from okfgit.flows import projection
 from okfgit.local import state
-from okfgit.local import stamps as syncstamp
+from okfgit.local import stamps
 from okfgit.local.store import Stores
 from okfgit.context import Context
 from okfgit.errors import EXIT_INTEGRITY, EXIT_OK, BusyError, OkfError, RepoStateError, UsageError
 from okfgit.format import lifecycle
 from okfgit.knowledge import checks
-from okfgit.knowledge.tiers import Workspace
+from okfgit.knowledge.tiers import Tier, Workspace
 from okfgit.plan import in_progress
 from okfgit.git.repository import Repo
 from okfgit.format.words import plural
@@ -99,7 +96,9 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
     wrote onto the branch that was checked out while they wrote it."""
     if ws.project_repo is None:
         raise UsageError("sync needs a project repository: run it inside one or pass --repo")
-    repo = ws.tier("project").open()
+    tiers = {tier.name: tier for tier in ws.in_scope("all")}  # job (when a run is active), project, global
+    project, job = tiers["project"], tiers.get("job")
+    repo = project.open()
     report = SyncReport()
     held = lock.acquire(paths.lock(repo.common_dir), wait_s, now=ctx.clock)
     if held is None:
@@ -107,60 +106,60 @@ def sync(ctx: Context, ws: Workspace, *, wait_s: float = DEFAULT_WAIT_S, run_arg
         report.skipped = "another okfgit sync is running" + (f" ({holder.describe()})" if holder else "")
         return report
     with held:
-        # The file-system clock at the start: a memory file written from now on may be
-        # missed by this capture, so the stamp must not vouch for it (local/stamps.py).
-        started = os.fstat(held.fd).st_mtime_ns
+        stamp = stamps.SyncStamp(repo, held, hook=hook is not None)
         stores = Stores()  # every repository's store, read once, saved once at the end
         # The ownership record, once: capture records into it, projection replaces it.
         owned = state.load(repo.common_dir, stores.of(repo.common_dir))
-        has_global = ws.tier("global").exists()
-        if has_global:
+        was = dict(owned.inputs)  # the trees the last projection read: a tier whose tree differs changed
+        if tiers["global"].exists():
             from okfgit.flows import exchange
 
             report.exchange = exchange.begin(ctx, ws, stores, force=fetch, wait_s=wait_s)
-        was = dict(owned.inputs)  # the trees the last projection read: a tier whose tree differs changed
-        first = syncstamp.clean_scan(str(repo.common_dir))  # no agent wrote a memory since the last sync
-        busy = None if hook else in_progress(ws.tier("project"))
-        holding = hook is not None and syncstamp.held(str(repo.common_dir))  # git hooks leave a held capture
-        try:
-            if busy is not None:  # nothing is committed until the person has finished it
-                report.in_progress = busy.kind
-                raise RepoStateError(busy.message())
-            unchanged = first[0] if first is not None else None
-            branch, proven = _switched_from(repo, hook, hook_args)
-            if not holding and not proven and not capture.plan_capture(ctx, ws, owned, stores,
-                                                                        unchanged=unchanged).plan.empty:
-                holding = report.capture_held = True
-            if not holding:
-                report.capture = capture.capture(ctx, ws, owned, stores, unchanged=unchanged, branch=branch)
-            if listed and report.capture is not None:
-                report.capture.unchanged_seen, report.capture.unchanged_all = report.capture.unchanged, None
-            report.warnings.extend(report.capture.warnings if report.capture is not None else [])
-        except (RepoStateError, BusyError) as exc:  # mid-rebase, edits in the way, a branch that kept moving
-            report.capture_deferred = str(exc)
-        except OkfError as exc:
-            report.capture_error = str(exc)
+        _capture(ctx, ws, owned, stores, stamp, report, project=project, repo=repo, hook=hook, hook_args=hook_args)
+        if listed and report.capture is not None:
+            report.capture.unchanged_seen, report.capture.unchanged_all = report.capture.unchanged, None
         _commit_run_edits(ctx, ws, report)
-        report.projection = projection.project(ctx, ws, owned, stores, run_arg=run_arg)
-        report.warnings.extend(report.projection.warnings)
-        report.doctor_errors = _doctor_errors(ctx, ws, stores, was, (report.projection.owned or owned).inputs)
-        if has_global:
-            exchange.end(ctx, ws, stores, report.exchange, wait_s=wait_s)
+        report.projection = projected = projection.project(ctx, ws, owned, stores, run_arg=run_arg)
+        owned = projected.owned or owned
+        report.doctor_errors = _doctor_errors(ctx, ws, tiers.values(), stores, was, owned.inputs)
         if report.exchange is not None:
-            report.warnings.extend(report.exchange.warnings)
-        projection.save(report.projection, stores)  # the one save of the stores, then projection's stamp
-        memory = report.projection.memory_dir or (report.capture.memory_dir if report.capture else None)
-        journal.sweep(repo.common_dir, repo.gitdir, repo.workdir, held.since_ns, {repo.workdir})
-        kept = first[1] if first is not None and memory is not None and first[0] == str(memory) else None
-        _sweep(memory, report.projection, held.since_ns, kept)
-        if memory is not None and not report.failed and not report.capture_deferred:
-            cap = report.capture
-            clean = cap is not None and cap.enabled and not (cap.skipped or cap.held or cap.conflicts)
-            job = ws.tier("job") if ws.run else None
-            syncstamp.save(str(repo.common_dir), str(memory), started, (report.projection.owned or owned).wrote_as,
-                           clean=clean, first=kept, written=_written_in(memory, report.projection),
-                           job=str(job.root) if job is not None and job.exists() else None, held=holding)
+            exchange.end(ctx, ws, stores, report.exchange, wait_s=wait_s)
+        report.warnings += [*projected.warnings, *(report.exchange.warnings if report.exchange else [])]
+        projection.save(projected, stores)  # the one save of the stores, then projection's stamp
+        stamp.finish(projected.memory_dir or (report.capture.memory_dir if report.capture else None),
+                     (outcome.path for outcome in projected.outcomes),
+                     done=not (report.failed or report.capture_deferred), wrote_as=owned.wrote_as,
+                     clean=_took_all(report.capture), job=job.root if job is not None and job.exists() else None)
     return report
+
+
+def _capture(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, stamp: stamps.SyncStamp,
+             report: SyncReport, *, project: Tier, repo: Repo, hook: str | None, hook_args: Sequence[str]) -> None:
+    """Capture what the agents wrote, into ``report``. Deferred while git is in the middle of
+    something in the project repository (never the case in a git hook) or the branch will
+    not take it; held for a sync outside a git hook when one was held before or a branch
+    switch cannot be placed (``_switched_from``), which this sync then holds."""
+    busy = None if hook else in_progress(project)
+    try:
+        if busy is not None:  # nothing is committed until the person has finished it
+            report.in_progress = busy.kind
+            raise RepoStateError(busy.message())
+        branch, proven = _switched_from(repo, hook, hook_args)
+        if not stamp.holding and not proven and not capture.plan_capture(ctx, ws, owned, stores,
+                                                                         unchanged=stamp.unchanged).plan.empty:
+            stamp.holding = report.capture_held = True
+        if not stamp.holding:
+            report.capture = capture.capture(ctx, ws, owned, stores, unchanged=stamp.unchanged, branch=branch)
+            report.warnings.extend(report.capture.warnings)
+    except (RepoStateError, BusyError) as exc:  # mid-rebase, edits in the way, a branch that kept moving
+        report.capture_deferred = str(exc)
+    except OkfError as exc:
+        report.capture_error = str(exc)
+
+
+def _took_all(cap: capture.Report | None) -> bool:
+    """The capture took every memory file it could: none unreadable, waiting or conflicting."""
+    return cap is not None and cap.enabled and not (cap.skipped or cap.held or cap.conflicts)
 
 
 def _commit_run_edits(ctx: Context, ws: Workspace, report: SyncReport) -> None:
@@ -220,13 +219,13 @@ def _switched_from(repo: Repo, hook: str | None, hook_args: Sequence[str]) -> tu
     return (previous if f"refs/heads/{previous}" != repo.head_branch() else None), True
 
 
-def _doctor_errors(ctx: Context, ws: Workspace, stores: Stores, was: Mapping[str, state.TierInput],
-                   now: Mapping[str, state.TierInput]) -> dict[str, int]:
+def _doctor_errors(ctx: Context, ws: Workspace, tiers: Iterable[Tier], stores: Stores,
+                   was: Mapping[str, state.TierInput], now: Mapping[str, state.TierInput]) -> dict[str, int]:
     """The errors ``doctor`` finds in each tier whose knowledge base changed since the last
     projection read it (its tree differs), from the facts in the run's stores: said once per
     change, never again while the tree stays (nor on the no-op path, which does not get here)."""
-    changed = [t for t in ws.active() if t.label in now and (t.label not in was or was[t.label].tree
-                                                             != now[t.label].tree)]
+    changed = [t for t in tiers if t.exists() and t.label in now
+               and (t.label not in was or was[t.label].tree != now[t.label].tree)]
     if not changed:
         return {}
     try:
@@ -234,42 +233,6 @@ def _doctor_errors(ctx: Context, ws: Workspace, stores: Stores, was: Mapping[str
     except OkfError:
         return {}  # doctor itself says what it cannot read; a sync does not fail for it
     return {label: len(found) for label, found in errors.items() if found}
-
-
-def _sweep(memory: Path | None, proj: projection.Report, since_ns: int, seen: syncstamp.Scan | None = None) -> None:
-    """Temp files a killed sync left where projection writes: the memory folder (all of it)
-    and the folders of the other target files. Only okfgit's own pattern, only files older
-    than this sync's lock (``fsutil.sweep_temp``). ``seen``: the memory folder's scan at the
-    start of this sync, which names the temp files there (none is made after it but this
-    sync's own, which are never left)."""
-    folders = {os.path.dirname(str(o.path)) for o in proj.outcomes}  # strings: one outcome per memory file
-    if memory is None:
-        fsutil.sweep_temp([Path(f) for f in folders], since_ns)
-        return
-    inside = str(memory).rstrip(os.sep) + os.sep
-    fsutil.sweep_temp([Path(f) for f in folders if not (f + os.sep).startswith(inside)], since_ns)
-    if seen is None:
-        fsutil.sweep_temp([memory], since_ns, recursive=True)
-        return
-    for rel in seen.temp:
-        fsutil.sweep_temp([(memory / rel).parent], since_ns)
-
-
-def _written_in(memory: Path, proj: projection.Report) -> list[str]:
-    """The files projection planned in the memory folder (written, touched, removed or left),
-    relative to it: what changed there, and a few that did not."""
-    out: list[str] = []
-    inside = str(memory).rstrip(os.sep) + os.sep
-    for outcome in proj.outcomes:  # one per memory file: compared as strings, a Path only for the rest
-        text = str(outcome.path)
-        if text.startswith(inside):
-            out.append(text[len(inside):] if os.sep == "/" else Path(text[len(inside):]).as_posix())
-            continue
-        try:
-            out.append(Path(outcome.path).relative_to(memory).as_posix())
-        except ValueError:
-            continue
-    return out
 
 
 def summary_line(report: SyncReport) -> str:
