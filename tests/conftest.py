@@ -82,14 +82,19 @@ def _git_env(home: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(autouse=True)
-def locked_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Point every home-like variable into tmp_path, for in-process code too."""
-    home = tmp_path / "home"
+def _make_home(home: Path) -> None:
+    """A test's home: a git identity, and the folders of the agents that have run there."""
     home.mkdir()
     for agent in (".claude", ".codex"):  # a home where Claude Code and Codex have run
         (home / agent).mkdir()
     (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n[user]\n\tname = Test Author\n\temail = author@example.com\n")
+
+
+@pytest.fixture(autouse=True)
+def locked_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Point every home-like variable into tmp_path, for in-process code too."""
+    home = tmp_path / "home"
+    _make_home(home)
     for key in list(os.environ):
         if key.startswith(SCRUBBED):
             monkeypatch.delenv(key, raising=False)
@@ -240,7 +245,10 @@ def okfgit_proc(env: dict[str, str]) -> Runner:
 @pytest.fixture
 def git(env: dict[str, str]) -> Runner:
     """Run real git: git("log", "--oneline", cwd=repo) -> Result (exit 0 expected)."""
+    return _git_runner(env)
 
+
+def _git_runner(env: dict[str, str]) -> Runner:
     def run(*args: str, cwd: Path, input: str | None = None, expect: int | None = 0,
             extra_env: dict[str, str] | None = None) -> Result:
         full = dict(env)
@@ -256,22 +264,107 @@ def git(env: dict[str, str]) -> Runner:
     return run
 
 
-@pytest.fixture
-def repo(tmp_path: Path, git: Runner) -> Path:
-    """A fresh project repository with one commit (a README)."""
-    path = tmp_path / "proj"
+def _make_repo(path: Path, git: Runner) -> None:
     path.mkdir()
     git("init", "-q", "-b", "main", cwd=path)
     (path / "README.md").write_text("# proj\n")
     git("add", "README.md", cwd=path)
     git("commit", "-q", "-m", "initial", cwd=path)
-    return path
+
+
+def _make_project(path: Path, git: Runner, okfgit: Runner) -> None:
+    _make_repo(path, git)
+    okfgit("init", "--scope", "project", cwd=path)
+
+
+@dataclass
+class _Template:
+    """A repository built once: each folder and file (bytes, or None for a folder; mode) by
+    its path, a folder before what is in it."""
+
+    entries: dict[str, tuple[bytes | None, int]]
+    git: Runner  # git in the environment it was built in
+
+
+_TEMPLATES: dict[str, _Template] = {}
+_AS_WRITTEN: dict[Path, list[tuple[str, int, int, int]]] = {}  # a written repo: its files' stat data then
+
+
+def _template(kind: str, make: Callable[[Path, Runner, Runner], None], factory: pytest.TempPathFactory) -> _Template:
+    """What ``make`` builds, built once in this session, in a home made as every test's home is
+    and with the environment every test has."""
+    template = _TEMPLATES.get(kind)
+    if template is None:
+        root = factory.mktemp(f"template-{kind}")
+        home = root / "home"
+        _make_home(home)
+        env = _git_env(home)
+        made = root / "proj"
+        make(made, _git_runner(env), _runner(env, _run_in_process))
+        entries: dict[str, tuple[bytes | None, int]] = {}
+        for folder, _, files in os.walk(made):
+            entries[os.path.relpath(folder, made)] = None, os.stat(folder).st_mode & 0o7777
+            for name in files:
+                path = os.path.join(folder, name)
+                assert not os.path.islink(path), path
+                with open(path, "rb") as fh:
+                    entries[os.path.relpath(path, made)] = fh.read(), os.stat(path).st_mode & 0o7777
+        template = _TEMPLATES[kind] = _Template(entries, _git_runner(env))
+    return template
+
+
+def _write(dest: Path, entries: list[tuple[str, tuple[bytes | None, int]]], git: Runner) -> None:
+    """Write ``entries`` (of a template) under ``dest``, each file anew, then let git record the
+    files' stat data in the index as it does in a repository made in place: the index holds
+    the template's (inode, times), and the crash tests read it with diff-files, which trusts it."""
+    for rel, (data, mode) in entries:
+        path = os.path.normpath(dest / rel)
+        if data is None:
+            os.makedirs(path, mode, exist_ok=True)
+            continue
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+    git("update-index", "-q", "--refresh", cwd=dest)
+    _AS_WRITTEN[dest] = _stat_data(dest)
+
+
+def _stat_data(root: Path) -> list[tuple[str, int, int, int]]:
+    out = []
+    for folder, folders, files in os.walk(root):
+        for name in folders + files:
+            st = os.lstat(os.path.join(folder, name))
+            out.append((os.path.join(folder, name), st.st_ino, st.st_size, st.st_mtime_ns))
+    return out
 
 
 @pytest.fixture
-def project(repo: Path, okfgit: Runner) -> Path:
-    """A project repository whose project tier is initialised."""
-    okfgit("init", "--scope", "project", cwd=repo)
+def repo(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh project repository with one commit (a README).
+
+    Built once per session and written out for each test (git init, add and commit in every
+    test cost a fifth of the suite's CPU): the same repository, byte for byte and mode for
+    mode (author and clock are pinned, and git records no path in it), its files written now."""
+    template = _template("repo", lambda path, git, _: _make_repo(path, git), tmp_path_factory)
+    _write(tmp_path / "proj", list(template.entries.items()), template.git)
+    return tmp_path / "proj"
+
+
+@pytest.fixture
+def project(repo: Path, okfgit: Runner, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project repository whose project tier is initialised (``okfgit init --scope project``).
+
+    While ``repo`` is as it was written, what the init adds and changes (the same every time:
+    nothing in it depends on the path) is written into it from a repository built once and
+    initialised; after a fixture changed ``repo``, the init runs on what it made."""
+    before = _TEMPLATES["repo"].entries
+    after = _template("project", _make_project, tmp_path_factory)
+    if _stat_data(repo) == _AS_WRITTEN.get(repo) and before.keys() <= after.entries.keys():
+        _write(repo, [(rel, entry) for rel, entry in after.entries.items() if before.get(rel) != entry], after.git)
+    else:
+        okfgit("init", "--scope", "project", cwd=repo)
     return repo
 
 
