@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -44,9 +45,20 @@ def layer_of(path: Path) -> str:
     return rel.parts[0] if len(rel.parts) > 1 else rel.stem
 
 
+@functools.cache
+def tree(path: Path) -> ast.Module:
+    """The module's syntax tree, parsed once for all the checks below (none of them changes it)."""
+    return ast.parse(path.read_text())
+
+
+@functools.cache
+def nodes(path: Path) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(tree(path)))
+
+
 def imports(path: Path) -> list[str]:
     out: list[str] = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in nodes(path):
         if isinstance(node, ast.Import):
             out += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -80,9 +92,8 @@ def test_record_classes_are_dataclasses() -> None:
     marks of a hand-made ``dataclasses``."""
     made = {}
     for path in MODULES:
-        tree = ast.parse(path.read_text())
-        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}  # exec(...), not re.compile(...)
-        names |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "dataclass_transform"}
+        names = {n.id for n in nodes(path) if isinstance(n, ast.Name)}  # exec(...), not re.compile(...)
+        names |= {n.attr for n in nodes(path) if isinstance(n, ast.Attribute) and n.attr == "dataclass_transform"}
         found = sorted(names & {"exec", "eval", "compile", "dataclass_transform"})
         if found:
             made[path.relative_to(PACKAGE).as_posix()] = found
@@ -118,10 +129,10 @@ def test_the_git_layers_light_modules_load_no_libgit2(path: Path) -> None:
     assert bad == [], f"{path.name} imports {bad}"
 
 
-def _attributes(path: Path) -> list[tuple[str, str]]:
+@functools.cache
+def _attributes(path: Path) -> tuple[tuple[str, str], ...]:
     """(the expression's source, the attribute) of every attribute read in ``path``."""
-    tree = ast.parse(path.read_text())
-    return [(ast.unparse(node.value), node.attr) for node in ast.walk(tree) if isinstance(node, ast.Attribute)]
+    return tuple((ast.unparse(node.value), node.attr) for node in nodes(path) if isinstance(node, ast.Attribute))
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(PACKAGE).as_posix())
@@ -130,8 +141,7 @@ def test_no_code_touches_pygit2s_private_parts(path: Path) -> None:
     git layer no private attribute of anything but the module's own objects (``self``,
     ``cls``); outside it, no reach into the layer's pygit2 repository (``Repo.raw``)."""
     names = imports(path)
-    tree = ast.parse(path.read_text())
-    names += [f"{node.module}.{a.name}" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+    names += [f"{node.module}.{a.name}" for node in nodes(path) if isinstance(node, ast.ImportFrom)
               and node.module and node.module.split(".")[0] == "pygit2" for a in node.names]
     bad = [n for n in names if n.split(".")[0] == "pygit2" and any(
         part.startswith("_") or part in ("ffi", "C") for part in n.split(".")[1:])]
@@ -178,7 +188,7 @@ def test_verbs_are_leaves(path: Path) -> None:
 
 def _from_verbs(path: Path) -> list[str]:
     """Names imported as ``from okfgit.verbs import x``."""
-    return [a.name for node in ast.walk(ast.parse(path.read_text()))
+    return [a.name for node in nodes(path)
             if isinstance(node, ast.ImportFrom) and node.module == "okfgit.verbs" for a in node.names]
 
 
