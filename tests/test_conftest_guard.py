@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import home_fingerprint
+from tests.conftest import home_fingerprint
 
 
 def test_the_default_home_raises() -> None:
