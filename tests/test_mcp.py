@@ -36,6 +36,48 @@ def serve(cwd: Path, env: dict[str, str], body: Session, *args: str, client: str
     anyio.run(main)
 
 
+def serve_here(okfgit: Runner, cwd: Path, body: Session, *args: str, client: str | None = None,
+               extra_env: dict[str, str] | None = None) -> None:
+    """`okfgit mcp` run in this process as the CLI runs it (its options, the workspace and
+    reader it opens, the server ``stdio.build`` makes of them), with the SDK's in-memory
+    streams in place of stdin and stdout; ``body`` runs against it as in ``serve``.
+
+    What only a process shows (the stdio transport, the screened stdin, a stdout that carries
+    nothing but the protocol) is held by ``serve``'s test and the raw-pipe test; the others
+    need not start a Python that imports the SDK again (two seconds of CPU each)."""
+    from mcp import types
+    from mcp.shared.memory import create_client_server_memory_streams
+
+    from okfgit.mcp import stdio
+
+    failed: list[BaseException] = []
+
+    def over_memory(reader: Any) -> None:
+        server = stdio.build(reader)
+
+        async def main() -> None:
+            async with create_client_server_memory_streams() as ((client_read, client_write), (read, write)):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(lambda: server.run(read, write, server.create_initialization_options()))
+                    info = types.Implementation(name=client, version="1.0") if client else None
+                    async with ClientSession(client_read, client_write, client_info=info) as session:
+                        await session.initialize()
+                        try:
+                            await body(session)
+                        except BaseException as exc:  # the test's own failure, not okfgit's
+                            failed.append(exc)
+                    group.cancel_scope.cancel()
+
+        anyio.run(main)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stdio, "serve", over_memory)
+        result = okfgit("mcp", *args, cwd=cwd, extra_env=extra_env, expect=None)
+    if failed:
+        raise failed[0]
+    assert result.code == 0 and result.out == "", result
+
+
 async def call(session: ClientSession, tool: str, **args: Any) -> tuple[bool, list[str], dict[str, Any] | None]:
     result = await session.call_tool(tool, args)
     texts = [c.text for c in result.content if c.type == "text"]
@@ -125,7 +167,7 @@ def test_errors_are_tool_errors_and_the_server_lives_on(project: Path, okfgit: R
         seen["scope"] = await call(session, "ls", scope="job")
         seen["after"] = await call(session, "cat", ref="cache-policy")
 
-    serve(project, env, body)
+    serve_here(okfgit, project, body)
     for key in ("note", "log"):
         error, texts, _ = seen[key]
         assert error and "no active run" in texts[0] and "okfgit run start" in texts[0]
@@ -163,7 +205,7 @@ def test_a_commit_by_someone_else_is_seen_by_the_next_call(project: Path, okfgit
         git("commit", "-q", "-m", "third goes", cwd=project)
         seen["gone"] = await call(session, "search", words=["one"])
 
-    serve(project, env, body)
+    serve_here(okfgit, project, body)
     assert seen["before"][2] == {"results": [], "more": 0}
     assert [r["path"] for r in seen["after"][2]["results"]] == ["second.md"]
     assert seen["cat"][1][0].endswith("Body.\n")
@@ -187,7 +229,7 @@ def test_search_shows_the_limit_and_counts_the_rest_as_the_cli_does(project: Pat
         seen["all"] = await call(session, "search", words=["cache"], limit=0)
         seen["bad"] = await call(session, "search", words=["cache"], limit=-1)
 
-    serve(project, env, body)
+    serve_here(okfgit, project, body)
     error, texts, data = seen["two"]
     assert not error and data == {"results": json.loads(cli.out), "more": 3}
     assert texts[0] == cli_text.out + cli_text.err.rstrip("\n")
@@ -217,7 +259,7 @@ def test_ls_links_and_status(project: Path, okfgit: Runner, git: Runner, env: di
         seen["search"] = await call(session, "search", words=["cache"])
         seen["old"] = await call(session, "cat", ref="old-cache")
 
-    serve(project, env, body)
+    serve_here(okfgit, project, body)
     assert seen["ls"][2] == cli_ls and seen["links"][2] == cli_links
     assert seen["ls"][1][0].startswith("# /  (tiers: job/r1, project)")
     error, texts, data = seen["status"]
@@ -230,21 +272,19 @@ def test_ls_links_and_status(project: Path, okfgit: Runner, git: Runner, env: di
 
 
 def test_without_the_sdk_mcp_and_mcp_status_name_the_command_that_installs_it(
-        project: Path, okfgit_proc: Runner, tmp_path: Path, env: dict[str, str]) -> None:
-    shadow = tmp_path / "no-sdk"
-    (shadow / "mcp").mkdir(parents=True)
-    (shadow / "mcp" / "__init__.py").write_text("raise ImportError('no MCP SDK here')\n")
-    path = str(shadow) + ((":" + env["PYTHONPATH"]) if env.get("PYTHONPATH") else "")
+        project: Path, okfgit: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert okfgit("mcp", "status", cwd=project).out.endswith("MCP SDK: installed\n")
+    for name in [n for n in sys.modules if n == "mcp" or n.startswith("mcp.")]:
+        monkeypatch.setitem(sys.modules, name, None)  # no MCP SDK to import from here on, as if not installed
     install = f"{sys.executable} -m pip install 'mcp>=2.2,<3'"  # into the environment this okfgit runs in
-    result = okfgit_proc("mcp", cwd=project, extra_env={"PYTHONPATH": path}, expect=2)
+    result = okfgit("mcp", cwd=project, expect=2)
     assert result.err == ("okfgit: error: `okfgit mcp` needs the MCP Python SDK, which is not installed with this "
                           f"okfgit; install it with: {install}\n")
-    status = okfgit_proc("mcp", "status", cwd=project, extra_env={"PYTHONPATH": path})
+    status = okfgit("mcp", "status", cwd=project)
     assert status.out.endswith(f"MCP SDK: missing, so `okfgit mcp` cannot serve; install it with: {install}\n")
-    data = json.loads(okfgit_proc("mcp", "status", "--json", cwd=project, extra_env={"PYTHONPATH": path}).out)
+    data = json.loads(okfgit("mcp", "status", "--json", cwd=project).out)
     assert data["sdk"] == {"installed": False, "install": install}
-    assert okfgit_proc("mcp", "status", cwd=project).out.endswith("MCP SDK: installed\n")
-    registered = okfgit_proc("mcp", "install", "--agent", "claude", cwd=project, extra_env={"PYTHONPATH": path})
+    registered = okfgit("mcp", "install", "--agent", "claude", cwd=project)
     assert "the MCP SDK is not installed with this okfgit" in registered.err and install in registered.err
 
 
@@ -270,7 +310,7 @@ def test_notes_written_through_mcp_are_the_clients_not_a_persons(project: Path, 
 
     # even with the person's override set in the server's environment: the client writes
     before = git("rev-parse", "HEAD", cwd=job).out
-    serve(project, {**env, "OKF_ACTOR": "human:alice@example.com"}, body, client="Claude Code")
+    serve_here(okfgit, project, body, client="Claude Code", extra_env={"OKF_ACTOR": "human:alice@example.com"})
     error, texts, _ = seen["refused"]  # a note no reader could read back is never committed
     assert error and texts[0] == ("job/r1:notes/huge.md: invalid YAML frontmatter (line 3): a value of 70,000 "
                                   "characters; okfgit reads values of at most 65,536; nothing was written")
@@ -294,7 +334,7 @@ def test_notes_written_through_mcp_are_the_clients_not_a_persons(project: Path, 
         unnamed["log"] = await call(session, "log", text="Another entry.")
         unnamed["state"] = await call(session, "state", where="Rewritten by an agent.")
 
-    serve(project, env, second, client=" ")
+    serve_here(okfgit, project, second, client=" ")
     assert ("Okf-Actor", "agent:mcp") in trailers_by_git(git, job)
     error, texts, _ = unnamed["state"]
     assert error and "rewriting job/r1:STATE.md (verified by human:alice@example.com) is a person's act, and this " \
