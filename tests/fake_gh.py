@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-SCRIPT = '''#!{python}
+SCRIPT = '''#!{python} -S
 import json, os, sys
 folder = {folder!r}
 args = sys.argv[1:]
@@ -38,7 +38,8 @@ for n, answer in enumerate(listed):
 
 
 def install(folder: Path, answers: list[dict] | None = None) -> Path:
-    """Write ``gh`` into ``folder`` (which goes first on PATH); return ``folder``."""
+    """Write ``gh`` into ``folder`` (which goes first on PATH); return ``folder``. It needs only
+    the standard library, so it starts without ``site`` (``-S``): a third of the start-up."""
     folder.mkdir(parents=True, exist_ok=True)
     gh = folder / "gh"
     gh.write_text(SCRIPT.format(python=sys.executable, folder=str(folder)))
