@@ -97,12 +97,12 @@ def test_an_agents_rewrite_of_a_verified_decision_becomes_a_proposal(
         project: Path, okfgit: Runner, git: Runner, env: dict[str, str], path: str, edit: str) -> None:
     mem = _verified_decision(project, okfgit, git, env)
     if path == "post-checkout":  # a branch with other work to check out once Claude is done
-        okfgit("hooks", "install", cwd=project)
-        git("checkout", "-q", "-b", "other", cwd=project, extra_env=_hook_env(env))
+        git("checkout", "-q", "-b", "other", cwd=project)
         (project / "code.txt").write_text("work\n")
         git("add", "code.txt", cwd=project)
-        git("commit", "-q", "-m", "work on other", cwd=project, extra_env=_hook_env(env))
-        git("checkout", "-q", "main", cwd=project, extra_env=_hook_env(env))
+        git("commit", "-q", "-m", "work on other", cwd=project)
+        git("checkout", "-q", "main", cwd=project)
+        okfgit("hooks", "install", cwd=project)  # installed once that work is made: only the checkouts below fire
     master = blob(git, project, f"HEAD:{DECISION}")
     agent_bytes = _rewrite(mem, edit)
 
