@@ -274,7 +274,7 @@ def test_ls_links_and_status(project: Path, okfgit: Runner, git: Runner, env: di
 def test_without_the_sdk_mcp_and_mcp_status_name_the_command_that_installs_it(
         project: Path, okfgit: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
     assert okfgit("mcp", "status", cwd=project).out.endswith("MCP SDK: installed\n")
-    for name in [n for n in sys.modules if n == "mcp" or n.startswith("mcp.")]:
+    for name in {"mcp", *(n for n in sys.modules if n.startswith("mcp."))}:
         monkeypatch.setitem(sys.modules, name, None)  # no MCP SDK to import from here on, as if not installed
     install = f"{sys.executable} -m pip install 'mcp>=2.2,<3'"  # into the environment this okfgit runs in
     result = okfgit("mcp", cwd=project, expect=2)

@@ -34,18 +34,34 @@ def sdk_missing() -> str | None:
     """None when the MCP SDK can be imported here; else the command that installs it into
     the environment this okfgit runs in: ``pipx inject okfgit`` for pipx's (``pip install
     'okfgit[mcp]'`` would install another okfgit, or be refused: okfgit is not on PyPI and a
-    system Python refuses pip, PEP 668), that environment's own pip for any other."""
-    try:
-        import mcp.server.lowlevel  # noqa: F401
-    except ImportError:
-        import shlex
-        import sys
+    system Python refuses pip, PEP 668), that environment's own pip for any other. The SDK is
+    found, not imported: importing it takes seconds, and ``mcp status`` only names it."""
+    import sys
 
-        parts = os.path.normpath(sys.prefix).split(os.sep)
-        if len(parts) >= 3 and parts[-3:-1] == ["pipx", "venvs"]:
-            return f"pipx inject {parts[-1]} '{SDK_REQUIREMENT}'"
-        return f"{shlex.quote(sys.executable)} -m pip install '{SDK_REQUIREMENT}'"
-    return None
+    if _sdk_found(sys.modules):
+        return None
+    import shlex
+
+    parts = os.path.normpath(sys.prefix).split(os.sep)
+    if len(parts) >= 3 and parts[-3:-1] == ["pipx", "venvs"]:
+        return f"pipx inject {parts[-1]} '{SDK_REQUIREMENT}'"
+    return f"{shlex.quote(sys.executable)} -m pip install '{SDK_REQUIREMENT}'"
+
+
+def _sdk_found(modules: dict[str, Any]) -> bool:
+    """Whether ``mcp.server.lowlevel`` is there to import (a module set to None in
+    ``sys.modules`` is one Python refuses to import)."""
+    import importlib.util
+
+    if any(name in modules and modules[name] is None for name in ("mcp", "mcp.server", "mcp.server.lowlevel")):
+        return False
+    try:
+        spec = importlib.util.find_spec("mcp")
+    except (ImportError, ValueError):
+        return False
+    places = spec.submodule_search_locations if spec is not None else None
+    return bool(places) and any(os.path.isfile(os.path.join(p, "server", "lowlevel", "__init__.py"))
+                                for p in places or ())
 
 
 def require_sdk() -> None:
