@@ -71,7 +71,7 @@ def test_a_repository_keeps_one_store_and_the_hook_stamps(project: Path, mem: Pa
     assert sorted(p.name for p in paths.okf_dir(common).iterdir()) == \
         ["fastpath.json", "journal", "state.db", "sync.json", "sync.lock"]
     tree = git("rev-parse", "HEAD:.okf", cwd=project).out.strip()
-    assert kinds(common) == {(kind, "project"): tree for kind in ("cards", "doctor", "indexes", "links")}
+    assert kinds(common) == {(kind, "project"): tree for kind in ("cards", "doctor", "indexes", "links", "lookup")}
     # each row names the blob it was read from, as git does
     listed = dict(line.split("\t")[::-1] for line in git("ls-tree", "-r", "--format=%(objectname)\t%(path)",
                                                            "HEAD", cwd=project / ".okf").out.splitlines())

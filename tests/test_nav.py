@@ -4,7 +4,9 @@ import json
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -340,3 +342,85 @@ def test_a_warm_read_parses_no_yaml_so_imports_none(argv: tuple[str, ...], kb: P
     imported = {line.rsplit("|", 1)[-1].strip() for line in result.err.splitlines() if "|" in line}
     assert "okfgit.knowledge.cards" in imported
     assert not {"yaml", "frontmatter"} & imported
+
+
+# What the read verbs are asked in the comparison below: every REF rule, folders, words long
+# and short, filters, links of every kind.
+QUESTIONS = [
+    *[("cat", ref) for ref in ("storage", "storage-engine", ID_A, ID_SHARED, "global:" + ID_SHARED, "shared",
+                               "global:shared", "decisions/storage.md", "notes/a", "notes/", "x", "STRASSE",
+                               "straße", "cach", "stor", "global:tab", "bad", "notes/bad.md", "cache-polcy",
+                               "weird name", "percent")],
+    *[("ls", path) for path in ("", "decisions", "notes", "notes/a", "project:notes", "global:", "decisions/storage.md",
+                                "decisons")],
+    *[("search", *words) for words in (("cache",), ("CACH", "day"), ("x",), ("ca",), ("aße",), ("stor", "sqlite"),
+                                       ("shared",), ("wording",), ("zebra",), ("--type", "decision"),
+                                       ("--tag", "perf", "cach"), ("e", "--limit", "0"))],
+    *[("links", ref) for ref in ("cache-policy", "storage", "shared", "x in a", "percent", "notes/b/x.md")],
+]
+
+
+def _answers(okfgit: Runner, kb: Path, before: Callable[[], None] = lambda: None) -> list[tuple[Any, ...]]:
+    out = []
+    for argv in QUESTIONS:
+        before()
+        result = okfgit(*argv, "--json", cwd=kb, expect=None)
+        out.append((argv, result.code, result.out, result.err))
+    return out
+
+
+def test_the_stores_lookup_answers_what_reading_every_card_answers(kb: Path, okfgit: Runner, git: Runner,
+                                                                    home: Path) -> None:
+    """cat, ls, search and links through the store's lookup and full-text index give what
+    they give from every card: with the lookup, without it (dropped before each question),
+    without FTS5 (its table gone) and with one unreadable row."""
+    commit_files(git, kb, {
+        ".okf/notes/bad.md": "---\ntype: [unclosed\n---\nbody\n",
+        ".okf/shared.needs-merge.md": concept("Note", "Shared rule", "An agent's wording.", scope="project",
+                                              okf_id=ID_SHARED),
+        ".okf/street.md": concept("Note", "Straße", "Where the cache lives.", "[[weird name]] and [p](perc%65nt.md)\n"),
+        ".okf/weird.md": concept("Note", "Weird", "A name with a space.", name="weird name"),
+        ".okf/percent.md": concept("Note", "Percent", "Linked by an encoded name.", "[[storage-engine]]\n"),
+    })
+    common = kb / ".git"
+    okfgit("links", "storage", cwd=kb)  # the first reader writes the lookup and the links
+    assert {("cards", "project"), ("lookup", "project"), ("links", "project")} <= set(kinds(common))
+    with_lookup = _answers(okfgit, kb)
+    assert kinds(common)[("lookup", "project")] == git("rev-parse", "HEAD:.okf", cwd=kb).out.strip()
+
+    def drop_lookup() -> None:
+        for where in (common, global_repo(home) / ".git"):
+            forget_facts(where, "lookup")
+    assert _answers(okfgit, kb, drop_lookup) == with_lookup
+    okfgit("search", "cache", cwd=kb)  # the lookup again
+    conn = sqlite3.connect(common / "okf" / "state.db")
+    conn.execute("DROP TABLE lookup_words")
+    conn.commit()
+    conn.close()
+    assert _answers(okfgit, kb) == with_lookup
+    conn = sqlite3.connect(common / "okf" / "state.db")
+    conn.execute("UPDATE facts SET value = '[{damaged' WHERE kind = 'cards' AND path = 'decisions/storage.md'")
+    conn.commit()
+    conn.close()
+    assert _answers(okfgit, kb) == with_lookup
+
+
+def test_a_warm_reader_asks_the_lookup_and_reads_no_other_card(kb: Path, okfgit: Runner, git: Runner) -> None:
+    from okfgit.knowledge.cards import TierCards
+    from okfgit.knowledge.tiers import Tier
+
+    okfgit("links", "storage", cwd=kb)  # writes the lookup and the links
+    tier = TierCards(Tier("project", kb, ".okf"))
+    assert [c.path for c in tier.named("storage-engine")] == ["decisions/storage.md"]
+    assert [c.path for c in tier.answering(ID_SHARED)] == ["shared.md"]
+    assert [c.path for c in tier.matching(["cach", "day"])] == ["decisions/cache-policy.md"]
+    assert [c.path for c in tier.under("notes/")] == ["notes/a/x.md", "notes/b/x.md"]
+    assert [c.path for c in tier.linking(["cache-policy"])] == ["decisions/storage.md"]
+    assert "catalog" not in tier.__dict__  # no card but these was read
+    # a commit later, a reader brings the store to it by a tree diff, and still reads no other card
+    commit_files(git, kb, {".okf/notes/a/x.md": concept("Note", "X in a", "Now about caching.", "[[storage]]\n")})
+    tier = TierCards(Tier("project", kb, ".okf"))
+    assert [c.path for c in tier.matching(["cach"])] == ["decisions/cache-policy.md", "decisions/storage.md",
+                                                         "notes/a/x.md"]
+    assert [c.path for c in tier.linking(["storage"])] == ["notes/a/x.md"]
+    assert "catalog" not in tier.__dict__ and tier.catalog.reread == 0  # the store was at HEAD: nothing to read

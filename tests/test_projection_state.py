@@ -99,7 +99,8 @@ def test_the_record_is_what_the_spec_describes(kit: Kit, okfgit: Runner) -> None
     db = sqlite3.connect(kit.state)
     assert db.execute("PRAGMA user_version").fetchone() == (2,)
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert tables == {"meta", "targets", "memory_files", "catalogs", "facts", "records"}  # the store's (local/store.py)
+    assert tables - {"lookup_words_" + part for part in ("idx", "data", "config", "docsize")} == {
+        "meta", "targets", "memory_files", "catalogs", "facts", "records", "lookup", "lookup_words"}  # the store's
     meta = {key: json.loads(value) for key, value in db.execute("SELECT key, value FROM meta")}
     assert sorted(meta) == ["declined", "inputs", "memory_dir", "memory_dir_mtime_ns", "merged", "recall", "rendered",
                             "stale_at",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 from urllib.parse import quote, unquote
@@ -208,14 +208,19 @@ def leads_to(source: str, target: str) -> str | None:
 
 
 def exists(path: str, entries: Iterable[str] | Mapping[str, object]) -> bool:
-    """A resolved path names a blob, or a folder that holds any (``x/index.md`` for a folder link)."""
+    """A resolved path names a blob of ``entries``, or a folder that holds any."""
     paths = entries if isinstance(entries, (set, dict, frozenset)) else set(entries)
-    if path in paths:
+    return names_something(path, paths.__contains__, lambda folder: any(str(p).startswith(folder) for p in paths))
+
+
+def names_something(path: str, is_blob: Callable[[str], bool], holds: Callable[[str], bool]) -> bool:
+    """A resolved path names a blob (``is_blob``), or a folder that holds any (``holds`` of
+    ``<folder>/``, or "" for the root); ``x/index.md`` is a link to the folder ``x``."""
+    if is_blob(path):
         return True
     if path.endswith("/index.md") or path == "index.md":
-        folder = path[: -len("index.md")]
-        return any(str(p).startswith(folder) for p in paths)
-    return any(str(p).startswith(path.rstrip("/") + "/") for p in paths)
+        return holds(path[: -len("index.md")])
+    return holds(path.rstrip("/") + "/")
 
 
 def wiki_names(paths_and_names: Iterable[tuple[str, str | None]]) -> dict[str, str]:

@@ -19,6 +19,7 @@ A ``TierCard`` is a card where it was found: tier label, KB path, card.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -30,9 +31,9 @@ from okfgit.format import lifecycle
 from okfgit.git.objects import Entry
 from okfgit.git.repository import Repo
 from okfgit.knowledge import catalog
-from okfgit.knowledge.catalog import TierCatalog
+from okfgit.knowledge.catalog import Kind, TierCatalog
 from okfgit.knowledge.tiers import Tier
-from okfgit.local.store import Stores
+from okfgit.local.store import LOOKUP, Store, Stores
 from okfgit.progress import Progress, silent
 
 if TYPE_CHECKING:
@@ -176,7 +177,13 @@ def _from_json(value: list[Any]) -> Card:
     return tuple.__new__(Card, value)  # the tuple as it is: 10,000 of them, no per-field call
 
 
-CARDS: catalog.Kind[Card] = catalog.Kind("cards", card_of, _from_json)
+def _lookup_row(path: str, card: Card) -> tuple[str | None, str, str, str, str]:
+    """What the store's lookup keeps of a card (``local/store.py``): okf_id, slug, ``name``,
+    title case-folded, and the words ``search`` matches."""
+    return card.okf_id, slug_of(path), card.name, card.title.casefold(), _fold(card)
+
+
+CARDS: catalog.Kind[Card] = catalog.Kind("cards", card_of, _from_json, lookup=_lookup_row)
 
 
 class LinkFacts(NamedTuple):
@@ -283,18 +290,23 @@ class TierCard(NamedTuple):
 
 
 class TierCards:
-    """One tier at one commit (default HEAD): its cards from the cache, its blobs read on demand.
+    """One tier at one commit (default HEAD): its cards from the store, its blobs read on demand.
 
     ``repo``, ``commit`` and ``tree`` may be given when the caller already has them
     (projection); ``blobs`` collects every blob read while building (OID -> bytes).
     ``stores``: the run's stores (``local/store.py``), which keep what was built here until
-    the run saves them; without it the tier's store is read and written here. ``previous`` is
-    the same tier read earlier in this process (a server kept warm): the cards (and the
-    folded text search matches) are then updated from it by a tree diff, only the changed
-    paths redone, and the store is neither read nor, unless far behind, written.
+    the run saves them; without it (a reader: the read verbs, MCP) the tier's store is read
+    and written here. ``previous`` is the same tier read earlier in this process (a server
+    kept warm): the cards (and the folded text search matches) are then updated from it by a
+    tree diff, only the changed paths redone.
+
+    A question about a few concepts (``card_at``, ``named``, ``with_id``, ``matching``...) is
+    answered from the store's lookup when the store's cards and lookup describe this tree
+    (``_store``), and from every card (``catalog``, read on first use) otherwise; a reader
+    that had to read every card writes the lookup for the next one.
     """
 
-    _CARRIED = ("cards", "folded", "by_okf_id", "by_name", "entries")  # what a refresh of the same tree keeps
+    _CARRIED = ("cards", "folded", "by_okf_id", "by_name")  # what a refresh of the same tree keeps
 
     def __init__(self, tier: Tier, *, repo: Repo | None = None, commit: str | None = None, tree: str | None = None,
                  blobs: dict[str, bytes] | None = None, progress: Progress = silent,
@@ -307,39 +319,97 @@ class TierCards:
         if commit is None and repo is not None:
             commit = repo.head_commit()
         self.commit = commit
-        known = previous.catalog if previous is not None and previous.label == self.label else None
+        self._build = (tree, blobs, progress)
+        self._previous = previous if previous is not None and previous.label == self.label else None
         self._stores = stores if stores is not None else Stores()
-        self._own = stores is None  # no run to save what is read here: saved at once
-        self.catalog: TierCatalog[Card] = _catalog(CARDS, repo, tier, commit, tree, blobs, progress, known,
-                                                   self._stores)
+        self._own = stores is None  # a reader: what is read here is saved at once
+        self._index = False  # the lookup could not answer: a reader writes it
+
+    @cached_property
+    def catalog(self) -> TierCatalog[Card]:
+        """Every card of the tier (read only when a question needs them all)."""
+        tree, blobs, progress = self._build
+        previous, self._previous = self._previous, None  # warm servers keep no chain of old trees
+        known = previous.__dict__.get("catalog") if previous is not None else None
+        built = _catalog(CARDS, self.repo, self.tier, self.commit, tree, blobs, progress, known, self._stores,
+                         self._index)
         if self._own:
             self._stores.save()
-        self._previous_links: TierCatalog[LinkFacts] | None = (
-            previous.__dict__.get("links") if previous is not None and previous.label == self.label else None)
-        self.tree = self.catalog.tree or None
-        # Only references to the previous read's dicts, never to it: warm servers keep no chain of old trees.
-        self._carry: dict[str, Any] = {}
-        self._named_asked = False  # named() answered once by a pass over the cards
+        if previous is not None:
+            self._previous_links = previous.__dict__.get("links")
         if previous is not None and known is not None:
-            if self.catalog.tree == known.tree:  # HEAD moved, the KB tree did not: all of it still holds
+            if built.tree == known.tree:  # HEAD moved, the KB tree did not: all of it still holds
                 self.__dict__.update({k: previous.__dict__[k] for k in self._CARRIED if k in previous.__dict__})
-            elif self.catalog.changed is not None:
+            elif built.changed is not None:
                 self._carry = {k: previous.__dict__[k] for k in ("cards", "folded") if k in previous.__dict__}
+        return built
+
+    @cached_property
+    def tree(self) -> str | None:
+        """The tier's KB tree at the commit."""
+        store = self._store
+        if store is not None:
+            head = store.head(CARDS.name, self.label)
+            if head is not None:
+                return head[0]
+        return self.catalog.tree or None
+
+    @cached_property
+    def _store(self) -> Store | None:
+        """The tier's store when its cards and their lookup describe this tree (a reader first
+        brings them there from a tree a few changes away: ``catalog.forward``), else None."""
+        if "catalog" in self.__dict__ or self.repo is None or self.commit is None:
+            return None
+        store = self._stores.of(self.repo.common_dir)
+        cards, looked = store.head(CARDS.name, self.label), store.head(LOOKUP, self.label)
+        if cards is not None and looked is not None and cards[0] == looked[0]:
+            tree = self._build[0] or (cards[0] if cards[1] == self.commit else
+                                      self.repo.tree_oid(self.commit, self.tier.prefix))
+            if cards[0] == tree or (tree is not None and self._forward(store, CARDS, tree)
+                                    and store.head(LOOKUP, self.label) == store.head(CARDS.name, self.label)):
+                return store
+        self._index = self._own
+        return None
+
+    def _forward(self, store: Store, kind: Kind[F], tree: str) -> bool:
+        """A reader's store of ``kind`` facts brought to ``tree`` by a tree diff and saved."""
+        if not self._own or self.repo is None or self.commit is None or \
+                not catalog.forward(kind, self.repo, self.tier, store, self.commit, tree):
+            return False
+        self._stores.save()
+        return (store.head(kind.name, self.label) or ("",))[0] == tree
+
+    def _ask(self, rows: list[tuple[str, str]] | None) -> list[TierCard] | None:
+        """The store's answer as concepts; None when it gave none or a row is unreadable (the
+        store is then not asked again: every card is read)."""
+        if rows is not None:
+            try:
+                return [TierCard(self.label, path, _from_json(json.loads(value))) for path, value in rows]
+            except (ValueError, TypeError):
+                pass
+        self.__dict__["_store"] = None
+        self._index = self._own
+        return None
+
+    def _lookup(self, column: str, value: str, prefix: bool = False) -> list[TierCard] | None:
+        store = self._store
+        return self._ask(store.looked_up(CARDS.name, self.label, column, value, prefix)) if store else None
 
     @cached_property
     def cards(self) -> dict[str, TierCard]:
         """Every readable concept by path, in path order."""
-        before = self._carry.pop("cards", None)
+        facts = self.catalog.facts
+        before = self.__dict__.get("_carry", {}).pop("cards", None)
         if before is not None:
             return _carried(self.label, before, self.catalog)
-        label, facts, make = self.label, self.catalog.facts, tuple.__new__
+        label, make = self.label, tuple.__new__
         return {path: make(TierCard, (label, path, facts[path])) for path in sorted(facts)}
 
     @cached_property
     def folded(self) -> dict[str, str]:
         """Each concept's title and description lower-cased, by path: what ``search`` matches words in."""
-        before = self._carry.pop("folded", None)
         facts = self.catalog.facts
+        before = self.__dict__.get("_carry", {}).pop("folded", None)
         if before is None:
             return {path: _fold(card) for path, card in facts.items()}
         out = dict(before)
@@ -363,12 +433,10 @@ class TierCards:
 
     @cached_property
     def by_name(self) -> dict[str, list[str]]:
-        """The paths of the concepts each slug (file stem) or frontmatter ``name`` names, in
-        path order: what a REF that is a bare name looks up (``named``), without making a
-        ``TierCard`` of every concept."""
+        """The paths of the concepts each slug (file stem) or frontmatter ``name`` names, in path order."""
         out: dict[str, list[str]] = {}
         for path, card in self.catalog.facts.items():
-            slug = path.rsplit("/", 1)[-1][:-3]
+            slug = slug_of(path)
             out.setdefault(slug, []).append(path)
             name = card.name
             if name and name != slug:
@@ -378,12 +446,112 @@ class TierCards:
                 paths.sort()
         return out
 
+    # -- questions about a few concepts: the store's lookup, else every card ------------------
+
+    def card_at(self, path: str) -> TierCard | None:
+        """The concept at ``path``, if it is a readable concept."""
+        found = self._lookup("path", path)
+        if found is not None:
+            return found[0] if found else None
+        if "cards" in self.__dict__:
+            return self.cards.get(path)
+        fact = self.catalog.facts.get(path)
+        return TierCard(self.label, path, fact) if fact is not None else None
+
+    def named(self, name: str) -> list[TierCard]:
+        """The concepts whose slug or ``name`` is ``name``, in path order."""
+        by_stem = self._lookup("stem", name)
+        by_name = self._lookup("name", name) if by_stem is not None and name else []
+        if by_stem is not None and by_name is not None:
+            return sorted({c.path: c for c in by_stem + by_name}.values(), key=lambda c: c.path)
+        return [self._card(path) for path in self.by_name.get(name, ())]
+
+    def answering(self, okf_id: str) -> list[TierCard]:
+        """The concepts that answer for ``okf_id``, by path (``needs-merge`` siblings do not)."""
+        found = self._lookup("okf_id", okf_id)
+        if found is not None:
+            return [c for c in found if not is_needs_merge(c.path)]
+        return self.by_okf_id.get(okf_id, [])
+
+    def with_id(self, okf_id: str) -> list[TierCard]:
+        """Every concept whose ``okf_id`` is ``okf_id`` (siblings too), by path."""
+        found = self._lookup("okf_id", okf_id)
+        return found if found is not None else [c for c in self.cards.values() if c.okf_id == okf_id]
+
+    def titled(self, title: str) -> list[TierCard]:
+        """The concepts whose title, ignoring case, is ``title`` (case-folded), by path."""
+        found = self._lookup("title", title)
+        return found if found is not None else [c for c in self.cards.values() if c.title.casefold() == title]
+
+    def prefixed(self, stem: str) -> list[TierCard]:
+        """The concepts whose slug or ``name`` starts with ``stem``, by path."""
+        by_stem = self._lookup("stem", stem, prefix=True)
+        by_name = self._lookup("name", stem, prefix=True) if by_stem is not None else None
+        if by_stem is not None and by_name is not None:
+            return sorted({c.path: c for c in by_stem + by_name}.values(), key=lambda c: c.path)
+        return [c for c in self.cards.values() if c.slug.startswith(stem) or c.card.name.startswith(stem)]
+
+    def under(self, prefix: str) -> list[TierCard]:
+        """The concepts whose path starts with ``prefix``, by path."""
+        store = self._store
+        found = self._ask(store.facts_under(CARDS.name, self.label, prefix)) if store else None
+        return found if found is not None else [c for p, c in self.cards.items() if p.startswith(prefix)]
+
+    def matching(self, terms: list[str]) -> list[TierCard]:
+        """The concepts whose title or description, lower-cased, holds every one of ``terms``
+        (lower-cased), by path. The store's full-text index narrows to the concepts that hold
+        every trigram of the terms, and each one it gives is checked as below."""
+        store = self._store
+        grams = dict.fromkeys(t[i:i + 3] for t in terms for i in range(len(t) - 2))
+        if store is not None and grams:
+            query = " AND ".join('"' + g.replace('"', '""') + '"' for g in grams)
+            found = self._ask(store.matching(CARDS.name, self.label, query))
+            if found is not None:
+                return [c for c in found if all(t in _fold(c.card) for t in terms)]
+        folded = self.folded
+        paths: list[str] | dict[str, str] = folded
+        for term in terms:  # one pass per word over what is left: the words narrow it fast
+            paths = [path for path in paths if term in folded[path]]
+        return sorted((self._card(path) for path in paths), key=lambda c: c.path)
+
+    def linking(self, names: list[str]) -> list[TierCard]:
+        """The concepts whose links may name one of ``names`` (or are percent-encoded): every
+        concept, unless the store's links of this tree narrow them (by path)."""
+        store = self._store
+        if store is not None and self._links_at(store):
+            needles = [json.dumps(n, ensure_ascii=False)[1:-1] for n in names] + ["%"]
+            rows = store.rows(LINKS.name, self.label, self.tree, containing=needles)
+            if rows is not None:
+                return [c for path in sorted(rows) if rows[path].value and (c := self.card_at(path)) is not None]
+        return list(self.cards.values())
+
+    def _links_at(self, store: Store) -> bool:
+        """The store's links describe this tree (a reader brings them there as the cards)."""
+        tree = self.tree
+        head = store.head(LINKS.name, self.label)
+        return tree is not None and head is not None and (head[0] == tree or self._forward(store, LINKS, tree))
+
+    def _card(self, path: str) -> TierCard:
+        if "cards" in self.__dict__:
+            return self.cards[path]
+        return TierCard(self.label, path, self.catalog.facts[path])
+
+    @cached_property
+    def problems(self) -> dict[str, tuple[str, str]]:
+        """Concept paths that cannot be read: path -> (blob OID, why), by path."""
+        store = self._store
+        found = store.problems(CARDS.name, self.label) if store is not None else None
+        if found is not None:
+            return {path: (oid, why or "") for path, oid, why in found}
+        return dict(sorted(self.catalog.problems.items()))
+
+    # -- links and files ------------------------------------------------------------------
+
     @cached_property
     def links(self) -> TierCatalog[LinkFacts]:
         """Where each concept links to (``LINKS``, cached by tree like the cards; read only by
         the verbs that follow links). A server kept warm updates them from its last read."""
-        known = self._previous_links
-        self._previous_links = None
+        known = self.__dict__.pop("_previous_links", None)
         found = _catalog(LINKS, self.repo, self.tier, self.commit, self.tree, None, silent, known, self._stores)
         if self._own:
             self._stores.save()
@@ -405,51 +573,55 @@ class TierCards:
 
     def links_of(self, path: str) -> tuple[int, list[Link]]:
         """(lines before the body, the body's links) of the concept at ``path`` (none when unreadable)."""
+        found: LinkFacts | None = None
+        store = self._store
+        if "links" not in self.__dict__ and store is not None and self._links_at(store):
+            row = (store.rows(LINKS.name, self.label, self.tree, [path]) or {}).get(path)
+            try:
+                found = _links_from_json(json.loads(row.value)) if row is not None and row.value else None
+            except (ValueError, TypeError):
+                found = None
+            if found is not None:
+                return found.head, found.parsed()
         found = self.links.facts.get(path)
         return (found.head, found.parsed()) if found is not None else (0, [])
-
-    def card_at(self, path: str) -> TierCard | None:
-        """The concept at ``path``, if it is a readable concept (no ``TierCard`` of every other)."""
-        if "cards" in self.__dict__:
-            return self.cards.get(path)
-        fact = self.catalog.facts.get(path)
-        return TierCard(self.label, path, fact) if fact is not None else None
-
-    def named(self, name: str) -> list[TierCard]:
-        """The concepts whose slug or ``name`` is ``name``, in path order. The first question
-        is answered by one pass over the cards (a third of what building ``by_name`` costs: a
-        command asks once); a second builds ``by_name`` for the rest (a server asks many)."""
-        facts = self.catalog.facts
-        if "by_name" in self.__dict__ or self._named_asked:
-            paths: list[str] | tuple[()] = self.by_name.get(name, ())
-        else:
-            self._named_asked = True
-            whole = f"{name}.md"
-            suffix = "/" + whole if "/" not in name else None  # a slug holds no "/"
-            paths = sorted(path for path, card in facts.items() if (name and card.name == name)
-                           or (suffix is not None and (path == whole or path.endswith(suffix))))
-        if "cards" in self.__dict__:
-            return [self.cards[path] for path in paths]
-        return [TierCard(self.label, path, facts[path]) for path in paths]
-
-    @property
-    def problems(self) -> dict[str, tuple[str, str]]:
-        """Concept paths that cannot be read: path -> (blob OID, why)."""
-        return self.catalog.problems
 
     @cached_property
     def entries(self) -> dict[str, Entry]:
         """Every blob of the tier's KB at the commit (a walk of the whole tree: only when needed)."""
         return self.repo.tree_entries(self.commit, self.tier.prefix) if self.repo and self.commit else {}
 
+    def listing(self, folder: str) -> dict[str, Entry]:
+        """The files and folders directly in ``folder`` of the tier's KB, by name."""
+        tree = self.tree
+        return self.repo.listing(tree, folder) if self.repo is not None and tree else {}
+
+    def exists(self, path: str) -> bool:
+        """``path`` names a file or a folder of the KB (``markdown.names_something``), asked of
+        the tree: no walk of every file."""
+        from okfgit.format.markdown import names_something
+
+        def at(where: str) -> Entry | None:
+            return self.repo.entry_at(self.commit, self.tier.repo_path_of(where)) if self.repo and where else None
+
+        def is_blob(where: str) -> bool:
+            found = at(where)
+            return found is not None and found.is_blob
+
+        def holds(folder: str) -> bool:
+            found = at(folder.rstrip("/"))
+            return found.is_tree if found is not None else not folder and self.tree is not None
+        return names_something(path, is_blob, holds)
+
     def oid(self, path: str) -> str | None:
-        """The blob OID at ``path``, found without walking the tree when the cache knows it."""
-        fact = self.catalog.facts.get(path)
-        if fact is not None:
-            return fact.oid
-        if "entries" in self.__dict__ or self.repo is None or not path:
-            entry = self.entries.get(path)
-            return entry.oid if entry is not None else None
+        """The blob OID at ``path``, found without walking the tree."""
+        concept = self.card_at(path)
+        if concept is not None:
+            return concept.oid
+        if path in self.problems:
+            return self.problems[path][0]
+        if self.repo is None or not path:
+            return None
         found = self.repo.entry_at(self.commit, self.tier.repo_path_of(path))
         return found.oid if found is not None and found.is_blob else None
 
@@ -480,10 +652,11 @@ def _carried(label: str, before: dict[str, TierCard], updated: TierCatalog[Card]
 
 def _catalog(kind: catalog.Kind[F], repo: Repo | None, tier: Tier, commit: str | None, tree: str | None,
              blobs: dict[str, bytes] | None, progress: Progress, known: TierCatalog[F] | None,
-             stores: Stores) -> TierCatalog[F]:
+             stores: Stores, index: bool = False) -> TierCatalog[F]:
     """The tier's ``kind`` catalog (its cards, or their links) at ``tree`` (default: the KB tree
     of ``commit``, which the store may already know): from ``known`` (or else the tier's store
-    in ``stores``), updated by a tree diff, staged there for the run to save."""
+    in ``stores``), updated by a tree diff, staged there for the run to save (with the lookup
+    of the facts, when ``kind`` has one: kept in step, or written whole with ``index``)."""
     if repo is None or commit is None:
         return TierCatalog("")
     store = stores.of(repo.common_dir)
@@ -493,7 +666,8 @@ def _catalog(kind: catalog.Kind[F], repo: Repo | None, tier: Tier, commit: str |
     if tree is None:
         return TierCatalog("")
     built = catalog.build_kind(kind, repo, tier, commit, tree, start, blobs, progress)
-    # A warm server keeps its catalogs in memory: it stores them only when far behind.
-    if known is None or built.reread > catalog.SAVE_AFTER:
-        catalog.remember(kind, store, tier.label, built)
+    # A warm server keeps its catalogs in memory: it stores them when far behind, or to bring
+    # the lookup to this tree.
+    if known is None or built.reread > catalog.SAVE_AFTER or index:
+        catalog.remember(kind, store, tier.label, built, lookup=index)
     return built

@@ -28,7 +28,7 @@ from okfgit.errors import OkfError
 from okfgit.git.objects import Entry
 from okfgit.git.repository import Repo
 from okfgit.knowledge.tiers import Tier
-from okfgit.local.store import Row, Store
+from okfgit.local.store import LOOKUP, Row, Store
 from okfgit.progress import Progress, silent
 
 # Past this many paths read since a warm server last stored a catalog, it stores it again
@@ -80,13 +80,15 @@ class Kind(NamedTuple, Generic[F]):
     OkfError when it is not one), how a fact comes back from its JSON list, and the paths it
     keeps a fact for. ``view``: an SQL expression of the stored JSON for a kind that reads a
     few fields of another's facts (review's nodes of doctor's facts), whose ``from_json``
-    takes what it gives."""
+    takes what it gives. ``lookup``: the row the store's lookup keeps of a path's fact
+    (``store.LOOKUP_COLUMNS`` and the words ``search`` matches), for the one kind that has it."""
 
     name: str
     fact: Callable[[str, str, Entry, bytes], F]
     from_json: Callable[[Any], F]
     wants: Callable[[str], bool] = okf.is_concept_path
     view: str = "value"
+    lookup: Callable[[str, F], tuple[Any, ...]] | None = None
 
 
 def build_kind(kind: Kind[F], repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog[F] | None,
@@ -144,6 +146,24 @@ def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes
     return out
 
 
+def forward(kind: Kind[F], repo: Repo, tier: Tier, store: Store, commit: str, tree: str) -> bool:
+    """Stage the stored ``kind`` facts of ``tier`` (and their lookup, when it is at the same
+    tree) brought from their tree to ``tree`` by a tree diff, reading only the changed blobs
+    and holding no other fact: True when staged (at most ``SAVE_AFTER`` paths changed)."""
+    head = store.head(kind.name, tier.label)
+    try:
+        changes = repo.diff_paths(head[0], tree) if head is not None else None
+    except Exception:  # noqa: BLE001 - the stored tree gc'd away (or any diff failure): not forward
+        changes = None
+    if head is None or changes is None or len(changes) > SAVE_AFTER:
+        return False
+    built = _updated(repo, tier, commit, tree, TierCatalog(head[0], commit=head[1], base=head[0]),
+                     [c.path for c in changes], {}, kind)
+    remember(kind, store, tier.label, built)
+    store.memo.pop((kind.name, kind.view, tier.label), None)  # the changed paths' facts only: no catalog
+    return True
+
+
 def _updated(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog[F], paths: list[str],
              blobs: dict[str, bytes] | None, kind: Kind[F], progress: Progress = silent) -> TierCatalog[F]:
     out = TierCatalog(tree, dict(cached.facts), dict(cached.problems), commit, cached.base,
@@ -195,12 +215,16 @@ def load(kind: Kind[F], store: Store, label: str) -> TierCatalog[F] | None:
 
 
 def remember(kind: Kind[F], store: Store, label: str, built: TierCatalog[F],
-             stored: Callable[[str], Fact | None] | None = None) -> None:
+             stored: Callable[[str], Fact | None] | None = None, lookup: bool = False) -> None:
     """Stage ``built`` (tier ``label``) to be stored: nothing when it is what the store holds,
     the rows of the paths that changed since the stored tree, or every row. ``stored``: the
-    fact to store for a path, when ``kind`` is a view of the stored facts (default: ``built``'s)."""
+    fact to store for a path, when ``kind`` is a view of the stored facts (default: ``built``'s).
+    The lookup of a kind that has one is kept in step with the rows (when it describes the
+    same stored tree), or, with ``lookup``, written whole when it does not."""
     before = store.memo.get((kind.name, kind.view, label))
     store.memo[(kind.name, kind.view, label)] = built
+    if kind.lookup is not None:
+        _stage_lookup(kind.lookup, store, label, built, lookup)
     if before is built or (before is not None and before.tree == built.tree and before.commit == built.commit
                            and before.base == built.base and before.delta == built.delta):
         return
@@ -223,3 +247,21 @@ def remember(kind: Kind[F], store: Store, label: str, built: TierCatalog[F],
         built.base, built.delta = built.tree, frozenset()
 
     store.stage_catalog(kind.name, label, built.tree, built.commit, lambda: ((p, row(p)) for p in where), base, saved)
+
+
+def _stage_lookup(row: Callable[[str, F], tuple[Any, ...]], store: Store, label: str, built: TierCatalog[F],
+                  whole: bool) -> None:
+    """Stage the lookup rows of ``built``: the changed paths' when the stored lookup describes
+    the tree the stored facts do (``built.base``), every path's with ``whole``."""
+    at = store.head(LOOKUP, label)
+    if at is not None and at[0] == built.tree:
+        return
+    if at is not None and built.base is not None and at[0] == built.base:
+        where, base = sorted(built.delta), built.base
+    elif whole:
+        where, base = sorted(built.facts), None
+    else:
+        return
+    facts = built.facts
+    store.stage_catalog(LOOKUP, label, built.tree, built.commit,
+                        lambda: ((path, row(path, facts[path]) if path in facts else None) for path in where), base)

@@ -60,7 +60,6 @@ class Merged:
         self.clock = clock  # epoch seconds: a concept is stale when now >= its stale_after
         self._by_label = {t.label: t for t in self.tiers}
         self._rank = {label: i for i, label in enumerate(self._by_label)}
-        self._names: dict[str | None, dict[str, TierCard]] = {}
 
     def now(self) -> dt.datetime:
         return lifecycle.instant_of(self.clock())
@@ -80,16 +79,13 @@ class Merged:
         """Every readable concept of one tier, by path (shadowed ones and siblings included)."""
         return list(self._by_label[label].cards.values())
 
-    def _ids(self, label: str) -> dict[str, list[TierCard]]:
-        """The concepts of one tier that answer for an ``okf_id`` (siblings do not)."""
-        return self._by_label[label].by_okf_id
-
     def _same_id(self, concept: TierCard, more_specific: bool) -> list[TierCard]:
-        if not concept.okf_id:
+        okf_id = concept.okf_id
+        if not okf_id:
             return []
         at = self.rank(concept.tier)
         labels = self.labels[:at] if more_specific else self.labels[at + 1:]
-        return [c for label in labels for c in self._ids(label).get(concept.okf_id, [])]
+        return [c for label in labels for c in self._by_label[label].answering(okf_id)]
 
     def is_visible(self, concept: TierCard) -> bool:
         return not self._same_id(concept, more_specific=True)
@@ -103,7 +99,7 @@ class Merged:
             cards = self.in_tier(label)
             out.extend([c for c in cards if not c.okf_id or c.okf_id not in above] if above else cards)
             if at < len(self.labels):  # the least specific tier hides nothing
-                above.update(self._ids(label))
+                above.update(self._by_label[label].by_okf_id)
         return out
 
     def shadows(self, concept: TierCard) -> list[TierCard]:
@@ -179,23 +175,24 @@ class Merged:
                     out.setdefault(value, concept)
         return out
 
-    def names(self, label: str | None) -> dict[str, TierCard]:
-        """What a ``[[name]]`` can mean in tier ``label`` (None: every visible concept).
+    def visible(self, label: str | None, ask: Callable[[TierCards], list[TierCard]]) -> list[TierCard]:
+        """What ``ask`` finds in tier ``label`` (shadowed concepts too), or with None in every
+        tier, visible ones only: the order of ``in_tier`` and ``concepts``."""
+        if label:
+            return ask(self._by_label[label])
+        return [c for tier in self.tiers for c in ask(tier) if self.is_visible(c)]
 
-        A frontmatter ``name`` wins over a file stem; otherwise the first by path.
-        """
-        if label not in self._names:
-            pool = self.in_tier(label) if label else self.concepts
-            stems = {c.slug: c for c in reversed(pool)}
-            named = {c.card.name: c for c in reversed(pool) if c.card.name}
-            self._names[label] = {**stems, **named}
-        return self._names[label]
+    def wiki(self, label: str | None, name: str) -> TierCard | None:
+        """What a ``[[name]]`` means in tier ``label`` (None: among every visible concept): the
+        first concept whose frontmatter ``name`` is ``name``, else the first whose file stem is."""
+        found = self.visible(label, lambda tier: tier.named(name))
+        return next((c for c in found if c.card.name == name), None) or next((c for c in found if c.slug == name), None)
 
     def problems(self) -> list[Hit]:
         """Concept files that cannot be parsed (bad YAML, no frontmatter, a symlink ...)."""
         out = []
         for tier in self.tiers:
-            for path, (oid, message) in sorted(tier.problems.items()):
+            for path, (oid, message) in tier.problems.items():
                 out.append(Hit(tier.label, path, oid, None, message))
         return out
 

@@ -32,7 +32,7 @@ from typing import NamedTuple
 from okfgit.errors import UsageError, ValidationError
 from okfgit.format import concept as okf
 from okfgit.format import names
-from okfgit.knowledge.cards import TierCard
+from okfgit.knowledge.cards import TierCard, TierCards
 from okfgit.knowledge.merged import Hit, Merged, concept_hit
 from okfgit.knowledge.tiers import TIER_NAMES
 
@@ -108,49 +108,30 @@ def kb_path(name: str) -> str:
     return "" if path == "." else path
 
 
-def pool(view: Merged, ref: Ref) -> list[TierCard]:
-    """The concepts a name may mean: the named tier's, else the visible ones."""
-    return view.in_tier(ref.tier) if ref.tier else view.concepts
-
-
 def find(view: Merged, text: str) -> tuple[Ref, list[Hit]]:
     """Every blob ``text`` could mean under the first rule that matches (empty when none)."""
     ref = parse(view, text)
     name = ref.name
     if okf.is_valid_okf_id(name):
-        return ref, [concept_hit(c) for c in pool(view, ref) if c.okf_id == name]
+        return ref, [concept_hit(c) for c in view.visible(ref.tier, lambda t: t.with_id(name))]
     hits = _paths(view, ref)
     if hits:
         return ref, hits
     stem = name[:-3] if name.endswith(".md") else name
     path = kb_path(stem)
-    rules: list[Callable[[TierCard], bool]]
+    rules: list[Callable[[TierCards], list[TierCard]]]
     if "/" in name:
-        rules = [lambda c: c.path.startswith(path)]
+        rules = [lambda t: t.under(path)]
     else:
-        named = _named(view, ref, stem)
-        if named:
-            return ref, [concept_hit(c) for c in named]
         folded = name.casefold()
-        rules = [
-            lambda c: c.title.casefold() == folded,
-            lambda c: c.slug.startswith(stem) or c.card.name.startswith(stem),
-        ]
-    concepts = pool(view, ref)  # every concept in view: only for the rules that match against all of them
-    for rule in rules:
-        found = [concept_hit(c) for c in concepts if rule(c)]
+        rules = [lambda t: t.named(stem), lambda t: t.titled(folded), lambda t: t.prefixed(stem)]
+    for rule in rules:  # each asks only the concepts it may match, in the pool's order
+        found = [concept_hit(c) for c in view.visible(ref.tier, rule)]
         if found:
             return ref, found
     # an unreadable concept has no name to match but its file's: say why it cannot be shown
     labels = [ref.tier] if ref.tier else view.labels
     return ref, [h for h in view.problems() if h.tier in labels and posixpath.basename(h.path) == f"{stem}.md"]
-
-
-def _named(view: Merged, ref: Ref, stem: str) -> list[TierCard]:
-    """Rule 4: the concepts in the pool whose slug or ``name`` is ``stem``, in pool order."""
-    if ref.tier:
-        return view.tier(ref.tier).named(stem)
-    return [c for label in view.labels for c in view.tier(label).named(stem) if view.is_visible(c)]
 
 
 def unreadable(hit: Hit) -> str:
@@ -218,7 +199,7 @@ def not_found(view: Merged, ref: Ref) -> str:
     if not view.labels:
         return message + "; run `okfgit init` first"
     names: dict[str, TierCard] = {}
-    for concept in pool(view, ref):
+    for concept in view.in_tier(ref.tier) if ref.tier else view.concepts:
         names.setdefault(concept.slug, concept)
         names.setdefault(concept.path, concept)
     import difflib  # only for a name that matched nothing

@@ -10,6 +10,9 @@ Every repository okfgit reads or writes as a tier keeps one SQLite database (std
   ``index.md``) and each tier, one ``facts`` row per KB path (the blob OID, and the fact as
   JSON or why the blob is no concept), and one ``catalogs`` row naming the KB tree those
   rows describe, the commit it was read at and the code that computed them;
+- the cards' **lookup**: a row per card by path, ``okf_id``, file stem, ``name`` and title,
+  and an FTS5 index of its words (when this SQLite has FTS5), a catalog of kind ``LOOKUP``,
+  so that a reader asks for the few cards it answers from;
 - **records** (the ``records`` table, by name): the last git index found in step with HEAD
   (``local/index_stamp.py``), the global tier's exchanges with its remote
   (``local/exchange.py``), doctor's errors at a tree.
@@ -52,7 +55,21 @@ CREATE TABLE IF NOT EXISTS catalogs (kind TEXT NOT NULL, tier TEXT NOT NULL, tre
 CREATE TABLE IF NOT EXISTS facts (kind TEXT NOT NULL, tier TEXT NOT NULL, path TEXT NOT NULL, oid TEXT NOT NULL,
                                   value TEXT, problem TEXT, PRIMARY KEY (kind, tier, path)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS records (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS lookup (id INTEGER PRIMARY KEY, tier TEXT NOT NULL, path TEXT NOT NULL, okf_id TEXT,
+                                   stem TEXT NOT NULL, name TEXT NOT NULL, title TEXT NOT NULL, words TEXT NOT NULL,
+                                   UNIQUE (tier, path));
+CREATE INDEX IF NOT EXISTS lookup_okf_id ON lookup (okf_id, tier);
+CREATE INDEX IF NOT EXISTS lookup_stem ON lookup (stem, tier);
+CREATE INDEX IF NOT EXISTS lookup_name ON lookup (name, tier);
+CREATE INDEX IF NOT EXISTS lookup_title ON lookup (title, tier);
 """
+# The trigrams of the lookup's words, for ``MATCH`` (when this sqlite has FTS5: else ``search`` reads
+# every card). No positions (detail=none): a query asks for every trigram of its words, and the
+# reader checks the words in what it gets, as it would in every card.
+WORDS = "CREATE VIRTUAL TABLE IF NOT EXISTS lookup_words USING fts5(words, content='lookup', content_rowid='id', " \
+        "tokenize='trigram', detail=none)"
+LOOKUP = "lookup"  # the lookup's rows, staged and written as a catalog of that kind (``stage_catalog``)
+LOOKUP_COLUMNS = ("path", "okf_id", "stem", "name", "title")
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _code_key: str | None = None
@@ -106,7 +123,7 @@ class _Staged:
 
     __slots__ = ("tree", "commit", "rows", "base", "saved")
 
-    def __init__(self, tree: str, commit: str | None, rows: Callable[[], Iterable[tuple[str, Row | None]]],
+    def __init__(self, tree: str, commit: str | None, rows: Callable[[], Iterable[tuple[str, tuple[Any, ...] | None]]],
                  base: str | None, saved: Callable[[], None]) -> None:
         self.tree = tree
         self.commit = commit
@@ -176,59 +193,104 @@ class Store:
         by other code (``code_key``), or the store cannot be read. ``view``: an SQL expression
         of each row's ``value`` giving the JSON the caller reads (default the whole fact), so a
         reader that needs a few fields of every fact parses no more than those."""
-        import sqlite3
-
-        conn = self.connection()
-        if conn is None:
-            return None
-        try:
-            head = conn.execute("SELECT tree, commit_oid, code FROM catalogs WHERE kind = ? AND tier = ?",
-                                (kind, tier)).fetchone()
-            if head is None or head[2] != code_key():
-                return None
-            facts = conn.execute(f"SELECT path, {view} FROM facts WHERE kind = ? AND tier = ? AND value IS NOT NULL",
-                                 (kind, tier)).fetchall()
-            problems = conn.execute("SELECT path, oid, problem FROM facts WHERE kind = ? AND tier = ? "
-                                    "AND value IS NULL", (kind, tier)).fetchall()
-        except sqlite3.Error:
+        head = self.head(kind, tier)
+        facts = self._rows(f"SELECT path, {view} FROM facts WHERE kind = ? AND tier = ? AND value IS NOT NULL",
+                           (kind, tier)) if head is not None else None
+        problems = self.problems(kind, tier) if facts is not None else None
+        if head is None or facts is None or problems is None:
             return None
         return Catalog(head[0], head[1], facts, problems)
+
+    def head(self, kind: str, tier: str) -> tuple[str, str | None] | None:
+        """(the KB tree, the commit it was read at) the stored ``kind`` facts of ``tier`` describe;
+        None as for ``catalog``."""
+        found = self._rows("SELECT tree, commit_oid FROM catalogs WHERE kind = ? AND tier = ? AND code = ?",
+                           (kind, tier, code_key()))
+        return found[0] if found else None
+
+    def problems(self, kind: str, tier: str) -> list[tuple[str, str, str]] | None:
+        """(path, blob OID, why) of each path of ``tier`` that has no ``kind`` fact, by path."""
+        return self._rows("SELECT path, oid, problem FROM facts WHERE kind = ? AND tier = ? AND value IS NULL "
+                          "ORDER BY path", (kind, tier))
 
     def rows(self, kind: str, tier: str, tree: str | None, paths: Iterable[str] = (),
              containing: Iterable[str] = ()) -> dict[str, Row] | None:
         """The stored ``kind`` facts of ``tier`` at ``paths`` (one lookup each: the rows are keyed
-        by path) and of every path whose fact's JSON holds one of the strings ``containing`` (maybe
-        a few more: SQLite's ``LIKE`` ignores ASCII case and reads ``%`` and ``_`` as wildcards),
-        by path, when they describe the KB tree ``tree`` (None: any); None when they describe
+        by path) and of every path whose fact's JSON holds one of the strings ``containing``, by
+        path, when they describe the KB tree ``tree`` (None: any); None when they describe
         another (or other code computed them, or the store cannot be read)."""
+        head = self.head(kind, tier)
+        if head is None or tree not in (None, head[0]):
+            return None
+        paths, containing = list(paths), list(containing)
+        select = "SELECT path, oid, value, problem FROM facts WHERE kind = ? AND tier = ? AND "
+        found: list[tuple[str, str, str | None, str | None]] = []
+        for at in range(0, len(paths), 500):  # SQLite's limit of variables in one statement
+            chunk = paths[at:at + 500]
+            rows = self._rows(select + f"path IN ({', '.join('?' * len(chunk))})", (kind, tier, *chunk))
+            if rows is None:
+                return None
+            found += rows
+        if containing:
+            rows = self._rows(select + "(" + " OR ".join(["instr(value, ?) > 0"] * len(containing)) + ")",
+                              (kind, tier, *containing))
+            if rows is None:
+                return None
+            found += rows
+        return {path: Row(oid, value, problem) for path, oid, value, problem in found}
+
+    # -- the lookup -----------------------------------------------------------------------
+    # Each asks the rows of one tree: the caller checks first that the ``kind`` facts and the
+    # lookup describe the tree it reads (``head``). Each answers (path, fact as JSON) by path,
+    # or None when the store cannot answer (the caller then reads every fact).
+
+    def facts_under(self, kind: str, tier: str, prefix: str) -> list[tuple[str, str]] | None:
+        """The ``kind`` facts of the paths that start with ``prefix``."""
+        after = _after(prefix)
+        if not prefix or after is None:
+            return self._rows("SELECT path, value FROM facts WHERE kind = ? AND tier = ? AND value IS NOT NULL "
+                              "ORDER BY path", (kind, tier)) if not prefix else None
+        return self._rows("SELECT path, value FROM facts WHERE kind = ? AND tier = ? AND path >= ? AND path < ? "
+                          "AND value IS NOT NULL ORDER BY path", (kind, tier, prefix, after))
+
+    def looked_up(self, kind: str, tier: str, column: str, value: str, prefix: bool = False,
+                  ) -> list[tuple[str, str]] | None:
+        """The ``kind`` facts whose lookup ``column`` (one of ``LOOKUP_COLUMNS``) is ``value``
+        (``prefix``: starts with it)."""
+        if column not in LOOKUP_COLUMNS or (prefix and _after(value) is None):
+            return None
+        where, args = (f"l.{column} >= ? AND l.{column} < ?", (value, _after(value))) if prefix else \
+            (f"l.{column} = ?", (value,))
+        indexed = f"INDEXED BY lookup_{column}" if column != "path" else ""  # else sqlite may walk every row
+        return self._rows(f"SELECT l.path, f.value FROM lookup l {indexed} JOIN facts f ON f.kind = ? AND "
+                          f"f.tier = l.tier AND f.path = l.path WHERE {where} AND l.tier = ? ORDER BY l.path",
+                          (kind, *args, tier))
+
+    def matching(self, kind: str, tier: str, query: str) -> list[tuple[str, str]] | None:
+        """The ``kind`` facts whose lookup words match the FTS5 ``query``."""
+        # CROSS JOIN: the index first, then the rows it names (else sqlite may ask it once per row).
+        return self._rows("SELECT l.path, f.value FROM lookup_words w CROSS JOIN lookup l ON l.id = w.rowid CROSS "
+                          "JOIN facts f ON f.kind = ? AND f.tier = l.tier AND f.path = l.path WHERE lookup_words "
+                          "MATCH ? AND l.tier = ? ORDER BY l.path", (kind, query, tier))
+
+    def _rows(self, sql: str, args: tuple[Any, ...]) -> list[Any] | None:
         import sqlite3
 
         conn = self.connection()
         if conn is None:
             return None
-        paths, containing = list(paths), list(containing)
-        select = "SELECT path, oid, value, problem FROM facts WHERE kind = ? AND tier = ? AND "
         try:
-            head = conn.execute("SELECT tree, code FROM catalogs WHERE kind = ? AND tier = ?", (kind, tier)).fetchone()
-            if head is None or head[1] != code_key() or tree not in (None, head[0]):
-                return None
-            found: list[tuple[str, str, str | None, str | None]] = []
-            for at in range(0, len(paths), 500):  # SQLite's limit of variables in one statement
-                chunk = paths[at:at + 500]
-                found += conn.execute(select + f"path IN ({', '.join('?' * len(chunk))})", (kind, tier, *chunk))
-            if containing:
-                found += conn.execute(select + "(" + " OR ".join(["value LIKE '%' || ? || '%'"] * len(containing))
-                                      + ")", (kind, tier, *containing))
+            return conn.execute(sql, args).fetchall()
         except sqlite3.Error:
             return None
-        return {path: Row(oid, value, problem) for path, oid, value, problem in found}
 
     def stage_catalog(self, kind: str, tier: str, tree: str, commit: str | None,
-                      rows: Callable[[], Iterable[tuple[str, Row | None]]], base: str | None,
+                      rows: Callable[[], Iterable[tuple[str, tuple[Any, ...] | None]]], base: str | None,
                       saved: Callable[[], None] = lambda: None) -> None:
         """Stage the ``kind`` facts of ``tier`` at ``tree``: ``rows`` are every row it has
         (``base`` None), or the paths that changed since the stored tree ``base`` (None: the
-        path is gone). When the store holds another tree by the time it is written (another
+        path is gone); a ``Row`` each, or for ``LOOKUP`` a value of each of ``LOOKUP_COLUMNS``
+        but ``path``, then the words. When the store holds another tree by the time it is written (another
         okfgit stored one meanwhile), changes from ``base`` are not written: what is there stays.
         ``rows()`` gives them when they are written (each made then: no catalog is held twice)."""
         self._catalogs[(kind, tier)] = _Staged(tree, commit, rows, base, saved)
@@ -304,23 +366,28 @@ class Store:
     def _write_staged(self, conn: sqlite3.Connection) -> None:
         code = code_key()
         for (kind, tier), staged in sorted(self._catalogs.items()):
-            if staged.base is None:
-                conn.execute("DELETE FROM facts WHERE kind = ? AND tier = ?", (kind, tier))
-            elif conn.execute("SELECT 1 FROM catalogs WHERE kind = ? AND tier = ? AND tree = ? AND code = ?",
-                              (kind, tier, staged.base, code)).fetchone() is None:
+            if staged.base is not None and conn.execute(
+                    "SELECT 1 FROM catalogs WHERE kind = ? AND tier = ? AND tree = ? AND code = ?",
+                    (kind, tier, staged.base, code)).fetchone() is None:
                 continue
-            gone: list[tuple[str, str, str]] = []
+            if kind == LOOKUP:
+                if not _write_lookup(conn, tier, staged):
+                    continue
+            else:
+                if staged.base is None:
+                    conn.execute("DELETE FROM facts WHERE kind = ? AND tier = ?", (kind, tier))
+                gone: list[tuple[str, str, str]] = []
 
-            def present(kind: str = kind, tier: str = tier, staged: _Staged = staged) -> Iterator[tuple[Any, ...]]:
-                for path, row in staged.rows():  # one at a time, each made as it is written
-                    if row is None:
-                        gone.append((kind, tier, path))
-                    else:
-                        yield (kind, tier, path, *row)
+                def present(kind: str = kind, tier: str = tier, staged: _Staged = staged) -> Iterator[tuple[Any, ...]]:
+                    for path, row in staged.rows():  # one at a time, each made as it is written
+                        if row is None:
+                            gone.append((kind, tier, path))
+                        else:
+                            yield (kind, tier, path, *row)
 
-            conn.executemany("INSERT OR REPLACE INTO facts (kind, tier, path, oid, value, problem) "
-                             "VALUES (?, ?, ?, ?, ?, ?)", present())
-            conn.executemany("DELETE FROM facts WHERE kind = ? AND tier = ? AND path = ?", gone)
+                conn.executemany("INSERT OR REPLACE INTO facts (kind, tier, path, oid, value, problem) "
+                                 "VALUES (?, ?, ?, ?, ?, ?)", present())
+                conn.executemany("DELETE FROM facts WHERE kind = ? AND tier = ? AND path = ?", gone)
             conn.execute("INSERT OR REPLACE INTO catalogs (kind, tier, tree, commit_oid, code) VALUES (?, ?, ?, ?, ?)",
                          (kind, tier, staged.tree, staged.commit, code))
         conn.executemany("DELETE FROM records WHERE name = ?",
@@ -330,14 +397,66 @@ class Store:
                           for name, value in self._records.items() if value is not None])
 
 
+def _after(prefix: str) -> str | None:
+    """The least string after every string that starts with ``prefix`` (None: none is)."""
+    if not prefix or ord(prefix[-1]) >= 0x10FFFF:
+        return None
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def _write_lookup(conn: sqlite3.Connection, tier: str, staged: _Staged) -> bool:
+    """The lookup's rows of ``tier`` and their words (every row, or the changed paths'); when
+    they cannot be written (a sqlite without the FTS5 a table needs), nothing of them is, and
+    the lookup is dropped: no reader trusts it until it is written whole again."""
+    import sqlite3
+
+    changed: list[tuple[str, ...]] = []  # the rows, read once: the paths they name and the rows to insert
+    inserted: list[tuple[Any, ...]] = []
+    for path, row in staged.rows():
+        changed.append((tier, path))
+        if row is not None:
+            inserted.append((tier, path, *row))
+    keys: list[tuple[str, ...]]
+    added: list[tuple[str, ...]]
+    if staged.base is None:
+        where, keys, added = "tier = ?", [(tier,)], [(tier,)]
+    else:
+        where, keys, added = "tier = ? AND path = ?", changed, [(tier, row[1]) for row in inserted]
+    conn.execute("SAVEPOINT lookup")
+    try:
+        words = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'lookup_words'").fetchone() is not None
+        if words:
+            conn.executemany("INSERT INTO lookup_words (lookup_words, rowid, words) SELECT 'delete', id, words "
+                             f"FROM lookup WHERE {where}", keys)
+        conn.executemany(f"DELETE FROM lookup WHERE {where}", keys)
+        conn.executemany("INSERT INTO lookup (tier, path, okf_id, stem, name, title, words) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         inserted)
+        if words:
+            conn.executemany(f"INSERT INTO lookup_words (rowid, words) SELECT id, words FROM lookup WHERE {where}",
+                             added)
+        conn.execute("RELEASE lookup")
+        return True
+    except sqlite3.Error:
+        conn.execute("ROLLBACK TO lookup")
+        conn.execute("RELEASE lookup")
+        conn.execute("DELETE FROM catalogs WHERE kind = ? AND tier = ?", (LOOKUP, tier))
+        return False
+
+
 def _create(conn: sqlite3.Connection, common_dir: Path) -> None:
     """The tables of facts and records, made the first time a store is written (and the cache
     files an earlier okfgit kept beside it removed: nothing reads them any more)."""
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'facts'").fetchone() is not None:
+    import sqlite3
+
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'lookup'").fetchone() is not None:
         return
     for statement in SCHEMA.strip().split(";"):
         if statement.strip():
             conn.execute(statement)
+    try:
+        conn.execute(WORDS)
+    except sqlite3.OperationalError:
+        pass  # no FTS5 in this sqlite: ``search`` reads every card
     for name in paths.LEGACY_CACHES:
         try:
             os.unlink(paths.okf_dir(common_dir) / name)

@@ -47,9 +47,8 @@ def ls(view: Merged, where: str = "") -> Listing:
     parsed = refs.parse(view, where) if where.strip() else refs.Ref(where, None, "", None)
     labels = [parsed.tier] if parsed.tier else view.labels
     folder = refs.kb_path(parsed.name)
-    pool = refs.pool(view, parsed)
     if folder.endswith(".md"):
-        found = [c for c in pool if c.path == folder]
+        found = view.visible(parsed.tier, lambda t: [c] if (c := t.card_at(folder)) is not None else [])
         if not found:
             raise UsageError(refs.not_found(view, parsed))
         return Listing(folder, parsed.tier, [], found, [])
@@ -57,17 +56,13 @@ def ls(view: Merged, where: str = "") -> Listing:
     subs: dict[str, list[str]] = {}
     exists = folder == ""
     for label in labels:
-        for path in view.tier(label).entries:
-            if not path.startswith(prefix):
-                continue
-            exists = True
-            rest = path[len(prefix):]
-            if "/" in rest:
-                sub = prefix + rest.split("/", 1)[0]
-                if label not in subs.setdefault(sub, []):
-                    subs[sub].append(label)
+        for name, entry in view.tier(label).listing(folder).items():
+            exists = exists or entry.is_blob or entry.is_tree
+            if entry.is_tree:
+                subs.setdefault(prefix + name, []).append(label)
     if not exists:
         raise UsageError(refs.not_found(view, parsed))
+    pool = view.visible(parsed.tier, lambda t: t.under(prefix))
     counts = _counts(pool, prefix)
     folders = [Folder(sub, tuple(tiers), _folder_description(view, tiers, sub), counts.get(sub, 0))
                for sub, tiers in sorted(subs.items())]
@@ -81,7 +76,7 @@ def _folder_description(view: Merged, tiers: Iterable[str], folder: str) -> str:
     for label in tiers:
         tier = view.tier(label)
         path = names.index_path(folder)
-        if path in tier.entries:
+        if tier.oid(path) is not None:
             text = tier.blob(path).decode("utf-8", errors="replace")
             from okfgit.format import index_md as index
 
@@ -127,7 +122,7 @@ def search(view: Merged, words: Sequence[str] = (), type_: str | None = None, ta
     Ranked: current concepts before deprecated ones (left out when ``include_deprecated``
     is False), then more words in the title first, then by path, then most specific tier.
     The first ``limit`` are shown (0: all); ``Found.more`` counts the rest. Words are
-    matched in each tier's folded text (``TierCards.folded``, kept with the tier).
+    matched by each tier (``TierCards.matching``: the store's full-text index, or every card).
     """
     if limit < 0:
         raise UsageError(f"the limit must be 0 (all) or more, not {limit}")
@@ -136,15 +131,7 @@ def search(view: Merged, words: Sequence[str] = (), type_: str | None = None, ta
     terms = [w.lower() for w in words if w.strip()]
     ranked: list[tuple[bool, int, str, int, TierCard]] = []
     for label in view.labels:
-        tier = view.tier(label)
-        folded = tier.folded
-        matching: Iterable[str] = folded
-        for term in terms:  # one pass per word over what is left: the words narrow it fast
-            matching = [path for path in matching if term in folded[path]]
-        for path in matching:
-            concept = tier.card_at(path)
-            if concept is None:
-                continue
+        for concept in view.tier(label).matching(terms):
             deprecated = concept.deprecated
             if deprecated and not include_deprecated:
                 continue
@@ -156,7 +143,7 @@ def search(view: Merged, words: Sequence[str] = (), type_: str | None = None, ta
                 continue
             title = concept.card.title.lower()
             in_title = sum(1 for term in terms if term in title)
-            ranked.append((deprecated, -in_title, path, view.rank(label), concept))
+            ranked.append((deprecated, -in_title, concept.path, view.rank(label), concept))
     ranked.sort(key=lambda r: r[:4])
     shown = ranked if not limit else ranked[:limit]
     return Found([r[4] for r in shown], len(ranked) - len(shown))
@@ -257,10 +244,13 @@ def link_report(view: Merged, concept: TierCard) -> LinkReport:
     """Where ``concept`` links to, and which visible concepts link to it (or to what it shadows)."""
     head, found = view.tier(concept.tier).links_of(concept.path)
     outgoing = [follow(view, concept, link, head) for link in found]
-    targets = {_key(concept)} | {_key(c) for c in view.shadows(concept)}
+    shadowed = view.shadows(concept)
+    targets = {_key(concept)} | {_key(c) for c in shadowed}
     names = {path.rsplit("/", 1)[-1] for _, path in targets}
+    # What a link to them must hold: a file name (so a slug), or a frontmatter name.
+    named = sorted({c.slug for c in (concept, *shadowed)} | {c.card.name for c in (concept, *shadowed) if c.card.name})
     backlinks = []
-    for source in view.concepts:
+    for source in view.visible(None, lambda t: t.linking(named)):
         head, found = view.tier(source.tier).links_of(source.path)
         for link in found:
             if _links_to(view, source, link, targets, names):
@@ -302,16 +292,14 @@ def follow(view: Merged, source: TierCard, link: links.Link, skip: int = 0) -> O
     hit = view.hit(source.tier, target.path)
     if hit is not None:
         return OutLink(link.kind, link.target, line, "ok", target.path, hit)
-    if links.exists(target.path, view.tier(source.tier).entries):
+    if view.tier(source.tier).exists(target.path):
         return OutLink(link.kind, link.target, line, "ok", target.path)
     return OutLink(link.kind, link.target, line, "dangling", target.path)
 
 
 def _wiki_target(view: Merged, tier: str, name: str) -> Hit | None:
-    for names in (view.names(tier), view.names(None)):
-        if name in names:
-            return concept_hit(names[name])
-    return None
+    found = view.wiki(tier, name) or view.wiki(None, name)
+    return concept_hit(found) if found is not None else None
 
 
 # -- JSON shapes --------------------------------------------------------------------
