@@ -108,6 +108,8 @@ def test_the_record_is_what_the_spec_describes(kit: Kit, okfgit: Runner) -> None
     assert meta["merged"]["skipped"] == ["project:broken.md", "global:legacy-note.md"]
     assert any("okf_origin '../escape.md'" in w for w in meta["merged"]["warnings"])
     assert meta["merged"]["needs_merge"] == []
+    limit, source, held, total = meta["merged"]["held"]  # the memory folder's budget held them all
+    assert (limit, source, held) == (10_000, "the default", total)
     assert len(meta["recall"]) == 3 and isinstance(meta["recall"][2], int)  # [top, generation, fresh]
     row = db.execute("SELECT okf_id, tier, path, oid, size, mtime_ns, since, written FROM memory_files "
                      "WHERE name = 'testing.md'").fetchone()

@@ -191,6 +191,10 @@ def test_claude_recalls_what_okfgit_ranks_first(repo: Path, okfgit, git, home: P
     assert any("MEMORY.md lists" in s for s in explained["over_budget"])
     text = okfgit("project", "--explain", cwd=repo).out
     assert "Claude Code" in text and "recall: the 200 newest memory files" in text and "Codex" in text
+    # the default budget holds every concept of a knowledge base of this size, and says so
+    n = explained["claude"]["projected"]
+    assert explained["claude"]["budget"] == {"files": 10_000, "source": "the default", "holds": n, "concepts": n}
+    assert f"memory folder: holds {n:,} of {n:,} concepts (its budget: 10,000 files, the default" in text
     status = okfgit("status", cwd=repo, expect=None).out
     assert "over an agent's budget: Claude Code: MEMORY.md lists" in status
 
@@ -324,3 +328,98 @@ def test_the_candidates_from_a_scan_are_the_candidates_claude_lists(tmp_path: Pa
     seen = stamps.scan(str(folder), keep=True).entries
     assert seen is not None and recall.claude_candidates(folder, seen) == recall.claude_candidates(folder) \
         == [folder / n for n in ("team/mine.md", "sub/deeper/c.md", "sub/b.md", "a.md", "link-to-file.md")]
+
+
+def _note(n: int, *, type_: str = "Reference", extra: str = "") -> str:
+    return (f"---\ntype: {type_}\ntitle: Note {n:02}\ndescription: Budget note number {n:02}.\n"
+            f"okf_id: {n:08x}-0000-4000-8000-000000000000\n{extra}---\n\nBody {n}.\n")
+
+
+def test_the_memory_folder_holds_its_budget_and_every_other_concept_stays_in_reach(
+        repo: Path, okfgit, git, home: Path, env: dict[str, str]) -> None:  # noqa: ANN001
+    from okfgit.context import Context
+    from okfgit.mcp import tools
+    from okfgit.targets.claude_home import memory_dir
+
+    kb = repo / ".okf" / "notes"
+    kb.mkdir(parents=True)
+    verified = "verified:\n- by: human:alice@example.com\n  at: 2026-01-01T00:00:00Z\n"
+    for n in range(12):
+        (kb / f"n{n:02}.md").write_text(_note(n, extra=verified if n in (9, 10) else ""))
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "twelve notes", cwd=repo)
+    git("config", "okf.memoryFiles", "5", cwd=repo)
+    folder = Path(memory_dir(repo.resolve(), env, home).path)
+
+    def held() -> set[str]:
+        return {p.name for p in folder.glob("*.md") if p.name != "MEMORY.md"}
+
+    okfgit("sync", cwd=repo)
+    # the human-verified ones first (recall.rank), then the first by path: five files
+    assert held() == {"n09.md", "n10.md", "n00.md", "n01.md", "n02.md"}
+    memory_md = (folder / "MEMORY.md").read_text()
+    assert "n09.md" in memory_md and "n11.md" not in memory_md
+    summary = okfgit("project", "--explain", "--json", cwd=repo).out
+    assert json.loads(summary)["explain"]["claude"]["budget"] == {
+        "files": 5, "source": "git config okf.memoryFiles", "holds": 5, "concepts": 12}
+    assert ("memory folder: holds 5 of 12 concepts (its budget: 5 files, git config okf.memoryFiles, and every "
+            "human-verified one)") in okfgit("project", "--explain", cwd=repo).out
+    status = okfgit("status", cwd=repo, expect=None).out
+    assert ("over an agent's budget: Claude Code: the memory folder holds 5 of 12 concepts (its budget: 5 files, "
+            "git config okf.memoryFiles, and every human-verified one); the other 7 are reached through the tier "
+            "indexes, `okfgit cat` and MCP") in status
+
+    # outside the budget, still one step away: cat, search and MCP
+    assert okfgit("cat", "n11", cwd=repo).out == _note(11)
+    assert json.loads(okfgit("search", "number", "11", "--json", cwd=repo).out)[0]["path"] == "notes/n11.md"
+
+    reader = tools.Reader(Context(env, repo))  # what `okfgit mcp` answers each tool call with
+    assert [r["path"] for r in tools.call(reader, "search", {"words": ["number", "11"]}).data["results"]] == \
+        ["notes/n11.md"]
+    assert tools.call(reader, "cat", {"ref": "n11"}).text == _note(11)
+
+    # a concept changed since leads the recall order: it moves in, the last one held moves out
+    (kb / "n11.md").write_text(_note(11).replace("Body 11.", "Body 11, reworded."))
+    git("commit", "-q", "-am", "reword n11", cwd=repo)
+    removed = json.loads(okfgit("project", "--json", cwd=repo).out)["removed"]
+    assert [(Path(r["path"]).name, r["reason"].split(", ")[-1]) for r in removed] == [
+        ("n02.md", "outside the memory folder's budget")]
+    assert held() == {"n11.md", "n09.md", "n10.md", "n00.md", "n01.md"}
+    assert not (folder / "n02.md").exists()  # no stale file
+    assert "n02.md" not in (folder / "MEMORY.md").read_text()
+
+    # a budget smaller than the human-verified concepts drops none of them; and what leaves the
+    # budget is removed only as okfgit wrote it: a file a person edited, or their own, stays
+    edited = (folder / "n00.md").read_bytes() + b"\nA line a person added.\n"
+    (folder / "n00.md").write_bytes(edited)
+    (folder / "mine.md").write_bytes(b"My own note.\n")
+    git("config", "okf.memoryFiles", "1", cwd=repo)
+    done = json.loads(okfgit("project", "--json", cwd=repo, expect=None).out)
+    assert [Path(r["path"]).name for r in done["removed"]] == ["n01.md"]
+    assert held() == {"n11.md", "n09.md", "n10.md", "n00.md", "mine.md"}
+    assert (folder / "n00.md").read_bytes() == edited and (folder / "mine.md").read_bytes() == b"My own note.\n"
+
+
+def test_the_budget_is_read_from_git_config_then_the_projects_settings(repo: Path, okfgit, git,  # noqa: ANN001
+                                                                      home: Path, env: dict[str, str]) -> None:
+    from okfgit.targets.claude_home import memory_dir
+
+    kb = repo / ".okf" / "notes"
+    kb.mkdir(parents=True)
+    for n in range(4):
+        (kb / f"n{n:02}.md").write_text(_note(n))
+    (repo / ".okf" / "okfgit.toml").write_text("memory_files = 2\n")
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "four notes, two held", cwd=repo)
+    folder = Path(memory_dir(repo.resolve(), env, home).path)
+    out = okfgit("project", cwd=repo).out
+    assert "(holds 2 of 4 concepts: its budget, memory_files in .okf/okfgit.toml)" in out
+    assert sorted(p.name for p in folder.glob("n*.md")) == ["n00.md", "n01.md"]
+    git("config", "okf.memoryFiles", "3", cwd=repo)
+    assert "(holds 3 of 4 concepts: its budget, git config okf.memoryFiles)" in okfgit("project", cwd=repo).out
+    git("config", "okf.memoryFiles", "many", cwd=repo)
+    done = okfgit("project", cwd=repo)
+    assert "git config okf.memoryFiles is 'many', not a whole number; the memory folder holds 10,000 files" in done.err
+    assert sorted(p.name for p in folder.glob("n*.md")) == ["n00.md", "n01.md", "n02.md", "n03.md"]
+    from okfgit.knowledge.capture_policy import project_setting
+    assert project_setting(repo)[0] == "unset"  # a known key: capture still reads the file (and stays on)

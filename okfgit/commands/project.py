@@ -105,7 +105,10 @@ def _summary(report: Report, dry_run: bool) -> str:
     tiers = ", ".join(f"{t.label}@{t.commit[:7]}" for t in report.tiers) or "none"
     lines.append(f"  tiers: {tiers}")
     if report.memory_dir is not None:
-        lines.append(f"  memory folder: {report.memory_dir}")
+        held = report.held
+        cut = f" (holds {held.held:,} of {held.total:,} concepts: its budget, {held.source})" \
+            if held is not None and held.held < held.total else ""
+        lines.append(f"  memory folder: {report.memory_dir}{cut}")
     for o in report.outcomes:
         if o.target != "claude-memory" and o.action != "unchanged":
             lines.append(f"  {o.action}: {o.path}")
@@ -120,6 +123,9 @@ def _explained(ex: Explanation) -> str:
         cut = "; cut, pointing to the tier indexes for the rest" if ex.memory_md_cut else ""
         lines.append(f"  MEMORY.md: {len(ex.memory_md_lines)} lines, {ex.memory_md_bytes:,} bytes (loads 200 lines, "
                      f"25,000 bytes); lists {ex.memory_md_listed} of {ex.projected} projected concepts{cut}")
+        if ex.held is not None:
+            lines.append(f"  memory folder: holds {ex.held.held:,} of {ex.held.total:,} concepts (its budget: "
+                         f"{ex.held.limit:,} files, {ex.held.source}, and every human-verified one)")
         lines.append(f"  recall: the {len(ex.recall)} newest memory files, in the order Claude Code ranks them:")
         for rank, (name, citation) in enumerate(ex.recall, start=1):
             lines.append(f"    {rank:>3}. {name}  {citation or NOT_OURS}")

@@ -32,6 +32,7 @@ from okfgit.format.names import is_needs_merge
 from okfgit.plan import FileWrite, Plan, apply, render
 from okfgit.targets import TARGETS
 from okfgit.targets.base import FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, Merged, Save, TierInfo, View
+from okfgit.knowledge import capture_policy
 from okfgit.knowledge.tiers import Tier, Workspace
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ class Report:
     fresh: int | None = None  # how many lead the recall order as what changed last (targets/recall.py)
     notes: list[str] | None = None  # the memory target's warnings that come from the concepts
     needs_merge: list[str] | None = None  # every needs-merge sibling in the tiers ("<tier>:<path>")
+    held: state.Held | None = None  # what the memory folder's budget held (targets/claude_memory.py)
 
     @property
     def failed(self) -> bool:
@@ -187,6 +189,7 @@ def project(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, *, 
         read=lambda oid: _read(oid, cache, inputs.repos), nav_protocol=nav_protocol(),
         wrote=lambda oid: _stored(repo, oid), changed=lambda: _changed(inputs, st),
         global_cards=_once(lambda: _global_cards(inputs, stores, cache)),
+        budget=lambda: capture_policy.memory_files(ctx, ws.project_repo), fresh=lambda: _fresh(inputs, st),
     )
     planned: list[tuple[str, Item]] = []
     watched: list[str] = []
@@ -210,7 +213,7 @@ def project(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, *, 
             report.recall_top_s, report.generation, report.recall_order = tp.recall_top_s, tp.generation, \
                 tp.recall_order
         if tp.notes is not None:
-            report.fresh, report.notes, report.needs_merge = tp.fresh, tp.notes, tp.needs_merge
+            report.fresh, report.notes, report.needs_merge, report.held = tp.fresh, tp.notes, tp.needs_merge, tp.held
         if tp.skipped is not None:
             report.skipped_concepts = tp.skipped
     report.memory_dir = memory_dir
@@ -328,6 +331,21 @@ def _changed(inputs: _Inputs, st: state.State) -> list[tuple[TierCard, TierCard]
         if found is None:
             return None
         out += [(TierCard(label, path, old), TierCard(label, path, new)) for path, old, new in found]
+    return out
+
+
+def _fresh(inputs: _Inputs, st: state.State) -> set[tuple[str, str]] | None:
+    """The (tier, path) of every concept added or changed since the inputs the state records
+    (None when the tiers taking part changed, or a recorded tree is gone)."""
+    if {info.label for info in inputs.infos} != set(st.inputs):
+        return None
+    out: set[tuple[str, str]] = set()
+    for info in inputs.infos:
+        try:
+            out.update((info.label, c.path) for c in inputs.repos[info.label].diff_paths(st.inputs[info.label].tree,
+                                                                                          info.tree) if c.new)
+        except Exception:  # noqa: BLE001 - a recorded tree gc'd away (or any diff failure): not known
+            return None
     return out
 
 
@@ -479,7 +497,7 @@ def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str,
             new.recall_top_s, new.generation = report.recall_top_s, report.generation
         if report.notes is not None and not memory_failed:
             new.recall_fresh, new.skipped, new.notes = report.fresh, list(report.skipped_concepts), report.notes
-            new.needs_merge = report.needs_merge
+            new.needs_merge, new.held = report.needs_merge, report.held
         stat = fastpath.stat_token(str(memory_dir))
         # A file held back (an agent deleted it) is missing where a record says okfgit wrote it:
         # the folder is not vouched for, so the next run looks at it again rather than keep it.

@@ -9,7 +9,9 @@ parties must agree and either can say no:
   read from the tree at HEAD. A machine's ``on`` cannot override it.
 
 The same file says where ``user`` memories (facts about the person) go: ``user_memories =
-"global"`` (the default: the machine's own global tier, never pushed) or ``"project"``.
+"global"`` (the default: the machine's own global tier, never pushed) or ``"project"``, and
+how many concept files Claude Code's memory folder holds, ``memory_files`` (the machine's
+``git config okf.memoryFiles`` wins over it: ``memory_files``).
 
 When the project's setting exists but cannot be read with certainty (not a regular
 file, not UTF-8, not TOML, an unknown key or value, or uncommitted edits to it), capture
@@ -31,7 +33,10 @@ from okfgit.knowledge.tiers import PROJECT_PREFIX, Workspace
 CONFIG_KEY = "okf.capture"
 SETTINGS_NAME = "okfgit.toml"
 SETTINGS_PATH = f"{PROJECT_PREFIX}/{SETTINGS_NAME}"  # in the project repo
-_KNOWN_KEYS = {"capture", "user_memories"}
+_KNOWN_KEYS = {"capture", "user_memories", "memory_files"}
+MEMORY_FILES_KEY = "okf.memoryFiles"
+# The memory folder's budget unless set: a knowledge base of ordinary size is projected whole.
+MEMORY_FILES = 10_000
 USER_MEMORIES = ("global", "project")  # where a ``user`` memory (about the person) goes
 _VALUES = {"on": "on", "off": "off", True: "on", False: "off"}
 _MAX_BYTES = 64 * 1024
@@ -95,6 +100,28 @@ def user_memories(repo_root: Path | None) -> str:
     ``user_memories = "project"``. An unreadable file turns capture off anyway."""
     _, _, parsed = _settings(repo_root)
     return "project" if parsed.get("user_memories") == "project" else "global"
+
+
+def memory_files(ctx: Context, repo_root: Path | None) -> tuple[int, str, str | None]:
+    """How many concept files Claude Code's memory folder holds (its budget), what said so,
+    and why a setting was not used (unreadable: the default holds then)."""
+    problem = None
+    try:
+        gitdir = Repo.open(repo_root).gitdir if repo_root is not None else None
+        value = config.get(ctx.environ, MEMORY_FILES_KEY, cwd=repo_root or ctx.cwd, gitdir=gitdir)
+    except OkfError as exc:
+        value, problem = None, f"git config {MEMORY_FILES_KEY} cannot be read ({exc})"
+    if value is not None:
+        if value.strip().isdigit():
+            return int(value), f"git config {MEMORY_FILES_KEY}", None
+        problem = f"git config {MEMORY_FILES_KEY} is {value!r}, not a whole number"
+    _, _, parsed = _settings(repo_root)
+    found = parsed.get("memory_files")
+    if isinstance(found, int) and not isinstance(found, bool) and found >= 0 and problem is None:
+        return found, f"memory_files in {SETTINGS_PATH}", None
+    if found is not None and problem is None:
+        problem = f"memory_files in {SETTINGS_PATH} is {found!r}, not a whole number"
+    return MEMORY_FILES, "the default", f"{problem}; the memory folder holds {MEMORY_FILES:,} files" if problem else None
 
 
 def _settings(repo_root: Path | None) -> tuple[str, str, dict[str, object]]:

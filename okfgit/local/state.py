@@ -93,6 +93,25 @@ class MemoryFile(NamedTuple):
         return getattr(self, key) if key in self._fields else default
 
 
+class Held(NamedTuple):
+    """The memory folder's budget: how many concept files it may hold and what said so, how
+    many it holds and how many concepts there were to project."""
+
+    limit: int
+    source: str
+    held: int
+    total: int
+
+    @property
+    def sentence(self) -> str | None:
+        """What the budget left out, in one sentence (None: nothing)."""
+        if self.held >= self.total:
+            return None
+        return (f"Claude Code: the memory folder holds {self.held:,} of {self.total:,} concepts (its budget: "
+                f"{self.limit:,} files, {self.source}, and every human-verified one); the other "
+                f"{self.total - self.held:,} are reached through the tier indexes, `okfgit cat` and MCP")
+
+
 class TierInput(NamedTuple):
     """The input one tier gave: its repository, HEAD commit and KB tree."""
 
@@ -347,7 +366,7 @@ class State:
                  skipped: list[str] | None = None, notes: list[str] | None = None,
                  needs_merge: list[str] | None = None, tool: str = TOOL, warnings: list[str] | None = None,
                  stale_at: int | None = None, declined: dict[str, str] | None = None,
-                 store: Store | None = None) -> None:
+                 store: Store | None = None, held: Held | None = None) -> None:
         self.common_dir = common_dir
         self.store = store if store is not None else Store(common_dir)  # the repository's, where this is kept
         self.memory_dir = memory_dir
@@ -361,6 +380,7 @@ class State:
         self.skipped = skipped
         self.notes = notes
         self.needs_merge = needs_merge
+        self.held = held
         self.tool = tool
         self.warnings: list[str] = [] if warnings is None else warnings
         self.stale_at = stale_at
@@ -396,7 +416,7 @@ class State:
                     dict(self.targets), self._memory.copy(), self.recall_top_s, self.generation,
                     recall_fresh=self.recall_fresh, skipped=self.skipped, notes=self.notes,
                     needs_merge=self.needs_merge, tool=self.tool, stale_at=self.stale_at,
-                    declined=dict(self.declined), store=self.store)
+                    declined=dict(self.declined), store=self.store, held=self.held)
         out._rows, out._stored, out._damaged = self._rows, self._stored, self._damaged
         out.rendered = dict(self.rendered)
         return out
@@ -493,7 +513,8 @@ class State:
             "inputs": {k: list(v) for k, v in sorted(self.inputs.items())},
             "recall": [self.recall_top_s, self.generation,
                        *([self.recall_fresh] if self.recall_fresh is not None else [])],
-            "merged": ({"skipped": self.skipped, "warnings": self.notes, "needs_merge": self.needs_merge}
+            "merged": ({"skipped": self.skipped, "warnings": self.notes, "needs_merge": self.needs_merge,
+                        **({"held": list(self.held)} if self.held is not None else {})}
                        if self.skipped is not None and self.notes is not None and self.needs_merge is not None
                        else None),
             "rendered": {path: {k: list(v) for k, v in sorted(inputs.items())}
@@ -596,6 +617,9 @@ def _from_meta(common: Path, meta: Mapping[str, Any], targets: dict[str, FileRec
         state.skipped = [str(s) for s in merged["skipped"]]
         state.notes = [str(w) for w in merged["warnings"]]
         state.needs_merge = [str(p) for p in merged["needs_merge"]]
+        held = merged.get("held")
+        if isinstance(held, list) and len(held) == 4:
+            state.held = Held(int(held[0]), str(held[1]), int(held[2]), int(held[3]))
     return state
 
 

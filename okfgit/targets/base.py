@@ -21,7 +21,7 @@ from okfgit.knowledge.cards import TierCard
 from okfgit.context import Context
 from okfgit import fsutil
 from okfgit.git.objects import blob_oid
-from okfgit.local.state import MemoryFiles, State
+from okfgit.local.state import Held, MemoryFiles, State
 from okfgit.knowledge.tiers import Tier
 
 WRITE = "write"
@@ -78,6 +78,11 @@ class View:
     changed: Callable[[], list[tuple[TierCard, TierCard]] | None] = lambda: None
     # The global tier's concepts (its cards, visible or not in the merge): the home-level blocks' facts.
     global_cards: Callable[[], list[TierCard]] = lambda: []
+    # How many concept files the memory folder holds, what said so, and why a setting was not
+    # used (``capture_policy.memory_files``); and the (tier, path) of the concepts added or
+    # changed since the inputs the state records (None: not known).
+    budget: Callable[[], tuple[int, str, str | None]] = lambda: (10_000, "the default", None)
+    fresh: Callable[[], set[tuple[str, str]] | None] = lambda: None
     _merged: Merged | None = None
 
     def tier(self, name: str) -> TierInfo | None:
@@ -149,7 +154,9 @@ class TargetPlan:
     skipped: list[str] | None = None
     notes: list[str] | None = None
     needs_merge: list[str] | None = None
+    held: Held | None = None  # what the memory folder's budget held (set with ``notes``)
     saves: list[Save] = field(default_factory=list)  # written before every item
+
 
 
 def folder_problem(folder: Path) -> str | None:

@@ -3,7 +3,8 @@
 Read from the files on disk after a projection, with each agent's own rule:
 
 - Claude Code loads ``MEMORY.md`` within 200 lines and 25,000 bytes, and recalls only the
-  200 newest ``*.md`` files of the memory folder (``recall.claude_candidates``);
+  200 newest ``*.md`` files of the memory folder (``recall.claude_candidates``), which holds
+  only as many concept files as its budget (``State.held``: the last projection's);
 - Codex (0.171.0) loads at most 32 KiB (``project_doc_max_bytes``) of the project's
   instruction files (per folder from the git root down, the first of ``AGENTS.override.md``,
   ``AGENTS.md``); ``$CODEX_HOME/AGENTS.md`` (or ``AGENTS.override.md``) is loaded besides,
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from okfgit.format import blocks
-from okfgit.local.state import MemoryFile, MemoryFiles, State
+from okfgit.local.state import Held, MemoryFile, MemoryFiles, State
 from okfgit.targets import claude_home, memory_index, recall
 from okfgit.format.words import plural
 from okfgit.git.objects import shown
@@ -63,6 +64,7 @@ class Explanation:
     files: list[FileBudget] = field(default_factory=list)
 
     hidden: list[str] = field(default_factory=list)  # okfgit's blocks an agent does not read (``hidden``)
+    held: Held | None = None  # the memory folder's budget, as the last projection that read every concept kept it
 
     @property
     def codex_bytes(self) -> int:
@@ -73,6 +75,8 @@ class Explanation:
     def over_budget(self) -> list[str]:
         """What an agent cannot see, one sentence each (empty when nothing is cut)."""
         out: list[str] = []
+        if self.held is not None and self.held.sentence:
+            out.append(self.held.sentence)
         if self.memory_md_cut:
             out.append(f"Claude Code: MEMORY.md lists {self.memory_md_listed} of {self.projected} projected "
                        f"concepts (it loads {memory_index.MAX_LINES} lines and {memory_index.MAX_BYTES:,} bytes); "
@@ -96,6 +100,8 @@ class Explanation:
                               "max_lines": memory_index.MAX_LINES, "max_bytes": memory_index.MAX_BYTES,
                               "text": self.memory_md_lines},
                 "projected": self.projected,
+                "budget": ({"files": self.held.limit, "source": self.held.source, "holds": self.held.held,
+                            "concepts": self.held.total} if self.held is not None else None),
                 "recall": [{"rank": n, "file": name, "citation": cite}
                            for n, (name, cite) in enumerate(self.recall, start=1)],
                 "recall_limit": recall.RECALL_LIMIT,
@@ -120,6 +126,7 @@ def explain(owned: State, memory_dir: Path | None, worktree: Path | None, enviro
     records: MemoryFiles | dict[str, MemoryFile] = (
         owned.memory_files if memory_dir is not None and owned.memory_dir == memory_dir else {})
     out.projected = len(records)
+    out.held = owned.held if records else None
     listed: set[str] = set()
     if memory_dir is not None:
         try:

@@ -40,7 +40,7 @@ from okfgit.local.state import MemoryFile
 from okfgit.local.state import State as MemoryState
 from okfgit.targets import memory_index, recall
 from okfgit.targets.home_agents import used
-from okfgit.targets.base import (FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Item, Save, TargetPlan, View,
+from okfgit.targets.base import (FAIL, REMOVE, SKIP, TOUCH, UNCHANGED, WRITE, Held, Item, Save, TargetPlan, View,
                                  folder_problem)
 
 INDEX_NAME = "MEMORY.md"
@@ -78,13 +78,14 @@ class ClaudeMemory:
         if _changed_in_place(view, folder, out):
             return out
         merged = view.merged()
-        shown = [c for c in merged.concepts if not _declined(view.state, c)]
+        shown, left, out.held, problem = _within_budget(view, folder,
+                                                        [c for c in merged.concepts if not _declined(view.state, c)])
         names, warnings = assign_names(shown)
-        out.notes = [*merged.warnings, *warnings]
+        out.notes = [*merged.warnings, *warnings, *([problem] if problem else [])]
         out.skipped = list(merged.skipped)
         out.needs_merge = list(merged.needs_merge)
         out.warnings.extend(out.notes)
-        out.items.extend(_reconcile(view, folder, names, out.kept))
+        out.items.extend(_reconcile(view, folder, names, out.kept, left))
         _recall_order(view, folder, names, out)
         index = _index_item(view, folder, names, shown, out)
         if index is not None:
@@ -93,6 +94,41 @@ class ClaudeMemory:
         if old is not None and old != folder:
             out.items.extend(_old_index(view, old / INDEX_NAME))
         return out
+
+
+# -- the budget ---------------------------------------------------------------------------------
+
+
+def _within_budget(view: View, folder: Path, concepts: list[TierCard],
+                   ) -> tuple[list[TierCard], dict[str, set[str]], Held, str | None]:
+    """The concepts the memory folder holds, in their order: every one while they fit its
+    budget, else the first ``limit`` in Claude's recall order and every human-verified one
+    (``recall.budgeted``); the paths of the others by tier; what it held; and why the budget's
+    setting was not used. A concept okfgit never projected counts as changed last when it was
+    added or changed since the last projection's inputs (``View.fresh``), else as old."""
+    limit, source, problem = view.budget()
+    if len(concepts) <= limit:
+        return concepts, {}, Held(limit, source, len(concepts), len(concepts)), problem
+    state = view.state
+    records = {(r.tier, r.path): r for r in state.memory_files.values()} if state.memory_dir == folder else {}
+    fresh = (view.fresh() or set()) if records else set()
+    tier_rank = {t.label: n for n, t in enumerate(view.tiers)}
+    candidates = []
+    for concept in concepts:
+        rec, card = records.get((concept.tier, concept.path)), concept.card
+        since = (rec.since if rec.oid == card.oid else state.generation + 1) if rec is not None else \
+            (state.generation + 1 if (concept.tier, concept.path) in fresh else 0)
+        candidates.append(recall.Candidate(concept.path, tier_rank.get(concept.tier, len(tier_rank)), concept.path,
+                                           card.captured, card.verified, card.type,
+                                           card.status == lifecycle.DEPRECATED, since))
+    inside: list[TierCard] = []
+    left: dict[str, set[str]] = {}
+    for concept, kept in zip(concepts, recall.budgeted(candidates, limit)):
+        if kept:
+            inside.append(concept)
+        else:
+            left.setdefault(concept.tier, set()).add(concept.path)
+    return inside, left, Held(limit, source, len(inside), len(concepts)), problem
 
 
 # -- the folder as okfgit left it ---------------------------------------------------------
@@ -161,8 +197,9 @@ def _changed_in_place(view: View, folder: Path, out: TargetPlan) -> bool:
             or state.memory_dir != folder or not _as_left(view, folder):
         return False
     changed = view.changed()
-    if changed is None:
-        return False
+    held = state.held
+    if changed is None or held is None or (held.limit, held.source) != view.budget()[:2]:
+        return False  # ... or the budget changed: the full plan says what the folder holds now
     keys = {(old.tier, old.path): (old, new) for old, new in changed}
     rest_before = (top_before - recall.RECALL_LIMIT - recall.REST_AGE_S) * _NS
     at: dict[int, str] = {}  # the recall order's top, by position, from the recorded times
@@ -203,6 +240,8 @@ def _changed_in_place(view: View, folder: Path, out: TargetPlan) -> bool:
         if new.card.status != lifecycle.DEPRECATED:
             moving.append((tier_rank.get(tier, len(tier_rank)), path, name))
             newly_fresh += name not in fresh_before
+    if held.held < held.total and state.recall_fresh + newly_fresh > recall.FRESH_LIMIT:
+        return False  # one that changed last may leave the budget's first files: the full plan says which
     top = top_before
     if writes:
         top = int(view.ctx.clock())  # written files are never recorded at their new time: the order is set now
@@ -230,6 +269,7 @@ def _changed_in_place(view: View, folder: Path, out: TargetPlan) -> bool:
     out.generation = state.generation + (1 if any(i.action == WRITE for i in writes.values()) else 0)
     out.fresh = min(recall.FRESH_LIMIT, state.recall_fresh + newly_fresh)
     out.notes, out.skipped, out.needs_merge = list(state.notes), list(state.skipped), list(state.needs_merge)
+    out.held = state.held
     out.warnings.extend(state.notes)
     return True
 
@@ -431,7 +471,8 @@ def _listing(folder: Path) -> set[str] | None:
         return None
 
 
-def _reconcile(view: View, folder: Path, names: dict[str, TierCard], kept: list[str]) -> Iterator[Item]:
+def _reconcile(view: View, folder: Path, names: dict[str, TierCard], kept: list[str],
+               left: dict[str, set[str]]) -> Iterator[Item]:
     state = view.state
     same_folder = state.memory_dir == folder
     records = state.memory_files if same_folder else {}
@@ -488,13 +529,13 @@ def _reconcile(view: View, folder: Path, names: dict[str, TierCard], kept: list[
     for name, rec in sorted(state.memory_files.items()):
         if same_folder and name in names:
             continue
-        yield from _removal(old_folder, name, rec, same_folder, checked if same_folder else {})
+        where = ("outside the memory folder's budget" if rec.path in left.get(rec.tier, ()) else
+                 "no longer in the knowledge base") if same_folder else "the memory folder moved"
+        yield from _removal(old_folder, name, rec, where, checked if same_folder else {})
 
 
-def _removal(folder: Path, name: str, rec: MemoryFile, same_folder: bool,
-             checked: dict[str, str | None]) -> Iterator[Item]:
+def _removal(folder: Path, name: str, rec: MemoryFile, where: str, checked: dict[str, str | None]) -> Iterator[Item]:
     path = folder / name
-    where = "no longer in the knowledge base" if same_folder else "the memory folder moved"
     problem = _subfolder_problem(folder, name, checked)
     if problem is not None:
         yield Item(path, SKIP, f"{problem}; held {rec.citation}, {where}, and is not removed", memory_name=name,

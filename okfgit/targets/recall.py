@@ -65,12 +65,24 @@ def rank(candidates: Iterable[Candidate], baseline: int = 0) -> list[str]:
 
 def split(candidates: Iterable[Candidate], baseline: int = 0) -> tuple[list[str], list[str]]:
     """``rank`` in its two parts: what changed last (at most ``FRESH_LIMIT``), then the rest."""
-    items = list(candidates)
+    fresh, rest = _split(list(candidates), baseline)
+    return [c.name for c in fresh], [c.name for c in rest]
+
+
+def _split(items: list[Candidate], baseline: int = 0) -> tuple[list[Candidate], list[Candidate]]:
     fresh = sorted((c for c in items if not c.deprecated and (c.captured or c.since > baseline)),
                    key=lambda c: (-c.since, c.tier_rank, c.path, c.name))[:FRESH_LIMIT]
-    chosen = {c.name for c in fresh}
-    rest = sorted((c for c in items if c.name not in chosen), key=rest_key)
-    return [c.name for c in fresh], [c.name for c in rest]
+    chosen = {id(c) for c in fresh}
+    return fresh, sorted((c for c in items if id(c) not in chosen), key=rest_key)
+
+
+def budgeted(candidates: list[Candidate], limit: int) -> list[bool]:
+    """Whether a memory folder of ``limit`` files holds each candidate: the first ``limit`` in
+    the recall order (``rank``), and every human-verified one besides (a person's word is never
+    dropped)."""
+    fresh, rest = _split(candidates)
+    kept = {id(c) for c in (fresh + rest)[:limit]}
+    return [c.verified or id(c) in kept for c in candidates]
 
 
 def rest_key(c: Candidate) -> tuple[int, int, str, str]:
