@@ -9,7 +9,7 @@ carried out by ``commit`` and ``recovery``.
 from __future__ import annotations
 
 import os
-from collections.abc import Generator, Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +40,12 @@ _STATE_NAMES = {
     RepositoryState.APPLY_MAILBOX_OR_REBASE: "a rebase",
 }
 _READ_ERRORS = (KeyError, ValueError, pygit2.GitError)
+
+# libgit2 maps pack files in windows of 1 GiB up to 8 GiB by default, and a page once read
+# stays in the process: reading every blob of a large knowledge base held the whole pack.
+# Windows of 32 MiB, at most 64 MiB mapped, keep what a read holds bounded.
+pygit2.settings.mwindow_size = 32 * 1024 * 1024
+pygit2.settings.mwindow_mapped_limit = 64 * 1024 * 1024
 
 
 class Repo:
@@ -366,15 +372,6 @@ class Repo:
         if kind != pygit2.enums.ObjectType.BLOB:
             raise KeyError(oid)
         return bytes(data)
-
-    def read_blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
-        """Many blobs by OID; KeyError on a missing one."""
-        return {oid: self.read_blob(oid) for oid in dict.fromkeys(oids)}
-
-    def iter_blobs(self, oids: Iterable[str]) -> Generator[tuple[str, bytes], None, None]:
-        """``read_blobs`` one blob at a time, in order."""
-        for oid in dict.fromkeys(oids):
-            yield oid, self.read_blob(oid)
 
     def store_blob(self, data: bytes) -> str | None:
         """Put ``data`` in the object database as a blob no tree refers to (until gc prunes

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sys
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -129,13 +130,13 @@ def card_of(label: str, path: str, entry: Entry, data: bytes) -> Card:
         title=title_of(meta, path),
         description=description,
         summary=summary,
-        type=okf.one_line(meta.get("type")),
-        tags=tags_of(meta),
+        type=sys.intern(okf.one_line(meta.get("type"))),  # a few values shared by many cards
+        tags=[sys.intern(tag) for tag in tags_of(meta)],
         name=name_of(meta),
         status=life.status,
         superseded_by=list(life.superseded_by),
         stale_after=life.stale_label() or "",
-        source=okf.one_line(meta.get("okf_source")) if meta.get("okf_source") is not None else "",
+        source=sys.intern(okf.one_line(meta.get("okf_source"))) if meta.get("okf_source") is not None else "",
         verified=lifecycle.trust(meta).human_reviewed,
         summary_line=max(okf.key_lines(data).values(), default=0),
         flaw=flaw,

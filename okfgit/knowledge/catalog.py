@@ -34,6 +34,10 @@ from okfgit.progress import Progress, silent
 # Past this many paths read since a warm server last stored a catalog, it stores it again
 # (a server keeps its catalogs in memory and updates them from each tree diff).
 SAVE_AFTER = 256
+# Blobs read while building kept for the caller (a first projection writes them next): past
+# this many (the memory folder's budget) it reads again the few it writes, rather than hold
+# every blob of the knowledge base at once.
+KEEP_BLOBS = 10_000
 
 
 class Fact(Protocol):
@@ -96,10 +100,11 @@ def build_kind(kind: Kind[F], repo: Repo, tier: Tier, commit: str, tree: str, ca
     """The ``kind`` catalog of ``tier`` at ``commit`` (whose KB tree is ``tree``).
 
     Reuses ``cached`` as is when its tree is ``tree``, updates it from a tree diff when it
-    is another tree still in the repository, and reads the whole tree otherwise. Every
-    blob read on the way is added to ``blobs`` (OID -> bytes), so a projection that goes
-    on to write the files does not read them twice; without it, none is kept (a blob is
-    dropped once its fact is made: what a first doctor at 100,000 concepts holds at once).
+    is another tree still in the repository, and reads the whole tree otherwise. The blobs
+    read on the way are added to ``blobs`` (OID -> bytes; up to ``KEEP_BLOBS``), so a
+    projection that goes on to write the files does not read them twice; without it, none
+    is kept (a blob is dropped once its fact is made: what a first doctor at 100,000
+    concepts holds at once).
     """
     if cached is not None and cached.tree == tree:
         if cached.commit == commit:
@@ -121,27 +126,10 @@ def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes
     out: TierCatalog[F] = TierCatalog(tree, commit=commit, reread=len(entries))
     concepts = [p for p in sorted(entries) if kind.wants(p)]
     what = f"reading {tier.label} concepts"
-    read = {} if blobs is None else blobs
-    wanted = [entries[p].oid for p in concepts if not entries[p].is_link and entries[p].oid not in read]
-    # Each blob parsed as it comes (in the order asked), while git reads the next ones.
-    stream = repo.iter_blobs(wanted)
-    streamed: set[str] = set()
-    try:
-        for done, path in enumerate(concepts, start=1):
-            entry = entries[path]
-            if not entry.is_link and entry.oid not in read and entry.oid not in streamed:
-                for oid, data in stream:
-                    read[oid] = data
-                    streamed.add(oid)
-                    if oid == entry.oid:
-                        break
-            _add(out, repo, tier, path, entry, read, kind)
-            if blobs is None:
-                del read[entry.oid]
-            if not done % 100:
-                progress(what, done, len(concepts))
-    finally:
-        stream.close()  # stopped part way (a fact that failed): its answers still in the pipe are dropped
+    for done, path in enumerate(concepts, start=1):
+        _add(out, repo, tier, path, entries[path], blobs, kind)
+        if not done % 100:
+            progress(what, done, len(concepts))
     progress(what, len(concepts), len(concepts))
     return out
 
@@ -158,7 +146,7 @@ def forward(kind: Kind[F], repo: Repo, tier: Tier, store: Store, commit: str, tr
     if head is None or changes is None or len(changes) > SAVE_AFTER:
         return False
     built = _updated(repo, tier, commit, tree, TierCatalog(head[0], commit=head[1], base=head[0]),
-                     [c.path for c in changes], {}, kind)
+                     [c.path for c in changes], None, kind)
     remember(kind, store, tier.label, built)
     store.memo.pop((kind.name, kind.view, tier.label), None)  # the changed paths' facts only: no catalog
     return True
@@ -177,16 +165,19 @@ def _updated(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog
         out.problems.pop(path, None)
         entry = found.get(path)
         if entry is not None and not entry.is_tree:
-            _add(out, repo, tier, path, entry, {} if blobs is None else blobs, kind)
+            _add(out, repo, tier, path, entry, blobs, kind)
     progress(what, len(paths), len(paths))
     return out
 
 
-def _add(out: TierCatalog[F], repo: Repo, tier: Tier, path: str, entry: Entry, blobs: dict[str, bytes],
+def _add(out: TierCatalog[F], repo: Repo, tier: Tier, path: str, entry: Entry, blobs: dict[str, bytes] | None,
          kind: Kind[F]) -> None:
     try:
-        data = b"" if entry.is_link else blobs[entry.oid] if entry.oid in blobs else repo.read_blob(entry.oid)
-        blobs[entry.oid] = data
+        data = b"" if entry.is_link else blobs.get(entry.oid) if blobs is not None else None
+        if data is None:
+            data = repo.read_blob(entry.oid)
+            if blobs is not None and len(blobs) < KEEP_BLOBS:
+                blobs[entry.oid] = data
         out.facts[path] = kind.fact(tier.label, path, entry, data)
     except OkfError as exc:
         out.problems[path] = (entry.oid, str(exc))
