@@ -104,7 +104,9 @@ def over_mcp(repo: Path, env: dict[str, str], words: list[str], limit: int | Non
 
 
 def _commit(repo: Path, env: dict[str, str], i: int) -> None:
-    path = repo / ".okf" / "area-00" / "topic-00" / "concept-00000.md"
+    path = repo / ".okf"
+    for _ in range(3):  # the first concept, whatever the width of the KB's names
+        path = path / min(p for p in os.listdir(path) if p != "index.md")
     with path.open("a") as fh:
         fh.write(f"\nEdited between calls ({i}).\n")
     git = {**env, **genkb.git_env()}
