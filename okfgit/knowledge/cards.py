@@ -297,9 +297,7 @@ class TierCards:
     (projection); ``blobs`` collects every blob read while building (OID -> bytes).
     ``stores``: the run's stores (``local/store.py``), which keep what was built here until
     the run saves them; without it (a reader: the read verbs, MCP) the tier's store is read
-    and written here. ``previous`` is the same tier read earlier in this process (a server
-    kept warm): the cards (and the folded text search matches) are then updated from it by a
-    tree diff, only the changed paths redone.
+    and written here.
 
     A question about a few concepts (``card_at``, ``named``, ``with_id``, ``matching``...) is
     answered from the store's lookup when the store's cards and lookup describe this tree
@@ -307,11 +305,9 @@ class TierCards:
     that had to read every card writes the lookup for the next one.
     """
 
-    _CARRIED = ("cards", "folded", "by_okf_id", "by_name")  # what a refresh of the same tree keeps
-
     def __init__(self, tier: Tier, *, repo: Repo | None = None, commit: str | None = None, tree: str | None = None,
                  blobs: dict[str, bytes] | None = None, progress: Progress = silent,
-                 previous: TierCards | None = None, stores: Stores | None = None) -> None:
+                 stores: Stores | None = None) -> None:
         self.tier = tier
         self.label = tier.label
         if repo is None and tier.exists():
@@ -321,7 +317,6 @@ class TierCards:
             commit = repo.head_commit()
         self.commit = commit
         self._build = (tree, blobs, progress)
-        self._previous = previous if previous is not None and previous.label == self.label else None
         self._stores = stores if stores is not None else Stores()
         self._own = stores is None  # a reader: what is read here is saved at once
         self._index = False  # the lookup could not answer: a reader writes it
@@ -330,19 +325,9 @@ class TierCards:
     def catalog(self) -> TierCatalog[Card]:
         """Every card of the tier (read only when a question needs them all)."""
         tree, blobs, progress = self._build
-        previous, self._previous = self._previous, None  # warm servers keep no chain of old trees
-        known = previous.__dict__.get("catalog") if previous is not None else None
-        built = _catalog(CARDS, self.repo, self.tier, self.commit, tree, blobs, progress, known, self._stores,
-                         self._index)
+        built = _catalog(CARDS, self.repo, self.tier, self.commit, tree, blobs, progress, self._stores, self._index)
         if self._own:
             self._stores.save()
-        if previous is not None:
-            self._previous_links = previous.__dict__.get("links")
-        if previous is not None and known is not None:
-            if built.tree == known.tree:  # HEAD moved, the KB tree did not: all of it still holds
-                self.__dict__.update({k: previous.__dict__[k] for k in self._CARRIED if k in previous.__dict__})
-            elif built.changed is not None:
-                self._carry = {k: previous.__dict__[k] for k in ("cards", "folded") if k in previous.__dict__}
         return built
 
     @cached_property
@@ -400,27 +385,13 @@ class TierCards:
     def cards(self) -> dict[str, TierCard]:
         """Every readable concept by path, in path order."""
         facts = self.catalog.facts
-        before = self.__dict__.get("_carry", {}).pop("cards", None)
-        if before is not None:
-            return _carried(self.label, before, self.catalog)
         label, make = self.label, tuple.__new__
         return {path: make(TierCard, (label, path, facts[path])) for path in sorted(facts)}
 
     @cached_property
     def folded(self) -> dict[str, str]:
         """Each concept's title and description lower-cased, by path: what ``search`` matches words in."""
-        facts = self.catalog.facts
-        before = self.__dict__.get("_carry", {}).pop("folded", None)
-        if before is None:
-            return {path: _fold(card) for path, card in facts.items()}
-        out = dict(before)
-        for path in self.catalog.changed or ():
-            card = facts.get(path)
-            if card is None:
-                out.pop(path, None)
-            else:
-                out[path] = _fold(card)
-        return out
+        return {path: _fold(card) for path, card in self.catalog.facts.items()}
 
     @cached_property
     def by_okf_id(self) -> dict[str, list[TierCard]]:
@@ -551,9 +522,8 @@ class TierCards:
     @cached_property
     def links(self) -> TierCatalog[LinkFacts]:
         """Where each concept links to (``LINKS``, cached by tree like the cards; read only by
-        the verbs that follow links). A server kept warm updates them from its last read."""
-        known = self.__dict__.pop("_previous_links", None)
-        found = _catalog(LINKS, self.repo, self.tier, self.commit, self.tree, None, silent, known, self._stores)
+        the verbs that follow links)."""
+        found = _catalog(LINKS, self.repo, self.tier, self.commit, self.tree, None, silent, self._stores)
         if self._own:
             self._stores.save()
         return found
@@ -566,7 +536,7 @@ class TierCards:
         from okfgit.knowledge import checks
 
         found = _catalog(checks.doctor_kind(self.tier), self.repo, self.tier, self.commit, self.tree, None, silent,
-                         None, self._stores)
+                         self._stores)
         if self._own:
             self._stores.save()
         return {path: (fact.oid, fact.similar) for path, fact in found.facts.items()
@@ -637,38 +607,21 @@ def _fold(card: Card) -> str:
     return f"{card.title}\n{card.description}".lower()
 
 
-def _carried(label: str, before: dict[str, TierCard], updated: TierCatalog[Card]) -> dict[str, TierCard]:
-    """``before`` (the cards of the catalog ``updated`` was diffed from) with its changed paths redone."""
-    out = dict(before)
-    added = False
-    for path in updated.changed or ():
-        fact = updated.facts.get(path)
-        if fact is None:
-            out.pop(path, None)
-        else:
-            added = added or path not in out
-            out[path] = TierCard(label, path, fact)
-    return dict(sorted(out.items())) if added else out
-
-
 def _catalog(kind: catalog.Kind[F], repo: Repo | None, tier: Tier, commit: str | None, tree: str | None,
-             blobs: dict[str, bytes] | None, progress: Progress, known: TierCatalog[F] | None,
-             stores: Stores, index: bool = False) -> TierCatalog[F]:
+             blobs: dict[str, bytes] | None, progress: Progress, stores: Stores,
+             index: bool = False) -> TierCatalog[F]:
     """The tier's ``kind`` catalog (its cards, or their links) at ``tree`` (default: the KB tree
-    of ``commit``, which the store may already know): from ``known`` (or else the tier's store
-    in ``stores``), updated by a tree diff, staged there for the run to save (with the lookup
-    of the facts, when ``kind`` has one: kept in step, or written whole with ``index``)."""
+    of ``commit``, which the store may already know): from the tier's store in ``stores``,
+    updated by a tree diff, staged there for the run to save (with the lookup of the facts,
+    when ``kind`` has one: kept in step, or written whole with ``index``)."""
     if repo is None or commit is None:
         return TierCatalog("")
     store = stores.of(repo.common_dir)
-    start = known if known is not None else catalog.load(kind, store, tier.label)
+    start = catalog.load(kind, store, tier.label)
     if tree is None:
         tree = start.tree if start is not None and start.commit == commit else repo.tree_oid(commit, tier.prefix)
     if tree is None:
         return TierCatalog("")
     built = catalog.build_kind(kind, repo, tier, commit, tree, start, blobs, progress)
-    # A warm server keeps its catalogs in memory: it stores them when far behind, or to bring
-    # the lookup to this tree.
-    if known is None or built.reread > catalog.SAVE_AFTER or index:
-        catalog.remember(kind, store, tier.label, built, lookup=index)
+    catalog.remember(kind, store, tier.label, built, lookup=index)
     return built

@@ -31,9 +31,9 @@ from okfgit.knowledge.tiers import Tier
 from okfgit.local.store import LOOKUP, Row, Store
 from okfgit.progress import Progress, silent
 
-# Past this many paths read since a warm server last stored a catalog, it stores it again
-# (a server keeps its catalogs in memory and updates them from each tree diff).
-SAVE_AFTER = 256
+# A reader brings the store's facts forward by a tree diff of at most this many paths
+# (``forward``); past it, it reads them all.
+FORWARD_LIMIT = 256
 # Blobs read while building kept for the caller (a first projection writes them next): past
 # this many (the memory folder's budget) it reads again the few it writes, rather than hold
 # every blob of the knowledge base at once.
@@ -55,17 +55,16 @@ class TierCatalog(Generic[F]):
 
     ``commit`` is the commit the tree was read at (a later reader at that commit needs no
     tree lookup); ``base`` the tree of the stored rows this differs from by ``delta``
-    (None: not stored yet). ``reread`` (the paths read from the repository to build it)
-    and ``changed`` (when updated from a tree diff: the paths it redid) are not saved.
+    (None: not stored yet). ``reread`` (the paths read from the repository to build it) is
+    not saved.
     (A plain class: a dataclass costs every read verb its generated code at import.)
     """
 
-    __slots__ = ("tree", "facts", "problems", "commit", "base", "delta", "reread", "changed")
+    __slots__ = ("tree", "facts", "problems", "commit", "base", "delta", "reread")
 
     def __init__(self, tree: str, facts: dict[str, F] | None = None,
                  problems: dict[str, tuple[str, str]] | None = None, commit: str | None = None,
-                 base: str | None = None, delta: frozenset[str] = frozenset(), *, reread: int = 0,
-                 changed: list[str] | None = None) -> None:
+                 base: str | None = None, delta: frozenset[str] = frozenset(), *, reread: int = 0) -> None:
         self.tree = tree
         self.facts: dict[str, F] = {} if facts is None else facts
         self.problems: dict[str, tuple[str, str]] = {} if problems is None else problems  # path -> (oid, why)
@@ -73,7 +72,6 @@ class TierCatalog(Generic[F]):
         self.base = base
         self.delta = delta
         self.reread = reread
-        self.changed = changed
 
     def __repr__(self) -> str:
         return f"TierCatalog(tree={self.tree!r}, {len(self.facts)} facts, {len(self.problems)} problems)"
@@ -137,13 +135,13 @@ def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes
 def forward(kind: Kind[F], repo: Repo, tier: Tier, store: Store, commit: str, tree: str) -> bool:
     """Stage the stored ``kind`` facts of ``tier`` (and their lookup, when it is at the same
     tree) brought from their tree to ``tree`` by a tree diff, reading only the changed blobs
-    and holding no other fact: True when staged (at most ``SAVE_AFTER`` paths changed)."""
+    and holding no other fact: True when staged (at most ``FORWARD_LIMIT`` paths changed)."""
     head = store.head(kind.name, tier.label)
     try:
         changes = repo.diff_paths(head[0], tree) if head is not None else None
     except Exception:  # noqa: BLE001 - the stored tree gc'd away (or any diff failure): not forward
         changes = None
-    if head is None or changes is None or len(changes) > SAVE_AFTER:
+    if head is None or changes is None or len(changes) > FORWARD_LIMIT:
         return False
     built = _updated(repo, tier, commit, tree, TierCatalog(head[0], commit=head[1], base=head[0]),
                      [c.path for c in changes], None, kind)
@@ -155,7 +153,7 @@ def forward(kind: Kind[F], repo: Repo, tier: Tier, store: Store, commit: str, tr
 def _updated(repo: Repo, tier: Tier, commit: str, tree: str, cached: TierCatalog[F], paths: list[str],
              blobs: dict[str, bytes] | None, kind: Kind[F], progress: Progress = silent) -> TierCatalog[F]:
     out = TierCatalog(tree, dict(cached.facts), dict(cached.problems), commit, cached.base,
-                      cached.delta | frozenset(paths), reread=len(paths), changed=paths)
+                      cached.delta | frozenset(paths), reread=len(paths))
     found = repo.entries_in(tree, [p for p in paths if kind.wants(p)])
     what = f"reading {tier.label} concepts"
     for done, path in enumerate(paths, start=1):

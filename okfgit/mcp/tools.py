@@ -5,10 +5,10 @@ function from its arguments to a ``ToolResult`` (the text the CLI prints, the JS
 ``--json`` prints) and a thin call into the library the CLI uses. Failures are
 ``OkfError``s carrying the CLI's message; the adapter turns them into tool errors.
 
-A ``Reader`` keeps the read model warm between calls: each call re-reads which tiers
-are in view (the active run may change) and each tier's HEAD, and rebuilds only the
-tiers whose HEAD moved, so a commit made by anyone between two calls is seen by the
-next one. The write rule: ``note``, ``log`` and ``state`` write to the active run's job tier
+A ``Reader`` keeps the read model between calls: each call re-reads which tiers are in
+view (the active run may change) and each tier's HEAD, and reads again only the tiers
+whose HEAD moved (their store brought forward by a tree diff), so a commit made by anyone
+between two calls is seen by the next one. The write rule: ``note``, ``log`` and ``state`` write to the active run's job tier
 and nowhere else; no tool writes to the project or global tier.
 """
 
@@ -104,12 +104,12 @@ class Reader:
         return self._repo(tier).head_commit()
 
     def _cards(self, tier: Tier, head: str | None) -> TierCards:
-        """The tier at ``head``; after a move, updated from the cards in memory by a tree diff."""
+        """The tier at ``head`` (read again after a move: its store brought forward by a tree diff)."""
         key = (tier.label, tier.repo_path)
         known = self._tiers.get(key)
         if known is not None and known[0] == head:
             return known[1]
-        cards = TierCards(tier, repo=self._repo(tier), commit=head, previous=known[1] if known else None)
+        cards = TierCards(tier, repo=self._repo(tier), commit=head)
         self._tiers[key] = (cards.commit, cards)
         return cards
 
