@@ -32,7 +32,7 @@ from okfgit.format import markdown as links
 from okfgit.format import resources
 from okfgit.format import concept as okf
 from okfgit.format.findings import ERROR, WARNING, Finding
-from okfgit.format.similar import Keys, unpacked
+from okfgit.format.similar import Keys
 from okfgit.errors import OkfError, ValidationError
 from okfgit.git.objects import FILE_MODE, NOT_UTF8, Entry, blob_oid
 from okfgit.git.repository import Repo
@@ -377,8 +377,8 @@ def near_pairs(snap: Snapshot, packed: Mapping[str, str | None], tree: str | Non
     when they are of the KB tree ``tree``."""
     label = snap.tier.label
 
-    def keys() -> dict[similar.Key, Keys]:
-        return {(label, path): unpacked(found) for path, found in packed.items() if found is not None}
+    def keys() -> similar.Packed:
+        return similar.Packed(label, packed)
 
     def blob(key: similar.Key) -> bytes:
         return snap.blob(key[1])
@@ -396,7 +396,7 @@ def near_pairs(snap: Snapshot, packed: Mapping[str, str | None], tree: str | Non
     return pairs
 
 
-def _kept(keys: Callable[[], dict[similar.Key, Keys]], blob: Callable[[similar.Key], bytes], tree: str | None,
+def _kept(keys: Callable[[], Mapping[similar.Key, Keys]], blob: Callable[[similar.Key], bytes], tree: str | None,
           tier: Tier, store: Store | None) -> similar.Kept:
     """Every near-duplicate pair of ``tier`` at ``tree``, from those ``store`` kept at an earlier tree."""
     if tree is None or store is None:

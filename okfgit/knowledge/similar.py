@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from okfgit.errors import OkfError
@@ -166,16 +166,49 @@ class Index:
         return self._scored(together)
 
     def _scored(self, together: Iterable[tuple[Key, Key]]) -> list[tuple[float, Key, Key]]:
+        """The pairs at or above the threshold, each scored once. Scored a group of joined
+        concepts at a time, each concept read once and its text dropped after its group: the
+        texts held at once are those of one group, not of every concept paired."""
         out = []
-        for a, b in together:
-            if same_claim(self.keys[a], self.keys[b]):
-                score = 1.0
-            else:
-                first = self.probe(a)
-                score = self.score(first, b) if first is not None else 0.0
-            if score >= THRESHOLD:
-                out.append((round(score, 2), a, b))
+        keys = self.keys
+        for group in _groups(together):
+            probes: dict[Key, Probe | None] = {}
+
+            def probe(key: Key) -> Probe | None:
+                if key not in probes:
+                    probes[key] = probe_of(key[1], self._blob(key))
+                return probes[key]
+
+            for a, b in group:
+                if same_claim(keys[a], keys[b]):
+                    score = 1.0
+                else:
+                    first, second = probe(a), probe(b)
+                    score = similar.similarity(first, second) if first is not None and second is not None else 0.0
+                if score >= THRESHOLD:
+                    out.append((round(score, 2), a, b))
         return sorted(out, key=lambda p: (-p[0], p[1], p[2]))
+
+
+def _groups(pairs: Iterable[tuple[Key, Key]]) -> list[list[tuple[Key, Key]]]:
+    """``pairs`` in groups of concepts joined by them (the connected components), in key order."""
+    parent: dict[Key, Key] = {}
+
+    def root(key: Key) -> Key:
+        while (up := parent.setdefault(key, key)) != key:
+            parent[key] = parent.setdefault(up, up)  # halve the path
+            key = up
+        return key
+
+    ordered = sorted(pairs)
+    for a, b in ordered:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    groups: dict[Key, list[tuple[Key, Key]]] = {}
+    for pair in ordered:
+        groups.setdefault(root(pair[0]), []).append(pair)
+    return list(groups.values())
 
 
 def same_claim(a: Keys, b: Keys) -> bool:
@@ -188,6 +221,33 @@ def joined(a: Keys, b: Keys, crowded: Collection[int]) -> bool:
     key not ``crowded``."""
     links = set(a.ident).intersection(b.ident) | set(a.ident).intersection(b.less) | set(a.less).intersection(b.ident)
     return bool(links.difference(crowded))
+
+
+class Packed(Mapping[Key, Keys]):
+    """The keys of one tier's concepts as doctor's facts keep them (``Keys.packed``, by path;
+    None: not compared), each unpacked when asked: a pass over every concept holds one
+    concept's keys at a time, not every concept's."""
+
+    def __init__(self, label: str, packed: Mapping[str, str | None]) -> None:
+        self.label = label
+        self._packed = packed
+
+    def __getitem__(self, key: Key) -> Keys:
+        found = self._packed.get(key[1]) if key[0] == self.label else None
+        if found is None:
+            raise KeyError(key)
+        return similar.unpacked(found)
+
+    def __contains__(self, key: object) -> bool:
+        return (isinstance(key, tuple) and len(key) == 2 and key[0] == self.label
+                and self._packed.get(key[1]) is not None)
+
+    def __iter__(self) -> Iterator[Key]:
+        label = self.label
+        return ((label, path) for path, found in self._packed.items() if found is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for found in self._packed.values() if found is not None)
 
 
 def across(tiers: Iterable[TierCards], wanted: Callable[[Key], bool] = lambda key: True) -> Index:
@@ -228,12 +288,12 @@ def kept_pairs(read: Callable[[], Mapping[Key, Keys]], blob: Callable[[Key], byt
     keys = read()
     if before is None or changed is None:
         # Only a key two concepts share can join them, and a crowded one joins none: the
-        # postings of the others alone.
+        # postings of the others alone (so only the concepts a key joins are held as keys).
         counts = Counter(itertools.chain.from_iterable(found.ident for found in keys.values()))
         crowded = {k for k, n in counts.items() if n > CROWDED}
         joining = {k for k, n in counts.items() if 1 < n <= CROWDED}
-        joining.update((counts.keys() - crowded).intersection(
-            itertools.chain.from_iterable(found.less for found in keys.values())))
+        joining.update(k for found in keys.values() for k in found.less if k in counts and k not in crowded)
+        del counts
         return Kept(tree, Index(keys, blob, joining).pairs(), crowded)
     moved = set(changed)
     again = [key for key in moved if key in keys]
