@@ -11,7 +11,10 @@ URL normalisation.
 
 from __future__ import annotations
 
+import itertools
+import posixpath
 import re
+from urllib.parse import unquote
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -193,3 +196,34 @@ def test_leads_to_is_resolve_as_one_string() -> None:
                           ("../../a/../../c.md", "/"), (".", "a")):
         found = markdown.resolve("a/b.md", target)
         assert markdown.leads_to("a/b.md", target) == where == ("/" if found.escapes else found.path), target
+
+
+def _resolved_by_posixpath(source: str, target: str) -> markdown.Target:
+    """The link rule written plainly with ``posixpath``: what ``resolve`` must give."""
+    if markdown._SCHEME.match(target) or target.startswith(("#", "//")):
+        return markdown.Target(None, external=True)
+    target = unquote(target.split("#", 1)[0].split("?", 1)[0])
+    if not target:
+        return markdown.Target(None, external=True)
+    folder = posixpath.dirname(source)
+    joined = target.lstrip("/") if target.startswith("/") else posixpath.join(folder, target) if folder else target
+    if target.endswith("/"):
+        joined = joined.rstrip("/") + "/index.md"
+    normal = posixpath.normpath(joined)
+    if normal == ".." or normal.startswith(("../", "/")):
+        return markdown.Target(None, escapes=True)
+    return markdown.Target("" if normal == "." else normal)
+
+
+SOURCES = ["x.md", "a/x.md", "a/b/x.md", "/x.md", "a//x.md", "a/./x.md", "a/../x.md", "../x.md"]
+PARTS = ["", ".", "..", "a", "%2e"]
+
+
+def test_resolve_is_the_plain_posixpath_rule() -> None:
+    """``resolve`` skips ``normpath`` where it would change nothing and walks a leading ``../``
+    itself: for every source and every target of up to three parts (each ending in "/" or
+    not, with a fragment or not), it gives what the rule written with ``posixpath`` gives."""
+    targets = ["".join(p) for n in range(1, 4) for p in itertools.product([*PARTS, *(p + "/" for p in PARTS)], repeat=n)]
+    for source in SOURCES:
+        for target in (t + tail for t in targets for tail in ("", "#x")):
+            assert markdown.resolve(source, target) == _resolved_by_posixpath(source, target), (source, target)

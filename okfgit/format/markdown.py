@@ -172,17 +172,25 @@ def resolve(source: str, target: str) -> Target:
     them; ``/`` starts at the bundle root; ``.`` and ``..`` anywhere."""
     if _SCHEME.match(target) or target.startswith(("#", "//")):
         return Target(None, external=True)
-    target = unquote(target.split("#", 1)[0].split("?", 1)[0])
+    if "#" in target or "?" in target:
+        target = target.split("#", 1)[0].split("?", 1)[0]
+    if "%" in target:
+        target = unquote(target)
     if not target:
         return Target(None, external=True)
     if target.startswith("/"):
         joined = target.lstrip("/")
     else:
-        folder = posixpath.dirname(source)
-        joined = posixpath.join(folder, target) if folder else target
+        folder, rest = source[: source.rfind("/") + 1], target  # beside the source (no "/": at the root)
+        if folder[:1] not in ("", "/") and "//" not in folder and "/." not in "/" + folder:  # a plain folder
+            while rest.startswith("../") and folder and rest[3:4] not in ("", "/"):  # each "../" a folder up
+                folder, rest = folder[: folder.rfind("/", 0, -1) + 1], rest[3:]
+        joined = folder + rest
     if target.endswith("/"):
         joined = joined.rstrip("/") + "/index.md"
-    normal = posixpath.normpath(joined)
+    # Only a "." or ".." part, a doubled "/" or an empty path is changed by normpath: most
+    # links have none (doctor resolves every link of every concept).
+    normal = joined if joined and "//" not in joined and "/." not in "/" + joined else posixpath.normpath(joined)
     if normal == ".." or normal.startswith("../") or normal.startswith("/"):
         return Target(None, escapes=True)
     return Target("" if normal == "." else normal)
