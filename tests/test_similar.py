@@ -157,6 +157,17 @@ def test_claims_with_other_numbers_are_other_claims() -> None:
     assert Index(keys, blobs.__getitem__).pairs() == []
 
 
+def test_keys_come_back_from_what_doctor_keeps() -> None:
+    """Doctor keeps a concept's keys packed in its facts and unpacks them for every pass: the
+    keys it unpacks are the keys it packed, with or without a claim, a body, or a shorter claim."""
+    rng = random.Random(7)
+    for n in (0, 1, 2, 3, 4, 7, 20, 64):
+        claimed = tuple(sorted(rng.sample(range(1, 2**32), n)))
+        for body in (b"", b"\n", b"one line", b"  a body with spaces around  \n"):
+            found = similar.keys(claimed, body)
+            assert similar.unpacked(found.packed()) == found, (n, body)
+
+
 def _bundle_index(root: Path) -> Index:
     """Every concept of the bundles under ``root`` that takes part (by bundle and path)."""
     keys, blobs = {}, {}

@@ -166,10 +166,12 @@ def _keys(claim: int, body: int, less: tuple[int, ...]) -> Keys:
 
 
 def unpacked(text: str) -> Keys:
-    """``Keys.packed``'s text back to the keys."""
+    """``Keys.packed``'s text back to the keys (a pass over every concept unpacks each)."""
     found = array("I")
     found.frombytes(binascii.a2b_base64(text))
-    return _keys(found[0], found[1], tuple(found[2:]))
+    claim, body, *less = found.tolist()
+    return Keys(claim, body, tuple(less), (claim, body) if claim and body else (claim,) if claim else
+                (body,) if body else ())
 
 
 def keys(claimed: tuple[int, ...], body: bytes) -> Keys:
