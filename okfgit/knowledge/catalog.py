@@ -39,6 +39,9 @@ FORWARD_LIMIT = 256
 # every blob of the knowledge base at once.
 KEEP_BLOBS = 10_000
 
+# A fact's JSON as its row keeps it: one encoder for every row (``json.dumps`` makes one a call).
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
 
 class Fact(Protocol):
     """What every per-blob fact holds: the OID of the blob it was read from."""
@@ -226,7 +229,7 @@ def remember(kind: Kind[F], store: Store, label: str, built: TierCatalog[F],
         if path in built.facts:
             fact = stored(path) if stored is not None else built.facts[path]
             assert fact is not None
-            return Row(fact.oid, json.dumps(fact, separators=(",", ":"), ensure_ascii=False))
+            return Row(fact.oid, _encode(fact))
         if path in built.problems:
             oid, why = built.problems[path]
             return Row(oid, None, why)
