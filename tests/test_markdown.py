@@ -223,7 +223,8 @@ def test_resolve_is_the_plain_posixpath_rule() -> None:
     """``resolve`` skips ``normpath`` where it would change nothing and walks a leading ``../``
     itself: for every source and every target of up to three parts (each ending in "/" or
     not, with a fragment or not), it gives what the rule written with ``posixpath`` gives."""
-    targets = ["".join(p) for n in range(1, 4) for p in itertools.product([*PARTS, *(p + "/" for p in PARTS)], repeat=n)]
+    parts = [*PARTS, *(p + "/" for p in PARTS)]
+    targets = ["".join(p) for n in range(1, 4) for p in itertools.product(parts, repeat=n)]
     for source in SOURCES:
         for target in (t + tail for t in targets for tail in ("", "#x")):
             assert markdown.resolve(source, target) == _resolved_by_posixpath(source, target), (source, target)

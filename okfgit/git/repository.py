@@ -9,6 +9,7 @@ carried out by ``commit`` and ``recovery``.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -290,7 +291,8 @@ class Repo:
             if kind == "tree":
                 self._walk(self.raw[item.id].peel(pygit2.Tree), f"{base}{item.name}/", out)
             elif kind == "blob":
-                out[text_path(base + (item.name or ""))] = Entry(str(item.id), int(item.filemode))
+                # interned: the facts of a large tree name these paths again (where links lead)
+                out[sys.intern(text_path(base + (item.name or "")))] = Entry(str(item.id), int(item.filemode))
 
     def entry_at(self, commit: str | None, path: str) -> Entry | None:
         """The tree entry at ``path`` in ``commit`` (blob, tree, link or submodule), or None."""

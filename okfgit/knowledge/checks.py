@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import itertools
 import json
 import re
+import sys
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, TypeVar
@@ -176,14 +178,15 @@ def checked_of(tier_name: str, path: str, entry: Entry, data: bytes, parsed: okf
         True,  # readable
         doc.has_frontmatter,
         doc.body_line,
-        [[kind, target, line, None if kind == "wiki" else leads(path, target)]  # as _where says
+        [[kind, target, line, None if kind == "wiki" else _shared(leads(path, target))]  # as _where says
          for kind, target, line in links.extract(doc.body)],
         okf_id if isinstance(okf_id, str) else None,
         meta.get("status") == NEEDS_MERGE_STATUS,  # merge_status
         refs,  # superseded_by
         doc.key_line("superseded_by") if refs else None,
         name if isinstance(name, str) else None,
-        [index.escape_title(title), okf.one_line(meta.get("description")), okf.one_line(meta.get("type"))],
+        [index.escape_title(title), okf.one_line(meta.get("description")),
+         sys.intern(okf.one_line(meta.get("type")))],  # a few types shared by many concepts
         stale or "",  # stale_after
         doc.key_line("stale_after") if stale else None,
         [[f.where, f.value, resources.line_of(doc.data, f, doc.key_line(f.key))]
@@ -225,7 +228,7 @@ def page_of(path: str, entry: Entry, data: bytes) -> Page:
         for line in lines:
             if line.target is None:
                 continue
-            where = links.leads_to(path, line.target)  # _where of an "md" link
+            where = _shared(links.leads_to(path, line.target))  # _where of an "md" link
             rows.append([doc.body_line + line.number - 1, line.target, where, line.conforming, line.title,
                          line.description, "" if line.conforming else line.text.strip()])
         # Links in the intro (and outro) resolve like any link. Entry lines are blanked (not
@@ -235,6 +238,12 @@ def page_of(path: str, entry: Entry, data: bytes) -> Page:
                          for n, text_line in enumerate(doc.text.splitlines(), start=1))
         intro = [[link.kind, link.target, link.line] for link in links.extract(rest)]
     return Page(entry.oid, [_finding_row(f) for f in checks.findings], True, doc.body_line, rows, intro)
+
+
+def _shared(where: str | None) -> str | None:
+    """Where a link leads, as the one string of that path (``sys.intern``): every concept's
+    facts are held at once, and each path is led to by several links and named by the tree."""
+    return sys.intern(where) if where else where
 
 
 def _where(source: str, link: links.Link) -> str | None:
@@ -300,16 +309,18 @@ def checked_facts(snap: Snapshot, progress: Progress = silent, stores: Stores | 
                          for path, entry in snap.entries.items() if path.endswith(".md")})
 
 
-def _split_facts(facts: dict[str, Checked | Page], tree: str | None = None) -> Facts:
-    concepts: dict[str, Checked] = {}
-    pages: dict[str, Page] = {}
-    for path, fact in facts.items():
+def _split_facts(facts: Mapping[str, Checked | Page], tree: str | None = None,
+                 again: Mapping[str, Checked | Page] | None = None) -> Facts:
+    """``facts`` (and ``again``: those read again) as a ``Facts``, made in place: no other copy is held."""
+    out = Facts({}, {}, tree)
+    pages = out.pages
+    for path, fact in itertools.chain(facts.items(), again.items() if again else ()):
         if type(fact) is Checked:
-            concepts[path] = fact
+            out[path] = fact
         else:
             assert isinstance(fact, Page)
             pages[path] = fact
-    return Facts(concepts, pages, tree)
+    return out
 
 
 F = TypeVar("F", bound=catalog.Fact)
@@ -358,12 +369,12 @@ def _cached_facts(snap: Snapshot, progress: Progress = silent, stores: Stores | 
     built = cached_catalog(doctor_kind(tier), snap, progress, stores)
     if built is None:
         return Facts({}, {})
-    facts = dict(built.facts)
+    again = {}
     for path in built.problems:  # a blob that could not be read: check it here, where it errors
         entry = snap.entries.get(path)
         if entry is not None:
-            facts[path] = fact_of(tier.name, path, entry, b"" if entry.is_link else snap.blob(path))
-    return _split_facts(facts, built.tree)
+            again[path] = fact_of(tier.name, path, entry, b"" if entry.is_link else snap.blob(path))
+    return _split_facts(built.facts, built.tree, again)
 
 
 Pairs = list[tuple[float, str, str]]  # near-duplicate pairs: (score, path, path), most alike first
@@ -926,9 +937,13 @@ class IndexCheck:
     def homes(self) -> list[tuple[str, str, str]]:
         """Each concept with its folder and that folder's index path (both asked twice)."""
         out = []
+        folders: dict[str, tuple[str, str]] = {}  # each folder's strings made once, shared by its concepts
         for path in self.concepts:
             folder = index.parent(path)
-            out.append((path, folder, index.index_path(folder)))
+            known = folders.get(folder)
+            if known is None:
+                known = folders[folder] = (folder, index.index_path(folder))
+            out.append((path, *known))
         return out
 
     def omissions(self) -> set[str]:
