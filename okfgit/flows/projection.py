@@ -12,8 +12,10 @@ memory folder and ``MEMORY.md`` are all as okfgit left them, no concept is looke
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -173,6 +175,28 @@ def project(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, *, 
     then ``save``s the report with them. With ``explain`` the report also says what each agent
     sees afterwards (``report.explanation``, targets/budget.py).
     """
+    with _no_collector():
+        return _project(ctx, ws, owned, stores, scope=scope, target=target, dry_run=dry_run, run_arg=run_arg,
+                        explain=explain)
+
+
+@contextmanager
+def _no_collector() -> Iterator[None]:
+    """The cyclic collector off: a first projection keeps a card, an item and a record per
+    concept until it is done and frees none before, so the collector would only walk them
+    again and again (as ``doctor.run`` and capture found). A caller that turned it off finds
+    it off again afterwards."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _project(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, *, scope: str,
+             target: str, dry_run: bool, run_arg: str | None, explain: bool) -> Report:
     if target not in TARGET_CHOICES:
         raise UsageError(f"unknown target {target!r}: use one of {', '.join(TARGET_CHOICES)}")
     report = Report(dry_run=dry_run)
@@ -252,9 +276,10 @@ def save(report: Report, stores: Stores) -> None:
     with the ownership record, in one transaction), then the fast-path stamp, in that order:
     a change to the record removes the stamp, which vouches for the record it follows. A
     failed run removes the stamp so that the next run retries in full."""
-    if report.owned is not None:
-        state.save(report.owned)
-    stores.save()
+    with _no_collector():  # a row per concept made and written, none kept
+        if report.owned is not None:
+            state.save(report.owned)
+        stores.save()
     if report.owned is None:
         return
     common = str(report.owned.common_dir)
