@@ -43,10 +43,12 @@ _STATE_NAMES = {
 _READ_ERRORS = (KeyError, ValueError, pygit2.GitError)
 
 # libgit2 maps pack files in windows of 1 GiB up to 8 GiB by default, and a page once read
-# stays in the process: reading every blob of a large knowledge base held the whole pack.
-# Windows of 32 MiB, at most 64 MiB mapped, keep what a read holds bounded.
-pygit2.settings.mwindow_size = 32 * 1024 * 1024
-pygit2.settings.mwindow_mapped_limit = 64 * 1024 * 1024
+# stays in the process (its resident memory): reading every blob of a large knowledge base
+# held the whole pack. Windows of 4 MiB, at most 16 MiB mapped, keep what a read holds
+# bounded; a tree's blobs lie in the pack about in the order a walk reads them, so a few
+# small windows cost no more reads than large ones.
+pygit2.settings.mwindow_size = 4 * 1024 * 1024
+pygit2.settings.mwindow_mapped_limit = 16 * 1024 * 1024
 
 
 class Repo:
