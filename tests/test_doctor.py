@@ -617,6 +617,7 @@ def test_a_full_read_takes_the_snapshots_listing_and_no_other(repo: Path, git: R
     listed = plain.tree_entries(new, ".okf")
     reader = checks._Listed(plain, new, ".okf", listed)
     assert reader.tree_entries(new, ".okf") is listed
+    assert list(reader.blobs(new, ".okf")) == sorted(listed.items()) == list(plain.blobs(new, ".okf"))
     assert reader.tree_entries(old, ".okf") == plain.tree_entries(old, ".okf") != listed
     assert reader.tree_entries(new, "") == plain.tree_entries(new, "")
     assert reader.read_blob(listed["extra/new.md"].oid) == (repo / ".okf" / "extra" / "new.md").read_bytes()

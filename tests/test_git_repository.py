@@ -31,6 +31,8 @@ def history(repo: Path, git: Runner, tmp_path: Path) -> tuple[Path, list[str]]:
     (kb / "index.md").write_text("# KB\n")
     (kb / "a" / "x.md").write_text("---\ntype: Note\n---\nx\n")
     (kb / "a" / "b" / "deep.md").write_text("deep\n")
+    (kb / "a-b.md").write_text("sorts before the folder a/\n")
+    (kb / "a0.md").write_text("sorts after the folder a/\n")
     (kb / "ünï cödé name.md").write_text("unicode\n")
     (kb / "run.sh").write_text("#!/bin/sh\n")
     (kb / "run.sh").chmod(0o755)
@@ -81,6 +83,8 @@ def test_the_repository_answers_as_git_does(history: tuple[Path, list[str]], git
             tree = git("rev-parse", f"{commit}:{prefix}", cwd=repo).out.strip()
             assert r.tree_oid(commit, prefix) == tree
             assert r.tree_entries(commit, prefix) == _ls_tree(git, repo, tree, recursive=True)
+            # One blob at a time, in the order of the path strings (a-b.md, a/b/deep.md, a/x.md, a0.md)
+            assert list(r.blobs(commit, prefix)) == sorted(_ls_tree(git, repo, tree, recursive=True).items())
             assert r.listing(tree) == _ls_tree(git, repo, tree, recursive=False)
         assert r.tree_oid(commit, ".okf/missing") is None and r.tree_oid(commit, ".okf/index.md") is None
         assert r.tree_entries(commit, ".okf/missing") == {}

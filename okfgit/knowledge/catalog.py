@@ -123,15 +123,22 @@ def build_kind(kind: Kind[F], repo: Repo, tier: Tier, commit: str, tree: str, ca
 
 def _full(repo: Repo, tier: Tier, commit: str, tree: str, blobs: dict[str, bytes] | None, kind: Kind[F],
           progress: Progress = silent) -> TierCatalog[F]:
-    entries = repo.tree_entries(commit, tier.prefix)
-    out: TierCatalog[F] = TierCatalog(tree, commit=commit, reread=len(entries))
-    concepts = [p for p in sorted(entries) if kind.wants(p)]
+    """Every path's fact, each blob read as the tree walk comes to it (no list of the tree's
+    paths is held). Only when someone watches the progress is the tree walked first to count."""
+    out: TierCatalog[F] = TierCatalog(tree, commit=commit)
+    wants = kind.wants
+    total = sum(1 for path, _ in repo.blobs(commit, tier.prefix) if wants(path)) if progress is not silent else 0
     what = f"reading {tier.label} concepts"
-    for done, path in enumerate(concepts, start=1):
-        _add(out, repo, tier, path, entries[path], blobs, kind)
-        if not done % 100:
-            progress(what, done, len(concepts))
-    progress(what, len(concepts), len(concepts))
+    done = 0
+    for path, entry in repo.blobs(commit, tier.prefix):
+        out.reread += 1
+        if not wants(path):
+            continue
+        _add(out, repo, tier, path, entry, blobs, kind)
+        done += 1
+        if total and not done % 100:
+            progress(what, done, total)
+    progress(what, done, done)
     return out
 
 

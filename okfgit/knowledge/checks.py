@@ -24,7 +24,7 @@ import itertools
 import json
 import re
 import sys
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, TypeVar
 
@@ -362,6 +362,12 @@ class _Listed(Repo):
         if commit == listed_commit and prefix == listed_prefix:
             return entries
         return super().tree_entries(commit, prefix)
+
+    def blobs(self, commit: str | None, prefix: str = "") -> Iterator[tuple[str, Entry]]:
+        listed_commit, listed_prefix, entries = self._listed
+        if commit == listed_commit and prefix == listed_prefix:
+            return iter(sorted(entries.items()))
+        return super().blobs(commit, prefix)
 
 
 def _cached_facts(snap: Snapshot, progress: Progress = silent, stores: Stores | None = None) -> Facts:
