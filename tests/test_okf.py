@@ -206,6 +206,8 @@ def test_every_reader_takes_the_frontmatter_where_fences_says_it_is(bom: bool, f
         parsed = okf.split(data, "x.md")
     except ValidationError:
         return  # not YAML okfgit reads: no reader goes on
+    for keys in (okf.SUMMARY_KEYS, ("type",)):  # a card asks with the split it made: the same lines
+        assert okf.key_lines(data, keys, parsed=parsed) == okf.key_lines(data, keys)
     if parsed.has_frontmatter:
         assert found is not None and (parsed.fm_start, parsed.fm_end) == (found.start, found.end)
         assert parsed.body == data[found.body:]

@@ -514,11 +514,13 @@ def _key_lines_pattern(keys: tuple[str, ...]) -> re.Pattern[bytes]:
     return re.compile(_key_line(keys).encode("utf-8"), re.M)
 
 
-def key_lines(data: bytes, keys: tuple[str, ...] = SUMMARY_KEYS) -> dict[str, int]:
+def key_lines(data: bytes, keys: tuple[str, ...] = SUMMARY_KEYS, *, parsed: Parsed | None = None) -> dict[str, int]:
     """1-based line numbers (in the file) of the top-level frontmatter ``keys`` present, in
     line order: the first line of the frontmatter (as ``fences`` bounds it) that starts
-    each key's entry. Lines are counted by LF."""
-    found = fences(data)
+    each key's entry. Lines are counted by LF. ``parsed``: ``split(data)``, whose bounds
+    are the fences' (so they are not looked for again)."""
+    found = Fences(parsed.fm_start, parsed.fm_end, parsed.fm_end) if parsed is not None and \
+        parsed.has_frontmatter else fences(data)
     if found is None:
         return {}
     out: dict[str, int] = {}

@@ -138,7 +138,7 @@ def card_of(label: str, path: str, entry: Entry, data: bytes) -> Card:
         stale_after=life.stale_label() or "",
         source=sys.intern(okf.one_line(meta.get("okf_source"))) if meta.get("okf_source") is not None else "",
         verified=lifecycle.trust(meta).human_reviewed,
-        summary_line=max(okf.key_lines(data).values(), default=0),
+        summary_line=max(okf.key_lines(data, parsed=parsed).values(), default=0),
         flaw=flaw,
     )
 
