@@ -17,18 +17,22 @@ from pathlib import Path, PurePosixPath
 from okfgit.errors import UnwritableError, UsageError
 
 
-def atomic_write(path: Path, data: bytes, *, fsync: bool, mode: int | None = None) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same folder and a rename.
+def atomic_write(path: Path, data: bytes, *, fsync: bool, mode: int | None = None,
+                 mtime_ns: int | None = None) -> os.stat_result:
+    """Write ``data`` to ``path`` via a temp file in the same folder and a rename; the file's
+    stat as it was renamed into place (what an ownership record keeps: a rename changes
+    neither its size nor its modification time).
 
-    The file keeps the mode it had (or gets ``mode``, or ``0o666`` less the umask when new).
+    The file keeps the mode it had (or gets ``mode``, or ``0o666`` less the umask when new),
+    and gets the modification time ``mtime_ns`` when it is given (set before the rename).
     A file whose mode has no owner write bit is refused (UnwritableError naming the fix),
     for root too: the rename would replace it, but a read-only mode is someone's "keep
     this as it is".
 
     Few system calls, as projection and a commit write thousands of files: one lstat,
-    the temp file created with its final mode (O_EXCL, no follow), a write, the rename;
-    the folder is made only when the create says it is missing, and the mode set only
-    when the umask took bits from it.
+    the temp file created with its final mode (O_EXCL, no follow), a write, its times and
+    stat through the open file, the rename; the folder is made only when the create says
+    it is missing, and the mode set only when the umask took bits from it.
     """
     try:
         st: os.stat_result | None = os.lstat(path)
@@ -48,12 +52,15 @@ def atomic_write(path: Path, data: bytes, *, fsync: bool, mode: int | None = Non
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
+            if mode & _umask():  # the create dropped bits the file must have
+                os.fchmod(fd, mode)
+            if mtime_ns is not None:
+                os.utime(fd, ns=(mtime_ns, mtime_ns))
             if fsync:
                 os.fsync(fd)
+            st = os.fstat(fd)
         finally:
             os.close(fd)
-        if mode & _umask():  # the create dropped bits the file must have
-            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except OSError as exc:
         try:
@@ -61,6 +68,7 @@ def atomic_write(path: Path, data: bytes, *, fsync: bool, mode: int | None = Non
         except OSError:
             pass
         raise UnwritableError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    return st
 
 
 def _mode_of(path: Path, st: os.stat_result | None) -> int:

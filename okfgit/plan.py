@@ -121,6 +121,10 @@ class Applied:
     written: list[FileWrite] = field(default_factory=list)
     failed: list[tuple[FileWrite, str]] = field(default_factory=list)
     moved: list[FileMove] = field(default_factory=list)
+    # The (size, mtime_ns) of each file written with bytes, as it was renamed into place (by its
+    # path): what an ownership record keeps, taken from the file okfgit wrote, not from whatever
+    # is there later.
+    stats: dict[Path, tuple[int, int]] = field(default_factory=dict)
 
     def raise_failed(self) -> Applied:
         """For a verb whose writes go together: the first failure as an UnwritableError."""
@@ -165,8 +169,10 @@ def apply(ctx: Context, plan: Plan) -> Applied:
                 if write.path.exists() or write.path.is_symlink():
                     write.path.unlink()
             else:
-                fsutil.atomic_write(write.path, write.data, fsync=write.fsync, mode=write.mode)
-            if write.mtime_ns is not None and (write.touch or write.data is not None):
+                st = fsutil.atomic_write(write.path, write.data, fsync=write.fsync, mode=write.mode,
+                                         mtime_ns=write.mtime_ns)
+                done.stats[write.path] = (st.st_size, st.st_mtime_ns)
+            if write.touch and write.mtime_ns is not None:
                 os.utime(write.path, ns=(write.mtime_ns, write.mtime_ns), follow_symlinks=False)
             folders.add(write.path.parent)
             done.written.append(write)

@@ -44,6 +44,24 @@ def test_a_rewrite_keeps_the_files_mode_even_bits_the_umask_would_drop(tmp_path:
         os.umask(umask)
 
 
+def test_the_stat_given_back_is_the_files_and_a_time_asked_for_is_its_time(tmp_path: Path) -> None:
+    """What projection records of a file it wrote (size, mtime) is the file's own, with the
+    time Claude's recall order asked for set before the rename, mode bits and all."""
+    umask = os.umask(0o022)
+    try:
+        target = tmp_path / "fact.md"
+        when = 1_700_000_000_123_456_789
+        given = fsutil.atomic_write(target, b"twelve bytes", fsync=False, mode=0o666, mtime_ns=when)
+        now = os.lstat(target)
+        assert (given.st_size, given.st_mtime_ns, given.st_ino) == (now.st_size, now.st_mtime_ns, now.st_ino)
+        assert now.st_size == 12 and now.st_mtime_ns == when and mode(target) == 0o666
+        given = fsutil.atomic_write(target, b"other", fsync=True)  # no time asked for: the time of writing
+        now = os.lstat(target)
+        assert (given.st_size, given.st_mtime_ns) == (5, now.st_mtime_ns) != (5, when)
+    finally:
+        os.umask(umask)
+
+
 def test_a_link_is_replaced_by_a_file_with_its_targets_mode(tmp_path: Path) -> None:
     real = tmp_path / "real.md"
     real.write_bytes(b"real\n")

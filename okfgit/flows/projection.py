@@ -262,7 +262,8 @@ def _project(ctx: Context, ws: Workspace, owned: state.State, stores: Stores, *,
                 repo.store_blob(item.data)
     if repo is not None:
         _record(ctx, st, repo, planned, failures, memory_dir, inputs, report, scope=scope, target=target,
-                run_arg=run_arg, expires=_next_stale(ctx, view), settings=watched, rendered=rendered)
+                run_arg=run_arg, expires=_next_stale(ctx, view), settings=watched, rendered=rendered,
+                stats=done.stats)
     if explain:
         from okfgit.targets import budget  # only for --explain
 
@@ -499,17 +500,19 @@ def _outcome(target: str, item: Item, failure: str | None) -> Outcome:
 def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str, Item]], failures: dict[Path, str],
             memory_dir: Path | None, inputs: _Inputs, report: Report, *, scope: str, target: str,
             run_arg: str | None, expires: int | None = None, settings: list[str] | None = None,
-            rendered: list[str] | None = None) -> None:
-    """The new state and (when all went well) the fast-path stamp, into ``report``; ``save`` writes them."""
+            rendered: list[str] | None = None, stats: dict[Path, tuple[int, int]] | None = None) -> None:
+    """The new state and (when all went well) the fast-path stamp, into ``report``; ``save`` writes
+    them. ``stats``: the stat of each file written, as ``apply`` renamed it into place."""
     new = old.derive()
+    stats = stats or {}
     memory_failed = False
     for _, item in planned:
         failed = item.path in failures or item.action == FAIL
         if item.memory_name is not None:
             memory_failed |= failed
-            _record_memory(new, old, item, failed, memory_dir, report.generation)
+            _record_memory(new, old, item, failed, memory_dir, report.generation, stats)
         else:
-            _record_target(new, item, failed)
+            _record_target(new, item, failed, stats)
     if memory_dir is not None:
         # A record without an item is a file that is already gone.
         if report.kept_rest is None:  # else every record is kept or planned: none to remove
@@ -552,7 +555,12 @@ def _record(ctx: Context, old: state.State, repo: Repo, planned: list[tuple[str,
     report.stamp = _Stamp(invocation, list(inputs.dotgits), watched)
 
 
-def _stat_record(path: Path, oid: str) -> state.FileRecord | None:
+def _stat_record(path: Path, oid: str, stats: dict[Path, tuple[int, int]]) -> state.FileRecord | None:
+    """The record of the file at ``path`` holding ``oid``: its size and time as written (``stats``),
+    else as they are."""
+    written = stats.get(path)
+    if written is not None:
+        return state.FileRecord(oid, *written)
     try:
         st = os.lstat(path)
     except OSError:
@@ -560,7 +568,7 @@ def _stat_record(path: Path, oid: str) -> state.FileRecord | None:
     return state.FileRecord(oid, st.st_size, st.st_mtime_ns)
 
 
-def _record_target(new: state.State, item: Item, failed: bool) -> None:
+def _record_target(new: state.State, item: Item, failed: bool, stats: dict[Path, tuple[int, int]]) -> None:
     key = os.path.abspath(item.path)
     if failed or item.action == SKIP:
         return
@@ -575,13 +583,13 @@ def _record_target(new: state.State, item: Item, failed: bool) -> None:
                 return
         except OSError:
             pass
-    record = _stat_record(item.path, item.oid)
+    record = _stat_record(item.path, item.oid, stats)
     if record is not None:
         new.targets[key] = record
 
 
 def _record_memory(new: state.State, old: state.State, item: Item, failed: bool, memory_dir: Path | None,
-                   generation: int | None) -> None:
+                   generation: int | None, stats: dict[Path, tuple[int, int]]) -> None:
     name = item.memory_name
     assert name is not None
     if failed:
@@ -595,7 +603,7 @@ def _record_memory(new: state.State, old: state.State, item: Item, failed: bool,
     if concept is None:
         current = old.memory_files.get(name)
         if item.action == TOUCH and current is not None:  # only its time moved (Claude's recall order)
-            record = _stat_record(item.path, current.file_oid)
+            record = _stat_record(item.path, current.file_oid, stats)
             if record is not None:
                 new.memory_files[name] = current._replace(size=record.size, mtime_ns=record.mtime_ns)
         return  # unchanged and not even looked at: the record stands
@@ -611,7 +619,7 @@ def _record_memory(new: state.State, old: state.State, item: Item, failed: bool,
         new.memory_files[name] = state.MemoryFile(okf_id, concept.tier, concept.path, oid, current.size,
                                                   current.mtime_ns, since, written)
         return
-    record = _stat_record(item.path, item.oid)
+    record = _stat_record(item.path, item.oid, stats)
     if record is not None:
         new.memory_files[name] = state.MemoryFile(okf_id, concept.tier, concept.path, oid, record.size,
                                                   record.mtime_ns, since, written)
