@@ -163,9 +163,8 @@ def test_every_verb_goes_on_beside_a_huge_integer_and_a_long_name(
     assert (mem / "escape.md").read_bytes() == memory_file("outside", "A fact outside the folder.")  # untouched
 
 
-def test_the_mcp_tools_go_on_beside_a_huge_integer_and_a_long_name(world: Path, okfgit: Runner, git: Runner,
-                                                                    env: dict[str, str]) -> None:
-    from tests.test_mcp import ClientSession, call, serve
+def test_the_mcp_tools_go_on_beside_a_huge_integer_and_a_long_name(world: Path, okfgit: Runner, git: Runner) -> None:
+    from tests.test_mcp import ClientSession, call, serve_here
 
     okfgit("sync", cwd=world)  # the long-named memory is a concept now
     seen: dict[str, Any] = {}
@@ -178,7 +177,7 @@ def test_the_mcp_tools_go_on_beside_a_huge_integer_and_a_long_name(world: Path, 
                            ("state", {"where": "Beside a bad note."})):
             seen[f"{name} {args}"] = await call(session, name, **args)
 
-    serve(world, env, body)
+    serve_here(okfgit, world, body)  # the server in this process: test_mcp holds the stdio transport
     for key, (error, texts, _) in seen.items():
         assert not error and "internal error" not in texts[0], (key, texts)
     assert "Long Name — A fact in a file with a long name." in seen["search {'words': ['long']}"][1][0]
