@@ -176,26 +176,26 @@ def test_a_read_only_kb_folder_is_exit_3_before_the_commit(project: Path, okfgit
     assert porcelain(git, project) == ""
 
 
-def test_without_git_on_path_okfgit_asks_git_only_where_it_must(project: Path, okfgit_proc: Runner, git: Runner,
+def test_without_git_on_path_okfgit_asks_git_only_where_it_must(project: Path, okfgit: Runner, git: Runner,
                                                                 tmp_path: Path) -> None:
     """libgit2 reads and commits; git itself is asked only where its answer may differ (here: a
     config file that includes another), and then its absence is a clear exit 3."""
     empty = tmp_path / "nogit"
     empty.mkdir()
     nogit = {"PATH": str(empty)}
-    okfgit_proc("new", "fact", "--description", "A fact.", cwd=project, extra_env=nogit)
+    okfgit("new", "fact", "--description", "A fact.", cwd=project, extra_env=nogit)
     assert porcelain(git, project, ".okf") == "" and (project / ".okf" / "fact.md").is_file()
-    okfgit_proc("status", cwd=project, extra_env=nogit)
+    okfgit("status", cwd=project, extra_env=nogit)
     # installing the git hooks writes files into the hooks folder only: with no core.hooksPath
     # in any config, git is not asked where that folder is
-    okfgit_proc("hooks", "install", cwd=project, extra_env=nogit)
+    okfgit("hooks", "install", cwd=project, extra_env=nogit)
     assert (project / ".git" / "hooks" / "post-merge").is_file()
     included = tmp_path / "more.gitconfig"
     included.write_text("[okf]\n\tcapture = on\n")
     git("config", "include.path", str(included), cwd=project)
     top = head(git, project)
     for args in (["new", "other", "--description", "Another fact."], ["status"]):
-        result = okfgit_proc(*args, cwd=project, extra_env=nogit, expect=3)
+        result = okfgit(*args, cwd=project, extra_env=nogit, expect=3)
         assert "cannot run git" in result.err and "internal error" not in result.err, result
     assert head(git, project) == top
 
