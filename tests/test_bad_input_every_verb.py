@@ -313,10 +313,10 @@ def test_a_name_past_255_bytes_is_refused_before_anything_is_written(project: Pa
     assert unchanged(git, project) == before
 
 
-def test_a_byte_of_an_argument_that_is_not_utf8_is_refused_by_name(project: Path, okfgit_proc: Runner,
-                                                                   git: Runner) -> None:
+def test_a_byte_of_an_argument_that_is_not_utf8_is_refused_by_name(project: Path, okfgit: Runner,
+                                                                   okfgit_proc: Runner, git: Runner) -> None:
     """The same through a real process's argv: the byte 0xe9 as the shell passes it."""
-    okfgit_proc("run", "start", "r1", "--task", "Try things.", cwd=project)
+    okfgit("run", "start", "r1", "--task", "Try things.", cwd=project)
     before = unchanged(git, project, project / "runstate" / "r1" / "okf")
     refused = okfgit_proc("log", "Tried caf\udce9.", cwd=project, expect=2)
     assert refused.err == ("okfgit: error: text: not UTF-8 text (character 10 is a byte that is not UTF-8); "

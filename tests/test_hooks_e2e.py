@@ -175,8 +175,9 @@ def test_rebase_defers_capture_to_the_next_sync_and_loses_nothing(hooked: Path, 
     assert_agree(git, hooked, mem)
 
 
-def test_okfgit_skip_and_a_failing_okfgit_never_fail_git(hooked: Path, git: Runner, env: dict[str, str],
-                                                         home: Path, hook_env: dict[str, str]) -> None:
+def test_okfgit_skip_and_a_failing_okfgit_never_fail_git(hooked: Path, git: Runner, okfgit: Runner,
+                                                         env: dict[str, str], home: Path,
+                                                         hook_env: dict[str, str]) -> None:
     mem = memory(hooked, env, home)
     write_memory(mem, "feedback_testing.md", CURRENT)
     (hooked / "c.txt").write_text("c\n")
@@ -201,9 +202,7 @@ def test_okfgit_skip_and_a_failing_okfgit_never_fail_git(hooked: Path, git: Runn
     git("checkout", "-q", "-b", "again", cwd=hooked, extra_env=hook_env)
     git("checkout", "-q", "main", cwd=hooked, extra_env=hook_env)
     assert_agree(git, hooked, mem)
-    assert json.loads(
-        __import__("subprocess").run([sys.executable, "-m", "okfgit", "status", "--json"], cwd=hooked, env=env,
-                                     capture_output=True, text=True).stdout)["in_sync"] is True
+    assert json.loads(okfgit("status", "--json", cwd=hooked, expect=None).out)["in_sync"] is True
 
 
 BAD = (b"---\ntype: Note\ntitle: Bad\ndescription: Links nowhere.\nscope: project\n"
@@ -260,7 +259,7 @@ def test_a_memory_written_on_a_branch_is_committed_there_when_you_switch(
 
 
 def test_a_switch_no_reflog_proves_holds_the_capture_for_the_next_sync(
-        hooked: Path, git: Runner, okfgit_proc: Runner, env: dict[str, str], home: Path,
+        hooked: Path, git: Runner, okfgit: Runner, env: dict[str, str], home: Path,
         hook_env: dict[str, str]) -> None:
     """Which branch a memory was written on is never guessed: a switch from a detached HEAD
     (like one nothing in HEAD's reflog proves: test_git_repository.py) holds the capture (said
@@ -286,10 +285,10 @@ def test_a_switch_no_reflog_proves_holds_the_capture_for_the_next_sync(
     assert "capture" not in later.err  # held: said once
     assert git("log", "-1", "--format=%s", cwd=hooked).out == "code\n"
     assert (mem / "feedback_testing.md").read_bytes() == CURRENT
-    assert "captured 1" in okfgit_proc("sync", cwd=hooked, extra_env=hook_env).out
+    assert "captured 1" in okfgit("sync", cwd=hooked, extra_env=hook_env).out
     assert git("log", "-1", "--format=%s", "main", cwd=hooked).out == "okf: capture 1 fact from Claude Code memory\n"
     assert git("rev-parse", "feature", cwd=hooked).out == tops["feature"]
     assert (mem / "feedback_testing.md").read_bytes() == blob(git, hooked, "main:.okf/memory/feedback-testing.md")
     assert_agree(git, hooked, mem)
-    assert okfgit_proc("sync", cwd=hooked, extra_env=hook_env).out == "okfgit sync: up to date\n"
+    assert okfgit("sync", cwd=hooked, extra_env=hook_env).out == "okfgit sync: up to date\n"
     fsck(git, hooked)
