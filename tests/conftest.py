@@ -376,6 +376,21 @@ def project(repo: Path, okfgit: Runner, tmp_path_factory: pytest.TempPathFactory
     return repo
 
 
+def built_once(kind: str, make: Callable[[Path, Runner, Runner], None], dest: Path,
+               factory: pytest.TempPathFactory) -> Path:
+    """What ``make(path, git, okfgit)`` builds, built once in this session under the name
+    ``kind`` (as ``repo`` is) and written out at ``dest`` for this test: for a repository
+    that several tests start from, whose building costs more than its writing."""
+    template = _template(kind, make, factory)
+    _write(dest, list(template.entries.items()), template.git)
+    return dest
+
+
+def make_project(path: Path, git: Runner, okfgit: Runner) -> None:
+    """A project repository at ``path`` as the ``project`` fixture gives it (for ``built_once``)."""
+    _make_project(path, git, okfgit)
+
+
 def trailers_by_git(git: Runner, cwd: Path, rev: str = "HEAD") -> list[tuple[str, str]]:
     """Trailers of a commit as `git interpret-trailers --parse` reads them."""
     message = git("log", "-1", "--format=%B", rev, cwd=cwd).out

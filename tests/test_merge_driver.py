@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from okfgit.format import concept as okf
-from tests.conftest import Runner, fsck
+from tests.conftest import Runner, built_once, fsck, make_project
 
 BIN = os.path.dirname(sys.executable)
 
@@ -78,10 +78,24 @@ def index_is_regenerated(okfgit: Runner, git: Runner, repo: Path) -> None:
     fsck(git, repo)
 
 
+def _make_branched(path: Path, git: Runner, okfgit: Runner) -> None:
+    make_project(path, git, okfgit)
+    add(git, okfgit, path, {}, ["d/base-a", "d/base-z"], "two concepts")  # what ``team`` makes
+    okfgit("hooks", "install", cwd=path)
+    two_branches(git, okfgit, path, {"OKFGIT_SKIP": "1"})
+
+
+@pytest.fixture
+def branched(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``team`` after ``two_branches``: built once in the session (its four ways of merging
+    each start from the same commits) and written out for each test."""
+    return built_once("merge-driver-branched", _make_branched, tmp_path / "proj", tmp_path_factory)
+
+
 @pytest.mark.parametrize("how", ["merge", "rebase", "cherry-pick", "pull"])
 def test_two_branches_adding_fifty_concepts_each_to_one_folder_merge_cleanly(
-        how: str, team: Path, okfgit: Runner, git: Runner, path_env: dict[str, str]) -> None:
-    two_branches(git, okfgit, team, path_env)
+        how: str, branched: Path, okfgit: Runner, git: Runner, path_env: dict[str, str]) -> None:
+    team = branched
     if how == "merge":
         git("checkout", "-q", "e", cwd=team, extra_env=path_env)
         git("merge", "-q", "--no-edit", "c", cwd=team, extra_env=path_env)
