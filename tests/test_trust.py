@@ -91,8 +91,10 @@ def _capture_by(path: str, project: Path, okfgit: Runner, git: Runner, env: dict
     return ran.stderr
 
 
-@pytest.mark.parametrize("edit", ["native", "plain"])
-@pytest.mark.parametrize("path", ["sync", "post-checkout", "session-end"])
+# Both edits by the sync in this process; each route a process takes (a git hook, Claude Code's
+# SessionEnd) once, with one of them: what a route does with the edit is the sync's, proved above.
+@pytest.mark.parametrize(("path", "edit"), [("sync", "native"), ("sync", "plain"), ("post-checkout", "plain"),
+                                            ("session-end", "native")])
 def test_an_agents_rewrite_of_a_verified_decision_becomes_a_proposal(
         project: Path, okfgit: Runner, git: Runner, env: dict[str, str], path: str, edit: str) -> None:
     mem = _verified_decision(project, okfgit, git, env)
