@@ -355,7 +355,8 @@ QUESTIONS = [
                                 "decisons")],
     *[("search", *words) for words in (("cache",), ("CACH", "day"), ("x",), ("ca",), ("aße",), ("stor", "sqlite"),
                                        ("shared",), ("wording",), ("zebra",), ("--type", "decision"),
-                                       ("--tag", "perf", "cach"), ("e", "--limit", "0"))],
+                                       ("--tag", "perf", "cach"), ("e", "--limit", "0"), ("caching", "--limit", "1"),
+                                       ("cach", "--no-deprecated"))],
     *[("links", ref) for ref in ("cache-policy", "storage", "shared", "x in a", "percent", "notes/b/x.md")],
 ]
 
@@ -381,6 +382,8 @@ def test_the_stores_lookup_answers_what_reading_every_card_answers(kb: Path, okf
         ".okf/street.md": concept("Note", "Straße", "Where the cache lives.", "[[weird name]] and [p](perc%65nt.md)\n"),
         ".okf/weird.md": concept("Note", "Weird", "A name with a space.", name="weird name"),
         ".okf/percent.md": concept("Note", "Percent", "Linked by an encoded name.", "[[storage-engine]]\n"),
+        ".okf/old-cache.md": concept("Decision", "Caching by the hour", "Caching we dropped.", status="deprecated",
+                                     tags="[Perf]"),
     })
     common = kb / ".git"
     okfgit("links", "storage", cwd=kb)  # the first reader writes the lookup and the links
@@ -405,6 +408,30 @@ def test_the_stores_lookup_answers_what_reading_every_card_answers(kb: Path, okf
     assert _answers(okfgit, kb) == with_lookup
 
 
+def test_a_lookup_an_earlier_okfgit_wrote_is_made_again(kb: Path, okfgit: Runner, git: Runner) -> None:
+    """A lookup without what search ranks by (its shape before it had status, type and tags),
+    described by other code, is dropped and written whole again by the next reader."""
+    expected = okfgit("search", "cach", "--json", cwd=kb).out
+    db = kb / ".git" / "okf" / "state.db"
+    conn = sqlite3.connect(db)
+    conn.executescript(
+        "DROP TABLE lookup_words; DROP TABLE lookup;"
+        "CREATE TABLE lookup (id INTEGER PRIMARY KEY, tier TEXT NOT NULL, path TEXT NOT NULL, okf_id TEXT,"
+        " stem TEXT NOT NULL, name TEXT NOT NULL, title TEXT NOT NULL, words TEXT NOT NULL, UNIQUE (tier, path));"
+        "CREATE VIRTUAL TABLE lookup_words USING fts5(words, content='lookup', content_rowid='id',"
+        " tokenize='trigram', detail=none);"
+        "INSERT INTO lookup (tier, path, stem, name, title, words) VALUES ('project', 'gone.md', 'gone', '', 'x', 'x');"
+        "UPDATE catalogs SET code = 'okfgit 0.0.1' WHERE kind = 'lookup';")
+    conn.close()
+    assert okfgit("search", "cach", "--json", cwd=kb).out == expected
+    conn = sqlite3.connect(db)
+    assert "tags" in {row[1] for row in conn.execute("PRAGMA table_info(lookup)")}
+    assert conn.execute("SELECT count(*) FROM lookup WHERE path = 'gone.md'").fetchone() == (0,)
+    conn.close()
+    assert kinds(kb / ".git")[("lookup", "project")] == git("rev-parse", "HEAD:.okf", cwd=kb).out.strip()
+    assert okfgit("search", "cach", "--json", cwd=kb).out == expected  # now from the lookup
+
+
 def test_a_warm_reader_asks_the_lookup_and_reads_no_other_card(kb: Path, okfgit: Runner, git: Runner) -> None:
     from okfgit.knowledge.cards import TierCards
     from okfgit.knowledge.tiers import Tier
@@ -417,6 +444,12 @@ def test_a_warm_reader_asks_the_lookup_and_reads_no_other_card(kb: Path, okfgit:
     assert [c.path for c in tier.under("notes/")] == ["notes/a/x.md", "notes/b/x.md"]
     assert [c.path for c in tier.linking(["cache-policy"])] == ["decisions/storage.md"]
     assert "catalog" not in tier.__dict__  # no card but these was read
+    from okfgit.knowledge.merged import Merged
+    from okfgit.verbs import nav
+
+    found = nav.search(Merged([tier]), ["cach"], limit=1)  # the matches ranked, the card of the one shown read
+    assert ([c.path for c in found.hits], found.more) == (["decisions/cache-policy.md"], 1)  # the title holds it
+    assert "catalog" not in tier.__dict__
     # a commit later, a reader brings the store to it by a tree diff, and still reads no other card
     commit_files(git, kb, {".okf/notes/a/x.md": concept("Note", "X in a", "Now about caching.", "[[storage]]\n")})
     tier = TierCards(Tier("project", kb, ".okf"))

@@ -178,10 +178,13 @@ def _from_json(value: list[Any]) -> Card:
     return tuple.__new__(Card, value)  # the tuple as it is: 10,000 of them, no per-field call
 
 
-def _lookup_row(path: str, card: Card) -> tuple[str | None, str, str, str, str]:
+def _lookup_row(path: str, card: Card) -> tuple[str | None, str, str, str, str, str, str, str]:
     """What the store's lookup keeps of a card (``local/store.py``): okf_id, slug, ``name``,
-    title case-folded, and the words ``search`` matches."""
-    return card.okf_id, slug_of(path), card.name, card.title.casefold(), _fold(card)
+    title case-folded, then what ``search`` matches, filters and ranks by (its ``Match``): the
+    words, status, type and tags."""
+    match = _match("", path, card)
+    return card.okf_id, slug_of(path), card.name, card.title.casefold(), match.words, match.status, match.type, \
+        match.tags
 
 
 CARDS: catalog.Kind[Card] = catalog.Kind("cards", card_of, _from_json, lookup=_lookup_row)
@@ -290,6 +293,32 @@ class TierCard(NamedTuple):
         return f"{self.tier}:{self.path}@{self.card.oid[:7]}"
 
 
+class Match(NamedTuple):
+    """A concept whose title or description holds every word of a search: what ``search``
+    filters and ranks it by, read without its card (``nav.search`` reads the cards of the
+    ones it shows)."""
+
+    tier: str
+    path: str
+    okf_id: str | None
+    words: str  # the title and the description lower-cased, the title on the first line (``_fold``)
+    status: str
+    type: str
+    tags: str  # a JSON list
+
+    @property
+    def title_words(self) -> str:
+        """The title lower-cased (a title is one line: ``one_line``, ``title_from_path``)."""
+        return self.words.split("\n", 1)[0]
+
+    @property
+    def deprecated(self) -> bool:
+        return self.status == lifecycle.DEPRECATED
+
+    def tag_list(self) -> list[str]:
+        return list(json.loads(self.tags))
+
+
 class TierCards:
     """One tier at one commit (default HEAD): its cards from the store, its blobs read on demand.
 
@@ -373,9 +402,14 @@ class TierCards:
                 return [TierCard(self.label, path, _from_json(json.loads(value))) for path, value in rows]
             except (ValueError, TypeError):
                 pass
+        self._give_up()
+        return None
+
+    def _give_up(self) -> None:
+        """The store could not answer: it is not asked again, every card is read (and a reader
+        writes the lookup again)."""
         self.__dict__["_store"] = None
         self._index = self._own
-        return None
 
     def _lookup(self, column: str, value: str, prefix: bool = False) -> list[TierCard] | None:
         store = self._store
@@ -469,22 +503,38 @@ class TierCards:
         found = self._ask(store.facts_under(CARDS.name, self.label, prefix)) if store else None
         return found if found is not None else [c for p, c in self.cards.items() if p.startswith(prefix)]
 
-    def matching(self, terms: list[str]) -> list[TierCard]:
+    def matching(self, terms: list[str]) -> list[Match]:
         """The concepts whose title or description, lower-cased, holds every one of ``terms``
-        (lower-cased), by path. The store's full-text index narrows to the concepts that hold
-        every trigram of the terms, and each one it gives is checked as below."""
+        (lower-cased), by path, without their cards. The store's full-text index narrows to
+        the concepts that hold trigrams covering each term (every third and the last: each
+        trigram asked for costs a walk of the concepts that hold it), and each one it gives is
+        checked as below."""
         store = self._store
-        grams = dict.fromkeys(t[i:i + 3] for t in terms for i in range(len(t) - 2))
+        grams = dict.fromkeys(t[i:i + 3] for t in terms if len(t) > 2 for i in (*range(0, len(t) - 3, 3), len(t) - 3))
         if store is not None and grams:
             query = " AND ".join('"' + g.replace('"', '""') + '"' for g in grams)
-            found = self._ask(store.matching(CARDS.name, self.label, query))
-            if found is not None:
-                return [c for c in found if all(t in _fold(c.card) for t in terms)]
+            rows = store.matching(self.label, query)
+            if rows is not None:
+                label = self.label
+                return [Match(label, *row) for row in rows if all(t in row[2] for t in terms)]
+            self._give_up()
         folded = self.folded
         paths: list[str] | dict[str, str] = folded
         for term in terms:  # one pass per word over what is left: the words narrow it fast
             paths = [path for path in paths if term in folded[path]]
-        return sorted((self._card(path) for path in paths), key=lambda c: c.path)
+        facts = self.catalog.facts
+        return [_match(self.label, path, facts[path]) for path in sorted(paths)]
+
+    def cards_at(self, paths: list[str]) -> dict[str, TierCard]:
+        """The concepts at ``paths`` (the readable ones), by path: one question of the store."""
+        store = self._store
+        if store is not None:
+            rows = store.rows(CARDS.name, self.label, self.tree, paths)
+            found = self._ask([(path, row.value) for path, row in rows.items() if row.value is not None]
+                              if rows is not None else None)
+            if found is not None:
+                return {c.path: c for c in found}
+        return {path: c for path in paths if (c := self.card_at(path)) is not None}
 
     def linking(self, names: list[str]) -> list[TierCard]:
         """The concepts whose links may name one of ``names`` (or are percent-encoded): every
@@ -601,6 +651,10 @@ class TierCards:
         if oid is None or self.repo is None:
             raise UsageError(f"{self.label}:{path} does not exist")
         return self.repo.read_blob(oid)
+
+
+def _match(label: str, path: str, card: Card) -> Match:
+    return Match(label, path, card.okf_id, _fold(card), card.status, card.type, json.dumps(card.tags, ensure_ascii=False))
 
 
 def _fold(card: Card) -> str:

@@ -23,7 +23,7 @@ from typing import NamedTuple
 from okfgit.format import concept as okf
 from okfgit.format import lifecycle
 from okfgit.format.names import is_needs_merge
-from okfgit.knowledge.cards import TierCard, TierCards
+from okfgit.knowledge.cards import Match, TierCard, TierCards
 from okfgit.knowledge.tiers import Workspace
 
 
@@ -60,6 +60,9 @@ class Merged:
         self.clock = clock  # epoch seconds: a concept is stale when now >= its stale_after
         self._by_label = {t.label: t for t in self.tiers}
         self._rank = {label: i for i, label in enumerate(self._by_label)}
+        labels = list(self._by_label)
+        self._above = {label: labels[:i] for i, label in enumerate(labels)}  # the more specific tiers
+        self._below = {label: labels[i + 1:] for i, label in enumerate(labels)}
 
     def now(self) -> dt.datetime:
         return lifecycle.instant_of(self.clock())
@@ -79,15 +82,14 @@ class Merged:
         """Every readable concept of one tier, by path (shadowed ones and siblings included)."""
         return list(self._by_label[label].cards.values())
 
-    def _same_id(self, concept: TierCard, more_specific: bool) -> list[TierCard]:
+    def _same_id(self, concept: TierCard | Match, more_specific: bool) -> list[TierCard]:
         okf_id = concept.okf_id
-        if not okf_id:
+        labels = (self._above if more_specific else self._below)[concept.tier]
+        if not okf_id or not labels:
             return []
-        at = self.rank(concept.tier)
-        labels = self.labels[:at] if more_specific else self.labels[at + 1:]
         return [c for label in labels for c in self._by_label[label].answering(okf_id)]
 
-    def is_visible(self, concept: TierCard) -> bool:
+    def is_visible(self, concept: TierCard | Match) -> bool:
         return not self._same_id(concept, more_specific=True)
 
     @cached_property

@@ -57,6 +57,7 @@ CREATE TABLE IF NOT EXISTS facts (kind TEXT NOT NULL, tier TEXT NOT NULL, path T
 CREATE TABLE IF NOT EXISTS records (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS lookup (id INTEGER PRIMARY KEY, tier TEXT NOT NULL, path TEXT NOT NULL, okf_id TEXT,
                                    stem TEXT NOT NULL, name TEXT NOT NULL, title TEXT NOT NULL, words TEXT NOT NULL,
+                                   status TEXT NOT NULL, type TEXT NOT NULL, tags TEXT NOT NULL,
                                    UNIQUE (tier, path));
 CREATE INDEX IF NOT EXISTS lookup_okf_id ON lookup (okf_id, tier);
 CREATE INDEX IF NOT EXISTS lookup_stem ON lookup (stem, tier);
@@ -266,12 +267,14 @@ class Store:
                           f"f.tier = l.tier AND f.path = l.path WHERE {where} AND l.tier = ? ORDER BY l.path",
                           (kind, *args, tier))
 
-    def matching(self, kind: str, tier: str, query: str) -> list[tuple[str, str]] | None:
-        """The ``kind`` facts whose lookup words match the FTS5 ``query``."""
+    def matching(self, tier: str, query: str) -> list[tuple[str, str | None, str, str, str, str]] | None:
+        """(path, okf_id, words, status, type, tags) of each lookup row whose words match the
+        FTS5 ``query``, by path: what ``search`` checks, filters and ranks a concept by. No
+        fact is read (the cards of the few it shows are read after, by path)."""
         # CROSS JOIN: the index first, then the rows it names (else sqlite may ask it once per row).
-        return self._rows("SELECT l.path, f.value FROM lookup_words w CROSS JOIN lookup l ON l.id = w.rowid CROSS "
-                          "JOIN facts f ON f.kind = ? AND f.tier = l.tier AND f.path = l.path WHERE lookup_words "
-                          "MATCH ? AND l.tier = ? ORDER BY l.path", (kind, query, tier))
+        return self._rows("SELECT l.path, l.okf_id, l.words, l.status, l.type, l.tags FROM lookup_words w CROSS JOIN "
+                          "lookup l ON l.id = w.rowid WHERE lookup_words MATCH ? AND l.tier = ? ORDER BY l.path",
+                          (query, tier))
 
     def _rows(self, sql: str, args: tuple[Any, ...]) -> list[Any] | None:
         import sqlite3
@@ -290,8 +293,9 @@ class Store:
         """Stage the ``kind`` facts of ``tier`` at ``tree``: ``rows`` are every row it has
         (``base`` None), or the paths that changed since the stored tree ``base`` (None: the
         path is gone); a ``Row`` each, or for ``LOOKUP`` a value of each of ``LOOKUP_COLUMNS``
-        but ``path``, then the words. When the store holds another tree by the time it is written (another
-        okfgit stored one meanwhile), changes from ``base`` are not written: what is there stays.
+        but ``path``, then the words, status, type and tags (a JSON list). When the store holds
+        another tree by the time it is written (another okfgit stored one meanwhile), changes
+        from ``base`` are not written: what is there stays.
         ``rows()`` gives them when they are written (each made then: no catalog is held twice)."""
         self._catalogs[(kind, tier)] = _Staged(tree, commit, rows, base, saved)
 
@@ -419,19 +423,26 @@ def _write_lookup(conn: sqlite3.Connection, tier: str, staged: _Staged) -> bool:
     keys: list[tuple[str, ...]]
     added: list[tuple[str, ...]]
     if staged.base is None:
-        where, keys, added = "tier = ?", [(tier,)], [(tier,)]
+        where, keys, added = "tier = ?", [(tier,)], []
     else:
         where, keys, added = "tier = ? AND path = ?", changed, [(tier, row[1]) for row in inserted]
     conn.execute("SAVEPOINT lookup")
     try:
         words = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'lookup_words'").fetchone() is not None
-        if words:
+        if words and staged.base is not None:
             conn.executemany("INSERT INTO lookup_words (lookup_words, rowid, words) SELECT 'delete', id, words "
                              f"FROM lookup WHERE {where}", keys)
         conn.executemany(f"DELETE FROM lookup WHERE {where}", keys)
-        conn.executemany("INSERT INTO lookup (tier, path, okf_id, stem, name, title, words) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         inserted)
-        if words:
+        conn.executemany("INSERT INTO lookup (tier, path, okf_id, stem, name, title, words, status, type, tags) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", inserted)
+        if words and staged.base is None:
+            # Every row: the index made again from the rows, in one piece. Deleting each old row's
+            # words instead keeps them as tombstones that every query walks until a merge (twice
+            # the work at 100,000 concepts), and the pieces a rebuild writes cost a query a
+            # fifth more than one.
+            conn.execute("INSERT INTO lookup_words (lookup_words) VALUES ('rebuild')")
+            conn.execute("INSERT INTO lookup_words (lookup_words) VALUES ('optimize')")
+        elif words:
             conn.executemany(f"INSERT INTO lookup_words (rowid, words) SELECT id, words FROM lookup WHERE {where}",
                              added)
         conn.execute("RELEASE lookup")
@@ -449,7 +460,13 @@ def _create(conn: sqlite3.Connection, common_dir: Path) -> None:
     import sqlite3
 
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'lookup'").fetchone() is not None:
-        return
+        if conn.execute("SELECT 1 FROM pragma_table_info('lookup') WHERE name = 'tags'").fetchone() is not None:
+            return
+        # An earlier okfgit's lookup, without what ``search`` ranks by: made again (no reader
+        # trusts its rows: other code wrote them), whole, by the next reader.
+        conn.execute("DROP TABLE IF EXISTS lookup_words")
+        conn.execute("DROP TABLE lookup")
+        conn.execute("DELETE FROM catalogs WHERE kind = ?", (LOOKUP,))
     for statement in SCHEMA.strip().split(";"):
         if statement.strip():
             conn.execute(statement)

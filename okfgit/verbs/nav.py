@@ -16,7 +16,7 @@ from okfgit.format import concept as okf
 from okfgit.format import names
 from okfgit.format.similar import THRESHOLD
 from okfgit.knowledge import refs
-from okfgit.knowledge.cards import TierCard
+from okfgit.knowledge.cards import Match, TierCard
 from okfgit.knowledge.merged import Hit, Merged, concept_hit
 
 if TYPE_CHECKING:  # the read verbs import markdown and index_md only where a link or an index is read
@@ -122,31 +122,36 @@ def search(view: Merged, words: Sequence[str] = (), type_: str | None = None, ta
     Ranked: current concepts before deprecated ones (left out when ``include_deprecated``
     is False), then more words in the title first, then by path, then most specific tier.
     The first ``limit`` are shown (0: all); ``Found.more`` counts the rest. Words are
-    matched by each tier (``TierCards.matching``: the store's full-text index, or every card).
+    matched by each tier (``TierCards.matching``: the store's full-text index, or every
+    card), which gives what the ranking needs; only the cards of the hits shown are read.
     """
     if limit < 0:
         raise UsageError(f"the limit must be 0 (all) or more, not {limit}")
     wanted_type = okf.one_line(type_).lower() if type_ else None
     wanted_tags = {t.lower() for t in tags}
     terms = [w.lower() for w in words if w.strip()]
-    ranked: list[tuple[bool, int, str, int, TierCard]] = []
+    ranked: list[tuple[bool, int, str, int, Match]] = []
     for label in view.labels:
-        for concept in view.tier(label).matching(terms):
-            deprecated = concept.deprecated
+        for match in view.tier(label).matching(terms):
+            deprecated = match.deprecated
             if deprecated and not include_deprecated:
                 continue
-            if wanted_type is not None and concept.card.type.lower() != wanted_type:
+            if wanted_type is not None and match.type.lower() != wanted_type:
                 continue
-            if wanted_tags and not wanted_tags <= {t.lower() for t in concept.card.tags}:
+            if wanted_tags and not wanted_tags <= {t.lower() for t in match.tag_list()}:
                 continue
-            if not view.is_visible(concept):
+            if not view.is_visible(match):
                 continue
-            title = concept.card.title.lower()
+            title = match.title_words
             in_title = sum(1 for term in terms if term in title)
-            ranked.append((deprecated, -in_title, concept.path, view.rank(label), concept))
+            ranked.append((deprecated, -in_title, match.path, view.rank(label), match))
     ranked.sort(key=lambda r: r[:4])
     shown = ranked if not limit else ranked[:limit]
-    return Found([r[4] for r in shown], len(ranked) - len(shown))
+    wanted: dict[str, list[str]] = {}
+    for r in shown:
+        wanted.setdefault(r[4].tier, []).append(r[2])
+    cards = {label: view.tier(label).cards_at(paths) for label, paths in wanted.items()}
+    return Found([cards[r[4].tier][r[2]] for r in shown], len(ranked) - len(shown))
 
 
 # -- similar ------------------------------------------------------------------------
