@@ -408,6 +408,20 @@ def test_the_stores_lookup_answers_what_reading_every_card_answers(kb: Path, okf
     assert _answers(okfgit, kb) == with_lookup
 
 
+def test_a_kept_reader_asks_the_store_it_wrote(kb: Path, okfgit: Runner) -> None:
+    """A reader that had to read every card (a cold store) writes the lookup and then asks
+    it, as an MCP server kept warm does for its next call, with the same answers."""
+    from okfgit.knowledge.cards import TierCards
+    from okfgit.knowledge.tiers import Tier
+
+    forget_facts(kb / ".git")
+    tier = TierCards(Tier("project", kb, ".okf"))
+    first = tier.matching(["cach"])
+    assert "catalog" in tier.__dict__ and tier._store is not None
+    assert tier.matching(["cach"]) == first
+    assert [c.path for c in first] == ["decisions/cache-policy.md", "decisions/storage.md"]
+
+
 def test_a_lookup_an_earlier_okfgit_wrote_is_made_again(kb: Path, okfgit: Runner, git: Runner) -> None:
     """A lookup without what search ranks by (its shape before it had status, type and tags),
     described by other code, is dropped and written whole again by the next reader."""

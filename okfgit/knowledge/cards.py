@@ -357,6 +357,7 @@ class TierCards:
         built = _catalog(CARDS, self.repo, self.tier, self.commit, tree, blobs, progress, self._stores, self._index)
         if self._own:
             self._stores.save()
+            self.__dict__.pop("_store", None)  # saved: the next question asks the store again
         return built
 
     @cached_property
@@ -372,8 +373,10 @@ class TierCards:
     @cached_property
     def _store(self) -> Store | None:
         """The tier's store when its cards and their lookup describe this tree (a reader first
-        brings them there from a tree a few changes away: ``catalog.forward``), else None."""
-        if "catalog" in self.__dict__ or self.repo is None or self.commit is None:
+        brings them there from a tree a few changes away: ``catalog.forward``), else None. A
+        reader that read every card (and saved them) asks it still: a kept reader (the MCP
+        server) would otherwise search every card in memory until a HEAD moves."""
+        if ("catalog" in self.__dict__ and not self._own) or self.repo is None or self.commit is None:
             return None
         store = self._stores.of(self.repo.common_dir)
         cards, looked = store.head(CARDS.name, self.label), store.head(LOOKUP, self.label)
