@@ -162,7 +162,9 @@ class Keys(NamedTuple):
 
 
 def _keys(claim: int, body: int, less: tuple[int, ...]) -> Keys:
-    return Keys(claim, body, less, tuple(k for k in (claim, body) if k))
+    # no generator: a pass over every concept unpacks each concept's keys (``unpacked``)
+    return Keys(claim, body, less, (claim, body) if claim and body else (claim,) if claim else
+                (body,) if body else ())
 
 
 def unpacked(text: str) -> Keys:
@@ -170,8 +172,7 @@ def unpacked(text: str) -> Keys:
     found = array("I")
     found.frombytes(binascii.a2b_base64(text))
     claim, body, *less = found.tolist()
-    return Keys(claim, body, tuple(less), (claim, body) if claim and body else (claim,) if claim else
-                (body,) if body else ())
+    return _keys(claim, body, tuple(less))
 
 
 def keys(claimed: tuple[int, ...], body: bytes) -> Keys:
